@@ -1,0 +1,62 @@
+"""What the planners see of an executor: a tool, described in one language."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One admitted executor offered to a planner, in the session language.
+
+    `parameters` is a JSON Schema object (OpenAI tool-calling `function.parameters`).
+    `utterances` are hassil sentence templates for the embedded planner, and `slot_values`
+    maps a slot name to {spoken phrase: argument value} (e.g. "markdown" → "*.md").
+    """
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    utterances: tuple[str, ...] = ()
+    affinity: tuple[str, ...] = ()
+    slot_values: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def openai_tool(self) -> dict[str, Any]:
+        return {
+            "type": "function",
+            "function": {
+                "name": self.name,
+                "description": self.description,
+                "parameters": self.parameters,
+            },
+        }
+
+
+@dataclass(frozen=True)
+class PlanStep:
+    """One step of a plan: run `executor` with `args` (as the model or the matcher gave them).
+
+    `error` is an i18n key when the call itself was unusable (e.g. `ERR_PLAN_ARGS_NOT_JSON`
+    for arguments that are not a JSON object); the turn refuses such a step with an audit line.
+    """
+
+    executor: str
+    args: dict[str, Any]
+    call_id: str = ""
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A planner's answer: steps to run, and/or text to say (a direct answer or a question).
+
+    `source` is "llm" or "embedded". `understood` is False when the embedded planner matched
+    nothing (the reply then names what to configure). `cost_usd` is litellm's estimate.
+    """
+
+    steps: tuple[PlanStep, ...]
+    text: str | None
+    source: str
+    understood: bool = True
+    cost_usd: float = 0.0

@@ -1,0 +1,32 @@
+"""The sandbox profile an executor declares in its manifest (`[sandbox]` table).
+
+The profile is data: policy and sandbox act on it before any executor code runs.
+`metnos.sandbox.bwrap` turns it into a bubblewrap argv.
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+
+class SandboxProfile(BaseModel):
+    """What an executor may touch. Paths are `"workspace"` or workspace-relative folders."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    read: tuple[str, ...] = Field(default=("workspace",), description="Readable roots.")
+    write: tuple[str, ...] = Field(default=(), description="Writable roots.")
+    network: bool = Field(default=False, description="Whether the executor may use the network.")
+    timeout_s: float = Field(default=10.0, gt=0, le=3600, description="Wall-clock limit.")
+    memory_mb: int = Field(default=256, ge=16, le=16384, description="Address-space limit.")
+
+    @field_validator("read", "write")
+    @classmethod
+    def _workspace_relative(cls, roots: tuple[str, ...]) -> tuple[str, ...]:
+        for root in roots:
+            if root == "workspace":
+                continue
+            parts = root.replace("\\", "/").split("/")
+            if root.startswith(("/", "~")) or ".." in parts or not root.strip():
+                raise ValueError(f"sandbox roots are 'workspace' or workspace-relative: {root!r}")
+        return roots

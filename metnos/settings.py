@@ -1,0 +1,250 @@
+"""Settings: one `BaseSettings` per group, composed by a root `Settings`.
+
+Sources, highest priority first: explicit init arguments, environment variables
+(`METNOS_<GROUP>_<FIELD>`; the root fields are `METNOS_HOME`, `METNOS_LANG`, ...),
+then `METNOS_HOME/metnos.toml` (tables named after the groups: `[gateway]`, `[llm]`...),
+then the defaults below.
+
+Use `get_settings()`; it is cached, and `get_settings.cache_clear()` makes tests pick up
+a changed environment.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from metnos.errors import ConfigError
+
+Autonomy = Literal["ReadOnly", "Supervised", "Full"]
+
+
+def default_home() -> Path:
+    """`METNOS_HOME` when set, else `~/.local/share/metnos`."""
+    env = os.environ.get("METNOS_HOME")
+    if env:
+        return Path(env).expanduser()
+    return Path("~/.local/share/metnos").expanduser()
+
+
+class _Group(BaseSettings):
+    """A settings group: environment first, then its table in `metnos.toml`."""
+
+    model_config = SettingsConfigDict(extra="forbid", validate_default=True)
+
+
+class GatewaySettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_GATEWAY_", extra="forbid")
+
+    host: str = Field("127.0.0.1", description="Address the gateway binds to (loopback only).")
+    port: int = Field(42618, ge=1, le=65535, description="Port of the gateway.")
+    max_message_chars: int = Field(
+        8000, ge=1, description="Longest message a channel may send; longer ones get a 413."
+    )
+    allowed_hosts: list[str] = Field(
+        default_factory=lambda: ["127.0.0.1", "localhost", "[::1]", "::1"],
+        description="Host header values accepted (DNS-rebinding guard).",
+    )
+
+    @field_validator("host")
+    @classmethod
+    def _loopback_only(cls, value: str) -> str:
+        if value not in {"127.0.0.1", "localhost", "::1"}:
+            raise ValueError("the gateway binds to loopback only (127.0.0.1, localhost or ::1)")
+        return value
+
+
+class DatabaseSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_DATABASE_", extra="forbid")
+
+    url: str | None = Field(
+        None,
+        description="External PostgreSQL URL for Metnos's tables (METNOS_DATABASE_URL); "
+        "unset means the embedded PostgreSQL under METNOS_HOME/pg.",
+    )
+    port: int = Field(42619, ge=1, le=65535, description="Loopback port of the embedded PostgreSQL.")
+    name: str = Field("metnos", description="Database name for Metnos's tables.")
+    prefect_name: str = Field("prefect", description="Database name for the Prefect server.")
+
+
+class PrefectSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_PREFECT_", extra="forbid")
+
+    port: int = Field(4200, ge=1, le=65535, description="Port of the Prefect server and its UI.")
+    startup_timeout_s: float = Field(120.0, gt=0, description="How long to wait for it to be healthy.")
+
+
+class LLMSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_LLM_", extra="forbid")
+
+    model: str | None = Field(
+        None, description="litellm model string (e.g. ollama/qwen3:8b); unset = embedded planner."
+    )
+    api_base: str | None = Field(None, description="Base URL of the provider.")
+    api_key: SecretStr | None = Field(None, description="API key of the provider.")
+    model_fast: str | None = Field(None, description="Override for the `fast` tier.")
+    model_wise: str | None = Field(None, description="Override for the `wise` tier.")
+    model_frontier: str | None = Field(None, description="Model for the opt-in `frontier` tier.")
+    timeout_s: float = Field(60.0, gt=0, description="Timeout of one LLM call.")
+    max_attempts: int = Field(3, ge=1, le=10, description="Attempts on transient errors.")
+
+
+class SandboxSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_SANDBOX_", extra="forbid")
+
+    max_output_bytes: int = Field(1_000_000, ge=1024, description="Cap on an executor's stdout.")
+    max_processes: int = Field(64, ge=1, description="Process limit inside the sandbox.")
+    default_timeout_s: float = Field(30.0, gt=0, description="Timeout when a manifest omits one.")
+
+
+class PolicySettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_POLICY_", extra="forbid")
+
+    autonomy: Autonomy = Field("Supervised", description="Autonomy level of new sessions.")
+
+
+class Settings(BaseSettings):
+    """The root settings. Environment names: METNOS_HOME, METNOS_LANG, METNOS_<GROUP>_*."""
+
+    model_config = SettingsConfigDict(env_prefix="METNOS_", extra="forbid")
+
+    home: Path = Field(default_factory=default_home, description="Everything the instance owns.")
+    lang: str = Field("it", description="Process language (BCP-47), fixed at boot.")
+    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
+    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
+    prefect: PrefectSettings = Field(default_factory=PrefectSettings)
+    llm: LLMSettings = Field(default_factory=LLMSettings)
+    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
+    policy: PolicySettings = Field(default_factory=PolicySettings)
+
+    @field_validator("lang")
+    @classmethod
+    def _lang_tag(cls, value: str) -> str:
+        tag = value.strip().replace("_", "-")
+        if not tag or not all(part.isalnum() for part in tag.split("-")):
+            raise ValueError(f"not a BCP-47 language tag: {value!r}")
+        return tag
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        return (init_settings, env_settings, _TomlSource(settings_cls))
+
+    # -- derived paths (the layout of SPEC §1) --------------------------------------------
+    @property
+    def workspace(self) -> Path:
+        return self.home / "workspace"
+
+    @property
+    def audit_dir(self) -> Path:
+        return self.workspace / ".audit"
+
+    @property
+    def keys_dir(self) -> Path:
+        return self.home / "keys"
+
+    @property
+    def secrets_dir(self) -> Path:
+        return self.home / "secrets"
+
+    @property
+    def pg_dir(self) -> Path:
+        return self.home / "pg"
+
+    @property
+    def prefect_home(self) -> Path:
+        return self.home / "prefect"
+
+    @property
+    def state_dir(self) -> Path:
+        """Host-only state no executor can reach: audit checkpoints, before manifests."""
+        return self.home / "state"
+
+    @property
+    def owner_token_path(self) -> Path:
+        return self.secrets_dir / "owner.token"
+
+    def owner_token(self) -> str:
+        return self.owner_token_path.read_text(encoding="utf-8").strip()
+
+
+class _TomlSource(PydanticBaseSettingsSource):
+    """Reads `METNOS_HOME/metnos.toml`; group tables override nothing set in the environment."""
+
+    def __init__(self, settings_cls: type[BaseSettings]) -> None:
+        super().__init__(settings_cls)
+        self._data = _read_toml(default_home() / "metnos.toml")
+
+    def get_field_value(self, field: Any, field_name: str) -> tuple[Any, str, bool]:
+        return self._data.get(field_name), field_name, False
+
+    def __call__(self) -> dict[str, Any]:
+        data = dict(self._data)
+        data.pop("home", None)  # the file lives inside METNOS_HOME; it cannot move it
+        # a group in the file is merged under whatever the environment sets for that group
+        for group in ("gateway", "database", "prefect", "llm", "sandbox", "policy"):
+            if group in data:
+                data[group] = _GroupFromToml(group, data[group])
+        return data
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    try:
+        with path.open("rb") as fh:
+            return tomllib.load(fh)
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError("ERR_CONFIG_TOML_INVALID", path=str(path), detail=str(exc)) from exc
+
+
+_GROUP_CLASSES: dict[str, type[BaseSettings]] = {
+    "gateway": GatewaySettings,
+    "database": DatabaseSettings,
+    "prefect": PrefectSettings,
+    "llm": LLMSettings,
+    "sandbox": SandboxSettings,
+    "policy": PolicySettings,
+}
+
+
+def _GroupFromToml(group: str, table: Any) -> BaseModel:  # noqa: N802 - a factory
+    """Build a group from its TOML table; its own environment variables still win."""
+    if not isinstance(table, dict):
+        raise ConfigError("ERR_CONFIG_TOML_INVALID", path="metnos.toml", detail=f"[{group}] is not a table")
+    cls = _GROUP_CLASSES[group]
+    env_values = cls().model_dump(exclude_unset=True)
+    return cls(**{**table, **env_values})
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The instance settings, read once; raises ConfigError with a readable reason."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise ConfigError("ERR_CONFIG_INVALID", detail=_brief(exc)) from exc
+
+
+def _brief(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"])
+        parts.append(f"{loc}: {err['msg']}")
+    return "; ".join(parts)
