@@ -1,0 +1,34 @@
+# Metnos: `make run` starts it on its embedded defaults, `make test` runs the tests.
+# Needs only Python >= 3.11 and make; everything else comes from PyPI into .venv.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test install lint bench clean
+
+$(STAMP): pyproject.toml
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[test]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/metnos init --if-needed
+	$(VENV)/bin/metnos serve
+
+test: $(STAMP)
+	$(PY) -m tests.support.services -- $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check metnos flows tasks deployments tests bench
+
+bench: $(STAMP)
+	$(PY) -m tests.support.services -- $(PY) bench/turn_latency.py
+	$(PY) bench/audit_append.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache

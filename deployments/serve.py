@@ -1,0 +1,29 @@
+"""The deployment runner of `metnos serve`: scheduled flows (SPEC §12).
+
+    python -m deployments.serve
+
+Each scheduled run starts a process (4–6 s, measured): right for nightly work, never for a
+chat turn. Later issues add the translation sweep, the ager and the mail digest here.
+"""
+
+from __future__ import annotations
+
+from prefect import serve
+from prefect.schedules import Cron
+
+from flows.audit_check import audit_check
+
+TIMEZONE = "Europe/Rome"
+
+
+def main() -> None:
+    serve(
+        audit_check.to_deployment(
+            name="nightly", schedules=[Cron("15 3 * * *", timezone=TIMEZONE)],
+            description="Verify the audit chain and its signed checkpoint every night."),
+        limit=2,
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,36 @@
+"""The gateway process: the FastAPI app wired to the Prefect `turn` flow.
+
+This is the composition root. `metnos/` stays free of Prefect by taking the turn runner as a
+parameter; here the runner is the flow. `metnos serve` starts this module as a process:
+
+    python -m flows.gateway
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+
+import uvicorn
+from fastapi import FastAPI
+
+from flows.turn import run_turn
+from metnos.gateway.app import create_app
+from metnos.settings import get_settings
+
+
+def app() -> FastAPI:
+    """ASGI factory: `uvicorn flows.gateway:app --factory`."""
+    return create_app(get_settings(), runner=run_turn)
+
+
+def main() -> None:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    settings = get_settings()
+    uvicorn.run(app, factory=True, host=settings.gateway.host, port=settings.gateway.port,
+                log_level="info", proxy_headers=False, server_header=False)
+
+
+if __name__ == "__main__":
+    main()

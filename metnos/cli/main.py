@@ -1,0 +1,79 @@
+"""The `metnos` command: init, serve, chat, executors, audit."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import typer
+
+from metnos import i18n
+from metnos.cli import audit, chat, executors
+from metnos.errors import MetnosError
+from metnos.settings import get_settings
+
+app = typer.Typer(help=i18n.get("CLI_MAIN_HELP"), no_args_is_help=True,
+                  pretty_exceptions_enable=False)
+app.add_typer(executors.app, name="executors")
+app.add_typer(audit.app, name="audit")
+app.command(name="chat", help=i18n.get("CLI_CHAT_HELP"))(chat.chat)
+
+
+def fail(exc: MetnosError) -> None:
+    typer.echo(exc.message(), err=True)
+    raise typer.Exit(1)
+
+
+@app.command(help=i18n.get("CLI_INIT_HELP"))
+def init(
+    if_needed: bool = typer.Option(False, "--if-needed", help=i18n.get("CLI_INIT_IF_NEEDED_HELP")),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    from metnos.home import initialise, is_initialised
+
+    try:
+        settings = get_settings()
+        if if_needed and is_initialised(settings):
+            typer.echo(i18n.get("MSG_INIT_ALREADY", home=str(settings.home)))
+            return
+        report = initialise(settings)
+    except MetnosError as exc:
+        fail(exc)
+        return
+    if as_json:
+        typer.echo(json.dumps({"home": str(report.home), "created": report.created}))
+    elif report.changed:
+        typer.echo(i18n.get("MSG_INIT_DONE", home=str(report.home), count=len(report.created)))
+        for item in report.created:
+            typer.echo(f"  + {item}")
+    else:
+        typer.echo(i18n.get("MSG_INIT_UNCHANGED", home=str(report.home)))
+
+
+@app.command(help=i18n.get("CLI_SERVE_HELP"))
+def serve() -> None:
+    from metnos.home import is_initialised
+    from metnos.serve.supervisor import Supervisor
+
+    try:
+        settings = get_settings()
+        if not is_initialised(settings):
+            raise MetnosError("ERR_HOME_NOT_INITIALISED", home=str(settings.home))
+        supervisor = Supervisor(settings)
+        try:
+            urls = supervisor.start()
+            typer.echo(i18n.get("MSG_SERVE_READY", gateway=urls["gateway"],
+                                prefect_ui=urls["prefect_ui"],
+                                token=str(settings.owner_token_path)))
+            code = supervisor.wait()
+        finally:
+            typer.echo(i18n.get("MSG_SERVE_STOPPING"))
+            supervisor.stop()
+    except MetnosError as exc:
+        fail(exc)
+        return
+    sys.exit(code)
+
+
+if __name__ == "__main__":
+    app()

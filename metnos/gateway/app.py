@@ -1,0 +1,103 @@
+"""The gateway (SPEC §3): a thin FastAPI app, the only contact with the world.
+
+`create_app(settings, runner=...)` builds it. The `runner` decides how a turn runs once it is
+opened: `flows.gateway` passes the Prefect `turn` flow; without one, turns run the same
+pipeline as plain function calls (used by the benchmark's baseline). The gateway never runs
+an executor itself.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, HTTPException, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+
+from metnos import i18n
+from metnos.gateway.routes import audit, health, turns
+from metnos.gateway.security import HostGuard
+from metnos.settings import Settings, get_settings
+from metnos.turns.runtime import build_service
+from metnos.turns.service import TurnContext, TurnService, run_pipeline
+
+log = logging.getLogger(__name__)
+
+TurnRunner = Callable[[TurnService, TurnContext], Awaitable[None]]
+DRAIN_TIMEOUT_S = 30.0
+
+
+async def plain_runner(service: TurnService, ctx: TurnContext) -> None:
+    """Run a turn as plain function calls, without Prefect."""
+    try:
+        reply = await run_pipeline(service, ctx)
+    except Exception as exc:  # the outermost boundary of a turn
+        service.fail_turn(ctx, exc)
+        return
+    service.close_turn(ctx, reply, "completed")
+
+
+def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = None) -> FastAPI:
+    settings = settings or get_settings()
+    background: set[asyncio.Task[None]] = set()
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service = await build_service(settings)
+        app.state.service = service
+        app.state.owner_token = settings.owner_token()
+        log.info("gateway.ready executors=%d sandbox_ok=%s",
+                 len(service.registry.admitted), service.sandbox_ok)
+        yield
+        if background:  # drain running turns before the process stops (SPEC §1)
+            await asyncio.wait(background, timeout=DRAIN_TIMEOUT_S)
+        service.audit.close()
+        service.engine.dispose()
+
+    app = FastAPI(title="Metnos", version="0.1.0", lifespan=lifespan,
+                  docs_url=None, redoc_url=None)
+    app.state.runner = runner or plain_runner
+
+    def launch(coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        background.add(task)
+        task.add_done_callback(_finished(background))
+
+    app.state.launch = launch
+    app.include_router(health.router)
+    app.include_router(turns.router)
+    app.include_router(audit.router)
+    _install_error_handlers(app)
+    app.add_middleware(HostGuard, allowed_hosts=settings.gateway.allowed_hosts)  # type: ignore[arg-type]
+    return app
+
+
+def _finished(background: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:
+    def done(task: asyncio.Task[None]) -> None:
+        background.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.error("turn.background_failed", exc_info=task.exception())
+    return done
+
+
+def _install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+        detail = exc.detail if isinstance(exc.detail, dict) else {
+            "key": "ERR_HTTP", "message": str(exc.detail)}
+        return JSONResponse({"error": detail}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        from metnos.gateway.deps import request_lang
+
+        where = "; ".join(".".join(str(p) for p in e["loc"]) + ": " + e["msg"]
+                          for e in exc.errors()[:5])
+        lang = request_lang(request)
+        return JSONResponse({"error": {"key": "ERR_REQUEST_INVALID", "message": i18n.get(
+            "ERR_REQUEST_INVALID", lang, detail=where)}}, status_code=422)

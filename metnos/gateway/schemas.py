@@ -1,0 +1,47 @@
+"""Request and response bodies of the gateway's JSON API (SPEC §3)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+TurnStatus = Literal["running", "completed", "awaiting_approval", "failed"]
+
+
+class TurnCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str = Field(min_length=1, description="The user's message.")
+    session_id: str | None = Field(None, max_length=64, description="Continue this session.")
+    lang: str | None = Field(None, max_length=35, description="BCP-47 tag of the message.")
+
+
+class TurnPublic(BaseModel):
+    turn_id: str
+    session_id: str
+    status: TurnStatus
+    reply: str | None
+    approvals: list[dict[str, Any]] = Field(default_factory=list)
+    created_at: datetime | None = None
+    finished_at: datetime | None = None
+    flow_run_id: str | None = None
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+
+
+class ErrorBody(BaseModel):
+    key: str
+    message: str
+
+
+class ErrorPublic(BaseModel):
+    error: ErrorBody
+
+
+class HealthPublic(BaseModel):
+    status: Literal["ok"]
+    version: str
+    sandbox: Literal["ok", "degraded"]
+    executors: int
+    llm: Literal["configured", "embedded"]

@@ -1,0 +1,152 @@
+"""`metnos init`: lay out METNOS_HOME (SPEC §1) — idempotently.
+
+Creates what is missing and leaves alone what exists, reporting each thing it created: the
+folders (secrets, keys and state private to the owner), the six workspace files in the
+instance language, the key pairs, the owner token, the databases (embedded PostgreSQL unless
+external URLs are set) and the signatures of the built-in executors.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from metnos import keys
+from metnos.db.embedded import EmbeddedPostgres
+from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.executors.builtin import sign_builtins
+from metnos.paths import repo_path
+from metnos.settings import Settings
+
+WORKSPACE_FILES = ("IDENTITY.md", "SOUL.md", "USER.md", "TELOS.md", "RULES.md", "MEMORY.md")
+DEFAULT_TOML = """\
+# Metnos settings. Environment variables (METNOS_<GROUP>_<FIELD>) override this file.
+# lang = "it"
+
+[gateway]
+# port = 42618
+
+[llm]
+# With no model, the embedded planner serves (templates of the executors' manifests).
+# model = "ollama/qwen3:8b"
+# api_base = "http://127.0.0.1:11434"
+
+[policy]
+# autonomy = "Supervised"   # ReadOnly | Supervised | Full
+"""
+
+
+@dataclass
+class InitReport:
+    home: Path
+    created: list[str] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.created)
+
+
+def initialise(settings: Settings) -> InitReport:
+    """Make METNOS_HOME ready to serve; running it again changes nothing."""
+    report = InitReport(settings.home)
+    _layout(settings, report)
+    _workspace_files(settings, report)
+    for purpose in ("executors", "audit"):
+        if keys.ensure_keypair(settings.keys_dir, purpose):
+            report.created.append(f"keys/{purpose}")
+    if not settings.owner_token_path.exists():
+        _write_secret(settings.owner_token_path, secrets.token_urlsafe(32))
+        report.created.append("secrets/owner.token")
+    _database(settings, report)
+    for name in sign_builtins(repo_path("executors"), settings.keys_dir, signatures_dir(settings)):
+        report.created.append(f"signatures/{name}")
+    return report
+
+
+def is_initialised(settings: Settings) -> bool:
+    return settings.owner_token_path.is_file() and keys.public_key_path(
+        settings.keys_dir, "executors").is_file()
+
+
+def signatures_dir(settings: Settings) -> Path:
+    return settings.home / "signatures"
+
+
+def embedded_postgres(settings: Settings) -> EmbeddedPostgres:
+    return EmbeddedPostgres(settings.pg_dir, settings.database.port,
+                            settings.secrets_dir / "pg.password")
+
+
+def uses_embedded_postgres(settings: Settings) -> bool:
+    return settings.database.url is None or prefect_uses_embedded()
+
+
+def prefect_uses_embedded() -> bool:
+    return not os.environ.get("PREFECT_SERVER_DATABASE_CONNECTION_URL")
+
+
+def _layout(settings: Settings, report: InitReport) -> None:
+    private = {settings.home, settings.keys_dir, settings.secrets_dir, settings.state_dir}
+    folders = [settings.home, settings.workspace, settings.audit_dir, settings.keys_dir,
+               settings.secrets_dir, settings.state_dir, signatures_dir(settings),
+               settings.home / "executors", settings.prefect_home]
+    for folder in folders:
+        if not folder.exists():
+            folder.mkdir(parents=True, mode=0o700 if folder in private else 0o755)
+            report.created.append(str(folder.relative_to(settings.home.parent)))
+    for folder in (settings.keys_dir, settings.secrets_dir, settings.state_dir):
+        folder.chmod(0o700)
+    toml = settings.home / "metnos.toml"
+    if not toml.exists():
+        toml.write_text(DEFAULT_TOML, encoding="utf-8")
+        report.created.append("metnos.toml")
+
+
+def _workspace_files(settings: Settings, report: InitReport) -> None:
+    lang = settings.lang.split("-")[0].lower()
+    source = repo_path("i18n", lang, "workspace")
+    if not source.is_dir():
+        source = repo_path("i18n", "en", "workspace")
+    for name in WORKSPACE_FILES:
+        target = settings.workspace / name
+        if not target.exists():
+            shutil.copyfile(source / name, target)
+            report.created.append(f"workspace/{name}")
+
+
+def _database(settings: Settings, report: InitReport) -> None:
+    if uses_embedded_postgres(settings):
+        pg = embedded_postgres(settings)
+        if pg.initialise():
+            report.created.append("pg/")
+        was_running = pg.is_running()
+        pg.start()
+        try:
+            for name, needed in ((settings.database.name, settings.database.url is None),
+                                 (settings.database.prefect_name, prefect_uses_embedded())):
+                if needed and pg.ensure_database(name):
+                    report.created.append(f"database {name}")
+            _tables(settings)
+        finally:
+            if not was_running:
+                pg.stop()
+    else:
+        _tables(settings)
+
+
+def _tables(settings: Settings) -> None:
+    engine = make_engine(database_url(settings))
+    try:
+        create_tables(engine)
+    finally:
+        engine.dispose()
+
+
+def _write_secret(path: Path, value: str) -> None:
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(value + "\n")

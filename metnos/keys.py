@@ -1,0 +1,73 @@
+"""The instance's Ed25519 key pairs, under `METNOS_HOME/keys/` (a forbidden path).
+
+One pair per purpose (`executors` signs executor manifests, `audit` signs audit checkpoints),
+so a leaked audit key cannot admit code. Private keys are PEM (PKCS#8) files with mode 0600;
+public keys are raw 32-byte keys stored base64 in `<purpose>.pub`.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+
+from metnos.errors import SignatureError
+
+
+def private_key_path(keys_dir: Path, purpose: str) -> Path:
+    return keys_dir / f"{purpose}.key"
+
+
+def public_key_path(keys_dir: Path, purpose: str) -> Path:
+    return keys_dir / f"{purpose}.pub"
+
+
+def ensure_keypair(keys_dir: Path, purpose: str) -> bool:
+    """Create the key pair for `purpose` unless it exists. Returns True when it created one."""
+    priv, pub = private_key_path(keys_dir, purpose), public_key_path(keys_dir, purpose)
+    if priv.exists() and pub.exists():
+        return False
+    keys_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    key = Ed25519PrivateKey.generate()
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    _write_private(priv, pem)
+    raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    pub.write_text(base64.b64encode(raw).decode("ascii") + "\n", encoding="ascii")
+    return True
+
+
+def load_private_key(keys_dir: Path, purpose: str) -> Ed25519PrivateKey:
+    path = private_key_path(keys_dir, purpose)
+    try:
+        key = serialization.load_pem_private_key(path.read_bytes(), password=None)
+    except (OSError, ValueError) as exc:
+        raise SignatureError("ERR_KEY_UNREADABLE", path=str(path)) from exc
+    if not isinstance(key, Ed25519PrivateKey):
+        raise SignatureError("ERR_KEY_UNREADABLE", path=str(path))
+    return key
+
+
+def load_public_key(keys_dir: Path, purpose: str) -> Ed25519PublicKey:
+    path = public_key_path(keys_dir, purpose)
+    try:
+        raw = base64.b64decode(path.read_text(encoding="ascii").strip(), validate=True)
+        return Ed25519PublicKey.from_public_bytes(raw)
+    except (OSError, ValueError) as exc:
+        raise SignatureError("ERR_KEY_UNREADABLE", path=str(path)) from exc
+
+
+def public_key_bytes(key: Ed25519PublicKey) -> bytes:
+    return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())

@@ -1,0 +1,123 @@
+"""Child processes that `metnos serve` (and the test launcher) supervise.
+
+Each service is a plain OS process started with an explicit environment and stopped in order.
+Nothing here imports prefect: the Prefect server and the deployment runner are started as
+commands (`python -m prefect server start`, `python -m deployments.serve`).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from metnos.errors import MetnosError
+
+log = logging.getLogger(__name__)
+
+
+def base_environment() -> dict[str, str]:
+    """The environment every Metnos process gets (SPEC §1 'Prefect operating rules')."""
+    env = dict(os.environ)
+    env.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    env.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    env.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "90")
+    return env
+
+
+@dataclass
+class Service:
+    """One supervised child process with a log file and a health URL."""
+
+    name: str
+    argv: list[str]
+    env: dict[str, str]
+    log_path: Path
+    health_url: str | None = None
+    stop_timeout_s: float = 20.0
+    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    def start(self) -> None:
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        with self.log_path.open("ab") as out:
+            # Not an executor: a Metnos service of our own, with our own argv.
+            self.process = subprocess.Popen(  # noqa: S603
+                self.argv, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL, start_new_session=True,
+            )
+        log.info("service.started name=%s pid=%s", self.name, self.process.pid)
+
+    def wait_healthy(self, timeout_s: float) -> None:
+        """Poll the health URL until it answers 200; raise with the log tail otherwise."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.process is not None and self.process.poll() is not None:
+                break
+            if self.health_url and _answers(self.health_url):
+                return
+            time.sleep(0.25)
+        raise MetnosError(
+            "ERR_SERVICE_START_FAILED", service=self.name, log=str(self.log_path),
+            detail=tail(self.log_path),
+        )
+
+    def running(self) -> bool:
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        """SIGTERM the process group, wait, then SIGKILL what is left."""
+        proc = self.process
+        if proc is None or proc.poll() is not None:
+            return
+        for sig, wait in ((signal.SIGTERM, self.stop_timeout_s), (signal.SIGKILL, 5.0)):
+            try:
+                os.killpg(proc.pid, sig)
+            except ProcessLookupError:
+                return
+            try:
+                proc.wait(timeout=wait)
+                break
+            except subprocess.TimeoutExpired:
+                log.warning("service.stop_timeout name=%s signal=%s", self.name, sig.name)
+        log.info("service.stopped name=%s rc=%s", self.name, proc.returncode)
+
+
+def prefect_server(*, port: int, prefect_home: Path, database_url: str, log_path: Path,
+                   ui: bool = True) -> Service:
+    """The Prefect server (API and UI) on 127.0.0.1:port, on the given database."""
+    prefect_home.mkdir(parents=True, exist_ok=True)
+    env = base_environment()
+    env.update({
+        "PREFECT_HOME": str(prefect_home),
+        "PREFECT_SERVER_DATABASE_CONNECTION_URL": database_url,
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "PREFECT_SERVER_UI_ENABLED": "true" if ui else "false",
+        "PREFECT_UI_API_URL": f"http://127.0.0.1:{port}/api",
+    })
+    env.pop("PREFECT_API_URL", None)
+    argv = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
+            "--port", str(port), "--analytics-off", "--no-late-runs"]
+    return Service("prefect-server", argv, env, log_path,
+                   health_url=f"http://127.0.0.1:{port}/api/health", stop_timeout_s=15.0)
+
+
+def _answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - loopback URL
+            return bool(resp.status == 200)
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
+
+
+def tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return ""

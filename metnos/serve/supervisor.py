@@ -1,0 +1,95 @@
+"""`metnos serve`: one supervised process group (SPEC §1).
+
+Starts, in order: the embedded PostgreSQL (unless external URLs are set), the Prefect server
+with its UI on 127.0.0.1:4200 (unless PREFECT_API_URL is set), the gateway, and the
+deployment runner. On SIGTERM/SIGINT, or when any child dies, it stops them in the reverse
+order: the gateway first (it drains running turns), then the runner, the Prefect server and
+PostgreSQL last.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from metnos import i18n
+from metnos.db.embedded import EmbeddedPostgres
+from metnos.db.engine import prefect_database_url
+from metnos.home import embedded_postgres, uses_embedded_postgres
+from metnos.serve.processes import Service, base_environment, prefect_server
+from metnos.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Supervisor:
+    settings: Settings
+    services: list[Service] = field(default_factory=list)
+    postgres: EmbeddedPostgres | None = None
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    @property
+    def log_dir(self) -> Path:
+        return self.settings.home / "logs"
+
+    def start(self) -> dict[str, str]:
+        """Start everything; returns the addresses to show the user."""
+        s = self.settings
+        env = base_environment()
+        env["METNOS_HOME"] = str(s.home)
+        if uses_embedded_postgres(s):
+            self.postgres = embedded_postgres(s)
+            self.postgres.start()
+        urls = {"gateway": f"http://{s.gateway.host}:{s.gateway.port}"}
+        if not os.environ.get("PREFECT_API_URL"):
+            server = prefect_server(port=s.prefect.port, prefect_home=s.prefect_home,
+                                    database_url=prefect_database_url(s),
+                                    log_path=self.log_dir / "prefect-server.log")
+            self._launch(server, s.prefect.startup_timeout_s)
+            env["PREFECT_API_URL"] = f"http://127.0.0.1:{s.prefect.port}/api"
+            urls["prefect_ui"] = f"http://127.0.0.1:{s.prefect.port}"
+        else:
+            urls["prefect_ui"] = os.environ["PREFECT_API_URL"].removesuffix("/api")
+        env.setdefault("PREFECT_HOME", str(s.prefect_home))
+        gateway = Service("gateway", [sys.executable, "-m", "flows.gateway"], env,
+                          self.log_dir / "gateway.log", health_url=f"{urls['gateway']}/healthz",
+                          stop_timeout_s=35.0)
+        self._launch(gateway, 120.0)
+        runner = Service("runner", [sys.executable, "-m", "deployments.serve"], env,
+                         self.log_dir / "runner.log", stop_timeout_s=20.0)
+        self._launch(runner, None)
+        return urls
+
+    def _launch(self, service: Service, healthy_within_s: float | None) -> None:
+        self.services.append(service)
+        service.start()
+        if healthy_within_s is not None:
+            service.wait_healthy(healthy_within_s)
+
+    def wait(self) -> int:
+        """Block until a signal arrives or a child dies; 0 on a requested stop."""
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self._stop.set())
+        while not self._stop.wait(1.0):
+            dead = [svc for svc in self.services if not svc.running()]
+            if dead:
+                for svc in dead:
+                    log.error("service.died name=%s log=%s", svc.name, svc.log_path)
+                    print(i18n.get("ERR_SERVICE_DIED", name=svc.name, log=str(svc.log_path)),
+                          file=sys.stderr)
+                return 1
+        return 0
+
+    def stop(self) -> None:
+        for service in reversed(self.services):
+            service.stop()
+        self.services.clear()
+        if self.postgres is not None:
+            self.postgres.stop()
+            self.postgres = None

@@ -1,0 +1,285 @@
+"""The turn pipeline as plain functions (SPEC §2): plan → policy → sandbox → audit → reply.
+
+`TurnService` holds what a turn needs (settings, database, executor registry, audit log, the
+LLM port). `run_pipeline` composes its steps; `flows/turn.py` runs the same composition with
+the planner call and each executor run as Prefect tasks, so the logic lives here once and the
+flow stays thin. Nothing here imports prefect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from metnos import i18n, keys, reversibility
+from metnos.audit import AuditLog
+from metnos.db import models
+from metnos.db.engine import session as db_session
+from metnos.errors import MetnosError, ModelRetryError, PolicyDenied
+from metnos.executors.registry import ExecutorSpec, Registry
+from metnos.llm.embedded import plan_embedded
+from metnos.llm.planner import plan_with_llm
+from metnos.llm.port import LLMPort
+from metnos.llm.tools import Plan, PlanStep, ToolSpec
+from metnos.policy.decide import decide, validate_args
+from metnos.policy.paths import resolve_in_workspace
+from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
+from metnos.settings import Settings
+from metnos.turns.reply import StepOutcome, compose
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class TurnContext:
+    """One turn in flight: who asked what, where, and the figures measured along the way."""
+
+    turn_id: str
+    session_id: str
+    user_id: str
+    channel: str
+    sender: str
+    lang: str
+    autonomy: str
+    text: str
+    timings: dict[str, float] = field(default_factory=dict)
+
+    def mark(self, name: str, started: float) -> None:
+        self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - started) * 1000
+
+
+@dataclass
+class CheckedStep:
+    """A plan step after the policy: either a sandbox request to run, or a final outcome."""
+
+    step: PlanStep
+    spec: ExecutorSpec | None
+    request: SandboxRequest | None = None
+    outcome: StepOutcome | None = None
+    action_id: str | None = None
+    args_digest: str = ""
+
+
+PlanFn = Callable[["TurnService", TurnContext], Awaitable[Plan]]
+ExecuteFn = Callable[["TurnService", TurnContext, CheckedStep], Awaitable[StepOutcome]]
+
+
+def digest(args: dict[str, Any]) -> str:
+    body = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    return hashlib.sha256(body.encode()).hexdigest()
+
+
+class TurnService:
+    def __init__(self, settings: Settings, *, engine: Engine, registry: Registry,
+                 audit: AuditLog, port: LLMPort | None, sandbox_ok: bool = True) -> None:
+        self.settings = settings
+        self.engine = engine
+        self.registry = registry
+        self.audit = audit
+        self.port = port
+        self.sandbox_ok = sandbox_ok
+        self._replies: dict[str, asyncio.Future[tuple[str, str]]] = {}
+
+    # -- opening and closing ------------------------------------------------------------
+    def open_turn(self, text: str, *, session_id: str | None, lang: str | None,
+                  channel: str, sender: str) -> TurnContext:
+        """Record the turn (and its session) before anything runs; nothing is lost on a crash."""
+        limit = self.settings.gateway.max_message_chars
+        if len(text) > limit:
+            raise MetnosError("ERR_MESSAGE_TOO_LONG", length=len(text), limit=limit)
+        with db_session(self.engine) as db:
+            chat = models.get_or_create_session(
+                db, session_id, user_id=sender, channel=channel,
+                lang=i18n.normalise_lang(lang), autonomy=self.settings.policy.autonomy)
+            turn = models.record_turn_start(
+                db, session_id=chat.id, channel=channel, sender=sender, text=text,
+                lang=chat.interaction_language)
+            ctx = TurnContext(turn.id, chat.id, chat.user_id, channel, sender,
+                              chat.interaction_language, chat.autonomy, text)
+        self._replies[ctx.turn_id] = asyncio.get_running_loop().create_future()
+        return ctx
+
+    async def wait_reply(self, turn_id: str, timeout_s: float) -> tuple[str, str] | None:
+        """(reply, status) as soon as the pipeline composed it, before its final bookkeeping;
+        None when it takes longer than `timeout_s` (the turn goes on; poll GET /api/turns)."""
+        future = self._replies.get(turn_id)
+        if future is None:
+            return None
+        try:
+            return await asyncio.wait_for(asyncio.shield(future), timeout_s)
+        except TimeoutError:
+            return None
+
+    def publish(self, ctx: TurnContext, reply: str, status: str = "completed") -> None:
+        """Hand the reply to the channel waiting for it (the stream to the user)."""
+        future = self._replies.pop(ctx.turn_id, None)
+        if future is not None and not future.done():
+            future.set_result((reply, status))
+
+    def close_turn(self, ctx: TurnContext, reply: str, status: str,
+                   error_key: str | None = None, flow_run_id: str | None = None) -> None:
+        with db_session(self.engine) as db:
+            models.finish_turn(db, ctx.turn_id, status=status, reply=reply,
+                               error_key=error_key, timings=ctx.timings, flow_run_id=flow_run_id)
+
+    def fail_turn(self, ctx: TurnContext, exc: BaseException) -> str:
+        """Terminal failure: tell the user in their language, audit it, never lose the turn."""
+        if isinstance(exc, MetnosError):
+            key, vars = exc.key, exc.vars
+            log.warning("turn.failed turn_id=%s key=%s vars=%s", ctx.turn_id, key, vars)
+        else:
+            key, vars = "ERR_INTERNAL_UNEXPECTED", {}
+            log.error("turn.crashed turn_id=%s", ctx.turn_id, exc_info=exc)
+        reply = i18n.get(key, ctx.lang, **vars)
+        self._audit(ctx, action="turn", decision="error", reason=key, outcome="failed")
+        self.publish(ctx, reply, "failed")
+        self.close_turn(ctx, reply, "failed", error_key=key)
+        return reply
+
+    # -- planning -------------------------------------------------------------------------
+    def tools(self, ctx: TurnContext) -> list[ToolSpec]:
+        return [spec.manifest.tool_spec(ctx.lang) for spec in self.registry.admitted]
+
+    async def plan(self, ctx: TurnContext) -> Plan:
+        started = time.perf_counter()
+        try:
+            if self.port is not None:
+                return await plan_with_llm(self.port, ctx.text, ctx.lang, self.tools(ctx))
+            return plan_embedded(ctx.text, ctx.lang, self.tools(ctx))
+        finally:
+            ctx.mark("plan", started)
+
+    # -- policy ---------------------------------------------------------------------------
+    def check(self, ctx: TurnContext, step: PlanStep) -> CheckedStep:
+        """Every step passes the policy; a refusal leaves exactly one audit line."""
+        started = time.perf_counter()
+        try:
+            return self._check(ctx, step)
+        finally:
+            ctx.mark("policy", started)
+
+    def _check(self, ctx: TurnContext, step: PlanStep) -> CheckedStep:
+        checked = CheckedStep(step, None, args_digest=digest(step.args))
+        if step.error:
+            return self._refuse(ctx, checked, step.error, {"executor": step.executor})
+        spec = self.registry.find(step.executor)
+        if spec is None:
+            refused = self.registry.refusal(step.executor)
+            if refused is not None:
+                return self._refuse(ctx, checked, "ERR_EXECUTOR_NOT_ADMITTED",
+                                    {"executor": step.executor,
+                                     "reason": i18n.get(refused[0], ctx.lang, **refused[1])})
+            return self._refuse(ctx, checked, "ERR_EXECUTOR_NOT_FOUND",
+                                {"executor": step.executor})
+        checked.spec = spec
+        manifest = spec.manifest
+        try:
+            args = validate_args(manifest.input_schema(), step.args)
+            args = self._resolve_paths(manifest.path_inputs(), args)
+        except (ModelRetryError, PolicyDenied) as exc:
+            return self._refuse(ctx, checked, exc.key, {"executor": step.executor, **exc.vars})
+        verdict = decide(risk=manifest.risk, side_effects=manifest.side_effects,
+                         reversible=manifest.reversible, autonomy=ctx.autonomy,
+                         sandbox_ok=self.sandbox_ok)
+        if verdict.verdict != "allow":
+            # "ask": approvals that pause the flow come with the safety core; until then a
+            # step that needs one is not run, and the user is told so.
+            key = verdict.key if verdict.verdict == "deny" else "ERR_POLICY_NEEDS_APPROVAL"
+            return self._refuse(ctx, checked, key, {"executor": step.executor, **verdict.vars},
+                                decision=verdict.verdict)
+        checked.request = SandboxRequest(
+            exec_dir=spec.folder, entry=manifest.entry, profile=manifest.sandbox,
+            workspace=self.settings.workspace, args=args,
+            max_output_bytes=self.settings.sandbox.max_output_bytes,
+            max_processes=self.settings.sandbox.max_processes)
+        checked.action_id = uuid.uuid4().hex
+        return checked
+
+    def _resolve_paths(self, path_inputs: dict[str, str], args: dict[str, Any]) -> dict[str, Any]:
+        resolved = dict(args)
+        for name in path_inputs:
+            if isinstance(resolved.get(name), str):
+                resolved[name] = resolve_in_workspace(
+                    resolved[name], self.settings.workspace,
+                    home_dir=_home_dir(), metnos_home=self.settings.home)
+        return resolved
+
+    def _refuse(self, ctx: TurnContext, checked: CheckedStep, key: str, vars: dict[str, Any],
+                *, decision: str = "deny") -> CheckedStep:
+        rec = self._audit(ctx, action=checked.step.executor, decision=decision, reason=key,
+                          outcome="refused", args_digest=checked.args_digest)
+        checked.outcome = StepOutcome(checked.step.executor, "refused", key=key, vars=vars,
+                                      audit_seq=rec)
+        return checked
+
+    # -- execution ------------------------------------------------------------------------
+    async def execute(self, ctx: TurnContext, checked: CheckedStep) -> StepOutcome:
+        """Run one admitted step in the sandbox; record the before state of what it may change."""
+        assert checked.request is not None and checked.spec is not None
+        manifest = checked.spec.manifest
+        action_id = checked.action_id or uuid.uuid4().hex
+        if manifest.side_effects:
+            written = [checked.request.args[n] for n, acc in manifest.path_inputs().items()
+                       if acc == "write" and isinstance(checked.request.args.get(n), str)]
+            reversibility.record_before(
+                self.settings.state_dir, action_id, self.settings.workspace, manifest.name,
+                written, keys.load_private_key(self.settings.keys_dir, "audit"))
+        started = time.perf_counter()
+        result = await run_sandboxed(checked.request)
+        ctx.mark("sandbox_total", started)
+        ctx.timings["sandbox_spawn"] = ctx.timings.get("sandbox_spawn", 0.0) + result.spawn_s * 1000
+        return self._record_result(ctx, checked, result, action_id)
+
+    def _record_result(self, ctx: TurnContext, checked: CheckedStep, result: SandboxResult,
+                       action_id: str) -> StepOutcome:
+        name = checked.step.executor
+        if result.ok:
+            seq = self._audit(ctx, action=name, decision="allow", reason="ok", outcome="done",
+                              args_digest=checked.args_digest, action_id=action_id)
+            return StepOutcome(name, "done", result=result.result, audit_seq=seq,
+                               action_id=action_id)
+        key = result.error_key or "ERR_SANDBOX_FAILED"
+        seq = self._audit(ctx, action=name, decision="allow", reason=key, outcome="failed",
+                          args_digest=checked.args_digest, action_id=action_id)
+        return StepOutcome(name, "failed", key=key, vars={"executor": name, **result.error_vars},
+                           audit_seq=seq, action_id=action_id)
+
+    def _audit(self, ctx: TurnContext, **fields: Any) -> int:
+        record = self.audit.append(
+            sender=ctx.sender, channel=ctx.channel, session_id=ctx.session_id,
+            turn_id=ctx.turn_id, **fields)
+        return int(record.seq)
+
+
+async def run_pipeline(service: TurnService, ctx: TurnContext, *,
+                       plan: PlanFn | None = None, execute: ExecuteFn | None = None) -> str:
+    """One turn end to end. The flow passes Prefect tasks as `plan`/`execute`; the bench and
+    the plain path pass nothing and get the same pipeline as plain function calls."""
+    plan_fn: PlanFn = plan or (lambda svc, c: svc.plan(c))
+    execute_fn: ExecuteFn = execute or (lambda svc, c, chk: svc.execute(c, chk))
+    the_plan = await plan_fn(service, ctx)
+    outcomes: list[StepOutcome] = []
+    for step in the_plan.steps:
+        checked = service.check(ctx, step)
+        outcomes.append(checked.outcome if checked.outcome else
+                        await execute_fn(service, ctx, checked))
+    started = time.perf_counter()
+    reply = compose(outcomes, the_plan.text, ctx.lang)
+    ctx.mark("compose", started)
+    service.publish(ctx, reply)
+    return reply
+
+
+def _home_dir() -> Any:
+    from pathlib import Path
+
+    return Path("~").expanduser()

@@ -1,0 +1,36 @@
+"""Prefect tasks of a turn: the planner call, one executor run, the final bookkeeping.
+
+Each wraps one `TurnService` method. Retries only where safe:
+- the planner call retries transient errors inside the LLM port (tenacity), so none here;
+- an executor run is never retried by Prefect: a side-effecting action must not run twice
+  blindly, and the sandbox owns its timeout and kills its process group itself;
+- closing the turn is an idempotent database update, retried on a transient failure.
+"""
+
+from __future__ import annotations
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from metnos.llm.tools import Plan
+from metnos.turns.reply import StepOutcome
+from metnos.turns.service import CheckedStep, TurnContext, TurnService
+
+
+@task(name="plan", cache_policy=NO_CACHE, persist_result=False)
+async def plan_task(service: TurnService, ctx: TurnContext) -> Plan:
+    return await service.plan(ctx)
+
+
+@task(name="executor", cache_policy=NO_CACHE, persist_result=False,
+      task_run_name="{checked.step.executor}")
+async def executor_task(service: TurnService, ctx: TurnContext,
+                        checked: CheckedStep) -> StepOutcome:
+    return await service.execute(ctx, checked)
+
+
+@task(name="close-turn", cache_policy=NO_CACHE, persist_result=False,
+      retries=2, retry_delay_seconds=[0.5, 2.0])
+async def close_turn_task(service: TurnService, ctx: TurnContext, reply: str, status: str,
+                    flow_run_id: str | None) -> None:
+    service.close_turn(ctx, reply, status, flow_run_id=flow_run_id)

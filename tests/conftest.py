@@ -1,0 +1,31 @@
+"""Test session: real PostgreSQL, real Prefect server, real sandbox, a scripted LLM.
+
+`make test` (tests/support/services.py) starts one embedded PostgreSQL and one Prefect server
+for the session and exports PREFECT_API_URL and METNOS_TEST_PG_*. Run bare `pytest` and the
+fixtures start a PostgreSQL themselves, and Prefect falls back to its test harness (slow).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+
+import pytest
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+
+pytest_plugins = ["tests.support.pg", "tests.llm_guard", "tests.support.home"]
+
+
+@pytest.fixture(scope="session")
+def prefect_api() -> Iterator[str]:
+    """The Prefect server of the test session (started by `make test`), or a local harness."""
+    url = os.environ.get("PREFECT_API_URL")
+    if url:
+        yield url
+        return
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=120):
+        yield os.environ.get("PREFECT_API_URL", "ephemeral")

@@ -1,0 +1,72 @@
+"""Start the services the test session needs, run a command, stop them.
+
+    python -m tests.support.services -- python -m pytest
+
+Starts ONE embedded PostgreSQL (a throwaway cluster under a temp dir) and ONE Prefect server
+on it, exports their coordinates to the child command (PREFECT_API_URL, METNOS_TEST_PG_*), runs
+the command, then stops both in order, whatever the command's outcome. This is what
+`make test`, `.ci/run` and `make bench` use (SPEC §1 'Prefect operating rules').
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from metnos.db.embedded import EmbeddedPostgres
+from metnos.serve.processes import base_environment, prefect_server
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def main(argv: list[str]) -> int:
+    if "--" not in argv:
+        print("usage: python -m tests.support.services -- COMMAND...", file=sys.stderr)
+        return 2
+    command = argv[argv.index("--") + 1:]
+    root = Path(tempfile.mkdtemp(prefix="metnos-test-services-"))
+    os.chmod(root, 0o755)
+    pg = EmbeddedPostgres(root / "pg", free_port(), root / "pg.password")
+    server = None
+    t0 = time.monotonic()
+    try:
+        pg.initialise()
+        pg.start()
+        pg.ensure_database("prefect")
+        server = prefect_server(
+            port=free_port(), prefect_home=root / "prefect",
+            database_url=pg.url("prefect", driver="asyncpg"), log_path=root / "prefect.log",
+            ui=False,
+        )
+        server.start()
+        server.wait_healthy(timeout_s=180)
+        print(f"[services] postgres and prefect ready in {time.monotonic() - t0:.1f}s", flush=True)
+        env = base_environment()
+        env.update({
+            "PREFECT_API_URL": server.health_url.removesuffix("/health") if server.health_url else "",
+            "PREFECT_HOME": str(root / "prefect-client"),
+            "PREFECT_LOGGING_LEVEL": "WARNING",
+            "METNOS_TEST_PG_DATA": str(pg.data_dir),
+            "METNOS_TEST_PG_PORT": str(pg.port),
+            "METNOS_TEST_PG_PASSWORD_FILE": str(pg.password_file),
+        })
+        return subprocess.call(command, env=env)  # noqa: S603 - the developer's own command
+    finally:
+        if server is not None:
+            server.stop()
+        pg.stop()
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,56 @@
+"""The layering of SPEC §0: `metnos/` never imports prefect, flows or tasks."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FORBIDDEN = ("prefect", "flows", "tasks", "deployments")
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found.append((node.lineno, node.module))
+    return found
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "metnos").rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_metnos_module_does_not_import_the_orchestrator(path: Path) -> None:
+    bad = [f"line {line}: import {name}" for line, name in _imports(path)
+           if name.split(".")[0] in FORBIDDEN]
+    assert not bad, f"{path.relative_to(ROOT)} imports the orchestration layer: {bad}"
+
+
+def test_importing_every_metnos_module_loads_no_prefect() -> None:
+    """Transitively, too: import them all in a fresh interpreter and look at sys.modules."""
+    modules = sorted(
+        ".".join(p.relative_to(ROOT).with_suffix("").parts).removesuffix(".__init__")
+        for p in (ROOT / "metnos").rglob("*.py")
+        if p.name != "__main__.py"
+    )
+    code = ("import importlib, sys\n"
+            f"for m in {modules!r}: importlib.import_module(m)\n"
+            "bad = sorted(m for m in sys.modules if m.split('.')[0] in "
+            f"{FORBIDDEN!r})\n"
+            "print(','.join(bad))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "", f"metnos/ pulled in: {out.stdout.strip()}"
+
+
+def test_flows_stay_thin() -> None:
+    for path in (ROOT / "flows").glob("*.py"):
+        lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
+        assert len(lines) < 80, f"{path.name} has {len(lines)} lines: domain work belongs in metnos/"
