@@ -15,8 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from metnos import keys
-from metnos.db.embedded import EmbeddedPostgres
-from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.db.engine import (
+    PREFECT_URL_ENV,
+    create_tables,
+    database_url,
+    embedded_postgres,
+    make_engine,
+    uses_embedded,
+)
 from metnos.executors.builtin import sign_builtins
 from metnos.paths import repo_path
 from metnos.settings import Settings
@@ -75,19 +81,6 @@ def signatures_dir(settings: Settings) -> Path:
     return settings.home / "signatures"
 
 
-def embedded_postgres(settings: Settings) -> EmbeddedPostgres:
-    return EmbeddedPostgres(settings.pg_dir, settings.database.port,
-                            settings.secrets_dir / "pg.password")
-
-
-def uses_embedded_postgres(settings: Settings) -> bool:
-    return settings.database.url is None or prefect_uses_embedded()
-
-
-def prefect_uses_embedded() -> bool:
-    return not os.environ.get("PREFECT_SERVER_DATABASE_CONNECTION_URL")
-
-
 def _layout(settings: Settings, report: InitReport) -> None:
     private = {settings.home, settings.keys_dir, settings.secrets_dir, settings.state_dir}
     folders = [settings.home, settings.workspace, settings.audit_dir, settings.keys_dir,
@@ -96,7 +89,8 @@ def _layout(settings: Settings, report: InitReport) -> None:
     for folder in folders:
         if not folder.exists():
             folder.mkdir(parents=True, mode=0o700 if folder in private else 0o755)
-            report.created.append(str(folder.relative_to(settings.home.parent)))
+            report.created.append(str(folder.relative_to(settings.home)) + "/"
+                                  if folder != settings.home else str(folder))
     for folder in (settings.keys_dir, settings.secrets_dir, settings.state_dir):
         folder.chmod(0o700)
     toml = settings.home / "metnos.toml"
@@ -118,7 +112,7 @@ def _workspace_files(settings: Settings, report: InitReport) -> None:
 
 
 def _database(settings: Settings, report: InitReport) -> None:
-    if uses_embedded_postgres(settings):
+    if uses_embedded(settings):
         pg = embedded_postgres(settings)
         if pg.initialise():
             report.created.append("pg/")
@@ -126,7 +120,8 @@ def _database(settings: Settings, report: InitReport) -> None:
         pg.start()
         try:
             for name, needed in ((settings.database.name, settings.database.url is None),
-                                 (settings.database.prefect_name, prefect_uses_embedded())):
+                                 (settings.database.prefect_name,
+                                  not os.environ.get(PREFECT_URL_ENV))):
                 if needed and pg.ensure_database(name):
                     report.created.append(f"database {name}")
             _tables(settings)

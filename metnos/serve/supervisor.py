@@ -19,8 +19,7 @@ from pathlib import Path
 
 from metnos import i18n
 from metnos.db.embedded import EmbeddedPostgres
-from metnos.db.engine import prefect_database_url
-from metnos.home import embedded_postgres, uses_embedded_postgres
+from metnos.db.engine import embedded_postgres, prefect_database_url, uses_embedded
 from metnos.serve.processes import Service, base_environment, prefect_server
 from metnos.settings import Settings
 
@@ -43,7 +42,7 @@ class Supervisor:
         s = self.settings
         env = base_environment()
         env["METNOS_HOME"] = str(s.home)
-        if uses_embedded_postgres(s):
+        if uses_embedded(s):
             self.postgres = embedded_postgres(s)
             self.postgres.start()
         urls = {"gateway": f"http://{s.gateway.host}:{s.gateway.port}"}

@@ -28,6 +28,6 @@ async def build_service(settings: Settings) -> TurnService:
     canary = await run_canary()
     if not canary.ok:
         log.error("sandbox.canary_failed detail=%s", canary.detail)
-    port = LLMPort(settings.llm) if configured(settings) else None
+    port = LLMPort(settings.llm) if configured(settings.llm) else None
     return TurnService(settings, engine=engine, registry=registry,
                        audit=open_audit_log(settings), port=port, sandbox_ok=canary.ok)

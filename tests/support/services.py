@@ -36,7 +36,7 @@ def main(argv: list[str]) -> int:
     command = argv[argv.index("--") + 1:]
     root = Path(tempfile.mkdtemp(prefix="metnos-test-services-"))
     os.chmod(root, 0o755)
-    pg = EmbeddedPostgres(root / "pg", free_port(), root / "pg.password")
+    pg = EmbeddedPostgres(root / "pg", free_port(), root / "pg.password", durable=False)
     server = None
     t0 = time.monotonic()
     try:

@@ -1,0 +1,157 @@
+"""`metnos executors`: list, sign (the owner's approval) and verify executors."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, NoReturn
+
+import typer
+
+from metnos import i18n
+from metnos.errors import ExecutorNotFound, MetnosError
+from metnos.executors.registry import (
+    KEY_PURPOSE,
+    ExecutorSpec,
+    Refusal,
+    admit_with_settings,
+    discover_all,
+    executor_dirs,
+    signatures_dir,
+)
+from metnos.executors.signing import sign_executor, signature_path
+from metnos.keys import load_private_key
+from metnos.settings import get_settings
+
+app = typer.Typer(help=i18n.get("CLI_EXECUTORS_HELP"), no_args_is_help=True)
+
+JsonOpt = Annotated[bool, typer.Option("--json", help=i18n.get("CLI_EXECUTORS_JSON_HELP"))]
+
+
+@app.command("list", help=i18n.get("CLI_EXECUTORS_LIST_HELP"))
+def list_executors(as_json: JsonOpt = False) -> None:
+    rows = _rows(None)
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        return
+    if not rows:
+        typer.echo(i18n.get("MSG_EXECUTORS_NONE"))
+    for row in rows:
+        status = i18n.get("MSG_EXECUTORS_ADMITTED" if row["admitted"] else "MSG_EXECUTORS_REFUSED")
+        if row["reason"]:
+            status = f"{status}: {row['reason']}"
+        typer.echo(
+            i18n.get(
+                "MSG_EXECUTORS_LIST_LINE",
+                name=row["name"],
+                version=row["version"] or "?",
+                risk=row["risk"] or "?",
+                status=status,
+            )
+        )
+
+
+@app.command("sign", help=i18n.get("CLI_EXECUTORS_SIGN_HELP"))
+def sign(
+    name: Annotated[str, typer.Argument(help=i18n.get("CLI_EXECUTORS_NAME_HELP"))],
+    as_json: JsonOpt = False,
+) -> None:
+    settings = get_settings()
+    try:
+        spec = _find(name)
+        private_key = load_private_key(settings.keys_dir, KEY_PURPOSE)
+        sig = signature_path(signatures_dir(settings), spec.name)
+        facts = sign_executor(spec.folder, private_key, sig)
+    except MetnosError as exc:
+        _fail(exc.message())
+    if as_json:
+        typer.echo(
+            json.dumps(
+                {
+                    "name": facts.name,
+                    "version": facts.version,
+                    "code_sha256": facts.code_sha256,
+                    "signature": str(sig),
+                }
+            )
+        )
+        return
+    typer.echo(
+        i18n.get(
+            "MSG_EXECUTORS_SIGNED",
+            name=facts.name,
+            version=facts.version,
+            code=facts.code_sha256[:16],
+            path=str(sig),
+        )
+    )
+
+
+@app.command("verify", help=i18n.get("CLI_EXECUTORS_VERIFY_HELP"))
+def verify(
+    name: Annotated[str | None, typer.Argument(help=i18n.get("CLI_EXECUTORS_NAME_HELP"))] = None,
+    as_json: JsonOpt = False,
+) -> None:
+    rows = _rows(name)
+    if name is not None and not rows:
+        _fail(ExecutorNotFound(executor=name).message())
+    failed = [row["name"] for row in rows if not row["admitted"]]
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+    else:
+        for row in rows:
+            if row["admitted"]:
+                typer.echo(
+                    i18n.get("MSG_EXECUTORS_VERIFY_OK", name=row["name"], version=row["version"])
+                )
+            else:
+                typer.echo(f"{row['name']}: {row['reason']}", err=True)
+    if failed:
+        if not as_json:
+            typer.echo(i18n.get("MSG_EXECUTORS_VERIFY_FAILED", names=", ".join(failed)), err=True)
+        raise typer.Exit(1)
+
+
+def _rows(only: str | None) -> list[dict[str, Any]]:
+    """One row per executor found (admitted first by name, then the refused ones)."""
+    settings = get_settings()
+    specs, problems = discover_all(executor_dirs(settings))
+    if only is not None:
+        specs = [s for s in specs if s.name == only]
+        problems = [p for p in problems if p.name == only]
+    registry = admit_with_settings(specs, settings, problems)
+    by_name = {spec.name: spec for spec in specs}
+    rows = [_row(spec, None) for spec in registry]
+    rows += [_row(by_name.get(refusal.name), refusal) for refusal in registry.refused]
+    return rows
+
+
+def _row(spec: ExecutorSpec | None, refusal: Refusal | None) -> dict[str, Any]:
+    name = spec.name if spec else refusal.name if refusal else "?"
+    reason = i18n.get(refusal.key, **refusal.vars) if refusal else None
+    duplicate = refusal is not None and refusal.key == "ERR_EXECUTOR_DUPLICATE"
+    manifest = spec.manifest if spec and not duplicate else None
+    return {
+        "name": name,
+        "version": manifest.version if manifest else None,
+        "risk": manifest.risk if manifest else None,
+        "admitted": refusal is None,
+        "folder": str(spec.folder) if spec and not duplicate else None,
+        "reason_key": refusal.key if refusal else None,
+        "reason": reason,
+    }
+
+
+def _find(name: str) -> ExecutorSpec:
+    specs, problems = discover_all(executor_dirs(get_settings()))
+    for spec in specs:
+        if spec.name == name:
+            return spec
+    for problem in problems:
+        if problem.name == name and problem.key != "ERR_EXECUTOR_DUPLICATE":
+            raise MetnosError(problem.key, **problem.vars)
+    raise ExecutorNotFound(executor=name)
+
+
+def _fail(message: str) -> NoReturn:
+    typer.echo(message, err=True)
+    raise typer.Exit(1)

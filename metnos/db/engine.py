@@ -1,0 +1,93 @@
+"""Database URLs, the SQLAlchemy engine and sessions.
+
+Metnos's tables live in `settings.database.name` and the Prefect server's in
+`settings.database.prefect_name`, both on the embedded PostgreSQL under METNOS_HOME/pg unless
+`METNOS_DATABASE_URL` / `PREFECT_SERVER_DATABASE_CONNECTION_URL` point at another server.
+Nothing here connects at import time: callers build the engine with `make_engine`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.exc import SQLAlchemyError
+from sqlmodel import Session, SQLModel
+
+from metnos.db import models as _models  # noqa: F401 - registers the tables in the metadata
+from metnos.db.embedded import EmbeddedPostgres
+from metnos.errors import DatabaseError
+from metnos.settings import Settings
+
+PREFECT_URL_ENV = "PREFECT_SERVER_DATABASE_CONNECTION_URL"
+
+
+def embedded_postgres(settings: Settings) -> EmbeddedPostgres:
+    """The instance's embedded cluster: METNOS_HOME/pg, password in secrets/pg.password."""
+    return EmbeddedPostgres(settings.pg_dir, settings.database.port,
+                            settings.secrets_dir / "pg.password")
+
+
+def database_url(settings: Settings) -> str:
+    """URL of Metnos's own database (external when `database.url` is set)."""
+    if settings.database.url:
+        return _with_psycopg(settings.database.url)
+    return embedded_postgres(settings).url(settings.database.name)
+
+
+def prefect_database_url(settings: Settings) -> str:
+    """URL the Prefect server should use (`postgresql+asyncpg://...`)."""
+    external = os.environ.get(PREFECT_URL_ENV)
+    if external:
+        return external
+    return embedded_postgres(settings).url(settings.database.prefect_name, driver="asyncpg")
+
+
+def uses_embedded(settings: Settings) -> bool:
+    """True when at least one of the two databases lives in the embedded cluster."""
+    return not (settings.database.url and os.environ.get(PREFECT_URL_ENV))
+
+
+def make_engine(url: str) -> Engine:
+    """A pooled engine that checks connections before handing them out."""
+    return create_engine(_with_psycopg(url), pool_pre_ping=True)
+
+
+def ping(engine: Engine) -> None:
+    """`SELECT 1`, or DatabaseError(ERR_DATABASE_UNAVAILABLE) with the reason."""
+    try:
+        with engine.connect() as conn:
+            conn.execute(text("SELECT 1"))
+    except SQLAlchemyError as exc:
+        raise DatabaseError("ERR_DATABASE_UNAVAILABLE", detail=str(exc.__cause__ or exc)) from exc
+
+
+def create_tables(engine: Engine) -> None:
+    """Create the missing tables (existing ones are left alone)."""
+    SQLModel.metadata.create_all(engine)
+
+
+@contextmanager
+def session(engine: Engine) -> Iterator[Session]:
+    """A session that commits on a clean exit and rolls back on an exception.
+
+    Objects stay readable after the commit (expire_on_commit=False), so a caller may use what a
+    helper returned once the block is closed.
+    """
+    with Session(engine, expire_on_commit=False) as db:
+        try:
+            yield db
+            db.commit()
+        except BaseException:
+            db.rollback()
+            raise
+
+
+def _with_psycopg(url: str) -> str:
+    """`postgresql://` (which SQLAlchemy maps to psycopg2, not installed) → psycopg 3."""
+    for prefix in ("postgresql://", "postgres://"):
+        if url.startswith(prefix):
+            return "postgresql+psycopg://" + url.removeprefix(prefix)
+    return url

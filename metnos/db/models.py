@@ -1,0 +1,198 @@
+"""Metnos's own tables (SQLModel) and the few queries the gateway and the turns need.
+
+The helpers take an open `Session` and commit their own change, so each one is a unit the
+caller can rely on (a turn is on disk before anything runs: nothing is lost on a crash).
+All datetimes are timezone-aware UTC.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, CheckConstraint, Column, DateTime, UniqueConstraint
+from sqlmodel import Field, Session, SQLModel, select
+
+from metnos.errors import MetnosError
+
+TURN_STATUSES = ("running", "completed", "awaiting_approval", "failed")
+_FINAL_STATUSES = ("completed", "failed")
+
+
+class TurnNotFound(MetnosError, LookupError):
+    key = "ERR_TURN_NOT_FOUND"
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def new_id() -> str:
+    return str(uuid.uuid4())
+
+
+def _stamp(**kwargs: Any) -> Any:
+    """A timezone-aware timestamp column."""
+    return Field(sa_type=DateTime(timezone=True), **kwargs)  # type: ignore[call-overload]
+
+
+class ChatSession(SQLModel, table=True):
+    """A conversation of one user on one channel; its language and autonomy are sticky."""
+
+    __tablename__ = "chat_session"
+
+    id: str = Field(default_factory=new_id, primary_key=True)
+    user_id: str = Field(index=True)
+    channel: str
+    interaction_language: str
+    autonomy: str = "Supervised"
+    created_at: datetime = _stamp(default_factory=utcnow)
+    updated_at: datetime = _stamp(default_factory=utcnow)
+
+
+class Turn(SQLModel, table=True):
+    """One user message and what Metnos made of it."""
+
+    __tablename__ = "turn"
+    __table_args__ = (
+        CheckConstraint(f"status IN {TURN_STATUSES!r}", name="turn_status_valid"),
+    )
+
+    id: str = Field(default_factory=new_id, primary_key=True)
+    session_id: str = Field(foreign_key="chat_session.id", index=True)
+    channel: str
+    sender: str
+    text: str
+    lang: str
+    status: str = "running"
+    reply: str | None = None
+    error_key: str | None = None
+    flow_run_id: str | None = None
+    created_at: datetime = _stamp(default_factory=utcnow)
+    finished_at: datetime | None = _stamp(default=None, nullable=True)
+    timings: dict[str, float] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+
+
+class TurnStep(SQLModel, table=True):
+    """One executor call inside a turn: what the policy decided and how it went."""
+
+    __tablename__ = "turn_step"
+    __table_args__ = (UniqueConstraint("turn_id", "seq", name="turn_step_seq_unique"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True)
+    turn_id: str = Field(foreign_key="turn.id", index=True)
+    seq: int
+    executor: str
+    args_digest: str
+    decision: str
+    outcome: str | None = None
+    error_key: str | None = None
+    audit_seq: int | None = None
+    created_at: datetime = _stamp(default_factory=utcnow)
+
+
+class BeforeManifest(SQLModel, table=True):
+    """The signed record of the state before a mutating action (files under state/before/<id>/)."""
+
+    __tablename__ = "before_manifest"
+
+    id: str = Field(primary_key=True)  # the action id
+    turn_id: str | None = Field(default=None, foreign_key="turn.id", index=True)
+    executor: str
+    created_at: datetime = _stamp(default_factory=utcnow)
+    manifest: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    signature: str
+
+
+# -- helpers --------------------------------------------------------------------------------
+def get_or_create_session(db: Session, session_id: str | None, *, user_id: str, channel: str,
+                          lang: str, autonomy: str = "Supervised") -> ChatSession:
+    """The user's session `session_id`, or a new one.
+
+    An unknown id is created as given (a channel may use stable ids); an id that belongs to
+    another user is never reused: that caller gets a new session with a fresh id.
+    """
+    found = db.get(ChatSession, session_id) if session_id else None
+    if found is not None and found.user_id == user_id:
+        found.updated_at = utcnow()
+        db.add(found)
+        db.commit()
+        return found
+    chat = ChatSession(user_id=user_id, channel=channel, interaction_language=lang,
+                       autonomy=autonomy)
+    if session_id and found is None:
+        chat.id = session_id
+    db.add(chat)
+    db.commit()
+    return chat
+
+
+def record_turn_start(db: Session, *, session_id: str, channel: str, sender: str, text: str,
+                      lang: str, flow_run_id: str | None = None,
+                      turn_id: str | None = None) -> Turn:
+    """Store a new `running` turn (and touch its session)."""
+    turn = Turn(session_id=session_id, channel=channel, sender=sender, text=text, lang=lang,
+                flow_run_id=flow_run_id)
+    if turn_id:
+        turn.id = turn_id
+    chat = db.get(ChatSession, session_id)
+    if chat is not None:
+        chat.updated_at = turn.created_at
+        db.add(chat)
+    db.add(turn)
+    db.commit()
+    return turn
+
+
+def finish_turn(db: Session, turn_id: str, *, status: str, reply: str | None = None,
+                error_key: str | None = None, timings: dict[str, float] | None = None,
+                flow_run_id: str | None = None) -> Turn:
+    """Set a turn's outcome; `completed`/`failed` also stamp `finished_at`.
+
+    `awaiting_approval` (and `running` again, on resume) leave it open. `timings` are merged
+    into those already stored.
+    """
+    if status not in TURN_STATUSES:
+        raise ValueError(f"unknown turn status {status!r}; one of {TURN_STATUSES}")
+    turn = db.get(Turn, turn_id)
+    if turn is None:
+        raise TurnNotFound(turn_id=turn_id)
+    turn.status = status
+    turn.reply = reply if reply is not None else turn.reply
+    turn.error_key = error_key
+    turn.flow_run_id = flow_run_id or turn.flow_run_id
+    turn.timings = {**(turn.timings or {}), **(timings or {})}  # a new dict: JSON is not tracked
+    turn.finished_at = utcnow() if status in _FINAL_STATUSES else None
+    db.add(turn)
+    db.commit()
+    return turn
+
+
+def get_turn(db: Session, turn_id: str) -> Turn | None:
+    return db.get(Turn, turn_id)
+
+
+def record_step(db: Session, *, turn_id: str, seq: int, executor: str, args_digest: str,
+                decision: str, outcome: str | None = None, error_key: str | None = None,
+                audit_seq: int | None = None) -> TurnStep:
+    step = TurnStep(turn_id=turn_id, seq=seq, executor=executor, args_digest=args_digest,
+                    decision=decision, outcome=outcome, error_key=error_key, audit_seq=audit_seq)
+    db.add(step)
+    db.commit()
+    return step
+
+
+def turn_steps(db: Session, turn_id: str) -> list[TurnStep]:
+    """The steps of a turn in order."""
+    query = select(TurnStep).where(TurnStep.turn_id == turn_id).order_by(TurnStep.seq)  # type: ignore[arg-type]
+    return list(db.exec(query))
+
+
+def record_before_manifest(db: Session, *, action_id: str, turn_id: str | None, executor: str,
+                           manifest: dict[str, Any], signature: str) -> BeforeManifest:
+    record = BeforeManifest(id=action_id, turn_id=turn_id, executor=executor,
+                            manifest=manifest, signature=signature)
+    db.add(record)
+    db.commit()
+    return record

@@ -1,0 +1,301 @@
+"""The executor manifest (`executors/<name>/manifest.toml`), parsed without importing code.
+
+The models are data only: policy and sandbox act on them before any executor code runs.
+`parse_manifest` reads one file and raises `ManifestError` with a readable reason;
+`Manifest.tool_spec(lang)` is what a planner sees of the executor in one language.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+
+from metnos.errors import ManifestError
+from metnos.llm.tools import ToolSpec
+from metnos.sandbox.profile import SandboxProfile
+
+MANIFEST_FILE = "manifest.toml"
+LANG_STATE_FILE = "manifest.lang_state.json"
+REQUIRED_LANGS = ("it", "en")
+FALLBACK_LANG = "en"
+MAX_MANIFEST_BYTES = 64 * 1024
+
+NAME_RE = re.compile(r"^[a-z][a-z0-9_]{1,40}$")
+VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]+)?$")
+ENTRY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
+LANG_RE = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")
+
+InputType = Literal["path", "string", "integer", "number", "boolean", "array"]
+OutputType = Literal["path", "string", "integer", "number", "boolean", "array", "object"]
+Scalar = str | int | float | bool
+
+_JSON_TYPES = {
+    "path": "string",
+    "string": "string",
+    "integer": "integer",
+    "number": "number",
+    "boolean": "boolean",
+    "array": "array",
+    "object": "object",
+}
+_PY_TYPES: dict[str, tuple[type, ...]] = {
+    "path": (str,),
+    "string": (str,),
+    "integer": (int,),
+    "number": (int, float),
+    "boolean": (bool,),
+    "array": (list, tuple),
+}
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+def _check_langs(table: dict[str, Any], what: str) -> dict[str, Any]:
+    for lang in table:
+        if not LANG_RE.match(lang):
+            raise ValueError(f"{what}: {lang!r} is not a language tag (e.g. 'it', 'pt-BR')")
+    missing = [lang for lang in REQUIRED_LANGS if lang not in table]
+    if missing:
+        raise ValueError(f"{what}: missing language(s) {', '.join(missing)}")
+    return table
+
+
+def _localised(table: dict[str, Any], lang: str) -> Any:
+    """`table[lang]`, else its base language (`pt-BR` → `pt`), else None."""
+    if lang in table:
+        return table[lang]
+    return table.get(lang.replace("_", "-").split("-")[0].lower())
+
+
+class InputSpec(_Model):
+    """One typed argument. `access` (read|write) is required for, and only for, type=path."""
+
+    type: InputType
+    access: Literal["read", "write"] | None = None
+    required: bool | None = None  # unset: required unless it has a default
+    default: Scalar | list[Scalar] | None = None
+    enum: tuple[Scalar, ...] | None = None
+    minimum: int | float | None = None
+    maximum: int | float | None = None
+    items: Literal["path", "string", "integer", "number", "boolean"] | None = None
+    description: dict[str, str]
+
+    @field_validator("description")
+    @classmethod
+    def _langs(cls, table: dict[str, str]) -> dict[str, str]:
+        return _check_langs(table, "description")
+
+    @model_validator(mode="after")
+    def _coherent(self) -> InputSpec:
+        if (self.type == "path") != (self.access is not None):
+            raise ValueError("'access' is required for type=path and allowed only there")
+        if self.required and self.default is not None:
+            raise ValueError("a required input cannot have a default")
+        if self.items is not None and self.type != "array":
+            raise ValueError("'items' is only for type=array")
+        if self.default is not None and not _fits(self.default, self.type):
+            raise ValueError(f"default {self.default!r} is not of type {self.type}")
+        if self.enum is not None and self.default is not None and self.default not in self.enum:
+            raise ValueError(f"default {self.default!r} is not one of {list(self.enum)}")
+        return self
+
+    @property
+    def is_required(self) -> bool:
+        return self.required if self.required is not None else self.default is None
+
+    def json_schema(self, lang: str) -> dict[str, Any]:
+        schema: dict[str, Any] = {"type": _JSON_TYPES[self.type]}
+        text = _localised(self.description, lang) or self.description[FALLBACK_LANG]
+        schema["description"] = text
+        if self.type == "array":
+            schema["items"] = {"type": _JSON_TYPES[self.items or "string"]}
+        for key in ("default", "minimum", "maximum"):
+            value = getattr(self, key)
+            if value is not None:
+                schema[key] = value
+        if self.enum is not None:
+            schema["enum"] = list(self.enum)
+        return schema
+
+
+def _fits(value: Any, kind: str) -> bool:
+    if kind != "boolean" and isinstance(value, bool):
+        return False
+    return isinstance(value, _PY_TYPES[kind])
+
+
+class OutputSpec(_Model):
+    type: OutputType
+    description: dict[str, str]
+
+    @field_validator("description")
+    @classmethod
+    def _langs(cls, table: dict[str, str]) -> dict[str, str]:
+        return _check_langs(table, "description")
+
+
+class Manifest(_Model):
+    """A parsed `manifest.toml` (see the brief in `.dev/HELPERS.md` for the format)."""
+
+    name: str = Field(pattern=NAME_RE.pattern)
+    version: str = Field(pattern=VERSION_RE.pattern)
+    entry: str = "main.py"
+    risk: Literal["low", "medium", "high"]
+    reversible: bool
+    side_effects: bool
+    sandbox: SandboxProfile = Field(default_factory=SandboxProfile)
+    inputs: dict[str, InputSpec] = Field(default_factory=dict)
+    outputs: dict[str, OutputSpec] = Field(default_factory=dict)
+    description: dict[str, str]
+    affinity: dict[str, tuple[str, ...]]
+    utterances: dict[str, tuple[str, ...]]
+    slots: dict[str, dict[str, dict[str, Scalar]]] = Field(default_factory=dict)
+
+    @field_validator("entry")
+    @classmethod
+    def _plain_filename(cls, value: str) -> str:
+        if not ENTRY_RE.match(value) or value in {".", ".."}:
+            raise ValueError(f"entry must be a plain file name inside the folder: {value!r}")
+        return value
+
+    @field_validator("inputs", "outputs")
+    @classmethod
+    def _field_names(cls, table: dict[str, Any]) -> dict[str, Any]:
+        for key in table:
+            if not re.match(r"^[a-z][a-z0-9_]{0,40}$", key):
+                raise ValueError(f"field name {key!r} must be lower_snake_case")
+        return table
+
+    @field_validator("description", "affinity", "utterances")
+    @classmethod
+    def _per_language(cls, table: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        return _check_langs(table, f"[{info.field_name}]")
+
+    @field_validator("slots")
+    @classmethod
+    def _slot_langs(cls, slots: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+        for slot, table in slots.items():
+            if not re.match(r"^[a-z][a-z0-9_]{0,40}$", slot):
+                raise ValueError(f"slot name {slot!r} must be lower_snake_case")
+            _check_langs(table, f"slots.{slot}")
+        return slots
+
+    @model_validator(mode="after")
+    def _utterances_fit(self) -> Manifest:
+        from metnos.executors._utterances import check_utterances
+
+        check_utterances(self.utterances, set(self.inputs), self.slots)
+        return self
+
+    def tool_spec(self, lang: str) -> ToolSpec:
+        """The executor as a planner tool, described in `lang` (descriptions fall back to en)."""
+        properties = {name: spec.json_schema(lang) for name, spec in self.inputs.items()}
+        parameters: dict[str, Any] = {
+            "type": "object",
+            "properties": properties,
+            "required": [name for name, spec in self.inputs.items() if spec.is_required],
+            "additionalProperties": False,
+        }
+        slot_values = {
+            slot: dict(table_lang)
+            for slot, table in self.slots.items()
+            if (table_lang := _localised(table, lang)) is not None
+        }
+        return ToolSpec(
+            name=self.name,
+            description=_localised(self.description, lang) or self.description[FALLBACK_LANG],
+            parameters=parameters,
+            utterances=tuple(_localised(self.utterances, lang) or ()),
+            affinity=tuple(_localised(self.affinity, lang) or ()),
+            slot_values=slot_values,
+        )
+
+    def input_schema(self) -> dict[str, dict[str, Any]]:
+        """The `[inputs]` table as plain dicts (no descriptions), `required` made explicit:
+        what `metnos.policy.validate_args` checks a model's arguments against."""
+        return {
+            name: {
+                **spec.model_dump(exclude_none=True, exclude={"description"}),
+                "required": spec.is_required,
+            }
+            for name, spec in self.inputs.items()
+        }
+
+    def path_inputs(self) -> dict[str, str]:
+        """Input name → access (`read`|`write`) for every path-typed input."""
+        return {name: spec.access for name, spec in self.inputs.items() if spec.access is not None}
+
+    def languages(self) -> list[str]:
+        return sorted(self.description)
+
+
+def parse_manifest(path: Path, data: bytes | None = None) -> Manifest:
+    """Parse and validate `path` (a `manifest.toml`); the folder name must equal `name`.
+
+    `data`, when given, is the file's content already read (so a caller can hash exactly
+    the bytes it parsed).
+    """
+    folder = path.parent
+    table = _load_toml(path, folder.name, data)
+    try:
+        manifest = Manifest.model_validate(table)
+    except ValidationError as exc:
+        raise ManifestError(name=folder.name, path=str(path), detail=_brief(exc)) from exc
+    if manifest.name != folder.name:
+        detail = f"name {manifest.name!r} differs from the folder name {folder.name!r}"
+        raise ManifestError(name=folder.name, path=str(path), detail=detail)
+    entry = folder / manifest.entry
+    if entry.is_symlink() or not entry.is_file():
+        detail = f"entry {manifest.entry!r} is not a regular file in the folder"
+        raise ManifestError(name=folder.name, path=str(path), detail=detail)
+    return manifest
+
+
+def manifest_bytes(path: Path) -> bytes:
+    """The exact bytes of a manifest file, refusing oversize ones."""
+    with path.open("rb") as fh:
+        data = fh.read(MAX_MANIFEST_BYTES + 1)
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise ManifestError(
+            name=path.parent.name, path=str(path), detail=f"larger than {MAX_MANIFEST_BYTES} bytes"
+        )
+    return data
+
+
+def _load_toml(path: Path, name: str, data: bytes | None) -> dict[str, Any]:
+    if data is None:
+        try:
+            data = manifest_bytes(path)
+        except OSError as exc:
+            detail = exc.strerror or str(exc)
+            raise ManifestError(name=name, path=str(path), detail=detail) from exc
+    elif len(data) > MAX_MANIFEST_BYTES:
+        detail = f"larger than {MAX_MANIFEST_BYTES} bytes"
+        raise ManifestError(name=name, path=str(path), detail=detail)
+    try:
+        return tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ManifestError(name=name, path=str(path), detail=f"not valid TOML: {exc}") from exc
+
+
+def _brief(exc: ValidationError) -> str:
+    parts = []
+    for err in exc.errors()[:5]:
+        loc = ".".join(str(p) for p in err["loc"]) or "manifest"
+        parts.append(f"{loc}: {err['msg']}")
+    more = exc.error_count() - 5
+    return "; ".join(parts) + (f" (+{more} more)" if more > 0 else "")

@@ -1,0 +1,222 @@
+"""Which executors exist, and which of them may run.
+
+`discover` scans folders for `manifest.toml` and parses them **without importing any executor
+code** (Home Assistant's integration loader does the same). `admit` then checks each one's
+signature: only signed, untampered executors reach the `Registry`; the others are listed in
+`Registry.refused` with an i18n key saying why.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+from metnos.errors import ExecutorNotFound, ManifestError, SignatureError
+from metnos.executors.manifest import MANIFEST_FILE, Manifest, manifest_bytes, parse_manifest
+from metnos.executors.signing import SignedFacts, signature_path, verify_executor
+from metnos.keys import load_public_key
+from metnos.llm.tools import ToolSpec
+from metnos.paths import repo_path
+
+if TYPE_CHECKING:
+    from metnos.settings import Settings
+
+log = logging.getLogger(__name__)
+
+KEY_PURPOSE = "executors"
+
+
+@dataclass(frozen=True)
+class ExecutorSpec:
+    """A discovered executor: its parsed manifest, its folder, and the hash of the bytes parsed."""
+
+    manifest: Manifest
+    folder: Path
+    manifest_sha256: str
+
+    @property
+    def name(self) -> str:
+        return self.manifest.name
+
+    @property
+    def entry_path(self) -> Path:
+        return self.folder / self.manifest.entry
+
+
+class Refusal(NamedTuple):
+    """An executor that will not run: its name, the i18n key of the reason, and its variables."""
+
+    name: str
+    key: str
+    vars: dict[str, Any]
+
+
+class Reason(NamedTuple):
+    """Why one executor was refused: an i18n key and its variables."""
+
+    key: str
+    vars: dict[str, Any]
+
+
+class Registry:
+    """The admitted executors (by name), the refused ones with their reasons, and what each
+    admitted executor's signature vouches for (`signed`, e.g. to re-check the code hash
+    right before a run)."""
+
+    def __init__(
+        self,
+        admitted: Iterable[ExecutorSpec] = (),
+        refused: Iterable[Refusal] = (),
+        signed: dict[str, SignedFacts] | None = None,
+    ) -> None:
+        self._by_name: dict[str, ExecutorSpec] = {spec.name: spec for spec in admitted}
+        self.refused: list[Refusal] = list(refused)
+        self.signed: dict[str, SignedFacts] = dict(signed or {})
+
+    @property
+    def admitted(self) -> tuple[ExecutorSpec, ...]:
+        """The admitted executors, sorted by name."""
+        return tuple(self._by_name[name] for name in self.names())
+
+    def find(self, name: str) -> ExecutorSpec | None:
+        return self._by_name.get(name)
+
+    def get(self, name: str) -> ExecutorSpec:
+        spec = self._by_name.get(name)
+        if spec is None:
+            raise ExecutorNotFound(executor=name)
+        return spec
+
+    def names(self) -> list[str]:
+        return sorted(self._by_name)
+
+    def tool_specs(self, lang: str) -> list[ToolSpec]:
+        """Every admitted executor as a planner tool in `lang`, sorted by name."""
+        return [spec.manifest.tool_spec(lang) for spec in self.admitted]
+
+    def refusal(self, name: str) -> Reason | None:
+        """Why `name` was refused (the first reason), or None."""
+        found = next((r for r in self.refused if r.name == name), None)
+        return Reason(found.key, found.vars) if found else None
+
+    def add(self, spec: ExecutorSpec, facts: SignedFacts) -> None:
+        self._by_name[spec.name] = spec
+        self.signed[spec.name] = facts
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._by_name
+
+    def __iter__(self) -> Iterator[ExecutorSpec]:
+        return iter(self.admitted)
+
+    def __len__(self) -> int:
+        return len(self._by_name)
+
+
+def discover_all(dirs: Iterable[Path]) -> tuple[list[ExecutorSpec], list[Refusal]]:
+    """Scan `dirs` in order; earlier dirs win a name clash. Returns (specs, problems)."""
+    specs: dict[str, ExecutorSpec] = {}
+    problems: list[Refusal] = []
+    for base in dirs:
+        for folder in _candidate_folders(base):
+            try:
+                spec = _read_spec(folder)
+            except (ManifestError, SignatureError) as exc:
+                problems.append(Refusal(folder.name, exc.key, exc.vars))
+                continue
+            kept = specs.get(spec.name)
+            if kept is not None:
+                problems.append(
+                    Refusal(
+                        spec.name,
+                        "ERR_EXECUTOR_DUPLICATE",
+                        {"name": spec.name, "folder": str(folder), "kept": str(kept.folder)},
+                    )
+                )
+                continue
+            specs[spec.name] = spec
+    for problem in problems:
+        log.warning("executors.refused name=%s key=%s vars=%s", *problem)
+    return list(specs.values()), problems
+
+
+def discover(dirs: Iterable[Path]) -> list[ExecutorSpec]:
+    """The executors found in `dirs`; broken manifests are logged and skipped."""
+    return discover_all(dirs)[0]
+
+
+def admit(
+    specs: Iterable[ExecutorSpec],
+    public_key: Ed25519PublicKey,
+    signatures_dir: Path,
+    problems: Iterable[Refusal] = (),
+) -> Registry:
+    """Verify each spec's signature; the valid ones are admitted, the others refused."""
+    registry = Registry(refused=list(problems))
+    for spec in specs:
+        try:
+            sig = signature_path(signatures_dir, spec.name)
+            facts = verify_executor(spec.folder, public_key, sig)
+            if facts.manifest_sha256 != spec.manifest_sha256:  # changed since it was parsed
+                raise SignatureError("ERR_EXECUTOR_SIGNATURE_INVALID", name=spec.name)
+        except (SignatureError, ManifestError) as exc:
+            log.warning("executors.refused name=%s key=%s", spec.name, exc.key)
+            registry.refused.append(Refusal(spec.name, exc.key, exc.vars))
+            continue
+        registry.add(spec, facts)
+    return registry
+
+
+def executor_dirs(settings: Settings) -> list[Path]:
+    """Where executors live, in precedence order: the repository's, then the owner's."""
+    return [repo_path("executors"), settings.home / "executors"]
+
+
+def signatures_dir(settings: Settings) -> Path:
+    return settings.home / "signatures"
+
+
+def load_registry(settings: Settings) -> Registry:
+    """Discover the executors of the repository and of METNOS_HOME, and admit the signed ones."""
+    specs, problems = discover_all(executor_dirs(settings))
+    return admit_with_settings(specs, settings, problems)
+
+
+def admit_with_settings(
+    specs: Iterable[ExecutorSpec], settings: Settings, problems: Iterable[Refusal] = ()
+) -> Registry:
+    """`admit` with the instance's `executors` public key and signatures folder."""
+    try:
+        public_key = load_public_key(settings.keys_dir, KEY_PURPOSE)
+    except SignatureError as exc:
+        refused = list(problems) + [Refusal(spec.name, exc.key, exc.vars) for spec in specs]
+        return Registry(refused=refused)
+    return admit(specs, public_key, signatures_dir(settings), problems)
+
+
+def _candidate_folders(base: Path) -> list[Path]:
+    if not base.is_dir():
+        return []
+    return sorted(
+        child
+        for child in base.iterdir()
+        if not child.name.startswith((".", "_")) and (child / MANIFEST_FILE).exists()
+    )
+
+
+def _read_spec(folder: Path) -> ExecutorSpec:
+    path = folder / MANIFEST_FILE
+    if folder.is_symlink() or path.is_symlink():
+        raise SignatureError("ERR_EXECUTOR_SYMLINK", name=folder.name, path=str(path))
+    try:
+        data = manifest_bytes(path)
+    except OSError as exc:
+        raise ManifestError(name=folder.name, path=str(path), detail=str(exc)) from exc
+    manifest = parse_manifest(path, data)
+    return ExecutorSpec(manifest, folder, hashlib.sha256(data).hexdigest())

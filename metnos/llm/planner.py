@@ -1,0 +1,65 @@
+"""The tool-calling planner: the LLM plans by calling tools (SPEC §2 step 3).
+
+Each admitted executor is offered as one OpenAI-style tool named after it, described in the
+session language; the model's `tool_calls` become the plan steps, its text the reply. The
+system prompt is a template (`prompts/<lang>/planner.j2`); the user's text travels only as the
+user message, never inside the system prompt.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from metnos import prompts
+from metnos.llm.port import LLMPort, RawToolCall
+from metnos.llm.tools import Plan, PlanStep, ToolSpec
+
+ARGS_NOT_JSON = "ERR_PLAN_ARGS_NOT_JSON"
+
+
+def planner_messages(
+    text: str, lang: str, tools: list[ToolSpec], *, workspace_context: str = ""
+) -> list[dict[str, Any]]:
+    """The chat the planner sends: the rendered system prompt, then the user's text."""
+    system = prompts.get(
+        "planner", lang, tools=tools, workspace_context=workspace_context, session_lang=lang
+    )
+    return [
+        {"role": "system", "content": system},
+        {"role": "user", "content": text},
+    ]
+
+
+async def plan_with_llm(
+    port: LLMPort,
+    text: str,
+    lang: str,
+    tools: list[ToolSpec],
+    *,
+    workspace_context: str = "",
+    tier: str = "fast",
+) -> Plan:
+    """Ask the model for a plan. Raises LLMError when the model cannot be had.
+
+    Unknown tool names are kept as steps: the turn refuses them with an audit line.
+    """
+    messages = planner_messages(text, lang, tools, workspace_context=workspace_context)
+    offered = [tool.openai_tool() for tool in tools] or None
+    reply = await port.complete(messages, tools=offered, tier=tier)
+    steps = tuple(to_step(call) for call in reply.tool_calls)
+    return Plan(steps=steps, text=reply.text, source="llm", cost_usd=reply.cost_usd)
+
+
+def to_step(call: RawToolCall) -> PlanStep:
+    """One tool call → one plan step; arguments that are not a JSON object mark the step."""
+    raw = call.arguments_json.strip()
+    if not raw:
+        return PlanStep(executor=call.name, args={}, call_id=call.id)
+    try:
+        args = json.loads(raw)
+    except json.JSONDecodeError:
+        args = None
+    if not isinstance(args, dict):
+        return PlanStep(executor=call.name, args={}, call_id=call.id, error=ARGS_NOT_JSON)
+    return PlanStep(executor=call.name, args=args, call_id=call.id)

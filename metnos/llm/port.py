@@ -1,0 +1,254 @@
+"""The LLM port: the only place Metnos talks to a model (SPEC §8).
+
+One class over litellm (any provider is one model string) with tenacity retrying only transient
+errors (rate limits, connection problems, timeouts, 5xx). litellm's own retries are off
+(`num_retries=0`), so retry layers never stack (notes/prefect.md §5). Tiers `fast` and `wise`
+default to `METNOS_LLM_MODEL`; `frontier` is opt-in: it must be configured *and* asked for.
+
+litellm is imported lazily, on the first call: importing it takes seconds, and the embedded
+planner (no LLM configured) must never pay for it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any, Literal
+
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception,
+    stop_after_attempt,
+    wait_exponential_jitter,
+)
+
+from metnos.errors import LLMError
+from metnos.settings import LLMSettings
+
+log = logging.getLogger(__name__)
+
+Tier = Literal["fast", "wise", "frontier"]
+TIERS: tuple[str, ...] = ("fast", "wise", "frontier")
+_TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+@dataclass(frozen=True)
+class RawToolCall:
+    """A tool call as the model sent it; `arguments_json` is unparsed (it may be malformed)."""
+
+    id: str
+    name: str
+    arguments_json: str
+
+
+@dataclass(frozen=True)
+class LLMReply:
+    text: str | None
+    tool_calls: list[RawToolCall] = field(default_factory=list)
+    cost_usd: float = 0.0
+    model: str = ""
+
+
+def configured(settings: LLMSettings) -> bool:
+    """True when a model is configured for the default tiers (else the embedded planner serves)."""
+    return bool(settings.model or settings.model_fast)
+
+
+class LLMPort:
+    """Resolves tiers to model strings and completes chats with retries on transient errors."""
+
+    def __init__(
+        self,
+        settings: LLMSettings,
+        *,
+        wait_initial_s: float = 0.2,
+        wait_max_s: float = 5.0,
+        retry_after_cap_s: float = 10.0,
+    ) -> None:
+        self.settings = settings
+        self._wait_initial_s = wait_initial_s
+        self._wait_max_s = wait_max_s
+        self._retry_after_cap_s = retry_after_cap_s
+
+    def resolve(self, tier: str) -> str | None:
+        """The model string for `tier`; None when nothing is configured for fast/wise.
+
+        `frontier` is never a fallback: asking for it without `model_frontier` raises.
+        """
+        s = self.settings
+        if tier == "fast":
+            return s.model_fast or s.model
+        if tier == "wise":
+            return s.model_wise or s.model
+        if tier == "frontier":
+            if not s.model_frontier:
+                raise LLMError("ERR_LLM_FRONTIER_NOT_CONFIGURED")
+            return s.model_frontier
+        raise LLMError("ERR_LLM_TIER_UNKNOWN", tier=tier, tiers=", ".join(TIERS))
+
+    async def complete(
+        self,
+        messages: list[dict[str, Any]],
+        *,
+        tools: list[dict[str, Any]] | None = None,
+        tier: str = "fast",
+    ) -> LLMReply:
+        """One chat completion (OpenAI message/tool format); LLMError when it cannot be had."""
+        model = self.resolve(tier)
+        if model is None:
+            raise LLMError("ERR_LLM_NOT_CONFIGURED")
+        litellm = _litellm()
+        kwargs = self._request(model, messages, tools)
+        retrying = AsyncRetrying(
+            retry=retry_if_exception(_is_transient),
+            wait=self._wait,
+            stop=stop_after_attempt(self.settings.max_attempts),
+            before_sleep=_log_retry,
+            reraise=True,
+        )
+        try:
+            response = await retrying(litellm.acompletion, **kwargs)
+        except Exception as exc:  # the third-party boundary: every failure becomes an LLMError
+            raise _to_llm_error(exc, model) from exc
+        return _reply(litellm, response, model)
+
+    def _request(
+        self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
+    ) -> dict[str, Any]:
+        s = self.settings
+        kwargs: dict[str, Any] = {
+            "model": model,
+            "messages": messages,
+            "timeout": s.timeout_s,
+            "num_retries": 0,
+            "max_retries": 0,
+        }
+        if tools:
+            kwargs["tools"] = tools
+        if s.api_base:
+            kwargs["api_base"] = s.api_base
+        if s.api_key is not None:
+            kwargs["api_key"] = s.api_key.get_secret_value()
+        return kwargs
+
+    def _wait(self, state: RetryCallState) -> float:
+        """Exponential backoff with jitter; a server's Retry-After wins when it is short."""
+        exc = state.outcome.exception() if state.outcome is not None else None
+        after = _retry_after_s(exc)
+        if after is not None:
+            return min(after, self._retry_after_cap_s)
+        backoff = wait_exponential_jitter(initial=self._wait_initial_s, max=self._wait_max_s)
+        return float(backoff(state))
+
+
+_LITELLM: ModuleType | None = None
+
+
+def _litellm() -> ModuleType:
+    """Import litellm once, with the local cost map (no network fetch at import)."""
+    global _LITELLM
+    if _LITELLM is None:
+        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        import litellm
+
+        litellm.suppress_debug_info = True
+        litellm.telemetry = False
+        _LITELLM = litellm
+    return _LITELLM
+
+
+def _is_transient(exc: BaseException) -> bool:
+    litellm = _litellm()
+    transient = (
+        litellm.RateLimitError,
+        litellm.APIConnectionError,
+        litellm.Timeout,
+        litellm.InternalServerError,
+        litellm.ServiceUnavailableError,
+        litellm.BadGatewayError,
+    )
+    if isinstance(exc, transient):
+        return True
+    return getattr(exc, "status_code", None) in _TRANSIENT_STATUS
+
+
+def _retry_after_s(exc: BaseException | None) -> float | None:
+    """Seconds from a Retry-After header (delta-seconds form only), if the error carries one."""
+    if exc is None:
+        return None
+    for headers in (
+        getattr(getattr(exc, "response", None), "headers", None),
+        getattr(exc, "litellm_response_headers", None),
+    ):
+        try:
+            value = headers.get("retry-after") if headers is not None else None
+            if value is not None:
+                return max(0.0, float(value))
+        except (AttributeError, TypeError, ValueError):
+            continue
+    return None
+
+
+def _log_retry(state: RetryCallState) -> None:
+    exc = state.outcome.exception() if state.outcome is not None else None
+    log.warning(
+        "llm.retry attempt=%s error=%s status=%s",
+        state.attempt_number,
+        type(exc).__name__,
+        getattr(exc, "status_code", None),
+    )
+
+
+def _to_llm_error(exc: BaseException, model: str) -> LLMError:
+    litellm = _litellm()
+    status = getattr(exc, "status_code", None)
+    log.warning(
+        "llm.error model=%s error=%s status=%s detail=%s", model, type(exc).__name__, status, exc
+    )
+    if _is_transient(exc):
+        key = "ERR_LLM_UNAVAILABLE"
+    elif isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
+        key = "ERR_LLM_AUTH_FAILED"
+    elif isinstance(exc, litellm.NotFoundError):
+        key = "ERR_LLM_MODEL_NOT_FOUND"
+    elif isinstance(exc, litellm.BadRequestError) or status is not None:
+        key = "ERR_LLM_REQUEST_REJECTED"
+    else:
+        key = "ERR_LLM_UNAVAILABLE"
+    return LLMError(key, model=model, status=status or "-", detail=type(exc).__name__)
+
+
+def _reply(litellm: ModuleType, response: Any, model: str) -> LLMReply:
+    message = response.choices[0].message
+    calls = [
+        RawToolCall(
+            id=str(call.id or ""),
+            name=str(call.function.name or ""),
+            arguments_json=_as_json_text(call.function.arguments),
+        )
+        for call in (getattr(message, "tool_calls", None) or [])
+    ]
+    return LLMReply(
+        text=message.content or None,
+        tool_calls=calls,
+        cost_usd=_cost(litellm, response),
+        model=str(getattr(response, "model", None) or model),
+    )
+
+
+def _as_json_text(arguments: Any) -> str:
+    if isinstance(arguments, str):
+        return arguments
+    return json.dumps(arguments)
+
+
+def _cost(litellm: ModuleType, response: Any) -> float:
+    """litellm's cost estimate; 0.0 for models it does not price (local, unknown)."""
+    try:
+        return float(litellm.completion_cost(completion_response=response) or 0.0)
+    except Exception:  # unknown model / missing usage: no price is not an error
+        return 0.0

@@ -1,0 +1,77 @@
+"""The autonomy × risk decision (SPEC §4): allow, ask the user, or deny one executor run.
+
+Rules, first match wins:
+1. Unknown risk or autonomy level → deny (fail closed).
+2. The sandbox canary failed (`sandbox_ok=False`) → only side-effect-free executors run.
+3. `ReadOnly` → an executor with side effects is denied.
+4. `Full` → an irreversible side-effecting action asks (SPEC §4: always, even in Full);
+   everything else is allowed.
+5. `Supervised` and `ReadOnly` → high risk is denied, medium risk asks, low risk is allowed
+   unless it is irreversible and side-effecting, which asks.
+
+Forbidden paths, the Laws and the sandbox apply on top of this at every level.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from metnos.policy.args import validate_args
+
+__all__ = ["AUTONOMY_LEVELS", "RISKS", "Decision", "decide", "validate_args"]
+
+Verdict = Literal["allow", "deny", "ask"]
+RISKS = ("low", "medium", "high")
+AUTONOMY_LEVELS = ("ReadOnly", "Supervised", "Full")
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A verdict with the i18n key (and its vars) explaining it to the user and to the audit."""
+
+    verdict: Verdict
+    key: str
+    vars: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def allowed(self) -> bool:
+        return self.verdict == "allow"
+
+    def message(self, lang: str | None = None) -> str:
+        from metnos import i18n
+
+        return i18n.get(self.key, lang=lang, **self.vars)
+
+
+def decide(
+    *,
+    risk: str,
+    side_effects: bool,
+    reversible: bool,
+    autonomy: str,
+    sandbox_ok: bool,
+    executor: str = "",
+) -> Decision:
+    """Allow, ask or deny one run of an executor (`executor` only fills the message)."""
+    vars: dict[str, Any] = {"risk": risk, "autonomy": autonomy}
+    if executor:  # callers that merge their own `executor` var are not overridden by ""
+        vars["executor"] = executor
+    if risk not in RISKS or autonomy not in AUTONOMY_LEVELS:
+        return Decision("deny", "ERR_POLICY_LEVEL_UNKNOWN", vars)
+    if side_effects and not sandbox_ok:
+        return Decision("deny", "ERR_SANDBOX_UNAVAILABLE_READONLY", vars)
+    if side_effects and autonomy == "ReadOnly":
+        return Decision("deny", "ERR_POLICY_READONLY", vars)
+    irreversible = side_effects and not reversible
+    if autonomy == "Full":
+        if irreversible:
+            return Decision("ask", "ASK_POLICY_IRREVERSIBLE", vars)
+        return Decision("allow", "MSG_POLICY_ALLOWED", vars)
+    if risk == "high":
+        return Decision("deny", "ERR_POLICY_HIGH_RISK", vars)
+    if risk == "medium":
+        return Decision("ask", "ASK_POLICY_MEDIUM_RISK", vars)
+    if irreversible:
+        return Decision("ask", "ASK_POLICY_IRREVERSIBLE", vars)
+    return Decision("allow", "MSG_POLICY_ALLOWED", vars)

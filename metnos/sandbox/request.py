@@ -1,0 +1,53 @@
+"""What a sandbox run is asked to do (`SandboxRequest`) and what came of it (`SandboxResult`)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from metnos.sandbox.profile import SandboxProfile
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxRequest:
+    """One executor run: its folder and entry file, its profile, the workspace and arguments.
+
+    `max_output_bytes` caps stdout; `max_processes` becomes RLIMIT_NPROC (see `_process`);
+    `max_file_bytes` becomes RLIMIT_FSIZE; `bwrap` overrides the bwrap binary.
+    """
+
+    exec_dir: Path
+    entry: str
+    profile: SandboxProfile
+    workspace: Path
+    args: dict[str, Any] = field(default_factory=dict)
+    max_output_bytes: int = 1_000_000
+    max_processes: int = 64
+    max_file_bytes: int = 1 << 30
+    bwrap: Path | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SandboxResult:
+    """The outcome. `ok` with `result`, or an i18n `error_key` with `error_vars`.
+
+    `spawn_s` is the time until the process object existed; `duration_s` the whole run.
+    """
+
+    ok: bool
+    result: dict[str, Any] | None = None
+    error_key: str | None = None
+    error_vars: dict[str, Any] = field(default_factory=dict)
+    exit_code: int | None = None
+    duration_s: float = 0.0
+    spawn_s: float = 0.0
+    stderr_tail: str = ""
+
+    @classmethod
+    def failure(cls, key: str, error_vars: dict[str, Any], started: float) -> SandboxResult:
+        """A run that failed before any process existed."""
+        return cls(
+            ok=False, error_key=key, error_vars=error_vars, duration_s=time.monotonic() - started
+        )

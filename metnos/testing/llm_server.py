@@ -1,0 +1,249 @@
+"""A scripted OpenAI-compatible server on loopback, so tests never reach a real provider.
+
+Tests enqueue replies (text, tool calls, HTTP errors) the way simonw/llm's `MockModel.enqueue`
+does; each `POST /v1/chat/completions` pops one. An empty queue answers HTTP 500 with a clear
+message, so a test never silently gets an answer it did not script. `always(...)` turns the
+server into an attacker model that emits the same tool call forever.
+
+Point litellm at it with `model="openai/scripted"`, `api_base=server.base_url + "/v1"`, any key.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections import deque
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+EMPTY_QUEUE_MESSAGE = "ScriptedLLM: no reply enqueued for this request"
+
+
+@dataclass(frozen=True)
+class ToolCall:
+    """A tool call to script: `arguments` as a dict, or a raw string (may be malformed JSON)."""
+
+    name: str
+    arguments: dict[str, Any] | str
+    call_id: str | None = None
+
+
+@dataclass(frozen=True)
+class _Reply:
+    text: str | None = None
+    tool_calls: tuple[ToolCall, ...] = ()
+    status: int = 200
+    error: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+class ScriptedLLM:
+    """The server: `start()`/`stop()` or `with ScriptedLLM() as llm: ...`."""
+
+    def __init__(self, model: str = "scripted") -> None:
+        self.model = model
+        self.requests: list[dict[str, Any]] = []
+        self._queue: deque[_Reply] = deque()
+        self._always: _Reply | None = None
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> ScriptedLLM:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="scripted-llm",
+            daemon=True,
+        )
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> ScriptedLLM:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("ScriptedLLM is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    @property
+    def api_base(self) -> str:
+        """The `api_base` litellm wants (`base_url` + `/v1`)."""
+        return self.base_url + "/v1"
+
+    # -- scripting ------------------------------------------------------------------------
+    def enqueue_text(self, text: str) -> None:
+        self._push(_Reply(text=text))
+
+    def enqueue_tool_call(
+        self, name: str, arguments: dict[str, Any] | str, call_id: str | None = None
+    ) -> None:
+        self._push(_Reply(tool_calls=(ToolCall(name, arguments, call_id),)))
+
+    def enqueue_tool_calls(self, calls: list[ToolCall], text: str | None = None) -> None:
+        self._push(_Reply(text=text, tool_calls=tuple(calls)))
+
+    def enqueue_error(
+        self, status: int, message: str = "scripted error", headers: dict[str, str] | None = None
+    ) -> None:
+        """An HTTP error in OpenAI's error format (e.g. 500, 429 with Retry-After, 400)."""
+        self._push(_Reply(status=status, error=message, headers=tuple((headers or {}).items())))
+
+    def always(self, tool_call: ToolCall | None) -> None:
+        """Answer every request the queue does not cover with this tool call (None: stop)."""
+        with self._lock:
+            self._always = None if tool_call is None else _Reply(tool_calls=(tool_call,))
+
+    def reset(self) -> None:
+        with self._lock:
+            self._queue.clear()
+            self._always = None
+            self.requests.clear()
+
+    @property
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._queue)
+
+    def _push(self, reply: _Reply) -> None:
+        with self._lock:
+            self._queue.append(reply)
+
+    def _next(self, body: dict[str, Any]) -> _Reply | None:
+        with self._lock:
+            self.requests.append(body)
+            if self._queue:
+                return self._queue.popleft()
+            return self._always
+
+    # -- responses ------------------------------------------------------------------------
+    def _completion(self, reply: _Reply, body: dict[str, Any]) -> dict[str, Any]:
+        message: dict[str, Any] = {"role": "assistant", "content": reply.text}
+        if reply.tool_calls:
+            message["tool_calls"] = [_tool_call_json(call) for call in reply.tool_calls]
+        prompt_chars = len(json.dumps(body.get("messages", [])))
+        completion_chars = len(json.dumps(message))
+        return {
+            "id": "chatcmpl-" + uuid.uuid4().hex[:24],
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": str(body.get("model") or self.model),
+            "choices": [
+                {
+                    "index": 0,
+                    "message": message,
+                    "logprobs": None,
+                    "finish_reason": "tool_calls" if reply.tool_calls else "stop",
+                }
+            ],
+            "usage": {
+                "prompt_tokens": prompt_chars // 4,
+                "completion_tokens": completion_chars // 4,
+                "total_tokens": prompt_chars // 4 + completion_chars // 4,
+            },
+        }
+
+
+def _tool_call_json(call: ToolCall) -> dict[str, Any]:
+    arguments = call.arguments if isinstance(call.arguments, str) else json.dumps(call.arguments)
+    return {
+        "id": call.call_id or "call_" + uuid.uuid4().hex[:16],
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments},
+    }
+
+
+def _error_json(message: str, status: int) -> dict[str, Any]:
+    kind = "invalid_request_error" if 400 <= status < 500 else "server_error"
+    return {"error": {"message": message, "type": kind, "param": None, "code": str(status)}}
+
+
+def _handler_for(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
+    class _Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # headers and body are two writes: no 40 ms delayed ACK
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+            return  # quiet: tests assert on `llm.requests`, not on logs
+
+        def do_GET(self) -> None:  # noqa: N802 - stdlib name
+            if self.path.rstrip("/") in ("/v1/models", "/models"):
+                model = {"id": llm.model, "object": "model", "created": 0, "owned_by": "metnos"}
+                self._send(200, {"object": "list", "data": [model]})
+            else:
+                self._send(404, _error_json(f"no route GET {self.path}", 404))
+
+        def do_POST(self) -> None:  # noqa: N802 - stdlib name
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
+                self._send(404, _error_json(f"no route POST {self.path}", 404))
+                return
+            try:
+                body = json.loads(raw or b"{}")
+            except json.JSONDecodeError:
+                self._send(400, _error_json("request body is not JSON", 400))
+                return
+            reply = llm._next(body)
+            if reply is None:
+                self._send(500, _error_json(EMPTY_QUEUE_MESSAGE, 500))
+            elif reply.status != 200:
+                self._send(reply.status, _error_json(reply.error, reply.status), reply.headers)
+            elif body.get("stream"):
+                self._send_stream(llm._completion(reply, body))
+            else:
+                self._send(200, llm._completion(reply, body))
+
+        def _send(
+            self, status: int, payload: dict[str, Any], headers: tuple[tuple[str, str], ...] = ()
+        ) -> None:
+            data = json.dumps(payload).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in headers:
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _send_stream(self, completion: dict[str, Any]) -> None:
+            """Minimal SSE: one chunk with the whole message as a delta, then [DONE]."""
+            choice = completion["choices"][0]
+            delta = dict(choice["message"])
+            for index, call in enumerate(delta.get("tool_calls") or []):
+                call["index"] = index
+            chunk = {
+                **completion,
+                "object": "chat.completion.chunk",
+                "choices": [{"index": 0, "delta": delta, "finish_reason": choice["finish_reason"]}],
+            }
+            data = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+    return _Handler

@@ -1,0 +1,29 @@
+"""Every i18n key the executors' code can emit has an Italian and an English message."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from metnos import i18n
+from metnos.paths import repo_path
+
+SOURCES = [
+    *sorted(repo_path("metnos", "executors").glob("*.py")),
+    repo_path("metnos", "cli", "executors.py"),
+    *sorted(repo_path("executors").glob("*/main.py")),
+]
+KEYS = sorted(
+    {k for p in SOURCES for k in re.findall(r'"((?:ERR|MSG|CLI)_[A-Z_]+)"', p.read_text())}
+)
+
+
+def test_sources_found() -> None:
+    assert len(KEYS) > 20
+
+
+@pytest.mark.parametrize("key", KEYS)
+@pytest.mark.parametrize("lang", ["it", "en"])
+def test_key_has_message(key: str, lang: str) -> None:
+    assert key in i18n.catalog(lang), f"{key} missing in i18n/{lang}"

@@ -1,0 +1,138 @@
+"""The embedded planner (hassil), in Italian and English, with ToolSpecs built here."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from metnos.llm.embedded import plan_embedded
+from metnos.llm.tools import PlanStep, ToolSpec
+from tests.llm.tools_fixture import tools_en, tools_it
+
+
+@pytest.mark.parametrize(
+    ("text", "executor", "args"),
+    [
+        ("cerca i file markdown nel workspace", "fs_find", {"kind": "*.md"}),
+        ("Cerca file MARKDOWN", "fs_find", {"kind": "*.md"}),
+        ("trova tutti i file di testo", "fs_find", {"kind": "*.txt"}),
+        ("elenca i file markdown", "fs_find", {"kind": "*.md"}),
+        ("mostrami i primi 5 file markdown", "fs_find", {"limit": 5, "kind": "*.md"}),
+        ("leggi note.md", "fs_read", {"path": "note.md"}),
+        ("leggi il file appunti/lista spesa.md", "fs_read", {"path": "appunti/lista spesa.md"}),
+        ('apri il file "ricette/torta.md"', "fs_read", {"path": "ricette/torta.md"}),
+        ("leggi il file «città.md»", "fs_read", {"path": "città.md"}),
+        ("LEGGI IL FILE Perché.md", "fs_read", {"path": "Perché.md"}),
+    ],
+)
+def test_italian_matches(text: str, executor: str, args: dict[str, object]) -> None:
+    plan = plan_embedded(text, "it", tools_it())
+    assert plan.steps == (PlanStep(executor=executor, args=args),)
+    assert (plan.source, plan.understood, plan.text) == ("embedded", True, None)
+
+
+@pytest.mark.parametrize(
+    ("text", "executor", "args"),
+    [
+        ("find the markdown files in the workspace", "fs_find", {"kind": "*.md"}),
+        ("Search for all text files", "fs_find", {"kind": "*.txt"}),
+        ("find files of kind markdown", "fs_find", {"kind": "*.md"}),
+        ("read the file notes/shopping list.md", "fs_read", {"path": "notes/shopping list.md"}),
+        ("open 'todo.md'", "fs_read", {"path": "todo.md"}),
+    ],
+)
+def test_english_matches(text: str, executor: str, args: dict[str, object]) -> None:
+    plan = plan_embedded(text, "en-GB", tools_en())
+    assert plan.steps == (PlanStep(executor=executor, args=args),)
+
+
+def test_accents_are_folded_in_templates_and_input() -> None:
+    tool = ToolSpec("weather", "Meteo", {}, utterances=("che tempo farà [domani]",))
+    assert plan_embedded("che tempo fara domani", "it", [tool]).steps[0].executor == "weather"
+    assert plan_embedded("Che tempo farà?", "it", [tool]).steps[0].executor == "weather"
+
+
+@pytest.mark.parametrize(
+    ("text", "lang", "tools"),
+    [
+        ("che tempo fa domani?", "it", tools_it()),
+        ("cerca i file pdf", "it", tools_it()),  # pdf is not a known kind: no wildcard fallback
+        ("apri il file", "it", tools_it()),  # the template's own words are not a path
+        ("what's the weather like?", "en", tools_en()),
+        ("read", "en", tools_en()),
+    ],
+)
+def test_non_matches_run_nothing(text: str, lang: str, tools: list[ToolSpec]) -> None:
+    plan = plan_embedded(text, lang, tools)
+    assert plan.steps == ()
+    assert plan.understood is False
+    assert plan.text is not None and "METNOS_LLM_MODEL" in plan.text
+
+
+def test_not_understood_message_in_italian() -> None:
+    plan = plan_embedded("che tempo fa domani?", "it", tools_it())
+    assert plan.text is not None
+    assert plan.text.startswith("Non ho capito")
+    assert "- Cerca file nel workspace per tipo (per esempio «cerca file markdown»)" in plan.text
+    assert "- Legge un file del workspace (per esempio «leggi <path>»)" in plan.text
+    assert "Forse intendevi" not in plan.text  # no affinity keyword in the request
+
+
+def test_not_understood_message_in_english_with_suggestion() -> None:
+    plan = plan_embedded("please open my diary", "en", tools_en())
+    assert plan.text is not None
+    first, second = plan.text.splitlines()[:2]
+    assert first == "Perhaps you meant: “read <path>”."
+    assert second.startswith("I did not understand")
+    assert "set METNOS_LLM_MODEL" in plan.text
+
+
+def test_no_tools_at_all() -> None:
+    plan = plan_embedded("leggi note.md", "it", [])
+    assert plan.understood is False
+    assert plan.text is not None and "non è installato alcun esecutore" in plan.text
+
+
+def test_a_tie_between_two_tools_runs_nothing() -> None:
+    a = ToolSpec("lights_on", "Accende le luci", {}, utterances=("accendi {what}",))
+    b = ToolSpec("heater_on", "Accende il riscaldamento", {}, utterances=("accendi {thing}",))
+    plan = plan_embedded("accendi la cucina", "it", [a, b])
+    assert plan.steps == () and plan.understood is False
+    assert plan.text is not None and plan.text.startswith("La richiesta corrisponde a più")
+    # a tool with more literal text wins over a bare wildcard: not a tie
+    c = ToolSpec("lights_on", "Accende le luci", {}, utterances=("accendi [le] luci [in] {room}",))
+    won = plan_embedded("accendi le luci in cucina", "it", [c, b])
+    assert won.steps == (PlanStep(executor="lights_on", args={"room": "cucina"}),)
+
+
+def test_a_broken_template_is_skipped_not_fatal() -> None:
+    broken = ToolSpec("broken", "Rotto", {}, utterances=("leggi [il file {path",))
+    plan = plan_embedded("leggi note.md", "it", [broken, *tools_it()])
+    assert plan.steps == (PlanStep(executor="fs_read", args={"path": "note.md"}),)
+
+
+def test_compiled_intents_are_cached_and_fast() -> None:
+    tools = tools_it()
+    plan_embedded("leggi note.md", "it", tools)
+    started = time.perf_counter()
+    for _ in range(100):
+        plan_embedded("leggi il file appunti/lista spesa.md", "it", tools_it())
+    per_call_ms = (time.perf_counter() - started) * 10
+    assert per_call_ms < 20, per_call_ms
+
+
+def test_slot_table_captured_into_a_differently_named_input() -> None:
+    """`{kind:pattern}`: the phrases of slot table `kind`, captured into input `pattern`."""
+    tool = ToolSpec(
+        "fs_find",
+        "Cerca i file nel workspace. Restituisce i percorsi relativi, anche nelle sottocartelle.",
+        {"type": "object", "properties": {"pattern": {"type": "string"}}},
+        utterances=("(cerca|mostra[mi]) [tutti] i file {kind:pattern} [nel workspace]",),
+        slot_values={"kind": {"markdown": "*.md", "di testo": "*.txt"}},
+    )
+    plan = plan_embedded("mostrami tutti i file di testo", "it", [tool])
+    assert plan.steps == (PlanStep(executor="fs_find", args={"pattern": "*.txt"}),)
+    refused = plan_embedded("mostra le foto", "it", [tool])
+    assert refused.text is not None
+    assert "- Cerca i file nel workspace (per esempio «cerca i file markdown»)" in refused.text

@@ -1,0 +1,176 @@
+"""The LLM port against the scripted OpenAI-compatible server (real litellm, real HTTP)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import time
+
+import pytest
+
+from metnos.errors import LLMError
+from metnos.llm.port import LLMPort, configured
+from metnos.settings import LLMSettings
+from metnos.testing import ScriptedLLM
+from tests.llm.conftest import llm_settings
+
+HELLO = [{"role": "user", "content": "ciao"}]
+
+
+async def test_text_reply(port: LLMPort, scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.enqueue_text("Buongiorno!")
+    reply = await port.complete(HELLO)
+    assert reply.text == "Buongiorno!"
+    assert reply.tool_calls == []
+    assert reply.cost_usd == 0.0  # unknown model: no price, no crash
+    assert scripted_llm.requests[0]["messages"] == HELLO
+    assert scripted_llm.requests[0]["model"] == "scripted"
+
+
+async def test_tool_call_reply(port: LLMPort, scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.enqueue_tool_call("fs_read", {"path": "note.md"}, call_id="call_1")
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "fs_read",
+            "description": "d",
+            "parameters": {"type": "object", "properties": {}},
+        },
+    }
+    reply = await port.complete(HELLO, tools=[tool])
+    assert reply.text is None
+    [call] = reply.tool_calls
+    assert (call.id, call.name, json.loads(call.arguments_json)) == (
+        "call_1",
+        "fs_read",
+        {"path": "note.md"},
+    )
+    assert scripted_llm.requests[0]["tools"] == [tool]
+
+
+async def test_malformed_arguments_pass_through_raw(
+    port: LLMPort, scripted_llm: ScriptedLLM
+) -> None:
+    scripted_llm.enqueue_tool_call("fs_read", '{"path": "note.md"')
+    reply = await port.complete(HELLO)
+    assert reply.tool_calls[0].arguments_json == '{"path": "note.md"'
+
+
+async def test_transient_500_is_retried(port: LLMPort, scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.enqueue_error(500, "overloaded")
+    scripted_llm.enqueue_error(503, "still overloaded")
+    scripted_llm.enqueue_text("eccomi")
+    reply = await port.complete(HELLO)
+    assert reply.text == "eccomi"
+    assert len(scripted_llm.requests) == 3  # tenacity only: litellm/openai retries are off
+
+
+async def test_retries_stop_at_max_attempts(scripted_llm: ScriptedLLM) -> None:
+    port = LLMPort(llm_settings(scripted_llm, max_attempts=2), wait_initial_s=0.01, wait_max_s=0.02)
+    for _ in range(3):
+        scripted_llm.enqueue_error(500)
+    with pytest.raises(LLMError) as info:
+        await port.complete(HELLO)
+    assert info.value.key == "ERR_LLM_UNAVAILABLE"
+    assert len(scripted_llm.requests) == 2
+    assert scripted_llm.pending == 1
+
+
+async def test_rate_limit_honours_retry_after(port: LLMPort, scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.enqueue_error(429, "slow down", headers={"Retry-After": "0.3"})
+    scripted_llm.enqueue_text("ok")
+    started = time.perf_counter()
+    reply = await port.complete(HELLO)
+    assert reply.text == "ok"
+    assert time.perf_counter() - started >= 0.3  # the backoff alone would be ~0.01 s
+
+
+async def test_bad_request_is_not_retried(port: LLMPort, scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.enqueue_error(400, "bad tools schema")
+    scripted_llm.enqueue_text("never reached")
+    with pytest.raises(LLMError) as info:
+        await port.complete(HELLO)
+    assert info.value.key == "ERR_LLM_REQUEST_REJECTED"
+    assert info.value.vars["status"] == 400
+    assert len(scripted_llm.requests) == 1
+    assert "rifiutato" in info.value.message("it") and "rejected" in info.value.message("en")
+
+
+async def test_bad_key_is_an_auth_error(port: LLMPort, scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.enqueue_error(401, "invalid api key")
+    with pytest.raises(LLMError) as info:
+        await port.complete(HELLO)
+    assert info.value.key == "ERR_LLM_AUTH_FAILED"
+    assert len(scripted_llm.requests) == 1
+
+
+async def test_empty_queue_is_never_a_silent_answer(
+    port: LLMPort, scripted_llm: ScriptedLLM
+) -> None:
+    with pytest.raises(LLMError):
+        await port.complete(HELLO)
+    assert len(scripted_llm.requests) == 3  # the 500 is transient, so it was retried, then failed
+
+
+def test_tiers_resolve_and_frontier_is_never_silent() -> None:
+    port = LLMPort(LLMSettings(model="ollama/qwen3:8b", model_wise="openai/wise"))
+    assert port.resolve("fast") == "ollama/qwen3:8b"
+    assert port.resolve("wise") == "openai/wise"
+    with pytest.raises(LLMError) as info:
+        port.resolve("frontier")
+    assert info.value.key == "ERR_LLM_FRONTIER_NOT_CONFIGURED"
+    with pytest.raises(LLMError) as unknown:
+        port.resolve("turbo")
+    assert unknown.value.key == "ERR_LLM_TIER_UNKNOWN"
+    assert LLMPort(LLMSettings(model="a", model_frontier="big")).resolve("frontier") == "big"
+
+
+async def test_frontier_request_without_frontier_reaches_no_model(
+    scripted_llm: ScriptedLLM,
+) -> None:
+    port = LLMPort(llm_settings(scripted_llm))
+    scripted_llm.enqueue_text("must not be used")
+    with pytest.raises(LLMError) as info:
+        await port.complete(HELLO, tier="frontier")
+    assert info.value.key == "ERR_LLM_FRONTIER_NOT_CONFIGURED"
+    assert scripted_llm.requests == []
+
+
+async def test_not_configured() -> None:
+    settings = LLMSettings()
+    assert not configured(settings)
+    assert configured(LLMSettings(model="ollama/qwen3:8b"))
+    with pytest.raises(LLMError) as info:
+        await LLMPort(settings).complete(HELLO)
+    assert info.value.key == "ERR_LLM_NOT_CONFIGURED"
+
+
+def test_embedded_path_never_imports_litellm() -> None:
+    code = (
+        "import sys\n"
+        "from metnos.llm import plan_embedded, ToolSpec, LLMPort\n"
+        "from metnos.settings import LLMSettings\n"
+        "LLMPort(LLMSettings(model='x/y')).resolve('fast')\n"
+        "t = ToolSpec('fs_read', 'd', {}, utterances=('leggi {path}',))\n"
+        "assert plan_embedded('leggi a.md', 'it', [t]).steps\n"
+        "print('litellm' in sys.modules, 'openai' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+async def test_round_trip_latency(port: LLMPort, scripted_llm: ScriptedLLM) -> None:
+    """Report figure: median `complete()` round trip on loopback (litellm overhead included)."""
+    scripted_llm.enqueue_text("warm-up")
+    await port.complete(HELLO)
+    timings = []
+    for _ in range(15):
+        scripted_llm.enqueue_text("x")
+        started = time.perf_counter()
+        await port.complete(HELLO)
+        timings.append(time.perf_counter() - started)
+    median_ms = statistics.median(timings) * 1000
+    print(f"\ncomplete() median round trip: {median_ms:.1f} ms")
+    assert median_ms < 500

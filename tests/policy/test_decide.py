@@ -1,0 +1,111 @@
+"""The autonomy × risk matrix (SPEC §4; security C8–C9, A1)."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from metnos import i18n
+from metnos.policy import AUTONOMY_LEVELS, RISKS, decide
+
+# (autonomy, risk, side_effects, reversible, sandbox_ok) -> (verdict, key)
+MATRIX = [
+    # ReadOnly: only side-effect-free executors, and no more than Supervised allows
+    ("ReadOnly", "low", False, True, True, "allow", "MSG_POLICY_ALLOWED"),
+    ("ReadOnly", "low", True, True, True, "deny", "ERR_POLICY_READONLY"),
+    ("ReadOnly", "medium", True, True, True, "deny", "ERR_POLICY_READONLY"),
+    ("ReadOnly", "medium", False, True, True, "ask", "ASK_POLICY_MEDIUM_RISK"),
+    ("ReadOnly", "high", False, True, True, "deny", "ERR_POLICY_HIGH_RISK"),
+    ("ReadOnly", "low", False, True, False, "allow", "MSG_POLICY_ALLOWED"),
+    # Supervised: low allow, medium ask, high deny; irreversible side effects ask
+    ("Supervised", "low", False, True, True, "allow", "MSG_POLICY_ALLOWED"),
+    ("Supervised", "low", True, True, True, "allow", "MSG_POLICY_ALLOWED"),
+    ("Supervised", "low", True, False, True, "ask", "ASK_POLICY_IRREVERSIBLE"),
+    ("Supervised", "low", False, False, True, "allow", "MSG_POLICY_ALLOWED"),
+    ("Supervised", "medium", True, True, True, "ask", "ASK_POLICY_MEDIUM_RISK"),
+    ("Supervised", "medium", True, False, True, "ask", "ASK_POLICY_MEDIUM_RISK"),
+    ("Supervised", "high", True, True, True, "deny", "ERR_POLICY_HIGH_RISK"),
+    ("Supervised", "high", False, True, True, "deny", "ERR_POLICY_HIGH_RISK"),
+    # Full: allow, except irreversible side-effecting actions always ask
+    ("Full", "low", True, True, True, "allow", "MSG_POLICY_ALLOWED"),
+    ("Full", "medium", True, True, True, "allow", "MSG_POLICY_ALLOWED"),
+    ("Full", "high", True, True, True, "allow", "MSG_POLICY_ALLOWED"),
+    ("Full", "high", False, False, True, "allow", "MSG_POLICY_ALLOWED"),
+    ("Full", "low", True, False, True, "ask", "ASK_POLICY_IRREVERSIBLE"),
+    ("Full", "high", True, False, True, "ask", "ASK_POLICY_IRREVERSIBLE"),
+    # the sandbox canary failed: only side-effect-free executors run, at every level
+    ("Full", "low", True, True, False, "deny", "ERR_SANDBOX_UNAVAILABLE_READONLY"),
+    ("Supervised", "low", True, True, False, "deny", "ERR_SANDBOX_UNAVAILABLE_READONLY"),
+    ("Full", "high", False, True, False, "allow", "MSG_POLICY_ALLOWED"),
+    ("Supervised", "low", False, True, False, "allow", "MSG_POLICY_ALLOWED"),
+    # unknown levels fail closed
+    ("Root", "low", False, True, True, "deny", "ERR_POLICY_LEVEL_UNKNOWN"),
+    ("Full", "none", False, True, True, "deny", "ERR_POLICY_LEVEL_UNKNOWN"),
+]
+
+
+@pytest.mark.parametrize(
+    ("autonomy", "risk", "side_effects", "reversible", "sandbox_ok", "verdict", "key"), MATRIX
+)
+def test_matrix(
+    autonomy: str,
+    risk: str,
+    side_effects: bool,
+    reversible: bool,
+    sandbox_ok: bool,
+    verdict: str,
+    key: str,
+) -> None:
+    decision = decide(
+        risk=risk,
+        side_effects=side_effects,
+        reversible=reversible,
+        autonomy=autonomy,
+        sandbox_ok=sandbox_ok,
+        executor="fs_write",
+    )
+    assert (decision.verdict, decision.key) == (verdict, key)
+    assert decision.allowed == (verdict == "allow")
+
+
+ALL = list(itertools.product(AUTONOMY_LEVELS, RISKS, [False, True], [False, True], [False, True]))
+
+
+@pytest.mark.parametrize(("autonomy", "risk", "side_effects", "reversible", "sandbox_ok"), ALL)
+def test_invariants(
+    autonomy: str, risk: str, side_effects: bool, reversible: bool, sandbox_ok: bool
+) -> None:
+    d = decide(
+        risk=risk,
+        side_effects=side_effects,
+        reversible=reversible,
+        autonomy=autonomy,
+        sandbox_ok=sandbox_ok,
+    )
+    if side_effects and (not sandbox_ok or autonomy == "ReadOnly"):
+        assert d.verdict == "deny"
+    if side_effects and not reversible:
+        assert d.verdict != "allow"  # irreversible side effects never run unconfirmed
+    if autonomy == "Supervised" and risk == "high":
+        assert d.verdict == "deny"
+    if autonomy == "Full" and sandbox_ok:
+        assert d.verdict != "deny"
+    for lang in ("it", "en"):
+        assert d.key in i18n.catalog(lang)
+
+
+def test_messages_explain_the_refusal() -> None:
+    d = decide(risk="high", side_effects=True, reversible=True, autonomy="Supervised",
+               sandbox_ok=True, executor="shell_run")  # fmt: skip
+    assert "shell_run" in d.message("it") and "alto rischio" in d.message("it")
+    d = decide(risk="low", side_effects=True, reversible=True, autonomy="Full",
+               sandbox_ok=False, executor="fs_write")  # fmt: skip
+    assert "sandbox" in d.message("en") and "fs_write" in d.message("en")
+
+
+def test_executor_var_only_when_given() -> None:
+    d = decide(risk="high", side_effects=True, reversible=True, autonomy="Supervised",
+               sandbox_ok=True)  # fmt: skip
+    assert "executor" not in d.vars  # a caller's own {"executor": ..., **d.vars} is kept
+    assert {"executor": "shell_run", **d.vars}["executor"] == "shell_run"

@@ -1,0 +1,1 @@
+"""Test support: services started around the test session and pytest plugins (`pg`)."""

@@ -1,0 +1,104 @@
+"""pytest plugin: a real, initialised METNOS_HOME and a gateway on it.
+
+- `make_home(llm=None, autonomy="Supervised", lang="it")` (function): runs the real
+  `metnos init` in a temp dir against a fresh database of the test PostgreSQL, optionally
+  pointed at a scripted LLM server; returns a `Home`.
+- `scripted_llm` (function): a started `ScriptedLLM` (OpenAI-compatible, loopback).
+- `gateway_client(home, prefect=True)` (async context manager factory): the FastAPI app with
+  its lifespan, reached through httpx with the owner token; Prefect's turn flow as runner
+  unless `prefect=False`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+
+from metnos.home import initialise
+from metnos.settings import Settings, get_settings
+from metnos.testing.llm_server import ScriptedLLM
+from tests.support.pg import TestPostgres
+
+GATEWAY_BASE = "http://127.0.0.1:42618"
+
+
+@dataclass
+class Home:
+    settings: Settings
+    token: str
+
+    @property
+    def path(self) -> Path:
+        return self.settings.home
+
+    @property
+    def workspace(self) -> Path:
+        return self.settings.workspace
+
+    def auth(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"}
+
+
+MakeHome = Callable[..., Home]
+
+
+@pytest.fixture
+def scripted_llm() -> Iterator[ScriptedLLM]:
+    with ScriptedLLM() as server:
+        yield server
+
+
+@pytest.fixture
+def make_home(tmp_path: Path, pg_server: TestPostgres,
+              monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeHome]:
+    def make(llm: ScriptedLLM | None = None, autonomy: str = "Supervised",
+             lang: str = "it", **env: str) -> Home:
+        home = tmp_path / "home"
+        monkeypatch.setenv("METNOS_HOME", str(home))
+        monkeypatch.setenv("METNOS_LANG", lang)
+        monkeypatch.setenv("METNOS_POLICY_AUTONOMY", autonomy)
+        monkeypatch.setenv("METNOS_DATABASE_URL", pg_server.url(pg_server.fresh_database()))
+        # the test session's Prefect server has its own database: init must not create one
+        monkeypatch.setenv("PREFECT_SERVER_DATABASE_CONNECTION_URL", "postgresql+asyncpg://test/unused")
+        for name in ("METNOS_LLM_MODEL", "METNOS_LLM_API_BASE", "METNOS_LLM_API_KEY"):
+            monkeypatch.delenv(name, raising=False)
+        if llm is not None:
+            monkeypatch.setenv("METNOS_LLM_MODEL", "openai/scripted")
+            monkeypatch.setenv("METNOS_LLM_API_BASE", llm.api_base)
+            monkeypatch.setenv("METNOS_LLM_API_KEY", "sk-test")
+        for name, value in env.items():
+            monkeypatch.setenv(name, value)
+        get_settings.cache_clear()
+        settings = get_settings()
+        initialise(settings)
+        return Home(settings, settings.owner_token())
+
+    yield make
+    get_settings.cache_clear()
+
+
+@asynccontextmanager
+async def gateway_client(home: Home, *, prefect: bool = True,
+                         **client_kwargs: Any) -> AsyncIterator[httpx.AsyncClient]:
+    from metnos.gateway.app import create_app
+
+    runner = None
+    if prefect:
+        from flows.turn import run_turn
+
+        runner = run_turn
+    app = create_app(home.settings, runner=runner)
+    async with LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        headers = {**home.auth(), **client_kwargs.pop("headers", {})}
+        async with httpx.AsyncClient(transport=transport, base_url=GATEWAY_BASE,
+                                     headers=headers, timeout=120, **client_kwargs) as client:
+            client.app = app  # type: ignore[attr-defined]
+            yield client

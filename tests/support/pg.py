@@ -1,0 +1,130 @@
+"""pytest plugin: a real PostgreSQL for the tests (register with
+`pytest_plugins = ["tests.support.pg"]` in tests/conftest.py).
+
+Fixtures:
+- `pg_server` (session): a running `TestPostgres`. `.url(name, driver=...)` creates the database
+  on first use; `.fresh_database()` makes a `test_<hex>` one; `.drop_database(name)`.
+- `db_engine` (module): an Engine on a throwaway database with Metnos's tables, dropped after the
+  module.
+- `db_session` (function): a Session on `db_engine` inside a transaction that is rolled back at
+  the end of the test (the helpers' commits become savepoints), so tests do not see each other.
+
+Which cluster: when the three variables below are set (`python -m tests.support.services`, used
+by `make test`, `.ci/run` and `make bench`, exports them after starting PostgreSQL for the
+Prefect server), that cluster is reused and left running. Otherwise one throwaway cluster is
+initialised in a temp dir on a free port for the test session, and stopped and deleted at
+the end.
+
+    METNOS_TEST_PG_DATA           data directory of the running cluster
+    METNOS_TEST_PG_PORT           its port on 127.0.0.1
+    METNOS_TEST_PG_PASSWORD_FILE  file holding the password of the `metnos` superuser
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import Engine
+from sqlmodel import Session
+
+from metnos.db.embedded import Driver, EmbeddedPostgres
+from metnos.db.engine import create_tables, make_engine
+from metnos.errors import DatabaseError
+
+ENV_DATA, ENV_PORT, ENV_PASSWORD = (
+    "METNOS_TEST_PG_DATA", "METNOS_TEST_PG_PORT", "METNOS_TEST_PG_PASSWORD_FILE")
+
+
+class TestPostgres:
+    """A running cluster as the tests see it."""
+
+    __test__ = False  # not a test class
+
+    def __init__(self, pg: EmbeddedPostgres) -> None:
+        self.pg = pg
+
+    def url(self, name: str, driver: Driver = "psycopg") -> str:
+        self.pg.ensure_database(name)
+        return self.pg.url(name, driver=driver)
+
+    def fresh_database(self) -> str:
+        name = f"test_{uuid.uuid4().hex[:12]}"
+        self.pg.ensure_database(name)
+        return name
+
+    def drop_database(self, name: str) -> None:
+        self.pg.drop_database(name)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _from_environment() -> EmbeddedPostgres | None:
+    if not all(os.environ.get(name) for name in (ENV_DATA, ENV_PORT, ENV_PASSWORD)):
+        return None
+    return EmbeddedPostgres(Path(os.environ[ENV_DATA]), int(os.environ[ENV_PORT]),
+                            Path(os.environ[ENV_PASSWORD]))
+
+
+def _start_throwaway(root: Path) -> EmbeddedPostgres:
+    pg = EmbeddedPostgres(root / "data", free_port(), root / "pg.password", durable=False)
+    pg.initialise()
+    try:
+        pg.start()
+    except DatabaseError as exc:  # the free port was taken in between: once more
+        if exc.key != "ERR_DATABASE_PORT_IN_USE":
+            raise
+        pg.port = free_port()
+        pg.start()
+    return pg
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[TestPostgres]:
+    shared = _from_environment()
+    if shared is not None:
+        if not shared.is_running():
+            pytest.fail(f"{ENV_DATA}={shared.data_dir} is set but no PostgreSQL runs there")
+        yield TestPostgres(shared)
+        return
+    root = Path(tempfile.mkdtemp(prefix="metnos-test-pg-"))
+    try:
+        pg = _start_throwaway(root)
+        try:
+            yield TestPostgres(pg)
+        finally:
+            pg.stop()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def db_engine(pg_server: TestPostgres) -> Iterator[Engine]:
+    name = pg_server.fresh_database()
+    engine = make_engine(pg_server.url(name))
+    try:
+        create_tables(engine)
+        yield engine
+    finally:
+        engine.dispose()
+        pg_server.drop_database(name)
+
+
+@pytest.fixture
+def db_session(db_engine: Engine) -> Iterator[Session]:
+    with db_engine.connect() as conn:
+        outer = conn.begin()
+        with Session(bind=conn, join_transaction_mode="create_savepoint",
+                     expire_on_commit=False) as db:
+            yield db
+        outer.rollback()
