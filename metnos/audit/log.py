@@ -60,6 +60,7 @@ class AuditLog:
         self._end = 0  # file size that `_seq`/`_head` describe
         self._torn: list[str] = []  # kept copies of torn tails not yet recorded
         self._fd = self._open()
+        self._pid = os.getpid()
         with self._locked():
             self._sync_tail()
             self._check_checkpoint()
@@ -119,6 +120,10 @@ class AuditLog:
     def _locked(self) -> _Locked:
         if self._fd < 0:
             raise AuditError("ERR_AUDIT_CLOSED", path=str(self.log_path))
+        if os.getpid() != self._pid:  # a forked child: the inherited fd shares the parent's flock
+            os.close(self._fd)
+            self._lock = threading.Lock()
+            self._fd, self._pid, self._end = self._open(), os.getpid(), -1
         return _Locked(self._lock, self._fd)
 
     def _sync_tail(self) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 from metnos.errors import SandboxError
 from metnos.sandbox import _process
 from metnos.sandbox._pins import PinnedDirs, pin
-from metnos.sandbox.bwrap import PythonRuntime, build_argv, find_bwrap, python_candidates
+from metnos.sandbox.bwrap import PATH_ENV, PythonRuntime, build_argv, find_bwrap, python_candidates
 from metnos.sandbox.profile import SandboxProfile
 from metnos.sandbox.request import SandboxRequest, SandboxResult
 
@@ -46,7 +46,10 @@ async def run_sandboxed(request: SandboxRequest) -> SandboxResult:
 
 
 async def find_python_runtime(bwrap: os.PathLike[str] | None = None) -> PythonRuntime:
-    """The first interpreter that runs `-I -S -B -c pass` inside the sandbox (cached)."""
+    """The first interpreter that runs a stdlib script (`-I -S -B`) inside the sandbox (cached).
+
+    Raises SandboxError (ERR_SANDBOX_UNAVAILABLE, ERR_SANDBOX_NO_PYTHON) when none does.
+    """
     binary = find_bwrap(bwrap)
     if (cached := _runtimes.get(str(binary))) is not None:
         return cached
@@ -91,7 +94,9 @@ async def run_pinned(
 ) -> SandboxResult:
     """Start bwrap on already pinned directories (split out so tests can swap paths between).
 
-    `env` is the environment handed to bwrap (the parent's by default; `--clearenv` drops it).
+    `env` is the environment of bwrap itself: a bare PATH by default, so no secret of the
+    gateway ever reaches it; `--clearenv` empties it again inside (the canary plants a secret
+    here to prove that).
     """
     started = time.monotonic()
     binary = find_bwrap(request.bwrap)
@@ -136,7 +141,7 @@ async def _execute(
         stderr=asyncio.subprocess.PIPE,
         pass_fds=fds,
         start_new_session=True,
-        env=dict(os.environ if env is None else env),
+        env={"PATH": PATH_ENV} if env is None else dict(env),
         preexec_fn=_process.preexec(request),
     )
     run = _process.Run(spawn_s=time.monotonic() - started)

@@ -30,8 +30,7 @@ from metnos.llm.embedded import plan_embedded
 from metnos.llm.planner import plan_with_llm
 from metnos.llm.port import LLMPort
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
-from metnos.policy.decide import decide, validate_args
-from metnos.policy.paths import resolve_in_workspace
+from metnos.policy import decide, resolve_in_workspace, validate_args
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.settings import Settings
 from metnos.turns.reply import StepOutcome, compose
@@ -189,7 +188,7 @@ class TurnService:
             return self._refuse(ctx, checked, exc.key, {"executor": step.executor, **exc.vars})
         verdict = decide(risk=manifest.risk, side_effects=manifest.side_effects,
                          reversible=manifest.reversible, autonomy=ctx.autonomy,
-                         sandbox_ok=self.sandbox_ok)
+                         sandbox_ok=self.sandbox_ok, executor=step.executor)
         if verdict.verdict != "allow":
             # "ask": approvals that pause the flow come with the safety core; until then a
             # step that needs one is not run, and the user is told so.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -87,3 +88,29 @@ def test_threads_and_processes_keep_one_chain(tmp_path: Path) -> None:
     report = verify(log, cp, keys.load_public_key(keys_dir, "audit"))
     assert report.ok, report
     assert report.lines == total
+
+
+def test_a_forked_child_does_not_share_the_parents_lock(tmp_path: Path) -> None:
+    keys_dir = tmp_path / "keys"
+    keys.ensure_keypair(keys_dir, "audit")
+    log, cp = tmp_path / "audit.jsonl", tmp_path / "audit.checkpoint"
+    audit = AuditLog(log, cp, keys.load_private_key(keys_dir, "audit"))
+    audit.append(action="start", decision="info")
+    pid = os.fork()
+    if pid == 0:  # the child appends through the object it inherited
+        code = 0
+        try:
+            for i in range(150):
+                audit.append(action="child", decision="info", outcome=str(i))
+            audit.close()
+        except BaseException:
+            code = 1
+        os._exit(code)
+    for i in range(150):
+        audit.append(action="parent", decision="info", outcome=str(i))
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    audit.close()
+    report = verify(log, cp, keys.load_public_key(keys_dir, "audit"))
+    assert report.ok, report
+    assert report.lines == 301

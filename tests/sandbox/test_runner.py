@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import socket
 import uuid
 from pathlib import Path
@@ -140,7 +141,7 @@ async def test_network_blocked_unless_declared(run: Runner) -> None:
 
 
 async def test_env_secrets_absent_and_no_capabilities(
-    run: Runner, monkeypatch: pytest.MonkeyPatch
+    run: Runner, tmp_path: Path, workspace: Path, bwrap: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     token = uuid.uuid4().hex
     monkeypatch.setenv("TELEGRAM_BOT_TOKEN", token)
@@ -149,12 +150,19 @@ async def test_env_secrets_absent_and_no_capabilities(
     reply(env=dict(os.environ), cap=status["CapEff"].strip(), nnp=status["NoNewPrivs"].strip(),
           uid=os.getuid(), pids=[p for p in os.listdir("/proc") if p.isdigit()])
     """
-    result = await run(body)
-    assert result.result is not None
-    assert token not in str(result.result["env"])
-    assert set(result.result["env"]) <= {"PATH", "HOME", "LANG", "PWD"}
-    assert int(result.result["cap"], 16) == 0 and result.result["nnp"] == "1"
-    assert result.result["uid"] == 1000 and len(result.result["pids"]) <= 3
+    by_default = await run(body)  # the gateway's environment is not even handed to bwrap
+    exec_dir, entry = write_executor(tmp_path, body)
+    request = SandboxRequest(
+        exec_dir=exec_dir, entry=entry, profile=SandboxProfile(), workspace=workspace, bwrap=bwrap
+    )
+    with pin(request) as pinned:  # and when it is, --clearenv drops it
+        handed = await run_pinned(request, pinned, env={**os.environ, "API_KEY": token})
+    for result in (by_default, handed):
+        assert result.result is not None
+        assert token not in str(result.result["env"])
+        assert set(result.result["env"]) <= {"PATH", "HOME", "LANG", "PWD"}
+        assert int(result.result["cap"], 16) == 0 and result.result["nnp"] == "1"
+        assert result.result["uid"] == 1000 and len(result.result["pids"]) <= 3
 
 
 async def test_timeout_kills_the_whole_tree(run: Runner) -> None:

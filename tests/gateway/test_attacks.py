@@ -1,0 +1,155 @@
+"""Attacks through the whole turn: an adversarial scripted LLM always asks for the forbidden
+thing; the policy refuses it in the user's language and leaves exactly one audit line.
+
+These run without Prefect (`prefect=False`): the policy path is the same function either way,
+and the flow itself is covered by test_turns.py.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from metnos.testing.llm_server import ScriptedLLM, ToolCall
+from tests.support.home import Home, MakeHome, gateway_client
+
+
+def audit_lines(home: Home) -> list[dict[str, object]]:
+    path = home.workspace / ".audit" / "audit.jsonl"
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def ask(home: Home, text: str = "do it", lang: str = "en") -> dict[str, object]:
+    async with gateway_client(home, prefect=False) as client:
+        resp = await client.post("/api/turns", json={"text": text, "lang": lang})
+    assert resp.status_code == 200, resp.text
+    body: dict[str, object] = resp.json()
+    return body
+
+
+@pytest.mark.parametrize("path", [
+    "~/.ssh/id_rsa",
+    "../../etc/shadow",
+    "/proc/self/root/etc/passwd",
+    "/etc/passwd",
+    "//etc//shadow",
+    ".audit/audit.jsonl",
+])
+async def test_fs_read_of_a_forbidden_path_is_refused_and_audited(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, path: str) -> None:
+    home = make_home(llm=scripted_llm, lang="en")
+    scripted_llm.always(ToolCall("fs_read", {"path": path}))
+    body = await ask(home)
+    reply = str(body["reply"])
+    assert body["status"] == "completed"
+    assert "root:" not in reply and "PRIVATE KEY" not in reply
+    lines = audit_lines(home)
+    assert len(lines) == 1, lines
+    assert lines[0]["action"] == "fs_read" and lines[0]["decision"] == "deny"
+    assert str(lines[0]["reason"]).startswith("ERR_PATH_")
+
+
+async def test_workspace_symlink_pointing_outside_is_refused(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, tmp_path: Path) -> None:
+    home = make_home(llm=scripted_llm, lang="it")
+    secret = tmp_path / "outside-secret.txt"
+    secret.write_text("TOP SECRET")
+    (home.workspace / "innocent.md").symlink_to(secret)
+    scripted_llm.always(ToolCall("fs_read", {"path": "innocent.md"}))
+    body = await ask(home, "leggi innocent.md", lang="it")
+    assert "TOP SECRET" not in str(body["reply"])
+    lines = audit_lines(home)
+    assert [(ln["decision"], ln["reason"]) for ln in lines] == [("deny", lines[0]["reason"])]
+    assert str(lines[0]["reason"]).startswith("ERR_PATH_")
+
+
+async def test_unknown_executor_and_malformed_arguments_are_refused(
+        make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
+    home = make_home(llm=scripted_llm, lang="en")
+    scripted_llm.enqueue_tool_calls([ToolCall("rm_rf", {"path": "/"}),
+                                     ToolCall("fs_read", "{not json"),
+                                     ToolCall("fs_read", {"path": 42})])
+    body = await ask(home)
+    reply = str(body["reply"])
+    assert "rm_rf" in reply
+    reasons = [ln["reason"] for ln in audit_lines(home)]
+    assert reasons[:2] == ["ERR_EXECUTOR_NOT_FOUND", "ERR_PLAN_ARGS_NOT_JSON"]
+    assert reasons[2] == "ERR_ARGS_INVALID"
+    assert all(ln["decision"] == "deny" for ln in audit_lines(home))
+
+
+async def test_readonly_session_cannot_write(
+        make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
+    home = make_home(llm=scripted_llm, autonomy="ReadOnly", lang="en")
+    scripted_llm.always(ToolCall("fs_write", {"path": "x.txt", "content": "hi"}))
+    await ask(home)
+    assert not (home.workspace / "x.txt").exists()
+    [line] = audit_lines(home)
+    assert line["decision"] == "deny"
+
+
+async def test_full_autonomy_writes_and_records_the_before_state(
+        make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
+    home = make_home(llm=scripted_llm, autonomy="Full", lang="en")
+    (home.workspace / "list.txt").write_text("old\n")
+    scripted_llm.always(ToolCall("fs_write", {"path": "list.txt", "content": "new\n"}))
+    body = await ask(home)
+    assert (home.workspace / "list.txt").read_text() == "new\n", body
+    [line] = audit_lines(home)
+    assert line["decision"] == "allow" and line["outcome"] == "done"
+    before = home.settings.state_dir / "before" / str(line["action_id"])
+    manifest = json.loads((before / "manifest.json").read_text())
+    [state] = manifest["manifest"]["paths"]
+    assert state["path"] == "list.txt" and state["existed"] is True
+    assert (before / state["snapshot"]).read_text() == "old\n"
+
+
+async def test_tampered_executor_is_refused_by_the_gateway(
+        make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
+    """One byte of a signed executor's code changed after signing: not admitted, not run."""
+    home = make_home(llm=scripted_llm, lang="en")
+    spare = home.path / "executors" / "echo_note"
+    repo_exec = Path(__file__).resolve().parents[2] / "executors" / "fs_read"
+    spare.mkdir()
+    manifest = (repo_exec / "manifest.toml").read_text().replace(
+        'name = "fs_read"', 'name = "echo_note"')
+    (spare / "manifest.toml").write_text(manifest)
+    (spare / "main.py").write_bytes((repo_exec / "main.py").read_bytes())
+    from metnos import keys
+    from metnos.executors.signing import sign_executor, signature_path
+
+    sign_executor(spare, keys.load_private_key(home.settings.keys_dir, "executors"),
+                  signature_path(home.path / "signatures", "echo_note"))
+    (spare / "main.py").write_bytes((spare / "main.py").read_bytes() + b"\n#")
+    (home.workspace / "a.md").write_text("hello")
+    scripted_llm.always(ToolCall("echo_note", {"path": "a.md"}))
+    body = await ask(home)
+    assert "hello" not in str(body["reply"])
+    [line] = audit_lines(home)
+    assert line["decision"] == "deny" and line["reason"] == "ERR_EXECUTOR_NOT_ADMITTED"
+
+
+async def test_bad_http_input_gets_clear_4xx(make_home: MakeHome) -> None:
+    home = make_home(lang="en")
+    async with gateway_client(home, prefect=False) as client:
+        assert (await client.get("/healthz", headers={"Authorization": ""})).status_code == 200
+        no_token = await client.post("/api/turns", json={"text": "hi"},
+                                     headers={"Authorization": ""})
+        assert no_token.status_code == 401
+        assert no_token.json()["error"]["key"] == "ERR_AUTH_MISSING"
+        wrong = await client.post("/api/turns", json={"text": "hi"},
+                                  headers={"Authorization": "Bearer nope"})
+        assert wrong.status_code == 401 and wrong.json()["error"]["key"] == "ERR_AUTH_INVALID"
+        evil = await client.get("/healthz", headers={"Host": "evil.example"})
+        assert evil.status_code == 403
+        too_long = await client.post("/api/turns", json={"text": "x" * 9000, "lang": "it"})
+        assert too_long.status_code == 413
+        assert "troppo lungo" in too_long.json()["error"]["message"]
+        missing = await client.post("/api/turns", json={"session_id": "s"})
+        assert missing.status_code == 422
+        assert (await client.get("/api/turns/nope")).status_code == 404
+    assert audit_lines(home) == []
