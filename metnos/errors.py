@@ -66,12 +66,6 @@ class SandboxError(MetnosError, RuntimeError):
     key = "ERR_SANDBOX_FAILED"
 
 
-class ExecutorFailed(MetnosError, RuntimeError):
-    """The executor ran and reported an error (its own i18n key and variables)."""
-
-    key = "ERR_EXECUTOR_FAILED"
-
-
 class AuditError(MetnosError, RuntimeError):
     key = "ERR_AUDIT_BROKEN"
 

@@ -170,9 +170,16 @@ def build_argv(
     return argv
 
 
-def _check_entry(entry: str) -> None:
+def safe_entry(entry: str) -> bool:
+    """Whether `entry` is a plain relative file path inside the executor folder."""
     parts = entry.split("/")
-    if not entry or entry.startswith("/") or any(p in ("", ".", "..") for p in parts):
+    return (
+        bool(entry) and not entry.startswith("/") and all(p not in ("", ".", "..") for p in parts)
+    )
+
+
+def _check_entry(entry: str) -> None:
+    if not safe_entry(entry):
         raise ValueError(f"executor entry must be a relative file name: {entry!r}")
 
 

@@ -21,7 +21,14 @@ from typing import Any
 from metnos.errors import SandboxError
 from metnos.sandbox import _process
 from metnos.sandbox._pins import PinnedDirs, pin
-from metnos.sandbox.bwrap import PATH_ENV, PythonRuntime, build_argv, find_bwrap, python_candidates
+from metnos.sandbox.bwrap import (
+    PATH_ENV,
+    PythonRuntime,
+    build_argv,
+    find_bwrap,
+    python_candidates,
+    safe_entry,
+)
 from metnos.sandbox.profile import SandboxProfile
 from metnos.sandbox.request import SandboxRequest, SandboxResult
 
@@ -35,14 +42,18 @@ _PY_PROBE = 'import json, sys\nprint(json.dumps({"ok": True, "result": {"v": sys
 
 
 async def run_sandboxed(request: SandboxRequest) -> SandboxResult:
-    """Run the executor of `request` in the sandbox and return its parsed outcome."""
+    """Run the executor of `request` in the sandbox and return its parsed outcome.
+
+    Never raises for a sandbox problem: no bwrap, no usable interpreter, a symlinked or
+    off-limits folder all come back as `ok=False` with their i18n key.
+    """
     started = time.monotonic()
     try:
         runtime = await find_python_runtime(request.bwrap)
-    except SandboxError as exc:  # no bwrap, or no interpreter works inside: a failed run
+        with pin(request) as pinned:
+            return await run_pinned(request, pinned, runtime=runtime)
+    except SandboxError as exc:
         return SandboxResult.failure(exc.key, exc.vars, started)
-    with pin(request) as pinned:
-        return await run_pinned(request, pinned, runtime=runtime)
 
 
 async def find_python_runtime(bwrap: os.PathLike[str] | None = None) -> PythonRuntime:
@@ -103,6 +114,8 @@ async def run_pinned(
     if not os.access(binary, os.X_OK):
         return SandboxResult.failure("ERR_SANDBOX_UNAVAILABLE", {"reason": str(binary)}, started)
     runtime = runtime or await find_python_runtime(binary)
+    if not safe_entry(request.entry):
+        raise SandboxError("ERR_SANDBOX_PATH_UNSAFE", path=request.entry)
     argv = build_argv(
         request.profile,
         bwrap=binary,

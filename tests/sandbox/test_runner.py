@@ -13,7 +13,7 @@ import pytest
 from metnos.errors import SandboxError
 from metnos.sandbox import SandboxProfile, SandboxRequest
 from metnos.sandbox.runner import pin, run_pinned
-from tests.sandbox.conftest import Runner, processes_with, write_executor
+from tests.sandbox._helpers import Runner, processes_with, write_executor
 
 
 async def test_happy_path_and_stdin_args(run: Runner) -> None:
@@ -202,16 +202,25 @@ async def test_memory_hog_is_stopped(run: Runner) -> None:
     assert result.error_key == "ERR_SANDBOX_MEMORY_EXCEEDED"
 
 
-async def test_symlinked_workspace_or_executor_is_refused(
-    run: Runner, tmp_path: Path, secret_dir: Path
+async def test_symlinked_or_off_limits_folders_are_refused(
+    run: Runner, tmp_path: Path, secret_dir: Path, workspace: Path
 ) -> None:
     link = tmp_path / "ws_link"
     link.symlink_to(secret_dir)
-    with pytest.raises(SandboxError) as err:
-        await run("reply()", workspace=link)
-    assert err.value.key == "ERR_SANDBOX_PATH_UNSAFE"
-    with pytest.raises(SandboxError):
-        await run("reply()", SandboxProfile(read=(".audit",)))
+    (workspace / "docs").symlink_to(secret_dir)
+    cases = [
+        await run("reply()", workspace=link),
+        await run("reply()", SandboxProfile(read=(".audit",))),
+        await run("reply()", SandboxProfile(read=("docs",))),
+        await run("reply()", SandboxProfile(write=(".audit/x",))),
+    ]
+    for result in cases:
+        assert not result.ok and result.error_key == "ERR_SANDBOX_PATH_UNSAFE", result
+    request = SandboxRequest(
+        exec_dir=link, entry="main.py", profile=SandboxProfile(), workspace=workspace
+    )
+    with pytest.raises(SandboxError), pin(request):  # the lower level raises
+        pass
 
 
 async def test_workspace_swapped_after_pinning_is_not_followed(
@@ -249,3 +258,23 @@ async def test_resource_limits_apply_inside(run: Runner) -> None:
 async def test_missing_bwrap_is_unavailable(run: Runner, tmp_path: Path) -> None:
     result = await run("reply()", bwrap=tmp_path / "nope")
     assert result.error_key == "ERR_SANDBOX_UNAVAILABLE" and not result.ok
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="the kernel does not enforce RLIMIT_NPROC for uid 0")
+async def test_process_limit_as_non_root(run: Runner) -> None:
+    body = """
+    import time
+    n = 0
+    for _ in range(200):
+        try:
+            pid = os.fork()
+        except OSError:
+            break
+        if pid == 0:
+            time.sleep(0.5)
+            os._exit(0)
+        n += 1
+    reply(forked=n)
+    """
+    result = await run(body, max_processes=8)
+    assert not (result.ok and result.result == {"forked": 200}), result

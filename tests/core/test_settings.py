@@ -1,0 +1,58 @@
+"""Settings: environment over metnos.toml over defaults; bad values fail with a clear message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from metnos.errors import ConfigError
+from metnos.settings import get_settings
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ("METNOS_LANG", "METNOS_GATEWAY_PORT", "METNOS_LLM_MODEL",
+                 "METNOS_POLICY_AUTONOMY", "METNOS_DATABASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("METNOS_HOME", str(tmp_path))
+    get_settings.cache_clear()
+    yield tmp_path
+    get_settings.cache_clear()
+
+
+def test_defaults(home: Path) -> None:
+    s = get_settings()
+    assert s.home == home and s.lang == "it"
+    assert s.gateway.port == 42618 and s.gateway.host == "127.0.0.1"
+    assert s.llm.model is None and s.policy.autonomy == "Supervised"
+    assert s.workspace == home / "workspace" and s.audit_dir == home / "workspace" / ".audit"
+
+
+def test_toml_then_environment(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (home / "metnos.toml").write_text(
+        'lang = "en"\n[gateway]\nport = 5000\nmax_message_chars = 10\n[llm]\nmodel = "ollama/x"\n')
+    s = get_settings()
+    assert (s.lang, s.gateway.port, s.gateway.max_message_chars, s.llm.model) == (
+        "en", 5000, 10, "ollama/x")
+    get_settings.cache_clear()
+    monkeypatch.setenv("METNOS_GATEWAY_PORT", "6000")
+    monkeypatch.setenv("METNOS_LANG", "it")
+    s = get_settings()
+    assert (s.lang, s.gateway.port, s.gateway.max_message_chars) == ("it", 6000, 10)
+
+
+@pytest.mark.parametrize("content, key", [
+    ("[gateway\nport = 1\n", "ERR_CONFIG_TOML_INVALID"),
+    ('[gateway]\nport = "abc"\n', "ERR_CONFIG_INVALID"),
+    ('[gateway]\nhost = "0.0.0.0"\n', "ERR_CONFIG_INVALID"),
+    ('[policy]\nautonomy = "Anything"\n', "ERR_CONFIG_INVALID"),
+    ('[gateway]\nunknown = 1\n', "ERR_CONFIG_INVALID"),
+    ('gateway = 3\n', "ERR_CONFIG_TOML_INVALID"),
+])
+def test_bad_metnos_toml_is_a_clear_error(home: Path, content: str, key: str) -> None:
+    (home / "metnos.toml").write_text(content)
+    with pytest.raises(ConfigError) as info:
+        get_settings()
+    assert info.value.key == key
+    assert "metnos.toml" in info.value.message("en") or key == "ERR_CONFIG_INVALID"

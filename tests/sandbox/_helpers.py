@@ -1,0 +1,44 @@
+"""Helpers of the sandbox tests: probe executors written into tmp_path, host process scan."""
+
+from __future__ import annotations
+
+import textwrap
+import uuid
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+
+from metnos.sandbox import SandboxResult
+
+Runner = Callable[..., Awaitable[SandboxResult]]
+
+# Prelude of every probe executor: `args` from stdin, `reply(**result)` prints the protocol.
+PRELUDE = """\
+import json, os, sys
+args = json.load(sys.stdin)["args"]
+def reply(**result):
+    print(json.dumps({"ok": True, "result": result}))
+"""
+
+
+def write_executor(tmp_path: Path, body: str, name: str | None = None) -> tuple[Path, str]:
+    """An executor folder holding PRELUDE + `body`; returns (folder, entry)."""
+    exec_dir = tmp_path / f"exec_{uuid.uuid4().hex[:8]}"
+    exec_dir.mkdir()
+    entry = name or "main.py"
+    (exec_dir / entry).write_text(PRELUDE + textwrap.dedent(body))
+    return exec_dir, entry
+
+
+def processes_with(marker: str) -> list[int]:
+    """Host pids whose command line contains `marker`."""
+    found = []
+    for proc in Path("/proc").iterdir():
+        if not proc.name.isdigit():
+            continue
+        try:
+            cmdline = (proc / "cmdline").read_bytes()
+        except OSError:
+            continue
+        if marker.encode() in cmdline:
+            found.append(int(proc.name))
+    return found

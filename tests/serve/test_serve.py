@@ -1,0 +1,132 @@
+"""`make run` in miniature: `metnos init` then `metnos serve` as real processes.
+
+Embedded PostgreSQL, a Prefect server with its own database, the gateway and the deployment
+runner all start; a turn goes through HTTP and through `metnos chat`; the flow run is in the
+Prefect API; SIGTERM stops everything in order and leaves no process behind.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import psutil
+import pytest
+
+from tests.support.pg import free_port
+
+METNOS = [sys.executable, "-m", "metnos.cli.main"]
+
+
+@pytest.fixture
+def instance_env() -> Iterator[dict[str, str]]:
+    # Not under pytest's basetemp: pytest resets that tree to 0700 whenever a session starts,
+    # and the embedded PostgreSQL (run as its own user when we are root) must traverse it.
+    root = Path(tempfile.mkdtemp(prefix="metnos-serve-test-"))
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("PREFECT_", "METNOS_"))}
+    env.update({
+        "METNOS_HOME": str(root / "home"),
+        "METNOS_DATABASE_PORT": str(free_port()),
+        "METNOS_GATEWAY_PORT": str(free_port()),
+        "METNOS_PREFECT_PORT": str(free_port()),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+    })
+    yield env
+    shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.fixture
+def served(instance_env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
+    init = subprocess.run([*METNOS, "init"], env=instance_env, capture_output=True, text=True,
+                          timeout=180)
+    assert init.returncode == 0, init.stderr
+    again = subprocess.run([*METNOS, "init", "--json"], env=instance_env, capture_output=True,
+                           text=True, timeout=180)
+    assert json.loads(again.stdout)["created"] == []  # idempotent
+    proc = subprocess.Popen([*METNOS, "serve"], env=instance_env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:  # the test failed half-way: leave nothing running
+            os.killpg(proc.pid, signal.SIGKILL)
+            home = Path(instance_env["METNOS_HOME"])
+            subprocess.run([sys.executable, "-m", "metnos.db.embedded", "stop", "--data-dir",
+                            str(home / "pg"), "--port", instance_env["METNOS_DATABASE_PORT"],
+                            "--password-file", str(home / "secrets" / "pg.password")],
+                           capture_output=True, timeout=60, check=False)
+
+
+def wait_ready(proc: subprocess.Popen[str], timeout_s: float = 240) -> str:
+    out = ""
+    deadline = time.monotonic() + timeout_s
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line and proc.poll() is not None:
+            break
+        out += line
+        if "Ctrl-C" in line:
+            return out
+    raise AssertionError(f"serve did not become ready:\n{out}")
+
+
+def test_serve_answers_a_turn_and_stops_cleanly(
+        served: subprocess.Popen[str], instance_env: dict[str, str]) -> None:
+    banner = wait_ready(served)
+    gateway = f"http://127.0.0.1:{instance_env['METNOS_GATEWAY_PORT']}"
+    prefect = f"http://127.0.0.1:{instance_env['METNOS_PREFECT_PORT']}"
+    assert gateway in banner and prefect in banner
+    health = httpx.get(f"{gateway}/healthz").json()
+    assert health["status"] == "ok" and health["sandbox"] == "ok" and health["executors"] >= 4
+
+    token = (Path(instance_env["METNOS_HOME"]) / "secrets" / "owner.token").read_text().strip()
+    turn = httpx.post(f"{gateway}/api/turns", headers={"Authorization": f"Bearer {token}"},
+                      json={"text": "cerca i file markdown nel workspace"}, timeout=60).json()
+    assert turn["status"] == "completed" and "USER.md" in turn["reply"]
+
+    chat = subprocess.run([*METNOS, "chat", "--lang", "en", "find the markdown files in the workspace"],
+                          env=instance_env, capture_output=True, text=True, timeout=60)
+    assert chat.returncode == 0, chat.stderr
+    assert "I found 6 file(s)" in chat.stdout and "TELOS.md" in chat.stdout
+
+    flow_run_id = None
+    for _ in range(50):
+        data = httpx.get(f"{gateway}/api/turns/{turn['turn_id']}",
+                         headers={"Authorization": f"Bearer {token}"}).json()
+        flow_run_id = data["flow_run_id"]
+        if flow_run_id:
+            break
+        time.sleep(0.2)
+    run = httpx.get(f"{prefect}/api/flow_runs/{flow_run_id}").json()
+    assert run["name"] == f"turn-{turn['turn_id']}"
+    assert httpx.get(prefect).status_code == 200  # the UI is served
+
+    children = psutil.Process(served.pid).children(recursive=True)
+    served.send_signal(signal.SIGTERM)
+    assert served.wait(timeout=90) == 0
+    time.sleep(0.5)
+    alive = [p for p in children if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert alive == [], f"left running: {[p.cmdline() for p in alive]}"
+    with pytest.raises(httpx.ConnectError):
+        httpx.get(f"{gateway}/healthz")
+
+
+def test_chat_says_how_to_start_when_metnos_is_not_running(instance_env: dict[str, str]) -> None:
+    init = subprocess.run([*METNOS, "init"], env=instance_env, capture_output=True, text=True,
+                          timeout=180)
+    assert init.returncode == 0, init.stdout + init.stderr
+    chat = subprocess.run([*METNOS, "chat", "ciao"], env=instance_env, capture_output=True,
+                          text=True, timeout=60)
+    assert chat.returncode == 1
+    assert "make run" in chat.stderr and "metnos serve" in chat.stderr
