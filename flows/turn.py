@@ -29,7 +29,8 @@ async def run_turn(service: TurnService, ctx: TurnContext) -> None:
         _CONTEXTS.pop(ctx.turn_id, None)
 
 
-@flow(name="turn", flow_run_name="turn-{turn_id}", persist_result=False, log_prints=False, validate_parameters=False)
+@flow(name="turn", flow_run_name="turn-{turn_id}", persist_result=False, log_prints=False,
+      validate_parameters=False)
 async def turn(turn_id: str) -> str:
     service, ctx = _SERVICE.get(), _CONTEXTS[turn_id]
     flow_run_id = str(get_run_context().flow_run.id)  # type: ignore[union-attr]

@@ -72,7 +72,8 @@ class DatabaseSettings(_Group):
         description="External PostgreSQL URL for Metnos's tables (METNOS_DATABASE_URL); "
         "unset means the embedded PostgreSQL under METNOS_HOME/pg.",
     )
-    port: int = Field(42619, ge=1, le=65535, description="Loopback port of the embedded PostgreSQL.")
+    port: int = Field(42619, ge=1, le=65535,
+                      description="Loopback port of the embedded PostgreSQL.")
     name: str = Field("metnos", description="Database name for Metnos's tables.")
     prefect_name: str = Field("prefect", description="Database name for the Prefect server.")
 
@@ -81,7 +82,8 @@ class PrefectSettings(_Group):
     model_config = SettingsConfigDict(env_prefix="METNOS_PREFECT_", extra="forbid")
 
     port: int = Field(4200, ge=1, le=65535, description="Port of the Prefect server and its UI.")
-    startup_timeout_s: float = Field(120.0, gt=0, description="How long to wait for it to be healthy.")
+    startup_timeout_s: float = Field(120.0, gt=0,
+                                     description="How long to wait for it to be healthy.")
 
 
 class LLMSettings(_Group):
@@ -227,7 +229,8 @@ _GROUP_CLASSES: dict[str, type[BaseSettings]] = {
 def _GroupFromToml(group: str, table: Any) -> BaseModel:  # noqa: N802 - a factory
     """Build a group from its TOML table; its own environment variables still win."""
     if not isinstance(table, dict):
-        raise ConfigError("ERR_CONFIG_TOML_INVALID", path="metnos.toml", detail=f"[{group}] is not a table")
+        raise ConfigError("ERR_CONFIG_TOML_INVALID", path="metnos.toml",
+                          detail=f"[{group}] is not a table")
     cls = _GROUP_CLASSES[group]
     env_values = cls().model_dump(exclude_unset=True)
     return cls(**{**table, **env_values})

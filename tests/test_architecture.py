@@ -53,4 +53,4 @@ def test_importing_every_metnos_module_loads_no_prefect() -> None:
 def test_flows_stay_thin() -> None:
     for path in (ROOT / "flows").glob("*.py"):
         lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
-        assert len(lines) < 80, f"{path.name} has {len(lines)} lines: domain work belongs in metnos/"
+        assert len(lines) < 80, f"{path.name}: {len(lines)} lines; domain work belongs in metnos/"

@@ -45,7 +45,11 @@ def chat(
     lang: str = typer.Option(None, "--lang", help=i18n.get("CLI_CHAT_LANG_HELP")),
     as_json: bool = typer.Option(False, "--json"),
 ) -> None:
-    settings = get_settings()
+    try:
+        settings = get_settings()
+    except MetnosError as exc:
+        typer.echo(exc.message(lang), err=True)
+        raise typer.Exit(1) from exc
     if message is not None:
         _one(settings, message, session, lang, as_json)
         return

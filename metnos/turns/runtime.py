@@ -25,7 +25,7 @@ async def build_service(settings: Settings) -> TurnService:
     registry = load_registry(settings)
     for name, key, vars in registry.refused:
         log.warning("executor.refused name=%s key=%s vars=%s", name, key, vars)
-    canary = await run_canary()
+    canary = await run_canary(settings.workspace)
     if not canary.ok:
         log.error("sandbox.canary_failed detail=%s", canary.detail)
     port = LLMPort(settings.llm) if configured(settings.llm) else None

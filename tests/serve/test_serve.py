@@ -95,8 +95,9 @@ def test_serve_answers_a_turn_and_stops_cleanly(
                       json={"text": "cerca i file markdown nel workspace"}, timeout=60).json()
     assert turn["status"] == "completed" and "USER.md" in turn["reply"]
 
-    chat = subprocess.run([*METNOS, "chat", "--lang", "en", "find the markdown files in the workspace"],
-                          env=instance_env, capture_output=True, text=True, timeout=60)
+    chat = subprocess.run([*METNOS, "chat", "--lang", "en",
+                           "find the markdown files in the workspace"], env=instance_env,
+                          capture_output=True, text=True, timeout=60)
     assert chat.returncode == 0, chat.stderr
     assert "I found 6 file(s)" in chat.stdout and "TELOS.md" in chat.stdout
 

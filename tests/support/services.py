@@ -43,8 +43,9 @@ def main(argv: list[str]) -> int:
         pg.initialise()
         pg.start()
         pg.ensure_database("prefect")
+        server_port = free_port()
         server = prefect_server(
-            port=free_port(), prefect_home=root / "prefect",
+            port=server_port, prefect_home=root / "prefect",
             database_url=pg.url("prefect", driver="asyncpg"), log_path=root / "prefect.log",
             ui=False,
         )
@@ -53,7 +54,7 @@ def main(argv: list[str]) -> int:
         print(f"[services] postgres and prefect ready in {time.monotonic() - t0:.1f}s", flush=True)
         env = base_environment()
         env.update({
-            "PREFECT_API_URL": server.health_url.removesuffix("/health") if server.health_url else "",
+            "PREFECT_API_URL": f"http://127.0.0.1:{server_port}/api",
             "PREFECT_HOME": str(root / "prefect-client"),
             "PREFECT_LOGGING_LEVEL": "WARNING",
             "METNOS_TEST_PG_DATA": str(pg.data_dir),
