@@ -65,6 +65,8 @@ def serve() -> None:
             typer.echo(i18n.get("MSG_SERVE_READY", gateway=urls["gateway"],
                                 prefect_ui=urls["prefect_ui"],
                                 token=str(settings.owner_token_path)))
+            if not supervisor.sandbox_ok(urls["gateway"]):
+                typer.echo(i18n.get("MSG_SERVE_SANDBOX_DEGRADED"), err=True)
             code = supervisor.wait()
         finally:
             typer.echo(i18n.get("MSG_SERVE_STOPPING"))

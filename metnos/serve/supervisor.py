@@ -9,11 +9,13 @@ PostgreSQL last.
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import signal
 import sys
 import threading
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,6 +66,15 @@ class Supervisor:
                          self.log_dir / "runner.log", stop_timeout_s=20.0)
         self._launch(runner, None)
         return urls
+
+    @staticmethod
+    def sandbox_ok(gateway_url: str) -> bool:
+        """What the gateway's start-up canary found (False when it cannot be asked)."""
+        try:
+            with urllib.request.urlopen(f"{gateway_url}/healthz", timeout=5) as resp:  # noqa: S310
+                return bool(json.load(resp).get("sandbox") == "ok")
+        except (OSError, ValueError):
+            return False
 
     def _launch(self, service: Service, healthy_within_s: float | None) -> None:
         self.services.append(service)

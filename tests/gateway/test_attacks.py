@@ -108,9 +108,10 @@ async def test_full_autonomy_writes_and_records_the_before_state(
     assert (before / state["snapshot"]).read_text() == "old\n"
 
 
+@pytest.mark.parametrize("tampered", ["main.py", "manifest.toml"])
 async def test_tampered_executor_is_refused_by_the_gateway(
-        make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
-    """One byte of a signed executor's code changed after signing: not admitted, not run."""
+        make_home: MakeHome, scripted_llm: ScriptedLLM, tampered: str) -> None:
+    """One byte of a signed executor's code or manifest changed after signing: not run."""
     home = make_home(llm=scripted_llm, lang="en")
     spare = home.path / "executors" / "echo_note"
     repo_exec = Path(__file__).resolve().parents[2] / "executors" / "fs_read"
@@ -124,7 +125,11 @@ async def test_tampered_executor_is_refused_by_the_gateway(
 
     sign_executor(spare, keys.load_private_key(home.settings.keys_dir, "executors"),
                   signature_path(home.path / "signatures", "echo_note"))
-    (spare / "main.py").write_bytes((spare / "main.py").read_bytes() + b"\n#")
+    target = spare / tampered
+    data = bytearray(target.read_bytes())
+    at = data.index(b"en = \"") + 6 if tampered == "manifest.toml" else data.index(b"fs_")
+    data[at] ^= 0x20  # one byte: a letter changes case inside a text
+    target.write_bytes(bytes(data))
     (home.workspace / "a.md").write_text("hello")
     scripted_llm.always(ToolCall("echo_note", {"path": "a.md"}))
     body = await ask(home)
@@ -153,3 +158,17 @@ async def test_bad_http_input_gets_clear_4xx(make_home: MakeHome) -> None:
         assert missing.status_code == 422
         assert (await client.get("/api/turns/nope")).status_code == 404
     assert audit_lines(home) == []
+
+
+async def test_failed_canary_lets_only_side_effect_free_executors_run(
+        make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
+    home = make_home(llm=scripted_llm, autonomy="Full", lang="it")
+    scripted_llm.enqueue_tool_calls([ToolCall("fs_write", {"path": "x.txt", "content": "x"}),
+                                     ToolCall("fs_find", {"pattern": "*.md"})])
+    async with gateway_client(home, prefect=False) as client:
+        client.app.state.service.sandbox_ok = False  # type: ignore[attr-defined]
+        assert (await client.get("/healthz")).json()["sandbox"] == "degraded"
+        body = (await client.post("/api/turns", json={"text": "scrivi", "lang": "it"})).json()
+    assert not (home.workspace / "x.txt").exists()
+    assert "sola lettura" in body["reply"] and "USER.md" in body["reply"]
+    assert [ln["decision"] for ln in audit_lines(home)] == ["deny", "allow"]

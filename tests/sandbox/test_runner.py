@@ -72,6 +72,7 @@ async def test_host_secrets_and_system_files_are_invisible(
         "/root/.ssh/id_rsa",
         "/root/.bash_history",
         "/etc/shadow",
+        "../../etc/shadow",
         "/etc/passwd",
         "/proc/self/root/etc/passwd",
         "link_to_key",

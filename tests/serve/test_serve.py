@@ -101,6 +101,11 @@ def test_serve_answers_a_turn_and_stops_cleanly(
     assert chat.returncode == 0, chat.stderr
     assert "I found 6 file(s)" in chat.stdout and "TELOS.md" in chat.stdout
 
+    repl = subprocess.run([*METNOS, "chat", "--lang", "it"], env=instance_env, text=True,
+                          input="elenca i file\n/esci\n", capture_output=True, timeout=60)
+    assert repl.returncode == 0, repl.stderr
+    assert "Metnos ti ascolta" in repl.stdout and "IDENTITY.md" in repl.stdout
+
     flow_run_id = None
     for _ in range(50):
         data = httpx.get(f"{gateway}/api/turns/{turn['turn_id']}",
