@@ -25,6 +25,7 @@ test: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check metnos flows tasks deployments tests bench
+	$(VENV)/bin/mypy --strict metnos flows tasks deployments
 
 bench: $(STAMP)
 	$(PY) -m tests.support.services -- $(PY) bench/turn_latency.py

@@ -18,7 +18,7 @@ TIMEZONE = "Europe/Rome"
 
 def main() -> None:
     serve(
-        audit_check.to_deployment(
+        audit_check.to_deployment(  # type: ignore[arg-type]  # sync context: not a coroutine
             name="nightly", schedules=[Cron("15 3 * * *", timezone=TIMEZONE)],
             description="Verify the audit chain and its signed checkpoint every night."),
         limit=2,

@@ -122,12 +122,12 @@ class Settings(BaseSettings):
 
     home: Path = Field(default_factory=default_home, description="Everything the instance owns.")
     lang: str = Field("it", description="Process language (BCP-47), fixed at boot.")
-    gateway: GatewaySettings = Field(default_factory=GatewaySettings)
-    database: DatabaseSettings = Field(default_factory=DatabaseSettings)
-    prefect: PrefectSettings = Field(default_factory=PrefectSettings)
-    llm: LLMSettings = Field(default_factory=LLMSettings)
-    sandbox: SandboxSettings = Field(default_factory=SandboxSettings)
-    policy: PolicySettings = Field(default_factory=PolicySettings)
+    gateway: GatewaySettings = Field(default_factory=lambda: GatewaySettings())
+    database: DatabaseSettings = Field(default_factory=lambda: DatabaseSettings())
+    prefect: PrefectSettings = Field(default_factory=lambda: PrefectSettings())
+    llm: LLMSettings = Field(default_factory=lambda: LLMSettings())
+    sandbox: SandboxSettings = Field(default_factory=lambda: SandboxSettings())
+    policy: PolicySettings = Field(default_factory=lambda: PolicySettings())
 
     @field_validator("lang")
     @classmethod

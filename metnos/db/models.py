@@ -34,7 +34,7 @@ def new_id() -> str:
 
 def _stamp(**kwargs: Any) -> Any:
     """A timezone-aware timestamp column."""
-    return Field(sa_type=DateTime(timezone=True), **kwargs)  # type: ignore[call-overload]
+    return Field(sa_type=DateTime(timezone=True), **kwargs)
 
 
 class ChatSession(SQLModel, table=True):

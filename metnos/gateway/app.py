@@ -72,7 +72,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(turns.router)
     app.include_router(audit.router)
     _install_error_handlers(app)
-    app.add_middleware(HostGuard, allowed_hosts=settings.gateway.allowed_hosts)  # type: ignore[arg-type]
+    app.add_middleware(HostGuard, allowed_hosts=settings.gateway.allowed_hosts)
     return app
 
 

@@ -111,7 +111,7 @@ class LLMPort:
             reraise=True,
         )
         try:
-            response = await retrying(litellm.acompletion, **kwargs)
+            response: Any = await retrying(litellm.acompletion, **kwargs)
         except Exception as exc:  # the third-party boundary: every failure becomes an LLMError
             raise _to_llm_error(exc, model) from exc
         return _reply(litellm, response, model)

@@ -13,6 +13,7 @@ import os
 import secrets
 import socket
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -117,7 +118,7 @@ def _plant(base: Path, with_workspace: bool) -> Path:
 
 
 @contextlib.contextmanager
-def _listener() -> contextlib.Generator[socket.socket, None, None]:
+def _listener() -> Iterator[socket.socket]:
     sock = socket.socket()
     try:
         sock.bind(("127.0.0.1", 0))

@@ -86,7 +86,7 @@ class ScriptedLLM:
         if self._server is None:
             raise RuntimeError("ScriptedLLM is not started")
         host, port = self._server.server_address[:2]
-        return f"http://{host}:{port}"
+        return f"http://{host!s}:{port}"
 
     @property
     def api_base(self) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, HTTPException, Request
 
 from metnos import i18n
@@ -14,7 +16,8 @@ from metnos.gateway.schemas import ErrorPublic, TurnCreate, TurnPublic
 router = APIRouter(prefix="/api/turns", tags=["turns"])
 
 REPLY_WAIT_S = 120.0
-_ERRORS = {401: {"model": ErrorPublic}, 404: {"model": ErrorPublic}, 413: {"model": ErrorPublic}}
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorPublic} for code in (401, 404, 413, 422)}
 
 
 @router.post("", response_model=TurnPublic, responses=_ERRORS)
@@ -25,13 +28,13 @@ async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
         ctx = service.open_turn(body.text, session_id=body.session_id, lang=body.lang,
                                 channel="api", sender=owner)
     except MetnosError as exc:
-        status = 413 if exc.key == "ERR_MESSAGE_TOO_LONG" else 400
-        raise HTTPException(status, detail={"key": exc.key, "message": exc.message(
+        code = 413 if exc.key == "ERR_MESSAGE_TOO_LONG" else 400
+        raise HTTPException(code, detail={"key": exc.key, "message": exc.message(
             body.lang or lang)}) from exc
     request.app.state.launch(request.app.state.runner(service, ctx))
     answered = await service.wait_reply(ctx.turn_id, REPLY_WAIT_S)
     reply, status = answered if answered else (None, "running")
-    return TurnPublic(turn_id=ctx.turn_id, session_id=ctx.session_id, status=status,  # type: ignore[arg-type]
+    return TurnPublic(turn_id=ctx.turn_id, session_id=ctx.session_id, status=status,
                       reply=reply, timings_ms=dict(ctx.timings))
 
 
@@ -43,7 +46,7 @@ async def read_turn(turn_id: str, service: ServiceDep, owner: OwnerDep,
         if turn is None:
             raise HTTPException(404, detail={"key": "ERR_TURN_NOT_FOUND", "message": i18n.get(
                 "ERR_TURN_NOT_FOUND", lang, turn_id=turn_id[:64])})
-        return TurnPublic(turn_id=turn.id, session_id=turn.session_id, status=turn.status,  # type: ignore[arg-type]
+        return TurnPublic(turn_id=turn.id, session_id=turn.session_id, status=turn.status,
                           reply=turn.reply, created_at=turn.created_at,
                           finished_at=turn.finished_at, flow_run_id=turn.flow_run_id,
                           timings_ms=turn.timings or {})
