@@ -33,7 +33,7 @@ async def run_turn(service: TurnService, ctx: TurnContext) -> None:
       validate_parameters=False)
 async def turn(turn_id: str) -> str:
     service, ctx = _SERVICE.get(), _CONTEXTS[turn_id]
-    flow_run_id = str(get_run_context().flow_run.id)  # type: ignore[union-attr]
+    ctx.flow_run_id = str(get_run_context().flow_run.id)  # type: ignore[union-attr]
     try:
         reply = await run_pipeline(
             service, ctx,
@@ -43,5 +43,5 @@ async def turn(turn_id: str) -> str:
     except Exception as exc:  # the outermost boundary of a turn: tell the user, keep the turn
         service.fail_turn(ctx, exc)
         raise
-    await close_turn_task(service, ctx, reply, "completed", flow_run_id)
+    await close_turn_task(service, ctx, reply, "completed")
     return turn_id

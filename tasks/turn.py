@@ -31,6 +31,6 @@ async def executor_task(service: TurnService, ctx: TurnContext,
 
 @task(name="close-turn", cache_policy=NO_CACHE, persist_result=False,
       retries=2, retry_delay_seconds=[0.5, 2.0])
-async def close_turn_task(service: TurnService, ctx: TurnContext, reply: str, status: str,
-                    flow_run_id: str | None) -> None:
-    service.close_turn(ctx, reply, status, flow_run_id=flow_run_id)
+async def close_turn_task(service: TurnService, ctx: TurnContext, reply: str,
+                          status: str) -> None:
+    service.close_turn(ctx, reply, status)

@@ -36,9 +36,10 @@ def catalog(lang: str) -> dict[str, str]:
     return messages
 
 
-def languages() -> list[str]:
-    """Languages that have a catalog file."""
-    return sorted(p.name for p in _catalog_dir().iterdir() if p.is_dir() and any(p.glob("*.toml")))
+@lru_cache(maxsize=1)
+def languages() -> tuple[str, ...]:
+    """Languages that have a catalog file (read once per process)."""
+    return tuple(sorted(p.name for p in _catalog_dir().iterdir() if p.is_dir() and any(p.glob("*.toml"))))
 
 
 def normalise_lang(lang: str | None) -> str:

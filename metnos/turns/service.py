@@ -51,6 +51,7 @@ class TurnContext:
     autonomy: str
     text: str
     timings: dict[str, float] = field(default_factory=dict)
+    flow_run_id: str | None = None  # set when the turn runs as a Prefect flow
 
     def mark(self, name: str, started: float) -> None:
         self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - started) * 1000
@@ -125,10 +126,10 @@ class TurnService:
             future.set_result((reply, status))
 
     def close_turn(self, ctx: TurnContext, reply: str, status: str,
-                   error_key: str | None = None, flow_run_id: str | None = None) -> None:
+                   error_key: str | None = None) -> None:
         with db_session(self.engine) as db:
-            models.finish_turn(db, ctx.turn_id, status=status, reply=reply,
-                               error_key=error_key, timings=ctx.timings, flow_run_id=flow_run_id)
+            models.finish_turn(db, ctx.turn_id, status=status, reply=reply, error_key=error_key,
+                               timings=ctx.timings, flow_run_id=ctx.flow_run_id)
 
     def fail_turn(self, ctx: TurnContext, exc: BaseException) -> str:
         """Terminal failure: tell the user in their language, audit it, never lose the turn."""

@@ -28,6 +28,7 @@ async def test_embedded_planner_finds_markdown_files_through_prefect(
         for name in WORKSPACE_FILES:
             assert name in body["reply"]
         assert body["reply"].startswith("Ho trovato 6 file")
+        assert body["flow_run_id"]  # the flow had started when the reply was streamed back
         turn_id = body["turn_id"]
         # the flow finishes its bookkeeping after the reply was sent: poll until closed
         for _ in range(100):

@@ -35,7 +35,7 @@ async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
     answered = await service.wait_reply(ctx.turn_id, REPLY_WAIT_S)
     reply, status = answered if answered else (None, "running")
     return TurnPublic(turn_id=ctx.turn_id, session_id=ctx.session_id, status=status,
-                      reply=reply, timings_ms=dict(ctx.timings))
+                      reply=reply, flow_run_id=ctx.flow_run_id, timings_ms=dict(ctx.timings))
 
 
 @router.get("/{turn_id}", response_model=TurnPublic, responses=_ERRORS)
