@@ -39,7 +39,8 @@ def catalog(lang: str) -> dict[str, str]:
 @lru_cache(maxsize=1)
 def languages() -> tuple[str, ...]:
     """Languages that have a catalog file (read once per process)."""
-    return tuple(sorted(p.name for p in _catalog_dir().iterdir() if p.is_dir() and any(p.glob("*.toml"))))
+    folders = (p for p in _catalog_dir().iterdir() if p.is_dir())
+    return tuple(sorted(p.name for p in folders if any(p.glob("*.toml"))))
 
 
 def normalise_lang(lang: str | None) -> str:

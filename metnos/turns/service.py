@@ -16,6 +16,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
@@ -26,11 +27,12 @@ from metnos.db import models
 from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError, ModelRetryError, PolicyDenied
 from metnos.executors.registry import ExecutorSpec, Registry
+from metnos.executors.signing import code_hash
 from metnos.llm.embedded import plan_embedded
 from metnos.llm.planner import plan_with_llm
 from metnos.llm.port import LLMPort
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
-from metnos.policy import decide, resolve_in_workspace, validate_args
+from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.settings import Settings
 from metnos.turns.reply import StepOutcome, compose
@@ -183,8 +185,8 @@ class TurnService:
         checked.spec = spec
         manifest = spec.manifest
         try:
-            args = validate_args(manifest.input_schema(), step.args)
-            args = self._resolve_paths(manifest.path_inputs(), args)
+            schema = manifest.input_schema()
+            args = resolve_path_args(schema, validate_args(schema, step.args), self._resolve)
         except (ModelRetryError, PolicyDenied) as exc:
             return self._refuse(ctx, checked, exc.key, {"executor": step.executor, **exc.vars})
         verdict = decide(risk=manifest.risk, side_effects=manifest.side_effects,
@@ -204,14 +206,9 @@ class TurnService:
         checked.action_id = uuid.uuid4().hex
         return checked
 
-    def _resolve_paths(self, path_inputs: dict[str, str], args: dict[str, Any]) -> dict[str, Any]:
-        resolved = dict(args)
-        for name in path_inputs:
-            if isinstance(resolved.get(name), str):
-                resolved[name] = resolve_in_workspace(
-                    resolved[name], self.settings.workspace,
-                    home_dir=_home_dir(), metnos_home=self.settings.home)
-        return resolved
+    def _resolve(self, raw: str) -> str:
+        return resolve_in_workspace(raw, self.settings.workspace, home_dir=Path.home(),
+                                    metnos_home=self.settings.home)
 
     def _refuse(self, ctx: TurnContext, checked: CheckedStep, key: str, vars: dict[str, Any],
                 *, decision: str = "deny") -> CheckedStep:
@@ -227,6 +224,12 @@ class TurnService:
         assert checked.request is not None and checked.spec is not None
         manifest = checked.spec.manifest
         action_id = checked.action_id or uuid.uuid4().hex
+        if not self._code_unchanged(checked.spec):
+            # admitted at start-up, changed since: its signature no longer vouches for it
+            refused = self._refuse(ctx, checked, "ERR_EXECUTOR_CODE_CHANGED",
+                                   {"name": manifest.name})
+            assert refused.outcome is not None
+            return refused.outcome
         if manifest.side_effects:
             written = [checked.request.args[n] for n, acc in manifest.path_inputs().items()
                        if acc == "write" and isinstance(checked.request.args.get(n), str)]
@@ -238,6 +241,12 @@ class TurnService:
         ctx.mark("sandbox_total", started)
         ctx.timings["sandbox_spawn"] = ctx.timings.get("sandbox_spawn", 0.0) + result.spawn_s * 1000
         return self._record_result(ctx, checked, result, action_id)
+
+    def _code_unchanged(self, spec: ExecutorSpec) -> bool:
+        try:
+            return code_hash(spec.folder) == self.registry.signed[spec.name].code_sha256
+        except (OSError, MetnosError, KeyError):
+            return False
 
     def _record_result(self, ctx: TurnContext, checked: CheckedStep, result: SandboxResult,
                        action_id: str) -> StepOutcome:
@@ -278,8 +287,3 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
     service.publish(ctx, reply)
     return reply
 
-
-def _home_dir() -> Any:
-    from pathlib import Path
-
-    return Path("~").expanduser()

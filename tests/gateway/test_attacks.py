@@ -108,24 +108,44 @@ async def test_full_autonomy_writes_and_records_the_before_state(
     assert (before / state["snapshot"]).read_text() == "old\n"
 
 
+def install_owner_executor(home: Home, name: str = "echo_note") -> Path:
+    """A copy of fs_read under another name in METNOS_HOME/executors, signed by the owner."""
+    from metnos import keys
+    from metnos.executors.signing import sign_executor, signature_path
+
+    folder = home.path / "executors" / name
+    repo_exec = Path(__file__).resolve().parents[2] / "executors" / "fs_read"
+    folder.mkdir()
+    manifest = (repo_exec / "manifest.toml").read_text().replace(
+        'name = "fs_read"', f'name = "{name}"')
+    (folder / "manifest.toml").write_text(manifest)
+    (folder / "main.py").write_bytes((repo_exec / "main.py").read_bytes())
+    sign_executor(folder, keys.load_private_key(home.settings.keys_dir, "executors"),
+                  signature_path(home.path / "signatures", name))
+    return folder
+
+
+async def test_code_changed_while_running_is_refused_at_run_time(
+        make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
+    home = make_home(llm=scripted_llm, autonomy="Full", lang="en")
+    folder = install_owner_executor(home)
+    (home.workspace / "a.md").write_text("hello")
+    scripted_llm.always(ToolCall("echo_note", {"path": "a.md"}))
+    async with gateway_client(home, prefect=False) as client:
+        first = (await client.post("/api/turns", json={"text": "x", "lang": "en"})).json()
+        assert first["reply"] == "Done: echo_note."  # admitted at start-up, it runs
+        (folder / "main.py").write_text("print('{\"ok\": true, \"result\": {\"pwned\": 1}}')\n")
+        second = (await client.post("/api/turns", json={"text": "x", "lang": "en"})).json()
+    assert "pwned" not in second["reply"] and "echo_note" in second["reply"]
+    assert [ln["reason"] for ln in audit_lines(home)] == ["ok", "ERR_EXECUTOR_CODE_CHANGED"]
+
+
 @pytest.mark.parametrize("tampered", ["main.py", "manifest.toml"])
 async def test_tampered_executor_is_refused_by_the_gateway(
         make_home: MakeHome, scripted_llm: ScriptedLLM, tampered: str) -> None:
     """One byte of a signed executor's code or manifest changed after signing: not run."""
     home = make_home(llm=scripted_llm, lang="en")
-    spare = home.path / "executors" / "echo_note"
-    repo_exec = Path(__file__).resolve().parents[2] / "executors" / "fs_read"
-    spare.mkdir()
-    manifest = (repo_exec / "manifest.toml").read_text().replace(
-        'name = "fs_read"', 'name = "echo_note"')
-    (spare / "manifest.toml").write_text(manifest)
-    (spare / "main.py").write_bytes((repo_exec / "main.py").read_bytes())
-    from metnos import keys
-    from metnos.executors.signing import sign_executor, signature_path
-
-    sign_executor(spare, keys.load_private_key(home.settings.keys_dir, "executors"),
-                  signature_path(home.path / "signatures", "echo_note"))
-    target = spare / tampered
+    target = install_owner_executor(home) / tampered
     data = bytearray(target.read_bytes())
     at = data.index(b"en = \"") + 6 if tampered == "manifest.toml" else data.index(b"fs_")
     data[at] ^= 0x20  # one byte: a letter changes case inside a text
