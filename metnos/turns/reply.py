@@ -49,7 +49,11 @@ def render_outcome(outcome: StepOutcome, lang: str) -> str:
         vars = result_vars(outcome.result or {})
         key = f"EX_REPLY_{outcome.executor}"
         if key not in i18n.catalog(i18n.normalise_lang(lang)) and key not in i18n.catalog("en"):
-            return i18n.get("MSG_TURN_STEP_DONE", lang, executor=outcome.executor)
+            # an executor without a reply message of its own: show its result as it is
+            fields = [f"{name}:\n{vars[name]}" if isinstance(value, list) else f"{name}: {value}"
+                      for name, value in (outcome.result or {}).items()]
+            done = i18n.get("MSG_TURN_STEP_DONE", lang, executor=outcome.executor)
+            return "\n".join([done, *fields])
         return i18n.get(key, lang, **vars)
     return i18n.get(outcome.key or "ERR_INTERNAL_UNEXPECTED", lang, **outcome.vars)
 
