@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -106,6 +107,15 @@ def prefect_server(*, port: int, prefect_home: Path, database_url: str, log_path
             "--port", str(port), "--analytics-off", "--no-late-runs"]
     return Service("prefect-server", argv, env, log_path,
                    health_url=f"http://127.0.0.1:{port}/api/health", stop_timeout_s=15.0)
+
+
+def ensure_port_free(service: str, port: int, host: str = "127.0.0.1") -> None:
+    """Refuse to start a service whose port is taken: its health check would otherwise be
+    answered by whatever already listens there."""
+    with socket.socket() as sock:
+        sock.settimeout(1)
+        if sock.connect_ex((host, port)) == 0:
+            raise MetnosError("ERR_SERVICE_PORT_IN_USE", service=service, port=port)
 
 
 def _answers(url: str) -> bool:

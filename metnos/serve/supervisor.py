@@ -22,7 +22,7 @@ from pathlib import Path
 from metnos import i18n
 from metnos.db.embedded import EmbeddedPostgres
 from metnos.db.engine import embedded_postgres, prefect_database_url, uses_embedded
-from metnos.serve.processes import Service, base_environment, prefect_server
+from metnos.serve.processes import Service, base_environment, ensure_port_free, prefect_server
 from metnos.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -44,6 +44,9 @@ class Supervisor:
         s = self.settings
         env = base_environment()
         env["METNOS_HOME"] = str(s.home)
+        ensure_port_free("gateway", s.gateway.port)
+        if not os.environ.get("PREFECT_API_URL"):
+            ensure_port_free("prefect-server", s.prefect.port)
         if uses_embedded(s):
             self.postgres = embedded_postgres(s)
             self.postgres.start()

@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -136,3 +137,16 @@ def test_chat_says_how_to_start_when_metnos_is_not_running(instance_env: dict[st
                           text=True, timeout=60)
     assert chat.returncode == 1
     assert "make run" in chat.stderr and "metnos serve" in chat.stderr
+
+
+def test_serve_refuses_a_taken_port(instance_env: dict[str, str]) -> None:
+    init = subprocess.run([*METNOS, "init"], env=instance_env, capture_output=True, text=True,
+                          timeout=180)
+    assert init.returncode == 0, init.stderr
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", int(instance_env["METNOS_GATEWAY_PORT"])))
+        taken.listen(1)
+        serve = subprocess.run([*METNOS, "serve"], env={**instance_env, "METNOS_LANG": "en"},
+                               capture_output=True, text=True, timeout=120)
+    assert serve.returncode == 1
+    assert f"port {instance_env['METNOS_GATEWAY_PORT']} is already in use" in serve.stderr
