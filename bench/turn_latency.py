@@ -118,11 +118,11 @@ async def direct_turn(service: Any) -> dict[str, float]:
     from metnos.turns.service import run_pipeline
 
     t0 = time.perf_counter()
-    ctx = service.open_turn("read my note", session_id=None, lang="en", channel="bench",
+    ctx = await service.open_turn("read my note", session_id=None, lang="en", channel="bench",
                             sender="owner")
     reply = await run_pipeline(service, ctx)
     t_reply = time.perf_counter()
-    service.close_turn(ctx, reply, "completed")
+    await service.close_turn(ctx, reply, "completed")
     return {"reply": (t_reply - t0) * 1000, "whole": (time.perf_counter() - t0) * 1000,
             **ctx.timings}
 

@@ -25,6 +25,9 @@ async def run_turn(service: TurnService, ctx: TurnContext) -> None:
     _CONTEXTS[ctx.turn_id] = ctx
     try:
         await turn(ctx.turn_id)
+    except Exception as exc:  # e.g. the Prefect API is unreachable: the flow never ran
+        if not ctx.closed:
+            await service.fail_turn(ctx, exc)
     finally:
         _CONTEXTS.pop(ctx.turn_id, None)
 
@@ -41,7 +44,7 @@ async def turn(turn_id: str) -> str:
             execute=lambda svc, c, chk: executor_task(svc, c, chk),
         )
     except Exception as exc:  # the outermost boundary of a turn: tell the user, keep the turn
-        service.fail_turn(ctx, exc)
-        raise
+        await service.fail_turn(ctx, exc)
+        raise  # the flow run shows as Failed in the Prefect UI
     await close_turn_task(service, ctx, reply, "completed")
     return turn_id

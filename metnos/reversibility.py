@@ -12,7 +12,6 @@ import base64
 import hashlib
 import json
 import os
-import shutil
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -84,7 +83,3 @@ def _snapshot(workspace: Path, rel: str, folder: Path, n: int) -> PathState:
                 digest.update(chunk)
     return PathState(rel, True, "file", st.st_size, digest.hexdigest(), snapshot)
 
-
-def discard(state_dir: Path, action_id: str) -> None:
-    """Remove a before record whose action never ran (refused after recording)."""
-    shutil.rmtree(state_dir / "before" / action_id, ignore_errors=True)

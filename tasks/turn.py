@@ -33,4 +33,4 @@ async def executor_task(service: TurnService, ctx: TurnContext,
       retries=2, retry_delay_seconds=[0.5, 2.0])
 async def close_turn_task(service: TurnService, ctx: TurnContext, reply: str,
                           status: str) -> None:
-    service.close_turn(ctx, reply, status)
+    await service.close_turn(ctx, reply, status)

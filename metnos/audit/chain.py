@@ -35,8 +35,10 @@ def canonical_json(obj: Any) -> str:
 
 
 def digest_args(args: Any) -> str:
-    """sha256 hex of the canonical JSON of tool arguments (which are never logged themselves)."""
-    return hashlib.sha256(canonical_json(args).encode("utf-8")).hexdigest()
+    """sha256 hex of the canonical JSON of tool arguments (which are never logged themselves).
+
+    `surrogatepass`: a model can send a lone surrogate (JSON "\\ud800"); it must still digest."""
+    return hashlib.sha256(canonical_json(args).encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def record_hash(record: Mapping[str, Any]) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from decimal import Decimal, InvalidOperation
@@ -15,6 +16,7 @@ _TEXT_FIELDS = (
     "sender", "channel", "session_id", "turn_id", "action", "action_id", "reason", "outcome"
 )  # fmt: skip
 _MAX_TEXT = 1000
+_UNSAFE = re.compile(r"[\x7f-\x9f\ud800-\udfff]")
 
 
 @dataclass(frozen=True)
@@ -61,10 +63,21 @@ def normalise_fields(fields: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _text(value: Any) -> str | None:
+    """`value` as bounded, always-encodable text: a field a model controls (an executor name,
+    say) must never make the line unwritable or unreadable."""
     if value is None:
         return None
     text = str(value)
-    return text if len(text) <= _MAX_TEXT else text[: _MAX_TEXT - 1] + "…"
+    if len(text) > _MAX_TEXT:
+        text = text[: _MAX_TEXT - 1] + "…"
+    return _UNSAFE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    """A lone surrogate (not UTF-8 encodable) or a control character JSON leaves raw (DEL, C1:
+    U+009B is a terminal CSI), as a visible escape."""
+    code = ord(match.group())
+    return f"\\u{code:04x}" if code > 0xFF else f"\\x{code:02x}"
 
 
 def _cost(value: Any) -> str | None:

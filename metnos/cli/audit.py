@@ -9,7 +9,7 @@ import typer
 
 from metnos import i18n
 from metnos.audit import audit_log_path, read_tail, verify_instance
-from metnos.settings import get_settings
+from metnos.cli._common import settings_or_exit
 
 app = typer.Typer(help=i18n.get("CLI_AUDIT_HELP"), no_args_is_help=True)
 
@@ -18,7 +18,7 @@ JsonFlag = Annotated[bool, typer.Option("--json", help=i18n.get("CLI_AUDIT_JSON_
 
 @app.command("verify", help=i18n.get("CLI_AUDIT_VERIFY_HELP"))
 def verify_cmd(as_json: JsonFlag = False) -> None:
-    report = verify_instance(get_settings())
+    report = verify_instance(settings_or_exit())
     if as_json:
         payload = {**report.to_dict(), "message": report.message()}
         typer.echo(json.dumps(payload, ensure_ascii=False))
@@ -33,7 +33,7 @@ def tail_cmd(
     n: Annotated[int, typer.Option("-n", "--lines", min=1, help=i18n.get("CLI_AUDIT_N_HELP"))] = 20,
     as_json: JsonFlag = False,
 ) -> None:
-    records = read_tail(audit_log_path(get_settings()), n)
+    records = read_tail(audit_log_path(settings_or_exit()), n)
     for record in records:
         typer.echo(json.dumps(record, ensure_ascii=False) if as_json else _line(record))
 

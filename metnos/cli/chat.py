@@ -9,8 +9,9 @@ import httpx
 import typer
 
 from metnos import i18n
+from metnos.cli._common import exit_with, settings_or_exit
 from metnos.errors import MetnosError
-from metnos.settings import Settings, get_settings
+from metnos.settings import Settings
 
 TIMEOUT_S = 180.0
 
@@ -27,13 +28,16 @@ def send(settings: Settings, text: str, session_id: str | None,
     try:
         resp = httpx.post(url, json=body, headers={"Authorization": f"Bearer {token}"},
                           timeout=TIMEOUT_S)
+        data: dict[str, Any] = resp.json()
     except httpx.ConnectError as exc:
         raise MetnosError("ERR_CHAT_NOT_RUNNING", url=url) from exc
     except httpx.TimeoutException as exc:
         raise MetnosError("ERR_CHAT_TIMEOUT", url=url) from exc
-    data: dict[str, Any] = resp.json()
-    if resp.status_code >= 400:
-        error = data.get("error", {})
+    except (httpx.HTTPError, ValueError) as exc:  # a broken connection or a non-JSON answer
+        raise MetnosError("ERR_CHAT_REFUSED", status="-",
+                          detail=str(exc)[:200]) from exc
+    if resp.status_code >= 400 or not isinstance(data, dict):
+        error = data.get("error", {}) if isinstance(data, dict) else {}
         raise MetnosError("ERR_CHAT_REFUSED", status=resp.status_code,
                           detail=error.get("message", resp.text[:200]))
     return data
@@ -43,15 +47,14 @@ def chat(
     message: str = typer.Argument(None, help=i18n.get("CLI_CHAT_MESSAGE_HELP")),
     session: str = typer.Option(None, "--session", help=i18n.get("CLI_CHAT_SESSION_HELP")),
     lang: str = typer.Option(None, "--lang", help=i18n.get("CLI_CHAT_LANG_HELP")),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help=i18n.get("CLI_JSON_HELP")),
 ) -> None:
-    try:
-        settings = get_settings()
-    except MetnosError as exc:
-        typer.echo(exc.message(lang), err=True)
-        raise typer.Exit(1) from exc
+    settings = settings_or_exit(lang)
     if message is not None:
-        _one(settings, message, session, lang, as_json)
+        try:
+            _one(settings, message, session, lang, as_json)
+        except MetnosError as exc:
+            exit_with(exc, lang)
         return
     typer.echo(i18n.get("MSG_CHAT_WELCOME"))
     while True:
@@ -62,17 +65,17 @@ def chat(
             return
         if line in {"/quit", "/exit", "/esci"}:
             return
-        if line:
+        if not line:
+            continue
+        try:
             session = _one(settings, line, session, lang, as_json)
+        except MetnosError as exc:  # say it and keep the conversation going
+            typer.echo(exc.message(lang), err=True)
 
 
 def _one(settings: Settings, text: str, session: str | None, lang: str | None,
          as_json: bool) -> str | None:
-    try:
-        data = send(settings, text, session, lang)
-    except MetnosError as exc:
-        typer.echo(exc.message(lang), err=True)
-        raise typer.Exit(1) from exc
+    data = send(settings, text, session, lang)
     if as_json:
         typer.echo(json.dumps(data, ensure_ascii=False))
     elif data.get("reply"):

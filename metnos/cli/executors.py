@@ -8,6 +8,7 @@ from typing import Annotated, Any, NoReturn
 import typer
 
 from metnos import i18n
+from metnos.cli._common import settings_or_exit
 from metnos.errors import ExecutorNotFound, MetnosError
 from metnos.executors.registry import (
     KEY_PURPOSE,
@@ -20,7 +21,6 @@ from metnos.executors.registry import (
 )
 from metnos.executors.signing import sign_executor, signature_path
 from metnos.keys import load_private_key
-from metnos.settings import get_settings
 
 app = typer.Typer(help=i18n.get("CLI_EXECUTORS_HELP"), no_args_is_help=True)
 
@@ -55,7 +55,7 @@ def sign(
     name: Annotated[str, typer.Argument(help=i18n.get("CLI_EXECUTORS_NAME_HELP"))],
     as_json: JsonOpt = False,
 ) -> None:
-    settings = get_settings()
+    settings = settings_or_exit()
     try:
         spec = _find(name)
         private_key = load_private_key(settings.keys_dir, KEY_PURPOSE)
@@ -113,7 +113,7 @@ def verify(
 
 def _rows(only: str | None) -> list[dict[str, Any]]:
     """One row per executor found (admitted first by name, then the refused ones)."""
-    settings = get_settings()
+    settings = settings_or_exit()
     specs, problems = discover_all(executor_dirs(settings))
     if only is not None:
         specs = [s for s in specs if s.name == only]
@@ -142,7 +142,7 @@ def _row(spec: ExecutorSpec | None, refusal: Refusal | None) -> dict[str, Any]:
 
 
 def _find(name: str) -> ExecutorSpec:
-    specs, problems = discover_all(executor_dirs(get_settings()))
+    specs, problems = discover_all(executor_dirs(settings_or_exit()))
     for spec in specs:
         if spec.name == name:
             return spec

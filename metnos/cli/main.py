@@ -9,6 +9,7 @@ import typer
 
 from metnos import i18n
 from metnos.cli import audit, chat, executors
+from metnos.cli._common import exit_with
 from metnos.errors import MetnosError
 from metnos.settings import get_settings
 
@@ -19,26 +20,21 @@ app.add_typer(audit.app, name="audit")
 app.command(name="chat", help=i18n.get("CLI_CHAT_HELP"))(chat.chat)
 
 
-def fail(exc: MetnosError) -> None:
-    typer.echo(exc.message(), err=True)
-    raise typer.Exit(1)
-
-
 @app.command(help=i18n.get("CLI_INIT_HELP"))
 def init(
     if_needed: bool = typer.Option(False, "--if-needed", help=i18n.get("CLI_INIT_IF_NEEDED_HELP")),
-    as_json: bool = typer.Option(False, "--json"),
+    as_json: bool = typer.Option(False, "--json", help=i18n.get("CLI_JSON_HELP")),
 ) -> None:
-    from metnos.home import initialise, is_initialised
+    from metnos.home import initialise
 
     try:
         settings = get_settings()
-        if if_needed and is_initialised(settings):
+        report = initialise(settings)  # idempotent: also completes a set-up cut short
+        if if_needed and not report.changed:
             typer.echo(i18n.get("MSG_INIT_ALREADY", home=str(settings.home)))
             return
-        report = initialise(settings)
     except MetnosError as exc:
-        fail(exc)
+        exit_with(exc)
         return
     if as_json:
         typer.echo(json.dumps({"home": str(report.home), "created": report.created}))
@@ -60,6 +56,7 @@ def serve() -> None:
         if not is_initialised(settings):
             raise MetnosError("ERR_HOME_NOT_INITIALISED", home=str(settings.home))
         supervisor = Supervisor(settings)
+        supervisor.handle_signals()  # before start-up: a Ctrl-C there must stop what started
         try:
             urls = supervisor.start()
             typer.echo(i18n.get("MSG_SERVE_READY", gateway=urls["gateway"],
@@ -72,7 +69,7 @@ def serve() -> None:
             typer.echo(i18n.get("MSG_SERVE_STOPPING"))
             supervisor.stop()
     except MetnosError as exc:
-        fail(exc)
+        exit_with(exc)
         return
     sys.exit(code)
 

@@ -107,6 +107,9 @@ class InputSpec(_Model):
             raise ValueError("a required input cannot have a default")
         if self.items is not None and self.type != "array":
             raise ValueError("'items' is only for type=array")
+        if self.items == "path":  # fail closed: an array has no `access`, so a written path
+            # in it would get no before-state record (undo); lift once arrays carry access
+            raise ValueError("arrays of paths are not supported yet: use type=path inputs")
         if self.default is not None and not _fits(self.default, self.type):
             raise ValueError(f"default {self.default!r} is not of type {self.type}")
         if self.enum is not None and self.default is not None and self.default not in self.enum:

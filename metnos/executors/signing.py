@@ -85,7 +85,7 @@ def code_hash(folder: Path) -> str:
     digest = hashlib.sha256()
     for rel, path in _code_files(folder):
         data = path.read_bytes()
-        encoded = rel.encode("utf-8")
+        encoded = rel.encode("utf-8", "surrogateescape")  # a non-UTF-8 name: its raw bytes
         digest.update(len(encoded).to_bytes(4, "big") + encoded)
         digest.update(len(data).to_bytes(8, "big") + data)
     return digest.hexdigest()

@@ -14,9 +14,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
 
-from fastapi import FastAPI, HTTPException, Request
+from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from metnos import i18n
 from metnos.gateway.routes import audit, health, turns
@@ -35,10 +36,10 @@ async def plain_runner(service: TurnService, ctx: TurnContext) -> None:
     """Run a turn as plain function calls, without Prefect."""
     try:
         reply = await run_pipeline(service, ctx)
+        await service.close_turn(ctx, reply, "completed")
     except Exception as exc:  # the outermost boundary of a turn
-        service.fail_turn(ctx, exc)
-        return
-    service.close_turn(ctx, reply, "completed")
+        if not ctx.closed:
+            await service.fail_turn(ctx, exc)
 
 
 def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = None) -> FastAPI:
@@ -85,17 +86,25 @@ def _finished(background: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[Non
 
 
 def _install_error_handlers(app: FastAPI) -> None:
-    @app.exception_handler(HTTPException)
-    async def http_error(request: Request, exc: HTTPException) -> JSONResponse:
+    """Every error leaves as `{"error": {"key", "message"}}` in the caller's language."""
+    from metnos.gateway.deps import request_lang
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         detail = exc.detail if isinstance(exc.detail, dict) else {
-            "key": "ERR_HTTP", "message": str(exc.detail)}
+            "key": f"ERR_HTTP_{exc.status_code}", "message": str(exc.detail)}
         return JSONResponse({"error": detail}, status_code=exc.status_code,
                             headers=getattr(exc, "headers", None))
 
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.error("gateway.unexpected path=%s", request.url.path, exc_info=exc)
+        message = i18n.get("ERR_INTERNAL_UNEXPECTED", request_lang(request))
+        return JSONResponse({"error": {"key": "ERR_INTERNAL_UNEXPECTED", "message": message}},
+                            status_code=500)
+
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        from metnos.gateway.deps import request_lang
-
         where = "; ".join(".".join(str(p) for p in e["loc"]) + ": " + e["msg"]
                           for e in exc.errors()[:5])
         lang = request_lang(request)

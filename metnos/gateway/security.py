@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hmac
 import json
+import re
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
@@ -14,6 +15,7 @@ Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+_HOST_RE = re.compile(r"(\[[0-9a-f:.]+\]|[^\[\]:]+)(?::[0-9]{1,5})?\Z")
 
 
 class HostGuard:
@@ -46,11 +48,12 @@ class HostGuard:
 
 
 def host_name(host: str) -> str:
-    """`127.0.0.1:42618` → `127.0.0.1`; `[::1]:80` → `[::1]`."""
+    """`127.0.0.1:42618` → `127.0.0.1`; `[::1]:80` → `[::1]`. Anything that is not
+    `name[:digits]` or `[v6][:digits]` (e.g. `[::1]evil.example`) comes back whole, so it
+    matches no allowed name."""
     host = host.strip().lower()
-    if host.startswith("["):
-        return host[: host.find("]") + 1] if "]" in host else host
-    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+    match = _HOST_RE.match(host)
+    return match.group(1) if match else host
 
 
 def token_matches(presented: str | None, expected: str) -> bool:

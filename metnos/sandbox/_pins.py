@@ -55,7 +55,7 @@ def _pin_all(request: SandboxRequest, opened: list[int]) -> PinnedDirs:
     whole = WORKSPACE_ROOT in profile.read or WORKSPACE_ROOT in profile.write
     pinned = PinnedDirs(exec_dir_fd=exec_fd, workspace_fd=ws_fd if whole else None)
     if whole:
-        _hide_audit(ws_fd, pinned)
+        _hide_audit(ws_fd, pinned, writable=WORKSPACE_ROOT in profile.write)
     for rel, writable in _sub_roots(profile.read, profile.write):
         if WORKSPACE_ROOT in profile.write or (not writable and whole):
             continue  # already visible with the right access through the workspace mount
@@ -92,11 +92,17 @@ def _open_beneath(root_fd: int, rel: str, opened: list[int]) -> int:
     return fd
 
 
-def _hide_audit(ws_fd: int, pinned: PinnedDirs) -> None:
-    """Mask the audit log if it is in the workspace (as a directory, or anything else)."""
+def _hide_audit(ws_fd: int, pinned: PinnedDirs, *, writable: bool) -> None:
+    """Mask the audit log if it is in the workspace (as a directory, or anything else).
+
+    A missing `.audit` in a writable workspace is masked too (bwrap creates the empty mount
+    point): else the executor could plant a `.audit` symlink or a forged log that the host's
+    audit log would later follow or chain onto."""
     try:
         st = os.stat(AUDIT_NAME, dir_fd=ws_fd, follow_symlinks=False)
     except FileNotFoundError:
+        if writable:
+            pinned.hidden_dirs.append(AUDIT_NAME)
         return
     if stat.S_ISDIR(st.st_mode):
         pinned.hidden_dirs.append(AUDIT_NAME)

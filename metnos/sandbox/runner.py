@@ -234,15 +234,15 @@ def _interpret(run: _process.Run, request: SandboxRequest, started: float) -> Sa
         return run.fail(started, "ERR_SANDBOX_CRASHED", exit_code=run.exit_code)
     if reply["ok"]:
         return run.as_result(started, result=reply["result"])
-    error = reply["error"]
-    return run.fail(started, error["key"], **error.get("vars", {}))
+    error = reply["error"]  # vars as a dict: an executor's var named "key" must not clash
+    return run.as_result(started, error_key=error["key"], error_vars=dict(error.get("vars", {})))
 
 
 def _parse(stdout: bytes) -> dict[str, Any] | None:
     """The executor's reply when it follows the protocol, else None."""
     try:
         reply = json.loads(stdout)
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):  # RecursionError: "[[[[..."
         return None
     if not isinstance(reply, dict) or not isinstance(reply.get("ok"), bool):
         return None

@@ -3,7 +3,7 @@
 Starts, in order: the embedded PostgreSQL (unless external URLs are set), the Prefect server
 with its UI on 127.0.0.1:4200 (unless PREFECT_API_URL is set), the gateway, and the
 deployment runner. On SIGTERM/SIGINT, or when any child dies, it stops them in the reverse
-order: the gateway first (it drains running turns), then the runner, the Prefect server and
+order: the runner, the gateway (which drains running turns), the Prefect server, and
 PostgreSQL last.
 """
 
@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from metnos import i18n
+from metnos.errors import MetnosError
 from metnos.db.embedded import EmbeddedPostgres
 from metnos.db.engine import embedded_postgres, prefect_database_url, uses_embedded
 from metnos.serve.processes import Service, base_environment, ensure_port_free, prefect_server
@@ -79,7 +80,14 @@ class Supervisor:
         except (OSError, ValueError):
             return False
 
+    def handle_signals(self) -> None:
+        """SIGTERM/SIGINT ask for a stop, during start-up too (checked between launches)."""
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(sig, lambda *_: self._stop.set())
+
     def _launch(self, service: Service, healthy_within_s: float | None) -> None:
+        if self._stop.is_set():
+            raise MetnosError("ERR_SERVE_INTERRUPTED")
         self.services.append(service)
         service.start()
         if healthy_within_s is not None:
@@ -87,8 +95,6 @@ class Supervisor:
 
     def wait(self) -> int:
         """Block until a signal arrives or a child dies; 0 on a requested stop."""
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(sig, lambda *_: self._stop.set())
         while not self._stop.wait(1.0):
             dead = [svc for svc in self.services if not svc.running()]
             if dead:

@@ -9,8 +9,6 @@ flow stays thin. Nothing here imports prefect.
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 import logging
 import time
 import uuid
@@ -22,7 +20,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from metnos import i18n, keys, reversibility
-from metnos.audit import AuditLog
+from metnos.audit import AuditLog, digest_args
 from metnos.db import models
 from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError, ModelRetryError, PolicyDenied
@@ -36,6 +34,7 @@ from metnos.policy import decide, resolve_in_workspace, resolve_path_args, valid
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.settings import Settings
 from metnos.turns.reply import StepOutcome, compose
+from metnos.workspace import prompt_context
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +53,7 @@ class TurnContext:
     text: str
     timings: dict[str, float] = field(default_factory=dict)
     flow_run_id: str | None = None  # set when the turn runs as a Prefect flow
+    closed: bool = False  # the turn row has its final status (completed or failed)
 
     def mark(self, name: str, started: float) -> None:
         self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - started) * 1000
@@ -67,17 +67,12 @@ class CheckedStep:
     spec: ExecutorSpec | None
     request: SandboxRequest | None = None
     outcome: StepOutcome | None = None
-    action_id: str | None = None
     args_digest: str = ""
+    action_id: str = field(default_factory=lambda: uuid.uuid4().hex)
 
 
 PlanFn = Callable[["TurnService", TurnContext], Awaitable[Plan]]
 ExecuteFn = Callable[["TurnService", TurnContext, CheckedStep], Awaitable[StepOutcome]]
-
-
-def digest(args: dict[str, Any]) -> str:
-    body = json.dumps(args, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-    return hashlib.sha256(body.encode()).hexdigest()
 
 
 class TurnService:
@@ -92,12 +87,18 @@ class TurnService:
         self._replies: dict[str, asyncio.Future[tuple[str, str]]] = {}
 
     # -- opening and closing ------------------------------------------------------------
-    def open_turn(self, text: str, *, session_id: str | None, lang: str | None,
-                  channel: str, sender: str) -> TurnContext:
+    async def open_turn(self, text: str, *, session_id: str | None, lang: str | None,
+                        channel: str, sender: str) -> TurnContext:
         """Record the turn (and its session) before anything runs; nothing is lost on a crash."""
         limit = self.settings.gateway.max_message_chars
         if len(text) > limit:
             raise MetnosError("ERR_MESSAGE_TOO_LONG", length=len(text), limit=limit)
+        ctx = await asyncio.to_thread(self._record_open, text, session_id, lang, channel, sender)
+        self._replies[ctx.turn_id] = asyncio.get_running_loop().create_future()
+        return ctx
+
+    def _record_open(self, text: str, session_id: str | None, lang: str | None, channel: str,
+                     sender: str) -> TurnContext:
         with db_session(self.engine) as db:
             chat = models.get_or_create_session(
                 db, session_id, user_id=sender, channel=channel,
@@ -105,10 +106,8 @@ class TurnService:
             turn = models.record_turn_start(
                 db, session_id=chat.id, channel=channel, sender=sender, text=text,
                 lang=chat.interaction_language)
-            ctx = TurnContext(turn.id, chat.id, chat.user_id, channel, sender,
-                              chat.interaction_language, chat.autonomy, text)
-        self._replies[ctx.turn_id] = asyncio.get_running_loop().create_future()
-        return ctx
+            return TurnContext(turn.id, chat.id, chat.user_id, channel, sender,
+                               chat.interaction_language, chat.autonomy, text)
 
     async def wait_reply(self, turn_id: str, timeout_s: float) -> tuple[str, str] | None:
         """(reply, status) as soon as the pipeline composed it, before its final bookkeeping;
@@ -127,14 +126,20 @@ class TurnService:
         if future is not None and not future.done():
             future.set_result((reply, status))
 
-    def close_turn(self, ctx: TurnContext, reply: str, status: str,
-                   error_key: str | None = None) -> None:
+    async def close_turn(self, ctx: TurnContext, reply: str, status: str,
+                         error_key: str | None = None) -> None:
+        await asyncio.to_thread(self._record_close, ctx, reply, status, error_key)
+        ctx.closed = True
+
+    def _record_close(self, ctx: TurnContext, reply: str, status: str,
+                      error_key: str | None) -> None:
         with db_session(self.engine) as db:
             models.finish_turn(db, ctx.turn_id, status=status, reply=reply, error_key=error_key,
                                timings=ctx.timings, flow_run_id=ctx.flow_run_id)
 
-    def fail_turn(self, ctx: TurnContext, exc: BaseException) -> str:
-        """Terminal failure: tell the user in their language, audit it, never lose the turn."""
+    async def fail_turn(self, ctx: TurnContext, exc: BaseException) -> str:
+        """Terminal failure: tell the user in their language first, then audit it and close
+        the turn; a failure of that bookkeeping is logged, never raised over the first one."""
         if isinstance(exc, MetnosError):
             key, vars = exc.key, exc.vars
             log.warning("turn.failed turn_id=%s key=%s vars=%s", ctx.turn_id, key, vars)
@@ -142,9 +147,14 @@ class TurnService:
             key, vars = "ERR_INTERNAL_UNEXPECTED", {}
             log.error("turn.crashed turn_id=%s", ctx.turn_id, exc_info=exc)
         reply = i18n.get(key, ctx.lang, **vars)
-        self._audit(ctx, action="turn", decision="error", reason=key, outcome="failed")
         self.publish(ctx, reply, "failed")
-        self.close_turn(ctx, reply, "failed", error_key=key)
+        ctx.closed = True  # one failure record per turn, even if the bookkeeping below fails
+        try:
+            await asyncio.to_thread(self._audit, ctx, action="turn", decision="error",
+                                    reason=key, outcome="failed")
+            await self.close_turn(ctx, reply, "failed", error_key=key)
+        except Exception:  # the database or the audit disk is gone: keep the first cause
+            log.exception("turn.fail_bookkeeping_failed turn_id=%s", ctx.turn_id)
         return reply
 
     # -- planning -------------------------------------------------------------------------
@@ -155,7 +165,9 @@ class TurnService:
         started = time.perf_counter()
         try:
             if self.port is not None:
-                return await plan_with_llm(self.port, ctx.text, ctx.lang, self.tools(ctx))
+                context = await asyncio.to_thread(prompt_context, self.settings.workspace)
+                return await plan_with_llm(self.port, ctx.text, ctx.lang, self.tools(ctx),
+                                           workspace_context=context)
             return plan_embedded(ctx.text, ctx.lang, self.tools(ctx))
         finally:
             ctx.mark("plan", started)
@@ -170,7 +182,7 @@ class TurnService:
             ctx.mark("policy", started)
 
     def _check(self, ctx: TurnContext, step: PlanStep) -> CheckedStep:
-        checked = CheckedStep(step, None, args_digest=digest(step.args))
+        checked = CheckedStep(step, None, args_digest=digest_args(step.args))
         if step.error:
             return self._refuse(ctx, checked, step.error, {"executor": step.executor})
         spec = self.registry.find(step.executor)
@@ -203,7 +215,6 @@ class TurnService:
             workspace=self.settings.workspace, args=args,
             max_output_bytes=self.settings.sandbox.max_output_bytes,
             max_processes=self.settings.sandbox.max_processes)
-        checked.action_id = uuid.uuid4().hex
         return checked
 
     def _resolve(self, raw: str) -> str:
@@ -221,26 +232,33 @@ class TurnService:
     # -- execution ------------------------------------------------------------------------
     async def execute(self, ctx: TurnContext, checked: CheckedStep) -> StepOutcome:
         """Run one admitted step in the sandbox; record the before state of what it may change."""
-        assert checked.request is not None and checked.spec is not None
-        manifest = checked.spec.manifest
-        action_id = checked.action_id or uuid.uuid4().hex
-        if not self._code_unchanged(checked.spec):
-            # admitted at start-up, changed since: its signature no longer vouches for it
-            refused = self._refuse(ctx, checked, "ERR_EXECUTOR_CODE_CHANGED",
-                                   {"name": manifest.name})
-            assert refused.outcome is not None
-            return refused.outcome
-        if manifest.side_effects:
-            written = [checked.request.args[n] for n, acc in manifest.path_inputs().items()
-                       if acc == "write" and isinstance(checked.request.args.get(n), str)]
-            reversibility.record_before(
-                self.settings.state_dir, action_id, self.settings.workspace, manifest.name,
-                written, keys.load_private_key(self.settings.keys_dir, "audit"))
+        if checked.request is None or checked.spec is None:
+            raise ValueError("execute() takes a step the policy admitted")
+        refused = await asyncio.to_thread(self._prepare_run, ctx, checked)
+        if refused is not None:
+            return refused
         started = time.perf_counter()
         result = await run_sandboxed(checked.request)
         ctx.mark("sandbox_total", started)
         ctx.timings["sandbox_spawn"] = ctx.timings.get("sandbox_spawn", 0.0) + result.spawn_s * 1000
-        return self._record_result(ctx, checked, result, action_id)
+        return await asyncio.to_thread(self._record_result, ctx, checked, result)
+
+    def _prepare_run(self, ctx: TurnContext, checked: CheckedStep) -> StepOutcome | None:
+        """Host-side work right before a run (blocking I/O: called in a worker thread)."""
+        spec, request = checked.spec, checked.request
+        assert spec is not None and request is not None  # checked by execute()
+        if not self._code_unchanged(spec):
+            # admitted at start-up, changed since: its signature no longer vouches for it
+            return self._refuse(ctx, checked, "ERR_EXECUTOR_CODE_CHANGED",
+                                {"name": spec.name}).outcome
+        if spec.manifest.side_effects:
+            written = [request.args[n] for n, acc in spec.manifest.path_inputs().items()
+                       if acc == "write" and isinstance(request.args.get(n), str)]
+            # kept even when the run then fails: a crash may have changed the files already
+            reversibility.record_before(
+                self.settings.state_dir, checked.action_id, self.settings.workspace,
+                spec.name, written, keys.load_private_key(self.settings.keys_dir, "audit"))
+        return None
 
     def _code_unchanged(self, spec: ExecutorSpec) -> bool:
         try:
@@ -248,9 +266,9 @@ class TurnService:
         except (OSError, MetnosError, KeyError):
             return False
 
-    def _record_result(self, ctx: TurnContext, checked: CheckedStep, result: SandboxResult,
-                       action_id: str) -> StepOutcome:
-        name = checked.step.executor
+    def _record_result(self, ctx: TurnContext, checked: CheckedStep,
+                       result: SandboxResult) -> StepOutcome:
+        name, action_id = checked.step.executor, checked.action_id
         if result.ok:
             seq = self._audit(ctx, action=name, decision="allow", reason="ok", outcome="done",
                               args_digest=checked.args_digest, action_id=action_id)
@@ -278,7 +296,7 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
     the_plan = await plan_fn(service, ctx)
     outcomes: list[StepOutcome] = []
     for step in the_plan.steps:
-        checked = service.check(ctx, step)
+        checked = await asyncio.to_thread(service.check, ctx, step)
         outcomes.append(checked.outcome if checked.outcome else
                         await execute_fn(service, ctx, checked))
     started = time.perf_counter()

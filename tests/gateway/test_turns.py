@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import socket
+from typing import Any
 
+import httpx
+
+import prefect.settings
+import pytest
 from prefect.client.orchestration import get_client
 
 from metnos.testing.llm_server import ScriptedLLM
@@ -15,6 +22,16 @@ WORKSPACE_FILES = ["IDENTITY.md", "MEMORY.md", "RULES.md", "SOUL.md", "TELOS.md"
 def audit_lines(home_path) -> list[dict]:  # type: ignore[no-untyped-def]
     path = home_path / "workspace" / ".audit" / "audit.jsonl"
     return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+async def wait_closed(client: httpx.AsyncClient, turn_id: str) -> dict[str, Any]:
+    """The turn once its bookkeeping is done (it runs after the reply was sent)."""
+    for _ in range(200):
+        turn: dict[str, Any] = (await client.get(f"/api/turns/{turn_id}")).json()
+        if turn["finished_at"]:
+            return turn
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"turn {turn_id} never closed: {turn}")
 
 
 async def test_embedded_planner_finds_markdown_files_through_prefect(
@@ -30,14 +47,7 @@ async def test_embedded_planner_finds_markdown_files_through_prefect(
         assert body["reply"].startswith("Ho trovato 6 file")
         assert body["flow_run_id"]  # the flow had started when the reply was streamed back
         turn_id = body["turn_id"]
-        # the flow finishes its bookkeeping after the reply was sent: poll until closed
-        for _ in range(100):
-            turn = (await client.get(f"/api/turns/{turn_id}")).json()
-            if turn["finished_at"]:
-                break
-            import asyncio
-
-            await asyncio.sleep(0.1)
+        turn = await wait_closed(client, turn_id)
         assert turn["status"] == "completed"
         assert turn["flow_run_id"]
     async with get_client() as prefect:
@@ -61,3 +71,26 @@ async def test_scripted_llm_tool_call_reads_a_file(
     assert "buy milk" in body["reply"]
     offered = {t["function"]["name"] for t in scripted_llm.requests[0]["tools"]}
     assert {"fs_find", "fs_read", "fs_write", "fs_move"} <= offered
+    system = scripted_llm.requests[0]["messages"][0]["content"]
+    assert "### IDENTITY.md" in system and "### RULES.md" in system  # the owner's files
+
+
+async def test_unreachable_prefect_api_still_answers_the_user(
+        make_home: MakeHome, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The flow cannot even start: the user gets an answer, the turn is closed as failed."""
+    home = make_home(lang="en")
+    closed = socket.socket()
+    closed.bind(("127.0.0.1", 0))
+    port = closed.getsockname()[1]
+    closed.close()  # nothing listens there any more
+    monkeypatch.setenv("PREFECT_API_URL", f"http://127.0.0.1:{port}/api")
+    async with gateway_client(home) as client:
+        with prefect.settings.temporary_settings(
+                {prefect.settings.PREFECT_API_URL: f"http://127.0.0.1:{port}/api"}):
+            resp = await client.post("/api/turns", json={"text": "list the files"})
+        body = resp.json()
+        assert body["status"] == "failed" and "logs/gateway.log" in body["reply"]
+        turn = await wait_closed(client, body["turn_id"])
+    assert turn["status"] == "failed"
+    [line] = audit_lines(home.path)
+    assert line["decision"] == "error" and line["reason"] == "ERR_INTERNAL_UNEXPECTED"

@@ -91,7 +91,7 @@ def test_not_understood_message_in_english_with_suggestion() -> None:
 def test_no_tools_at_all() -> None:
     plan = plan_embedded("leggi note.md", "it", [])
     assert plan.understood is False
-    assert plan.text is not None and "non è installato alcun esecutore" in plan.text
+    assert plan.text is not None and "non è installato alcuno strumento" in plan.text
 
 
 def test_a_tie_between_two_tools_runs_nothing() -> None:

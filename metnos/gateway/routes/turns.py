@@ -25,7 +25,7 @@ async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
                       owner: OwnerDep, lang: LangDep) -> TurnPublic:
     """Start a turn and answer with its reply as soon as it is composed."""
     try:
-        ctx = service.open_turn(body.text, session_id=body.session_id, lang=body.lang,
+        ctx = await service.open_turn(body.text, session_id=body.session_id, lang=body.lang,
                                 channel="api", sender=owner)
     except MetnosError as exc:
         code = 413 if exc.key == "ERR_MESSAGE_TOO_LONG" else 400
