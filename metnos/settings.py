@@ -106,7 +106,6 @@ class SandboxSettings(_Group):
 
     max_output_bytes: int = Field(1_000_000, ge=1024, description="Cap on an executor's stdout.")
     max_processes: int = Field(64, ge=1, description="Process limit inside the sandbox.")
-    default_timeout_s: float = Field(30.0, gt=0, description="Timeout when a manifest omits one.")
 
 
 class PolicySettings(_Group):
@@ -200,9 +199,9 @@ class _TomlSource(PydanticBaseSettingsSource):
         data = dict(self._data)
         data.pop("home", None)  # the file lives inside METNOS_HOME; it cannot move it
         # a group in the file is merged under whatever the environment sets for that group
-        for group in ("gateway", "database", "prefect", "llm", "sandbox", "policy"):
+        for group in _GROUP_CLASSES:
             if group in data:
-                data[group] = _GroupFromToml(group, data[group])
+                data[group] = _group_from_toml(group, data[group])
         return data
 
 
@@ -226,14 +225,17 @@ _GROUP_CLASSES: dict[str, type[BaseSettings]] = {
 }
 
 
-def _GroupFromToml(group: str, table: Any) -> BaseModel:  # noqa: N802 - a factory
+def _group_from_toml(group: str, table: Any) -> BaseModel:
     """Build a group from its TOML table; its own environment variables still win."""
     if not isinstance(table, dict):
         raise ConfigError("ERR_CONFIG_TOML_INVALID", path="metnos.toml",
                           detail=f"[{group}] is not a table")
     cls = _GROUP_CLASSES[group]
-    env_values = cls().model_dump(exclude_unset=True)
-    return cls(**{**table, **env_values})
+    try:
+        env_values = cls().model_dump(exclude_unset=True)
+        return cls(**{**table, **env_values})
+    except ValidationError as exc:  # name the table: "gateway.port", not just "port"
+        raise ConfigError("ERR_CONFIG_INVALID", detail=_brief(exc, prefix=f"{group}.")) from exc
 
 
 @lru_cache(maxsize=1)
@@ -245,9 +247,9 @@ def get_settings() -> Settings:
         raise ConfigError("ERR_CONFIG_INVALID", detail=_brief(exc)) from exc
 
 
-def _brief(exc: ValidationError) -> str:
+def _brief(exc: ValidationError, prefix: str = "") -> str:
     parts = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"])
+        loc = prefix + ".".join(str(p) for p in err["loc"])
         parts.append(f"{loc}: {err['msg']}")
     return "; ".join(parts)
