@@ -31,7 +31,7 @@ class MetnosError(Exception):
         """The user-facing text in `lang` (the process language when None)."""
         from metnos import i18n
 
-        return i18n.get(self.key, lang=lang, **self.vars)
+        return i18n.get(self.key, lang, **self.vars)
 
 
 class ConfigError(MetnosError, ValueError):

@@ -9,12 +9,14 @@ ever mounts, and is signed with the instance's audit key and dated.
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import os
+import stat
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -60,26 +62,43 @@ def canonical(data: dict[str, Any]) -> bytes:
 
 
 def _snapshot(workspace: Path, rel: str, folder: Path, n: int) -> PathState:
-    target = workspace / rel
     try:
-        st = target.lstat()
+        fd = _open_beneath(workspace, rel)
     except FileNotFoundError:
         return PathState(rel, False, "missing", None, None, None)
-    if target.is_symlink() or not (target.is_file() or target.is_dir()):
+    except OSError:  # a symbolic link on the way (ELOOP/ENOTDIR): never followed on the host
         return PathState(rel, True, "other", None, None, None)
-    if target.is_dir():
-        return PathState(rel, True, "dir", None, None, None)
-    digest = hashlib.sha256()
-    snapshot = None
-    if st.st_size <= MAX_SNAPSHOT_BYTES:
-        snapshot = f"{n}.bin"
-        with target.open("rb") as src, (folder / snapshot).open("wb") as dst:
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        kind = "dir" if stat.S_ISDIR(st.st_mode) else "other"
+        return PathState(rel, True, kind, None, None, None)
+    with os.fdopen(fd, "rb") as src:
+        digest = hashlib.sha256()
+        snapshot = f"{n}.bin" if st.st_size <= MAX_SNAPSHOT_BYTES else None
+        with contextlib.ExitStack() as stack:
+            dst = stack.enter_context((folder / snapshot).open("wb")) if snapshot else None
             for chunk in iter(lambda: src.read(1 << 20), b""):
                 digest.update(chunk)
-                dst.write(chunk)
-    else:
-        with target.open("rb") as src:
-            for chunk in iter(lambda: src.read(1 << 20), b""):
-                digest.update(chunk)
+                if dst is not None:
+                    dst.write(chunk)
     return PathState(rel, True, "file", st.st_size, digest.hexdigest(), snapshot)
+
+
+def _open_beneath(workspace: Path, rel: str) -> int:
+    """Open `rel` from the workspace one component at a time without following any symbolic
+    link, so a folder swapped for a link after the policy check cannot point the host's copy
+    at a file outside the workspace."""
+    flags = os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(workspace, os.O_PATH | os.O_DIRECTORY | flags)
+    try:
+        parts = [p for p in PurePosixPath(rel).parts if p not in (".", "")]
+        for part in parts[:-1]:
+            inner = os.open(part, os.O_PATH | os.O_DIRECTORY | flags, dir_fd=fd)
+            os.close(fd)
+            fd = inner
+        last = parts[-1] if parts else "."
+        return os.open(last, os.O_RDONLY | os.O_NONBLOCK | flags, dir_fd=fd)
+    finally:
+        os.close(fd)
 

@@ -40,7 +40,7 @@ class VerifyReport:
     def message(self, lang: str | None = None) -> str:
         from metnos import i18n
 
-        return i18n.get(self.reason_key, lang=lang, **self.vars)
+        return i18n.get(self.reason_key, lang, **self.vars)
 
     def to_dict(self) -> dict[str, Any]:
         return {

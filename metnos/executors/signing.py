@@ -177,6 +177,8 @@ def _code_files(folder: Path) -> list[tuple[str, Path]]:
             rel = path.relative_to(folder).as_posix()
             if path.is_symlink():
                 raise SignatureError("ERR_EXECUTOR_SYMLINK", name=folder.name, path=rel)
+            if entry in names and not path.is_file():  # a FIFO or device would block the read
+                raise SignatureError("ERR_EXECUTOR_SPECIAL_FILE", name=folder.name, path=rel)
             if entry in names and rel not in _UNSIGNED_FILES:
                 files.append((rel, path))
     return sorted(files)

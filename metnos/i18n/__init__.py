@@ -51,7 +51,7 @@ def normalise_lang(lang: str | None) -> str:
     return base if base in languages() else _process_lang()
 
 
-def get(key: str, lang: str | None = None, **vars: Any) -> str:
+def get(key: str, lang: str | None = None, /, **vars: Any) -> str:
     """The message `key` in `lang`, with `{name}` placeholders filled from `vars`."""
     code = normalise_lang(lang)
     text = catalog(code).get(key)

@@ -9,6 +9,7 @@ user message, never inside the system prompt.
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from metnos import prompts
@@ -48,18 +49,35 @@ async def plan_with_llm(
     offered = [tool.openai_tool() for tool in tools] or None
     reply = await port.complete(messages, tools=offered, tier=tier)
     steps = tuple(to_step(call) for call in reply.tool_calls)
-    return Plan(steps=steps, text=reply.text, source="llm", cost_usd=reply.cost_usd)
+    said: str | None = scrub(reply.text) if reply.text is not None else None
+    return Plan(steps=steps, text=said, source="llm", cost_usd=reply.cost_usd)
 
 
 def to_step(call: RawToolCall) -> PlanStep:
     """One tool call → one plan step; arguments that are not a JSON object mark the step."""
+    name = scrub(call.name)
     raw = call.arguments_json.strip()
     if not raw:
-        return PlanStep(executor=call.name, args={}, call_id=call.id)
+        return PlanStep(executor=name, args={}, call_id=call.id)
     try:
         args = json.loads(raw)
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         args = None
     if not isinstance(args, dict):
-        return PlanStep(executor=call.name, args={}, call_id=call.id, error=ARGS_NOT_JSON)
-    return PlanStep(executor=call.name, args=args, call_id=call.id)
+        return PlanStep(executor=name, args={}, call_id=call.id, error=ARGS_NOT_JSON)
+    return PlanStep(executor=name, args=scrub(args), call_id=call.id)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def scrub(value: Any) -> Any:
+    """Model output made storable: lone UTF-16 surrogates (valid in JSON, not in UTF-8)
+    become U+FFFD, in strings, keys and nested containers alike."""
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, dict):
+        return {scrub(k): scrub(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [scrub(v) for v in value]
+    return value

@@ -41,7 +41,7 @@ class Decision:
     def message(self, lang: str | None = None) -> str:
         from metnos import i18n
 
-        return i18n.get(self.key, lang=lang, **self.vars)
+        return i18n.get(self.key, lang, **self.vars)
 
 
 def decide(

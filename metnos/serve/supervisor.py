@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from metnos import i18n
-from metnos.errors import MetnosError
 from metnos.db.embedded import EmbeddedPostgres
 from metnos.db.engine import embedded_postgres, prefect_database_url, uses_embedded
+from metnos.errors import MetnosError
 from metnos.serve.processes import Service, base_environment, ensure_port_free, prefect_server
 from metnos.settings import Settings
 

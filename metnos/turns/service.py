@@ -200,7 +200,7 @@ class TurnService:
             schema = manifest.input_schema()
             args = resolve_path_args(schema, validate_args(schema, step.args), self._resolve)
         except (ModelRetryError, PolicyDenied) as exc:
-            return self._refuse(ctx, checked, exc.key, {"executor": step.executor, **exc.vars})
+            return self._refuse(ctx, checked, exc.key, {**exc.vars, "executor": step.executor})
         verdict = decide(risk=manifest.risk, side_effects=manifest.side_effects,
                          reversible=manifest.reversible, autonomy=ctx.autonomy,
                          sandbox_ok=self.sandbox_ok, executor=step.executor)
@@ -208,7 +208,7 @@ class TurnService:
             # "ask": approvals that pause the flow come with the safety core; until then a
             # step that needs one is not run, and the user is told so.
             key = verdict.key if verdict.verdict == "deny" else "ERR_POLICY_NEEDS_APPROVAL"
-            return self._refuse(ctx, checked, key, {"executor": step.executor, **verdict.vars},
+            return self._refuse(ctx, checked, key, {**verdict.vars, "executor": step.executor},
                                 decision=verdict.verdict)
         checked.request = SandboxRequest(
             exec_dir=spec.folder, entry=manifest.entry, profile=manifest.sandbox,
@@ -277,7 +277,7 @@ class TurnService:
         key = result.error_key or "ERR_SANDBOX_FAILED"
         seq = self._audit(ctx, action=name, decision="allow", reason=key, outcome="failed",
                           args_digest=checked.args_digest, action_id=action_id)
-        return StepOutcome(name, "failed", key=key, vars={"executor": name, **result.error_vars},
+        return StepOutcome(name, "failed", key=key, vars={**result.error_vars, "executor": name},
                            audit_seq=seq, action_id=action_id)
 
     def _audit(self, ctx: TurnContext, **fields: Any) -> int:

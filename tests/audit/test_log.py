@@ -159,3 +159,30 @@ def test_action_id_links_a_record_to_its_before_manifest(ap: AuditPaths) -> None
     assert record.action_id == "abc123"
     assert json.loads(ap.log.read_text())["action_id"] == "abc123"
     assert ap.verify().ok
+
+
+@pytest.mark.parametrize(
+    "hostile",
+    [
+        "fs_read\ud800",  # a lone surrogate: JSON "\ud800" from a model's tool call
+        "line1\nline2\r\u2028\u0085x",  # line breaks of every kind
+        "\u009b31mred\x1b[0m\x7f",  # terminal control: C1 CSI, ESC, DEL
+        "x" * 100_000,  # huge
+        b"\xff\xfe not utf-8",  # bytes (non-UTF-8) passed by a careless caller
+    ],
+)
+def test_hostile_field_values_cannot_corrupt_the_log(ap: AuditPaths, hostile: object) -> None:
+    """Whatever a model controls (the executor name, the arguments) lands as one line of
+    printable JSON; the chain still verifies and the next append works."""
+    with ap.open() as audit:
+        audit.append(action=hostile, sender=hostile, decision="deny", reason="R",
+                     args={"path": hostile})
+        audit.append(action="fs_read", decision="allow")
+    raw = ap.log.read_bytes()
+    raw.decode("utf-8")  # strict: the file is always valid UTF-8
+    assert raw.count(b"\n") == 2
+    assert not any(c in raw.decode("utf-8") for c in "\x7f\x85\x9b\x1b\r")
+    first = json.loads(raw.splitlines()[0])
+    assert len(first["action"]) < 6 * 1000 and first["args_digest"]
+    report = ap.verify()
+    assert report.ok and report.lines == 2, report

@@ -96,4 +96,4 @@ def test_italian(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     get_settings.cache_clear()
     result = runner.invoke(app, ["verify", "fs_read"])
     assert result.exit_code == 1
-    assert "L'executor fs_read non è firmato" in result.stderr
+    assert "Lo strumento fs_read non è firmato" in result.stderr

@@ -70,6 +70,17 @@ def test_code_file_added(signed: Path, private_key: Ed25519PrivateKey, tmp_path:
     assert _refused(signed, private_key, sig) == "ERR_EXECUTOR_CODE_CHANGED"
 
 
+def test_code_file_with_a_non_utf8_name_added(
+    signed: Path, private_key: Ed25519PrivateKey, tmp_path: Path
+) -> None:
+    """A file name that is not UTF-8 is a tampering like any other, not a crash."""
+    import os
+
+    (signed / os.fsdecode(b"\xff\xfe.py")).write_text("import os\n")
+    sig = tmp_path / "sigs" / "fs_read.minisig"
+    assert _refused(signed, private_key, sig) == "ERR_EXECUTOR_CODE_CHANGED"
+
+
 def test_unsigned_parts_do_not_count(
     signed: Path, private_key: Ed25519PrivateKey, tmp_path: Path
 ) -> None:

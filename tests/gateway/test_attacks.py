@@ -133,7 +133,8 @@ async def test_code_changed_while_running_is_refused_at_run_time(
     scripted_llm.always(ToolCall("echo_note", {"path": "a.md"}))
     async with gateway_client(home, prefect=False) as client:
         first = (await client.post("/api/turns", json={"text": "x", "lang": "en"})).json()
-        assert first["reply"] == "Done: echo_note."  # admitted at start-up, it runs
+        assert first["reply"].startswith("Done: echo_note.")  # admitted at start-up, it runs
+        assert "content: hello" in first["reply"]
         (folder / "main.py").write_text("print('{\"ok\": true, \"result\": {\"pwned\": 1}}')\n")
         second = (await client.post("/api/turns", json={"text": "x", "lang": "en"})).json()
     assert "pwned" not in second["reply"] and "echo_note" in second["reply"]
@@ -192,3 +193,70 @@ async def test_failed_canary_lets_only_side_effect_free_executors_run(
     assert not (home.workspace / "x.txt").exists()
     assert "sola lettura" in body["reply"] and "USER.md" in body["reply"]
     assert [ln["decision"] for ln in audit_lines(home)] == ["deny", "allow"]
+
+
+async def test_hostile_tool_name_is_refused_with_its_own_audit_line(
+        make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
+    """A lone surrogate (JSON "\\ud800") in the tool name used to crash the audit append:
+    the refusal went unrecorded and the rest of the plan was dropped."""
+    home = make_home(llm=scripted_llm, lang="en")
+    scripted_llm.enqueue_tool_calls([ToolCall("fs_read\ud800\n\u009b", {"path": "a.md"}),
+                                     ToolCall("fs_find", {"pattern": "*.md"})])
+    body = await ask(home)
+    assert body["status"] == "completed", body
+    lines = audit_lines(home)
+    assert [(ln["decision"], ln["reason"]) for ln in lines] == [
+        ("deny", "ERR_EXECUTOR_NOT_FOUND"), ("allow", "ok")]
+    # the surrogate was replaced at the LLM boundary; the audit escapes the C1 control
+    assert lines[0]["action"] == "fs_read\ufffd\n\\x9b"
+
+
+@pytest.mark.parametrize(("call", "decision"), [
+    (ToolCall("fs_read\ud800", {"path": "a.md"}), "deny"),
+    (ToolCall("fs_read", {"path": "a\ud800.md"}), "allow"),  # runs: no such file
+])
+async def test_hostile_surrogates_still_complete_the_turn(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, call: ToolCall, decision: str) -> None:
+    home = make_home(llm=scripted_llm, lang="en")
+    scripted_llm.always(call)
+    async with gateway_client(home, prefect=False) as client:
+        # the same from the user's own JSON is refused as bad input, before anything runs
+        raw = await client.post("/api/turns", content=b'{"text": "read \\ud800", "lang": "en"}',
+                                headers={"content-type": "application/json"})
+        assert raw.status_code == 422 and raw.json()["error"]["key"] == "ERR_REQUEST_INVALID"
+        resp = await client.post("/api/turns", json={"text": "read it", "lang": "en"})
+    body = resp.json()
+    assert resp.status_code == 200 and body["status"] == "completed", body
+    [line] = audit_lines(home)
+    assert line["decision"] == decision
+
+
+@pytest.mark.parametrize(("host", "allowed"), [
+    ("127.0.0.1", True), ("127.0.0.1:42618", True), ("LOCALHOST:42618", True),
+    ("[::1]:42618", True), ("[::1]", True),
+    ("evil.example", False), ("evil.example:42618", False), ("localhost.", False),
+    ("[::1]evil.example", False), ("[::1].evil.example:80", False),
+    ("127.0.0.1:evil.example", False), ("127.0.0.1:42618:1", False), ("localhost:", False),
+    ("127.0.0.1.nip.io", False), ("[::ffff:127.0.0.1]", False), ("", False), (None, False),
+])
+async def test_host_guard(host: str | None, allowed: bool) -> None:
+    """DNS rebinding: only a loopback name, optionally with a numeric port, gets through."""
+    from metnos.gateway.security import HostGuard
+
+    async def app(scope, receive, send):  # type: ignore[no-untyped-def]
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"in"})
+
+    guard = HostGuard(app, ["127.0.0.1", "localhost", "[::1]", "::1"])
+    headers: list[tuple[bytes, bytes]] = [] if host is None else [(b"host", host.encode())]
+    sent: list[dict[str, object]] = []
+
+    async def receive() -> dict[str, object]:
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    scope = {"type": "http", "method": "GET", "path": "/healthz", "headers": headers}
+    await guard(scope, receive, send)
+    assert (sent[0]["status"] == 200) is allowed, (host, sent)

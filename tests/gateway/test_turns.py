@@ -8,7 +8,6 @@ import socket
 from typing import Any
 
 import httpx
-
 import prefect.settings
 import pytest
 from prefect.client.orchestration import get_client

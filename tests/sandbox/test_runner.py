@@ -38,6 +38,20 @@ async def test_executor_reported_error_maps_to_key(run: Runner) -> None:
     assert (result.error_key, result.error_vars) == ("ERR_FILE_NOT_FOUND", {"path": "x"})
 
 
+async def test_executor_error_vars_cannot_clash_with_the_runner(run: Runner) -> None:
+    """Vars named like the runner's own parameters are just vars, never a TypeError."""
+    body = """print(json.dumps({"ok": False, "error": {"key": "ERR_FILE_NOT_FOUND",
+                     "vars": {"key": "k", "started": 1, "self": 2, "error_vars": 3}}}))"""
+    result = await run(body)
+    assert not result.ok and result.error_key == "ERR_FILE_NOT_FOUND"
+    assert result.error_vars == {"key": "k", "started": 1, "self": 2, "error_vars": 3}
+
+
+async def test_deeply_nested_output_is_a_crash_not_an_exception(run: Runner) -> None:
+    result = await run("sys.stdout.write('[' * 200000 + ']' * 200000)")
+    assert not result.ok and result.error_key == "ERR_SANDBOX_CRASHED"
+
+
 @pytest.mark.parametrize(
     "body",
     ["print('not json')", "print('{\"ok\": 1}')", "sys.stderr.write('boom-tail'); sys.exit(3)"],
@@ -117,6 +131,31 @@ async def test_writes_follow_the_profile(run: Runner, workspace: Path) -> None:
     assert rw.result == {p: p in ("new.txt", "out/new.txt", "/tmp/scratch") for p in paths}
     assert (workspace / "new.txt").read_text() == "x"
     assert sorted(p.name for p in (workspace / ".audit").iterdir()) == ["log.jsonl"]
+
+
+async def test_missing_audit_dir_cannot_be_planted(run: Runner, workspace: Path) -> None:
+    """No `.audit` yet: a writable executor must not create one (a symlink or a forged log
+    that the host's audit log would later follow or chain onto)."""
+    (workspace / ".audit" / "log.jsonl").unlink()
+    (workspace / ".audit").rmdir()
+    body = """
+    def tried(fn):
+        try:
+            fn()
+            return True
+        except OSError:
+            return False
+    def forge():
+        os.makedirs(".audit", exist_ok=True)
+        with open(".audit/audit.jsonl", "w") as fh:
+            fh.write("{}")
+    reply(link=tried(lambda: os.symlink("/tmp", ".audit")), forge=tried(forge),
+          swap=tried(lambda: os.rename(".audit", "moved")))
+    """
+    result = await run(body, SandboxProfile(write=("workspace",)))
+    assert result.result == {"link": False, "forge": False, "swap": False}
+    audit = workspace / ".audit"
+    assert not audit.is_symlink() and (not audit.exists() or list(audit.iterdir()) == [])
 
 
 async def test_network_blocked_unless_declared(run: Runner) -> None:
