@@ -73,7 +73,10 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(turns.router)
     app.include_router(audit.router)
     _install_error_handlers(app)
-    app.add_middleware(HostGuard, allowed_hosts=settings.gateway.allowed_hosts)
+    # a message of max_message_chars, at 4 UTF-8 bytes a character, plus its JSON envelope
+    max_body = settings.gateway.max_message_chars * 4 + 4096
+    app.add_middleware(HostGuard, allowed_hosts=settings.gateway.allowed_hosts,
+                       max_body_bytes=max_body)
     return app
 
 
@@ -91,8 +94,11 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        key = f"ERR_HTTP_{exc.status_code}"
+        known = key in i18n.catalog("en")
         detail = exc.detail if isinstance(exc.detail, dict) else {
-            "key": f"ERR_HTTP_{exc.status_code}", "message": str(exc.detail)}
+            "key": key,
+            "message": i18n.get(key, request_lang(request)) if known else str(exc.detail)}
         return JSONResponse({"error": detail}, status_code=exc.status_code,
                             headers=getattr(exc, "headers", None))
 

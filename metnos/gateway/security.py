@@ -1,4 +1,5 @@
-"""Gateway guards: the Host header (DNS rebinding) and the owner's bearer token."""
+"""Gateway guards: the Host header (DNS rebinding), the size of a request body, and the
+owner's bearer token."""
 
 from __future__ import annotations
 
@@ -25,26 +26,38 @@ class HostGuard:
     `Host: evil.example`; checking it closes that door even though we bind to loopback.
     """
 
-    def __init__(self, app: ASGIApp, allowed_hosts: list[str]) -> None:
+    def __init__(self, app: ASGIApp, allowed_hosts: list[str], max_body_bytes: int) -> None:
         self.app = app
         self.allowed = {h.lower() for h in allowed_hosts}
+        self.max_body_bytes = max_body_bytes
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
         host = _header(scope, b"host")
-        if host_name(host) in self.allowed:
-            await self.app(scope, receive, send)
+        if host_name(host) not in self.allowed:
+            if scope["type"] == "websocket":
+                await send({"type": "websocket.close", "code": 1008})
+                return
+            await _refuse(send, 403, "ERR_HOST_FORBIDDEN", host=host[:100])
             return
-        if scope["type"] == "websocket":
-            await send({"type": "websocket.close", "code": 1008})
-            return
-        body = json.dumps({"error": {"key": "ERR_HOST_FORBIDDEN", "message": i18n.get(
-            "ERR_HOST_FORBIDDEN", host=host[:100])}}).encode()
-        await send({"type": "http.response.start", "status": 403, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        if scope["type"] == "http" and scope.get("method") in ("POST", "PUT", "PATCH"):
+            length = _header(scope, b"content-length")
+            if not length.isdigit():  # chunked or missing: the size must be known up front
+                await _refuse(send, 411, "ERR_REQUEST_LENGTH_REQUIRED")
+                return
+            if int(length) > self.max_body_bytes:
+                await _refuse(send, 413, "ERR_REQUEST_TOO_LARGE", limit=self.max_body_bytes)
+                return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Send, status: int, key: str, **vars: Any) -> None:
+    body = json.dumps({"error": {"key": key, "message": i18n.get(key, None, **vars)}}).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
 
 
 def host_name(host: str) -> str:

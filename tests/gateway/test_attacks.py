@@ -175,6 +175,17 @@ async def test_bad_http_input_gets_clear_4xx(make_home: MakeHome) -> None:
         too_long = await client.post("/api/turns", json={"text": "x" * 9000, "lang": "it"})
         assert too_long.status_code == 413
         assert "troppo lungo" in too_long.json()["error"]["message"]
+        huge = await client.post("/api/turns", content=b'{"text": "' + b"x" * 60_000 + b'"}',
+                                 headers={"content-type": "application/json"})
+        assert huge.status_code == 413 and huge.json()["error"]["key"] == "ERR_REQUEST_TOO_LARGE"
+
+        async def chunks():  # type: ignore[no-untyped-def]
+            yield b'{"text": "hi"}'
+        chunked = await client.post("/api/turns", content=chunks(),
+                                    headers={"content-type": "application/json"})
+        assert chunked.status_code == 411
+        unknown = await client.get("/api/nope")
+        assert unknown.status_code == 404 and unknown.json()["error"]["key"] == "ERR_HTTP_404"
         missing = await client.post("/api/turns", json={"session_id": "s"})
         assert missing.status_code == 422
         assert (await client.get("/api/turns/nope")).status_code == 404
@@ -247,7 +258,7 @@ async def test_host_guard(host: str | None, allowed: bool) -> None:
         await send({"type": "http.response.start", "status": 200, "headers": []})
         await send({"type": "http.response.body", "body": b"in"})
 
-    guard = HostGuard(app, ["127.0.0.1", "localhost", "[::1]", "::1"])
+    guard = HostGuard(app, ["127.0.0.1", "localhost", "[::1]", "::1"], max_body_bytes=1024)
     headers: list[tuple[bytes, bytes]] = [] if host is None else [(b"host", host.encode())]
     sent: list[dict[str, object]] = []
 
