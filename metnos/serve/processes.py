@@ -103,6 +103,8 @@ def prefect_server(*, port: int, prefect_home: Path, database_url: str, log_path
         "PREFECT_UI_API_URL": f"http://127.0.0.1:{port}/api",
     })
     env.pop("PREFECT_API_URL", None)
+    for name in [n for n in env if n.startswith("METNOS_")]:  # API keys, tokens: not its business
+        del env[name]
     argv = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
             "--port", str(port), "--analytics-off", "--no-late-runs"]
     return Service("prefect-server", argv, env, log_path,
