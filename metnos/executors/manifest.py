@@ -24,6 +24,7 @@ from pydantic import (
 
 from metnos.errors import ManifestError
 from metnos.llm.tools import ToolSpec
+from metnos.policy.args import JSON_TYPES
 from metnos.sandbox.profile import SandboxProfile
 
 MANIFEST_FILE = "manifest.toml"
@@ -41,15 +42,7 @@ InputType = Literal["path", "string", "integer", "number", "boolean", "array"]
 OutputType = Literal["path", "string", "integer", "number", "boolean", "array", "object"]
 Scalar = str | int | float | bool
 
-_JSON_TYPES = {
-    "path": "string",
-    "string": "string",
-    "integer": "integer",
-    "number": "number",
-    "boolean": "boolean",
-    "array": "array",
-    "object": "object",
-}
+_JSON_TYPES = {**JSON_TYPES, "object": "object"}  # outputs may also be objects
 _PY_TYPES: dict[str, tuple[type, ...]] = {
     "path": (str,),
     "string": (str,),
