@@ -2,7 +2,8 @@
 
 Run in-process by the gateway (`await turn(turn_id)`, about 0.2 s of Prefect overhead). The
 runtime objects (database, registry, audit log, LLM port) are not flow parameters — Prefect
-stores parameters as JSON — but reach the flow through a context variable set by `run_turn`.
+stores parameters as JSON — but reach the flow through a context variable set by `run_turn`
+(the flow's `turn_id` parameter names the turn in the UI).
 """
 
 from __future__ import annotations
@@ -15,27 +16,24 @@ from prefect.context import get_run_context
 from metnos.turns.service import TurnContext, TurnService, run_pipeline
 from tasks.turn import close_turn_task, executor_task, plan_task
 
-_SERVICE: ContextVar[TurnService] = ContextVar("metnos_turn_service")
-_CONTEXTS: dict[str, TurnContext] = {}
+# Each turn runs in its own asyncio task, so concurrent turns each see their own value.
+_TURN: ContextVar[tuple[TurnService, TurnContext]] = ContextVar("metnos_turn")
 
 
 async def run_turn(service: TurnService, ctx: TurnContext) -> None:
     """Entry point for the gateway: run the flow for a turn already opened by `service`."""
-    _SERVICE.set(service)
-    _CONTEXTS[ctx.turn_id] = ctx
+    _TURN.set((service, ctx))
     try:
         await turn(ctx.turn_id)
     except Exception as exc:  # e.g. the Prefect API is unreachable: the flow never ran
         if not ctx.closed:
             await service.fail_turn(ctx, exc)
-    finally:
-        _CONTEXTS.pop(ctx.turn_id, None)
 
 
 @flow(name="turn", flow_run_name="turn-{turn_id}", persist_result=False, log_prints=False,
       validate_parameters=False)
 async def turn(turn_id: str) -> str:
-    service, ctx = _SERVICE.get(), _CONTEXTS[turn_id]
+    service, ctx = _TURN.get()
     ctx.flow_run_id = str(get_run_context().flow_run.id)  # type: ignore[union-attr]
     try:
         reply = await run_pipeline(

@@ -93,3 +93,20 @@ async def test_unreachable_prefect_api_still_answers_the_user(
     assert turn["status"] == "failed"
     [line] = audit_lines(home.path)
     assert line["decision"] == "error" and line["reason"] == "ERR_INTERNAL_UNEXPECTED"
+
+
+async def test_concurrent_turns_each_get_their_own_reply(
+        make_home: MakeHome, prefect_api: str) -> None:
+    home = make_home(lang="en")
+    for i in range(5):
+        (home.workspace / f"note{i}.md").write_text(f"content number {i}\n")
+    async with gateway_client(home) as client:
+        replies = await asyncio.gather(*[
+            client.post("/api/turns", json={"text": f"read the file note{i}.md"})
+            for i in range(5)])
+        bodies = [r.json() for r in replies]
+        for i, body in enumerate(bodies):
+            assert body["status"] == "completed", body
+            assert f"content number {i}" in body["reply"], body["reply"]
+        closed = [await wait_closed(client, b["turn_id"]) for b in bodies]
+    assert len({t["flow_run_id"] for t in closed}) == 5
