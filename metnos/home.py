@@ -24,6 +24,7 @@ from metnos.db.engine import (
     uses_embedded,
 )
 from metnos.executors.builtin import sign_builtins
+from metnos.executors.registry import signatures_dir
 from metnos.paths import repo_path
 from metnos.settings import Settings
 
@@ -75,10 +76,6 @@ def initialise(settings: Settings) -> InitReport:
 def is_initialised(settings: Settings) -> bool:
     return settings.owner_token_path.is_file() and keys.public_key_path(
         settings.keys_dir, "executors").is_file()
-
-
-def signatures_dir(settings: Settings) -> Path:
-    return settings.home / "signatures"
 
 
 def _layout(settings: Settings, report: InitReport) -> None:

@@ -85,6 +85,7 @@ class TurnService:
         self.port = port
         self.sandbox_ok = sandbox_ok
         self._replies: dict[str, asyncio.Future[tuple[str, str]]] = {}
+        self._tools: dict[str, list[ToolSpec]] = {}  # per language; the registry is fixed
 
     # -- opening and closing ------------------------------------------------------------
     async def open_turn(self, text: str, *, session_id: str | None, lang: str | None,
@@ -159,7 +160,9 @@ class TurnService:
 
     # -- planning -------------------------------------------------------------------------
     def tools(self, ctx: TurnContext) -> list[ToolSpec]:
-        return [spec.manifest.tool_spec(ctx.lang) for spec in self.registry.admitted]
+        if ctx.lang not in self._tools:
+            self._tools[ctx.lang] = self.registry.tool_specs(ctx.lang)
+        return self._tools[ctx.lang]
 
     async def plan(self, ctx: TurnContext) -> Plan:
         started = time.perf_counter()

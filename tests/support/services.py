@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -21,12 +20,7 @@ from pathlib import Path
 
 from metnos.db.embedded import EmbeddedPostgres
 from metnos.serve.processes import base_environment, prefect_server
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.support.pg import free_port
 
 
 def main(argv: list[str]) -> int:
