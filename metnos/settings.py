@@ -99,6 +99,10 @@ class LLMSettings(_Group):
     model_frontier: str | None = Field(None, description="Model for the opt-in `frontier` tier.")
     timeout_s: float = Field(60.0, gt=0, description="Timeout of one LLM call.")
     max_attempts: int = Field(3, ge=1, le=10, description="Attempts on transient errors.")
+    input_cost_per_token: float | None = Field(
+        None, ge=0, description="USD per prompt token, for models litellm does not price.")
+    output_cost_per_token: float | None = Field(
+        None, ge=0, description="Price of a completion token in USD (see input_cost_per_token).")
 
 
 class SandboxSettings(_Group):
@@ -106,12 +110,32 @@ class SandboxSettings(_Group):
 
     max_output_bytes: int = Field(1_000_000, ge=1024, description="Cap on an executor's stdout.")
     max_processes: int = Field(64, ge=1, description="Process limit inside the sandbox.")
+    web_allow_private: bool = Field(
+        False, description="Let network executors reach loopback and private addresses "
+                           "(off: the gateway, Prefect and the database stay out of reach).")
 
 
 class PolicySettings(_Group):
     model_config = SettingsConfigDict(env_prefix="METNOS_POLICY_", extra="forbid")
 
     autonomy: Autonomy = Field("Supervised", description="Autonomy level of new sessions.")
+    approval_timeout_s: float = Field(
+        3600.0, gt=0, le=7 * 86400,
+        description="How long an approval waits for the owner before it expires.")
+    max_actions_per_hour: int = Field(
+        120, ge=1, description="Executor runs a user may start in any hour (rate limit).")
+    max_llm_cost_per_day_usd: float = Field(
+        2.0, ge=0, description="Daily LLM spend cap, from litellm's cost figures (0 = no LLM).")
+    shell_allow: list[str] = Field(
+        default_factory=lambda: ["ls", "cat", "head", "tail", "wc", "grep", "sort", "uniq",
+                                 "cut", "tr", "du", "stat", "file", "date", "echo", "mkdir",
+                                 "touch", "cp"],
+        description="Commands shell_run may start (argv[0], no shell, no interpreters).")
+    pairing_code_ttl_s: float = Field(3600.0, gt=0, description="Life of a pairing code.")
+    pairing_max_pending: int = Field(3, ge=1, description="Pending pairing codes per channel.")
+    pairing_max_failures: int = Field(
+        5, ge=1, description="Wrong pairing codes before approvals are locked out.")
+    pairing_lockout_s: float = Field(900.0, gt=0, description="Length of a pairing lock-out.")
 
 
 class Settings(BaseSettings):

@@ -5,42 +5,20 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import httpx
 import typer
 
 from metnos import i18n
+from metnos.cli._client import TIMEOUT_S, api_call
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.errors import MetnosError
 from metnos.settings import Settings
-
-TIMEOUT_S = 180.0
 
 
 def send(settings: Settings, text: str, session_id: str | None,
          lang: str | None) -> dict[str, Any]:
     """POST one message to the gateway; raises MetnosError with a message for the user."""
-    url = f"http://{settings.gateway.host}:{settings.gateway.port}/api/turns"
-    try:
-        token = settings.owner_token()
-    except OSError as exc:
-        raise MetnosError("ERR_HOME_NOT_INITIALISED", home=str(settings.home)) from exc
     body = {"text": text, "session_id": session_id, "lang": lang}
-    try:
-        resp = httpx.post(url, json=body, headers={"Authorization": f"Bearer {token}"},
-                          timeout=TIMEOUT_S)
-        data: dict[str, Any] = resp.json()
-    except httpx.ConnectError as exc:
-        raise MetnosError("ERR_CHAT_NOT_RUNNING", url=url) from exc
-    except httpx.TimeoutException as exc:
-        raise MetnosError("ERR_CHAT_TIMEOUT", url=url) from exc
-    except (httpx.HTTPError, ValueError) as exc:  # a broken connection or a non-JSON answer
-        raise MetnosError("ERR_CHAT_REFUSED", status="-",
-                          detail=str(exc)[:200]) from exc
-    if resp.status_code >= 400 or not isinstance(data, dict):
-        error = data.get("error", {}) if isinstance(data, dict) else {}
-        raise MetnosError("ERR_CHAT_REFUSED", status=resp.status_code,
-                          detail=error.get("message", resp.text[:200]))
-    return data
+    return api_call(settings, "POST", "/api/turns", body=body, timeout_s=TIMEOUT_S)
 
 
 def chat(

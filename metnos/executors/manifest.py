@@ -153,6 +153,7 @@ class Manifest(_Model):
     risk: Literal["low", "medium", "high"]
     reversible: bool
     side_effects: bool
+    untrusted_output: bool = False  # its results carry outside text (web, mail): data, not orders
     sandbox: SandboxProfile = Field(default_factory=SandboxProfile)
     inputs: dict[str, InputSpec] = Field(default_factory=dict)
     outputs: dict[str, OutputSpec] = Field(default_factory=dict)

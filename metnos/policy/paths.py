@@ -47,7 +47,7 @@ def forbidden_roots(home_dir: Path, metnos_home: Path, workspace: Path) -> list[
     roots = [home_dir / name for name in _HOME_ROOTS]
     roots += [Path(p) for p in _SYSTEM_ROOTS]
     roots += [metnos_home / name for name in _METNOS_ROOTS]
-    roots.append(workspace / ".audit")
+    roots += [workspace / ".audit", workspace / ".trash"]
     out: list[Path] = []
     for root in roots:
         norm = Path(_normpath(os.path.abspath(root)))

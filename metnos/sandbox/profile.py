@@ -19,6 +19,8 @@ class SandboxProfile(BaseModel):
     network: bool = Field(default=False, description="Whether the executor may use the network.")
     timeout_s: float = Field(default=10.0, gt=0, le=3600, description="Wall-clock limit.")
     memory_mb: int = Field(default=256, ge=16, le=16384, description="Address-space limit.")
+    trash: bool = Field(default=False, description="Whether the executor sees workspace/.trash "
+                                                   "(only fs_delete, which moves files there).")
 
     @field_validator("read", "write")
     @classmethod
