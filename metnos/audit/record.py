@@ -13,7 +13,8 @@ from metnos.errors import AuditError
 
 DECISIONS = frozenset({"allow", "deny", "ask", "error", "info"})
 _TEXT_FIELDS = (
-    "sender", "channel", "session_id", "turn_id", "action", "action_id", "reason", "outcome"
+    "sender", "channel", "session_id", "turn_id", "action", "action_id", "approval_id",
+    "reason", "outcome",
 )  # fmt: skip
 _MAX_TEXT = 1000
 _UNSAFE = re.compile(r"[\x7f-\x9f\ud800-\udfff]")
@@ -38,6 +39,7 @@ class AuditRecord:
     cost_usd: str | None
     prev: str
     hash: str
+    approval_id: str | None = None  # lines about an approval (absent from older lines)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -16,6 +16,7 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, SQLModel
 
+from metnos.approvals import models as _approval_models  # noqa: F401 - registers the table
 from metnos.db import models as _models  # noqa: F401 - registers the tables in the metadata
 from metnos.db.embedded import EmbeddedPostgres
 from metnos.errors import DatabaseError

@@ -20,15 +20,18 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from metnos import i18n
-from metnos.gateway.routes import audit, health, turns
+from metnos.gateway.routes import approvals, audit, health, turns
 from metnos.gateway.security import HostGuard
 from metnos.settings import Settings, get_settings
+from metnos.turns.gate import recover_interrupted
 from metnos.turns.runtime import build_service
 from metnos.turns.service import TurnContext, TurnService, run_pipeline
 
 log = logging.getLogger(__name__)
 
 TurnRunner = Callable[[TurnService, TurnContext], Awaitable[None]]
+# resumes a paused turn flow with the owner's decision: (flow_run_id, run input)
+Resumer = Callable[[str, dict[str, Any]], Awaitable[None]]
 DRAIN_TIMEOUT_S = 30.0
 
 
@@ -42,13 +45,15 @@ async def plain_runner(service: TurnService, ctx: TurnContext) -> None:
             await service.fail_turn(ctx, exc)
 
 
-def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = None) -> FastAPI:
+def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = None,
+               resumer: Resumer | None = None) -> FastAPI:
     settings = settings or get_settings()
     background: set[asyncio.Task[None]] = set()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = await build_service(settings)
+        await asyncio.to_thread(recover_interrupted, service)
         app.state.service = service
         app.state.owner_token = settings.owner_token()
         log.info("gateway.ready executors=%d sandbox_ok=%s",
@@ -62,6 +67,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app = FastAPI(title="Metnos", version="0.1.0", lifespan=lifespan,
                   docs_url=None, redoc_url=None)
     app.state.runner = runner or plain_runner
+    app.state.resumer = resumer  # None: a turn waits by polling the database (plain path)
 
     def launch(coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -72,6 +78,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(health.router)
     app.include_router(turns.router)
     app.include_router(audit.router)
+    app.include_router(approvals.router)
     _install_error_handlers(app)
     # a message of max_message_chars, at 4 UTF-8 bytes a character, plus its JSON envelope
     max_body = settings.gateway.max_message_chars * 4 + 4096

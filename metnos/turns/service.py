@@ -19,7 +19,8 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from metnos import i18n, keys, reversibility
+from metnos import approvals, i18n, keys, reversibility
+from metnos.approvals import Approval
 from metnos.audit import AuditLog, digest_args
 from metnos.db import models
 from metnos.db.engine import session as db_session
@@ -31,8 +32,10 @@ from metnos.llm.planner import plan_with_llm
 from metnos.llm.port import LLMPort
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
+from metnos.policy.decide import Decision
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.settings import Settings
+from metnos.turns import gate
 from metnos.turns.reply import StepOutcome, compose
 from metnos.workspace import prompt_context
 
@@ -69,10 +72,23 @@ class CheckedStep:
     outcome: StepOutcome | None = None
     args_digest: str = ""
     action_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    approval: Approval | None = None  # set when the step waits for the owner's decision
+    ask: Decision | None = None  # why the policy asks
+
+
+@dataclass(frozen=True)
+class Published:
+    """What a waiting channel receives: the reply so far, the status, pending approvals."""
+
+    reply: str
+    status: str
+    approvals: list[dict[str, Any]]
 
 
 PlanFn = Callable[["TurnService", TurnContext], Awaitable[Plan]]
 ExecuteFn = Callable[["TurnService", TurnContext, CheckedStep], Awaitable[StepOutcome]]
+# waits for the owner's decision on `checked.approval`: the resume input, or None on timeout
+AwaitFn = Callable[["TurnService", TurnContext, CheckedStep], Awaitable[dict[str, Any] | None]]
 
 
 class TurnService:
@@ -84,7 +100,7 @@ class TurnService:
         self.audit = audit
         self.port = port
         self.sandbox_ok = sandbox_ok
-        self._replies: dict[str, asyncio.Future[tuple[str, str]]] = {}
+        self._replies: dict[str, asyncio.Future[Published]] = {}
         self._tools: dict[str, list[ToolSpec]] = {}  # per language; the registry is fixed
 
     # -- opening and closing ------------------------------------------------------------
@@ -110,9 +126,10 @@ class TurnService:
             return TurnContext(turn.id, chat.id, chat.user_id, channel, sender,
                                chat.interaction_language, chat.autonomy, text)
 
-    async def wait_reply(self, turn_id: str, timeout_s: float) -> tuple[str, str] | None:
-        """(reply, status) as soon as the pipeline composed it, before its final bookkeeping;
-        None when it takes longer than `timeout_s` (the turn goes on; poll GET /api/turns)."""
+    async def wait_reply(self, turn_id: str, timeout_s: float) -> Published | None:
+        """The reply as soon as the pipeline composed it (before its final bookkeeping), or
+        the approvals it waits for; None when it takes longer than `timeout_s` (the turn goes
+        on; poll GET /api/turns)."""
         future = self._replies.get(turn_id)
         if future is None:
             return None
@@ -121,11 +138,29 @@ class TurnService:
         except TimeoutError:
             return None
 
-    def publish(self, ctx: TurnContext, reply: str, status: str = "completed") -> None:
-        """Hand the reply to the channel waiting for it (the stream to the user)."""
+    def publish(self, ctx: TurnContext, reply: str, status: str = "completed",
+                approvals: list[dict[str, Any]] | None = None) -> None:
+        """Hand the reply (or the approvals the turn waits for) to the channel waiting."""
         future = self._replies.pop(ctx.turn_id, None)
         if future is not None and not future.done():
-            future.set_result((reply, status))
+            future.set_result(Published(reply, status, approvals or []))
+
+    async def await_owner(self, ctx: TurnContext, checked: CheckedStep,
+                          outcomes: list[StepOutcome]) -> None:
+        """Tell the user (and the turn's record) that this step waits for an approval."""
+        assert checked.approval is not None
+        reply = compose([*outcomes], gate.pending_message(checked, ctx.lang), ctx.lang)
+        pending = [approvals.public(checked.approval)]
+        self.publish(ctx, reply, "awaiting_approval", pending)
+        await asyncio.to_thread(self._record_status, ctx, reply, "awaiting_approval")
+
+    async def resume_after_owner(self, ctx: TurnContext) -> None:
+        await asyncio.to_thread(self._record_status, ctx, None, "running")
+
+    def _record_status(self, ctx: TurnContext, reply: str | None, status: str) -> None:
+        with db_session(self.engine) as db:
+            models.finish_turn(db, ctx.turn_id, status=status, reply=reply,
+                               flow_run_id=ctx.flow_run_id)
 
     async def close_turn(self, ctx: TurnContext, reply: str, status: str,
                          error_key: str | None = None) -> None:
@@ -207,17 +242,16 @@ class TurnService:
         verdict = decide(risk=manifest.risk, side_effects=manifest.side_effects,
                          reversible=manifest.reversible, autonomy=ctx.autonomy,
                          sandbox_ok=self.sandbox_ok, executor=step.executor)
-        if verdict.verdict != "allow":
-            # "ask": approvals that pause the flow come with the safety core; until then a
-            # step that needs one is not run, and the user is told so.
-            key = verdict.key if verdict.verdict == "deny" else "ERR_POLICY_NEEDS_APPROVAL"
-            return self._refuse(ctx, checked, key, {**verdict.vars, "executor": step.executor},
-                                decision=verdict.verdict)
+        if verdict.verdict == "deny":
+            return self._refuse(ctx, checked, verdict.key,
+                                {**verdict.vars, "executor": step.executor})
         checked.request = SandboxRequest(
             exec_dir=spec.folder, entry=manifest.entry, profile=manifest.sandbox,
-            workspace=self.settings.workspace, args=args,
+            workspace=self.settings.workspace, args=args, action_id=checked.action_id,
             max_output_bytes=self.settings.sandbox.max_output_bytes,
             max_processes=self.settings.sandbox.max_processes)
+        if verdict.verdict == "ask":
+            gate.open_approval(self, ctx, checked, verdict)
         return checked
 
     def _resolve(self, raw: str) -> str:
@@ -226,7 +260,7 @@ class TurnService:
 
     def _refuse(self, ctx: TurnContext, checked: CheckedStep, key: str, vars: dict[str, Any],
                 *, decision: str = "deny") -> CheckedStep:
-        rec = self._audit(ctx, action=checked.step.executor, decision=decision, reason=key,
+        rec = self.audit_line(ctx, action=checked.step.executor, decision=decision, reason=key,
                           outcome="refused", args_digest=checked.args_digest)
         checked.outcome = StepOutcome(checked.step.executor, "refused", key=key, vars=vars,
                                       audit_seq=rec)
@@ -273,33 +307,43 @@ class TurnService:
                        result: SandboxResult) -> StepOutcome:
         name, action_id = checked.step.executor, checked.action_id
         if result.ok:
-            seq = self._audit(ctx, action=name, decision="allow", reason="ok", outcome="done",
+            seq = self.audit_line(ctx, action=name, decision="allow", reason="ok", outcome="done",
                               args_digest=checked.args_digest, action_id=action_id)
             return StepOutcome(name, "done", result=result.result, audit_seq=seq,
                                action_id=action_id)
         key = result.error_key or "ERR_SANDBOX_FAILED"
-        seq = self._audit(ctx, action=name, decision="allow", reason=key, outcome="failed",
+        seq = self.audit_line(ctx, action=name, decision="allow", reason=key, outcome="failed",
                           args_digest=checked.args_digest, action_id=action_id)
         return StepOutcome(name, "failed", key=key, vars={**result.error_vars, "executor": name},
                            audit_seq=seq, action_id=action_id)
 
-    def _audit(self, ctx: TurnContext, **fields: Any) -> int:
-        record = self.audit.append(
-            sender=ctx.sender, channel=ctx.channel, session_id=ctx.session_id,
-            turn_id=ctx.turn_id, **fields)
+    def audit_line(self, ctx: TurnContext, **fields: Any) -> int:
+        """One audit line about this turn (`fields` may override the sender, say)."""
+        base = {"sender": ctx.sender, "channel": ctx.channel, "session_id": ctx.session_id,
+                "turn_id": ctx.turn_id}
+        record = self.audit.append(**{**base, **fields})
         return int(record.seq)
 
 
 async def run_pipeline(service: TurnService, ctx: TurnContext, *,
-                       plan: PlanFn | None = None, execute: ExecuteFn | None = None) -> str:
-    """One turn end to end. The flow passes Prefect tasks as `plan`/`execute`; the bench and
-    the plain path pass nothing and get the same pipeline as plain function calls."""
+                       plan: PlanFn | None = None, execute: ExecuteFn | None = None,
+                       await_approval: AwaitFn | None = None, via: str = "api") -> str:
+    """One turn end to end. The flow passes Prefect tasks as `plan`/`execute` and Prefect's
+    pause as `await_approval`; the bench and the plain path pass nothing and get the same
+    pipeline as plain function calls (an approval then waits on the database)."""
     plan_fn: PlanFn = plan or (lambda svc, c: svc.plan(c))
     execute_fn: ExecuteFn = execute or (lambda svc, c, chk: svc.execute(c, chk))
+    wait_fn: AwaitFn = await_approval or gate.wait_in_db
     the_plan = await plan_fn(service, ctx)
     outcomes: list[StepOutcome] = []
     for step in the_plan.steps:
         checked = await asyncio.to_thread(service.check, ctx, step)
+        if checked.outcome is None and checked.approval is not None:
+            await service.await_owner(ctx, checked, outcomes)
+            answer = await wait_fn(service, ctx, checked)
+            checked.outcome = await asyncio.to_thread(gate.resolve, service, ctx, checked,
+                                                      answer, via)
+            await service.resume_after_owner(ctx)
         outcomes.append(checked.outcome if checked.outcome else
                         await execute_fn(service, ctx, checked))
     started = time.perf_counter()
@@ -307,4 +351,3 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
     ctx.mark("compose", started)
     service.publish(ctx, reply)
     return reply
-

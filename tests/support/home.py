@@ -89,12 +89,12 @@ async def gateway_client(home: Home, *, prefect: bool = True,
                          **client_kwargs: Any) -> AsyncIterator[httpx.AsyncClient]:
     from metnos.gateway.app import create_app
 
-    runner = None
+    runner = resumer = None
     if prefect:
-        from flows.turn import run_turn
+        from flows.turn import resume_approval, run_turn
 
-        runner = run_turn
-    app = create_app(home.settings, runner=runner)
+        runner, resumer = run_turn, resume_approval
+    app = create_app(home.settings, runner=runner, resumer=resumer)
     async with LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         headers = {**home.auth(), **client_kwargs.pop("headers", {})}

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Request
 
-from metnos import i18n
+from metnos import approvals, i18n
 from metnos.db import models
 from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError
@@ -33,9 +33,12 @@ async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
             body.lang or lang)}) from exc
     request.app.state.launch(request.app.state.runner(service, ctx))
     answered = await service.wait_reply(ctx.turn_id, REPLY_WAIT_S)
-    reply, status = answered if answered else (None, "running")
-    return TurnPublic(turn_id=ctx.turn_id, session_id=ctx.session_id, status=status,
-                      reply=reply, flow_run_id=ctx.flow_run_id, timings_ms=dict(ctx.timings))
+    if answered is None:
+        return TurnPublic(turn_id=ctx.turn_id, session_id=ctx.session_id, status="running",
+                          reply=None, flow_run_id=ctx.flow_run_id, timings_ms=dict(ctx.timings))
+    return TurnPublic(turn_id=ctx.turn_id, session_id=ctx.session_id, status=answered.status,
+                      reply=answered.reply, approvals=answered.approvals,
+                      flow_run_id=ctx.flow_run_id, timings_ms=dict(ctx.timings))
 
 
 @router.get("/{turn_id}", response_model=TurnPublic, responses=_ERRORS)
@@ -46,7 +49,8 @@ async def read_turn(turn_id: str, service: ServiceDep, owner: OwnerDep,
         if turn is None:
             raise HTTPException(404, detail={"key": "ERR_TURN_NOT_FOUND", "message": i18n.get(
                 "ERR_TURN_NOT_FOUND", lang, turn_id=turn_id[:64])})
+        waiting = [approvals.public(a) for a in approvals.approvals_of_turn(db, turn.id)]
         return TurnPublic(turn_id=turn.id, session_id=turn.session_id, status=turn.status,
-                          reply=turn.reply, created_at=turn.created_at,
+                          reply=turn.reply, approvals=waiting, created_at=turn.created_at,
                           finished_at=turn.finished_at, flow_run_id=turn.flow_run_id,
                           timings_ms=turn.timings or {})

@@ -1,0 +1,76 @@
+"""`metnos approvals list|approve|deny`: the owner decides from the terminal (SPEC §4).
+
+A client of the running gateway (`POST /api/approvals/{id}`), so the decision goes through the
+same checks, audit line and flow resume as any other surface.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from metnos import i18n
+from metnos.cli._client import api_call
+from metnos.cli._common import exit_with, settings_or_exit
+from metnos.errors import MetnosError
+
+app = typer.Typer(help=i18n.get("CLI_APPROVALS_HELP"), no_args_is_help=True)
+_JSON = typer.Option(False, "--json", help=i18n.get("CLI_JSON_HELP"))
+_ID = typer.Argument(..., help=i18n.get("CLI_APPROVALS_ID_HELP"))
+_REASON = typer.Option("", "--reason", help=i18n.get("CLI_APPROVALS_REASON_HELP"))
+
+
+@app.command("list", help=i18n.get("CLI_APPROVALS_LIST_HELP"))
+def list_(show_all: bool = typer.Option(False, "--all", help=i18n.get("CLI_APPROVALS_ALL_HELP")),
+          as_json: bool = _JSON) -> None:
+    settings = settings_or_exit()
+    try:
+        data = api_call(settings, "GET", "/api/approvals",
+                        params={"status": "all" if show_all else "pending"})
+    except MetnosError as exc:
+        exit_with(exc)
+        return
+    rows: list[dict[str, Any]] = data.get("approvals", [])
+    if as_json:
+        typer.echo(json.dumps(rows, ensure_ascii=False))
+        return
+    if not rows:
+        typer.echo(i18n.get("MSG_APPROVALS_NONE"))
+    for row in rows:
+        typer.echo(i18n.get("MSG_APPROVALS_ROW", approval_id=row["approval_id"],
+                            status=row["status"], action=_action(row),
+                            expires=row["expires_at"][:16].replace("T", " ")))
+
+
+@app.command(help=i18n.get("CLI_APPROVALS_APPROVE_HELP"))
+def approve(approval_id: str = _ID, reason: str = _REASON, as_json: bool = _JSON) -> None:
+    _decide(approval_id, "approve", reason, as_json)
+
+
+@app.command(help=i18n.get("CLI_APPROVALS_DENY_HELP"))
+def deny(approval_id: str = _ID, reason: str = _REASON, as_json: bool = _JSON) -> None:
+    _decide(approval_id, "deny", reason, as_json)
+
+
+def _decide(approval_id: str, decision: str, reason: str, as_json: bool) -> None:
+    settings = settings_or_exit()
+    try:
+        data = api_call(settings, "POST", f"/api/approvals/{approval_id}",
+                        body={"decision": decision, "reason": reason or None})
+    except MetnosError as exc:
+        exit_with(exc)
+        return
+    row = data["approval"]
+    if as_json:
+        typer.echo(json.dumps(data, ensure_ascii=False))
+    else:
+        typer.echo(i18n.get("MSG_APPROVALS_DONE", approval_id=row["approval_id"],
+                            status=row["status"], turn_id=row["turn_id"]))
+
+
+def _action(row: dict[str, Any]) -> str:
+    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)[:80]}"
+                     for k, v in sorted(row.get("args", {}).items()))
+    return f"{row['executor']}({args})"

@@ -1,0 +1,95 @@
+"""`/api/approvals`: list what waits for the owner, approve or deny it (SPEC §3, §4).
+
+A decision is recorded in the database first (single-use, bound to the user and, when the
+caller names one, the conversation; refused after its expiry), then the paused turn is
+resumed. Every decision and every refusal leaves exactly one audit line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Literal
+
+from fastapi import APIRouter, HTTPException, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+
+from metnos import approvals
+from metnos.approvals import ApprovalError
+from metnos.db.engine import session as db_session
+from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
+from metnos.gateway.schemas import ErrorPublic
+from metnos.turns.service import TurnService
+
+log = logging.getLogger(__name__)
+router = APIRouter(prefix="/api/approvals", tags=["approvals"])
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorPublic} for code in (401, 403, 404, 409, 410, 422)}
+
+
+class DecisionBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    decision: Literal["approve", "deny"]
+    reason: str | None = Field(None, max_length=500)
+    session_id: str | None = Field(None, max_length=64,
+                                   description="The conversation the decision comes from.")
+
+
+class ApprovalList(BaseModel):
+    approvals: list[dict[str, Any]]
+
+
+class ApprovalDecided(BaseModel):
+    approval: dict[str, Any]
+    resumed: bool
+
+
+@router.get("", response_model=ApprovalList, responses=_ERRORS)
+async def list_approvals(service: ServiceDep, owner: OwnerDep,
+                         status: str = Query("pending", max_length=20),
+                         limit: int = Query(50, ge=1, le=500)) -> ApprovalList:
+    def read() -> list[dict[str, Any]]:
+        with db_session(service.engine) as db:
+            rows = approvals.list_approvals(db, status=None if status == "all" else status,
+                                            user_id=owner, limit=limit)
+            return [approvals.public(r) for r in rows]
+    return ApprovalList(approvals=await asyncio.to_thread(read))
+
+
+@router.post("/{approval_id}", response_model=ApprovalDecided, responses=_ERRORS)
+async def decide(approval_id: str, body: DecisionBody, request: Request, service: ServiceDep,
+                 owner: OwnerDep, lang: LangDep) -> ApprovalDecided:
+    try:
+        row = await asyncio.to_thread(_decide, service, approval_id, body, owner)
+    except ApprovalError as exc:
+        raise HTTPException(exc.http_status, detail={"key": exc.key,
+                                                "message": exc.message(lang)}) from exc
+    resumed = False
+    resumer = getattr(request.app.state, "resumer", None)
+    if resumer is not None and row.flow_run_id:
+        try:
+            await resumer(row.flow_run_id, {"decision": body.decision,
+                                            "reason": body.reason or ""})
+            resumed = True
+        except Exception as exc:  # the flow timed out or is gone: the row already says it
+            log.warning("approval.resume_failed id=%s: %s", row.id, exc)
+    return ApprovalDecided(approval=approvals.public(row), resumed=resumed)
+
+
+def _decide(service: TurnService, approval_id: str, body: DecisionBody,
+            owner: str) -> approvals.Approval:
+    fields = {"sender": owner, "channel": "api", "action": "approval",
+              "approval_id": approval_id[:64], "session_id": body.session_id}
+    with db_session(service.engine) as db:
+        try:
+            row = approvals.decide(db, approval_id, body.decision, user_id=owner,
+                                   session_id=body.session_id, via="api",
+                                   note=body.reason or "")
+        except ApprovalError as exc:
+            service.audit.append(**fields, decision="deny", reason=exc.key, outcome="refused")
+            raise
+    service.audit.append(**{**fields, "session_id": row.session_id}, turn_id=row.turn_id,
+                         decision="info", reason="MSG_APPROVAL_DECIDED", outcome=row.status)
+    return row
+

@@ -1,0 +1,187 @@
+"""The approval gate of a turn: a step the policy asks about waits for the owner's decision.
+
+`open_approval` records the approval (bound to the user, the conversation, the exact action
+digest and an expiry) and its audit line; the turn then waits — in the Prefect flow through
+`pause_flow_run`, on the plain path by polling the database (`wait_in_db`) — and
+`resolve` turns what came back into either "run it" (the approval is consumed, once, after
+the action's digest is recomputed) or a final outcome: denied, expired, refused.
+The database is the single source of truth: whatever surface resumed the wait (the API, the
+CLI, the Prefect UI), the row's state decides.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import TYPE_CHECKING, Any
+
+from metnos import approvals, i18n
+from metnos.approvals import ApprovalError, NewApproval
+from metnos.db.engine import session as db_session
+from metnos.db.models import utcnow
+from metnos.policy.decide import Decision
+from metnos.turns.reply import StepOutcome
+
+if TYPE_CHECKING:
+    from metnos.turns.service import CheckedStep, TurnContext, TurnService
+
+log = logging.getLogger(__name__)
+
+DB_POLL_S = 0.2
+MAX_SHOWN_ARG = 300
+
+
+def digest_now(service: TurnService, checked: CheckedStep) -> tuple[str, dict[str, str | None]]:
+    """The action digest as of now: executor, code hash, arguments, files they name."""
+    spec, request = checked.spec, checked.request
+    assert spec is not None and request is not None
+    files = {str(request.args[name]): approvals.fingerprint(service.settings.workspace,
+                                                             str(request.args[name]))
+             for name in spec.manifest.path_inputs() if isinstance(request.args.get(name), str)}
+    signed = service.registry.signed.get(spec.name)
+    code = signed.code_sha256 if signed is not None else ""
+    digest = approvals.action_digest(executor=spec.name, code_sha256=code,
+                                     args=dict(request.args), files=files)
+    return digest, files
+
+
+def open_approval(service: TurnService, ctx: TurnContext, checked: CheckedStep,
+                  verdict: Decision) -> None:
+    """Record a pending approval for an admitted-but-asking step (blocking: worker thread)."""
+    digest, files = digest_now(service, checked)
+    assert checked.request is not None
+    new = NewApproval(turn_id=ctx.turn_id, session_id=ctx.session_id, user_id=ctx.user_id,
+                      channel=ctx.channel, executor=checked.step.executor,
+                      args=dict(checked.request.args), files=files, digest=digest,
+                      action_id=checked.action_id, reason_key=verdict.key)
+    with db_session(service.engine) as db:
+        row = approvals.create(db, new, timeout_s=service.settings.policy.approval_timeout_s,
+                               flow_run_id=ctx.flow_run_id)
+    checked.approval = row
+    checked.ask = verdict
+    service.audit_line(ctx, action=checked.step.executor, decision="ask", reason=verdict.key,
+                       outcome="awaiting_approval", args_digest=checked.args_digest,
+                       action_id=checked.action_id, approval_id=row.id)
+
+
+def describe(checked: CheckedStep, lang: str) -> str:
+    """One line naming the exact action: `fs_move(src="a.txt", dst="b/a.txt")`."""
+    args = checked.request.args if checked.request is not None else checked.step.args
+    shown = ", ".join(f"{k}={_short(v)}" for k, v in sorted(args.items()))
+    return f"{checked.step.executor}({shown})"
+
+
+def pending_message(checked: CheckedStep, lang: str) -> str:
+    row, verdict = checked.approval, checked.ask
+    assert row is not None and verdict is not None
+    why = i18n.get(verdict.key, lang, **{**verdict.vars, "executor": checked.step.executor})
+    return i18n.get("MSG_APPROVAL_NEEDED", lang, why=why, action=describe(checked, lang),
+                    approval_id=row.id, expires=row.expires_at.strftime("%Y-%m-%d %H:%M UTC"))
+
+
+def markdown(checked: CheckedStep, lang: str) -> str:
+    """The description the Prefect UI shows above the approve/deny form."""
+    row = checked.approval
+    assert row is not None
+    files = "\n".join(f"- `{path}`: `{fp or i18n.get('MSG_APPROVAL_FILE_MISSING', lang)}`"
+                      for path, fp in row.files.items())
+    return "\n\n".join(filter(None, [f"**{pending_message(checked, lang)}**",
+                                     f"`{describe(checked, lang)}`", files]))
+
+
+async def wait_in_db(service: TurnService, ctx: TurnContext,
+                     checked: CheckedStep) -> dict[str, Any] | None:
+    """The plain path's wait: poll the row until it is decided or expires."""
+    row = checked.approval
+    assert row is not None
+    while utcnow() < row.expires_at:
+        status = await asyncio.to_thread(_status, service, row.id)
+        if status != "pending":
+            return {}
+        await asyncio.sleep(DB_POLL_S)
+    return None
+
+
+def decided(service: TurnService, approval_id: str) -> bool:
+    return _status(service, approval_id) != "pending"
+
+
+def _status(service: TurnService, approval_id: str) -> str:
+    with db_session(service.engine) as db:
+        return approvals.get(db, approval_id).status
+
+
+def resolve(service: TurnService, ctx: TurnContext, checked: CheckedStep,
+            run_input: dict[str, Any] | None, via: str) -> StepOutcome | None:
+    """After the wait: None means "approved and consumed, run it"; otherwise the final
+    outcome of the step (denied, expired, refused), each with exactly one audit line."""
+    row = checked.approval
+    assert row is not None
+    with db_session(service.engine) as db:
+        current = approvals.get(db, row.id)
+        if current.status == "pending" and run_input and run_input.get("decision"):
+            # resumed from a surface that did not record it (the Prefect UI's form)
+            try:
+                current = approvals.decide(db, row.id, str(run_input["decision"]),
+                                           user_id=row.user_id, via=via,
+                                           note=str(run_input.get("reason", "")))
+                service.audit_line(ctx, sender=via, action="approval", decision="info",
+                                   reason="MSG_APPROVAL_DECIDED", outcome=current.status,
+                                   approval_id=row.id)
+            except ApprovalError as exc:
+                current = approvals.get(db, row.id)
+                log.info("approval.ui_decision_refused id=%s key=%s", row.id, exc.key)
+        if current.status == "pending":
+            approvals.expire(db, row.id)
+            return _closed(service, ctx, checked, "ERR_APPROVAL_EXPIRED", "expired")
+        if current.status == "denied":
+            return _closed(service, ctx, checked, "MSG_APPROVAL_DENIED", "denied")
+        if current.status != "approved":  # expired by the clock, or used elsewhere
+            return _closed(service, ctx, checked, "ERR_APPROVAL_EXPIRED"
+                           if current.status == "expired" else "ERR_APPROVAL_NOT_APPROVED",
+                           current.status)
+        digest, _ = digest_now(service, checked)
+        try:
+            approvals.consume(db, row.id, user_id=ctx.user_id, session_id=ctx.session_id,
+                              digest=digest)
+        except ApprovalError as exc:
+            return _closed(service, ctx, checked, exc.key, "refused")
+    return None
+
+
+def _closed(service: TurnService, ctx: TurnContext, checked: CheckedStep, key: str,
+            outcome: str) -> StepOutcome:
+    seq = service.audit_line(ctx, action=checked.step.executor,
+                             decision="deny",
+                             reason=key, outcome=outcome, args_digest=checked.args_digest,
+                             action_id=checked.action_id,
+                             approval_id=checked.approval.id if checked.approval else None)
+    row = checked.approval
+    vars = {"executor": checked.step.executor, "action": describe(checked, ctx.lang),
+            "approval_id": row.id if row else "", "status": outcome}
+    return StepOutcome(checked.step.executor, "refused", key=key, vars=vars, audit_seq=seq)
+
+
+def _short(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= MAX_SHOWN_ARG else text[:MAX_SHOWN_ARG] + "…\""
+
+
+def recover_interrupted(service: TurnService) -> int:
+    """At start-up: a turn left waiting by a stopped gateway can never resume. Its pending
+    approvals expire and the turn fails with a message saying so (one audit line each)."""
+    from metnos.db import models
+
+    with db_session(service.engine) as db:
+        expired = approvals.expire_interrupted(db)
+        for approval_id in expired:
+            row = approvals.get(db, approval_id)
+            reply = i18n.get("ERR_APPROVAL_INTERRUPTED", None, executor=row.executor)
+            models.finish_turn(db, row.turn_id, status="failed", reply=reply,
+                               error_key="ERR_APPROVAL_INTERRUPTED")
+            service.audit.append(sender="metnos", channel=row.channel, action=row.executor,
+                                 session_id=row.session_id, turn_id=row.turn_id,
+                                 approval_id=row.id, decision="deny",
+                                 reason="ERR_APPROVAL_INTERRUPTED", outcome="expired")
+    return len(expired)

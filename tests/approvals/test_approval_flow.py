@@ -1,0 +1,141 @@
+"""Approvals end to end: a Supervised medium-risk step pauses the Prefect `turn` flow, the owner
+decides through the API or the way the Prefect UI does, and the turn goes on."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+from uuid import UUID
+
+import httpx
+from prefect.client.orchestration import get_client
+from prefect.client.schemas.objects import FlowRun
+from prefect.flow_runs import aresume_flow_run
+
+from metnos.testing.llm_server import ScriptedLLM
+from tests.gateway.test_turns import audit_lines
+from tests.support.home import Home, MakeHome, gateway_client
+
+
+async def wait_status(client: httpx.AsyncClient, turn_id: str, *statuses: str,
+                      timeout_s: float = 30) -> dict[str, Any]:
+    for _ in range(int(timeout_s / 0.1)):
+        turn: dict[str, Any] = (await client.get(f"/api/turns/{turn_id}")).json()
+        if turn["status"] in statuses and (turn["status"] != "completed" or turn["finished_at"]):
+            return turn
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"turn {turn_id} never reached {statuses}: {turn}")
+
+
+async def paused(flow_run_id: str) -> FlowRun:
+    async with get_client() as prefect:
+        for _ in range(100):
+            run = await prefect.read_flow_run(UUID(flow_run_id))
+            if run.state is not None and run.state.is_paused():
+                return run
+            await asyncio.sleep(0.1)
+    raise AssertionError(f"flow run {flow_run_id} never paused: {run.state}")
+
+
+async def ask_move(client: httpx.AsyncClient, home: Home, llm: ScriptedLLM) -> dict[str, Any]:
+    (home.workspace / "a.txt").write_text("alpha\n")
+    llm.enqueue_tool_call("fs_move", {"src": "a.txt", "dst": "b.txt"})
+    resp = await client.post("/api/turns", json={"text": "rename a.txt to b.txt", "lang": "en"})
+    assert resp.status_code == 200, resp.text
+    body: dict[str, Any] = resp.json()
+    return body
+
+
+async def test_api_approval_resumes_the_paused_flow(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
+    home = make_home(llm=scripted_llm, lang="en")
+    async with gateway_client(home) as client:
+        body = await ask_move(client, home, scripted_llm)
+        assert body["status"] == "awaiting_approval", body
+        [pending] = body["approvals"]
+        assert pending["executor"] == "fs_move"
+        assert pending["args"] == {"src": "a.txt", "dst": "b.txt"}
+        assert pending["files"]["a.txt"].startswith("file:")
+        assert pending["files"]["b.txt"] is None
+        assert pending["approval_id"] in body["reply"]
+        assert (home.workspace / "a.txt").exists()  # nothing ran yet
+        await paused(body["flow_run_id"])  # visible as such in the Prefect UI
+
+        listed = (await client.get("/api/approvals")).json()["approvals"]
+        assert [a["approval_id"] for a in listed] == [pending["approval_id"]]
+        resp = await client.post(f"/api/approvals/{pending['approval_id']}",
+                                 json={"decision": "approve"})
+        assert resp.status_code == 200, resp.text
+        assert resp.json()["approval"]["status"] == "approved"
+        assert resp.json()["resumed"] is True
+
+        turn = await wait_status(client, body["turn_id"], "completed")
+        assert "b.txt" in turn["reply"]
+        assert turn["approvals"][0]["status"] == "used"
+    assert not (home.workspace / "a.txt").exists()
+    assert (home.workspace / "b.txt").read_text() == "alpha\n"
+    lines = [(ln["action"], ln["decision"], ln["outcome"]) for ln in audit_lines(home.path)]
+    assert lines == [("fs_move", "ask", "awaiting_approval"),
+                     ("approval", "info", "approved"),
+                     ("fs_move", "allow", "done")]
+
+
+async def test_prefect_ui_form_and_resume(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
+    """What the UI does: read the paused run's input schema, resume with the form's values."""
+    home = make_home(llm=scripted_llm, lang="en")
+    async with gateway_client(home) as client:
+        body = await ask_move(client, home, scripted_llm)
+        approval_id = body["approvals"][0]["approval_id"]
+        run = await paused(body["flow_run_id"])
+        async with get_client() as prefect:
+            keyset = run.state.state_details.run_input_keyset
+            assert keyset is not None and approval_id in keyset["schema"]
+            schema = json.loads(await prefect.read_flow_run_input(run.id, keyset["schema"]))
+            assert schema["properties"]["decision"]["enum"] == ["approve", "deny"]
+            assert schema["properties"]["decision"]["default"] == "deny"
+            description = await prefect.read_flow_run_input(run.id, keyset["description"])
+            assert "fs_move" in description and "a.txt" in description
+            await aresume_flow_run(run.id, run_input={"decision": "deny", "reason": "not now"})
+        turn = await wait_status(client, body["turn_id"], "completed")
+        assert "denied" in turn["reply"]
+        assert turn["approvals"][0]["status"] == "denied"
+        assert turn["approvals"][0]["via"] == "prefect-ui"
+    assert (home.workspace / "a.txt").exists() and not (home.workspace / "b.txt").exists()
+    lines = [(ln["action"], ln["decision"], ln["outcome"]) for ln in audit_lines(home.path)]
+    assert lines == [("fs_move", "ask", "awaiting_approval"),
+                     ("approval", "info", "denied"),
+                     ("fs_move", "deny", "denied")]
+
+
+async def test_timeout_is_expired_not_denied(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
+    home = make_home(llm=scripted_llm, lang="en", METNOS_POLICY_APPROVAL_TIMEOUT_S="1")
+    async with gateway_client(home) as client:
+        body = await ask_move(client, home, scripted_llm)
+        turn = await wait_status(client, body["turn_id"], "completed")
+        assert turn["approvals"][0]["status"] == "expired"
+        assert "expired" in turn["reply"]
+        resp = await client.post(f"/api/approvals/{body['approvals'][0]['approval_id']}",
+                                 json={"decision": "approve"})
+        assert resp.status_code == 409  # too late: it is not pending any more
+    assert (home.workspace / "a.txt").exists()
+    async with get_client() as prefect:
+        run = await prefect.read_flow_run(UUID(body["flow_run_id"]))
+        assert run.state is not None and run.state.is_completed()
+    reasons = [(ln["decision"], ln["reason"], ln["outcome"]) for ln in audit_lines(home.path)]
+    assert ("deny", "ERR_APPROVAL_EXPIRED", "expired") in reasons
+
+
+async def test_plain_runner_waits_on_the_database(
+        make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
+    home = make_home(llm=scripted_llm, lang="en")
+    async with gateway_client(home, prefect=False) as client:
+        body = await ask_move(client, home, scripted_llm)
+        assert body["status"] == "awaiting_approval"
+        resp = await client.post(f"/api/approvals/{body['approvals'][0]['approval_id']}",
+                                 json={"decision": "approve"})
+        assert resp.json()["resumed"] is False  # nothing to resume: the turn polls the row
+        await wait_status(client, body["turn_id"], "completed")
+    assert (home.workspace / "b.txt").exists()
