@@ -29,6 +29,7 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m tests.support.services -- $(PY) bench/turn_latency.py
+	$(PY) -m tests.support.services -- $(PY) bench/approval_roundtrip.py
 	$(PY) bench/audit_append.py
 
 clean:

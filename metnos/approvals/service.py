@@ -14,9 +14,9 @@ from __future__ import annotations
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
-from sqlalchemy import update
+from sqlalchemy import CursorResult, update
 from sqlmodel import Session, col, select
 
 from metnos.approvals.models import Approval
@@ -164,6 +164,6 @@ def public(row: Approval) -> dict[str, Any]:
 def _move(db: Session, approval_id: str, old: str, new: str, **values: Any) -> bool:
     stmt = (update(Approval).where(col(Approval.id) == approval_id)
             .where(col(Approval.status) == old).values(status=new, **values))
-    result = db.execute(stmt)  # type: ignore[call-overload]
+    result = cast(CursorResult[Any], db.execute(stmt))
     db.commit()
-    return bool(result.rowcount == 1)
+    return result.rowcount == 1

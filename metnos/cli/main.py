@@ -8,7 +8,7 @@ import sys
 import typer
 
 from metnos import i18n
-from metnos.cli import approvals, audit, chat, executors
+from metnos.cli import approvals, audit, chat, executors, pair
 from metnos.cli._common import exit_with
 from metnos.errors import MetnosError
 from metnos.settings import get_settings
@@ -18,6 +18,7 @@ app = typer.Typer(help=i18n.get("CLI_MAIN_HELP"), no_args_is_help=True,
 app.add_typer(executors.app, name="executors")
 app.add_typer(audit.app, name="audit")
 app.add_typer(approvals.app, name="approvals")
+app.add_typer(pair.app, name="pair")
 app.command(name="chat", help=i18n.get("CLI_CHAT_HELP"))(chat.chat)
 
 

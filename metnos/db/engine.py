@@ -20,6 +20,8 @@ from metnos.approvals import models as _approval_models  # noqa: F401 - register
 from metnos.db import models as _models  # noqa: F401 - registers the tables in the metadata
 from metnos.db.embedded import EmbeddedPostgres
 from metnos.errors import DatabaseError
+from metnos.pairing import models as _pairing_models  # noqa: F401
+from metnos.policy import usage_models as _usage_models  # noqa: F401
 from metnos.settings import Settings
 
 PREFECT_URL_ENV = "PREFECT_SERVER_DATABASE_CONNECTION_URL"

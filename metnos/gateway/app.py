@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from metnos import i18n
-from metnos.gateway.routes import approvals, audit, health, turns
+from metnos.gateway.routes import approvals, audit, health, pairing, sessions, turns
 from metnos.gateway.security import HostGuard
 from metnos.settings import Settings, get_settings
 from metnos.turns.gate import recover_interrupted
@@ -79,6 +79,8 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(turns.router)
     app.include_router(audit.router)
     app.include_router(approvals.router)
+    app.include_router(sessions.router)
+    app.include_router(pairing.router)
     _install_error_handlers(app)
     # a message of max_message_chars, at 4 UTF-8 bytes a character, plus its JSON envelope
     max_body = settings.gateway.max_message_chars * 4 + 4096

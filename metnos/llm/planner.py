@@ -3,32 +3,46 @@
 Each admitted executor is offered as one OpenAI-style tool named after it, described in the
 session language; the model's `tool_calls` become the plan steps, its text the reply. The
 system prompt is a template (`prompts/<lang>/planner.j2`); the user's text travels only as the
-user message, never inside the system prompt.
+user message, never inside the system prompt. Untrusted pieces (a forwarded message, a web page)
+follow the user's text in that message, each wrapped by `wrap_untrusted` (Law 3): control tokens
+stripped, inside an `<untrusted-data>` block the data cannot close, which the system prompt
+tells the model to treat as data only. The user's own text is trusted and left as it is.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 from metnos import prompts
 from metnos.llm.port import LLMPort, RawToolCall
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
+from metnos.policy.untrusted import strip_control_tokens, wrap_untrusted
 
 ARGS_NOT_JSON = "ERR_PLAN_ARGS_NOT_JSON"
 
 
 def planner_messages(
-    text: str, lang: str, tools: list[ToolSpec], *, workspace_context: str = ""
+    text: str,
+    lang: str,
+    tools: list[ToolSpec],
+    *,
+    workspace_context: str = "",
+    untrusted: Sequence[tuple[str, str]] = (),
 ) -> list[dict[str, Any]]:
-    """The chat the planner sends: the rendered system prompt, then the user's text."""
+    """The chat the planner sends: the rendered system prompt, then the user's text followed
+    by each untrusted `(source, text)` piece, wrapped."""
+    # the owner's files are trusted as wishes, yet a model may have written them: no tokens
+    context = strip_control_tokens(workspace_context)
     system = prompts.get(
-        "planner", lang, tools=tools, workspace_context=workspace_context, session_lang=lang
+        "planner", lang, tools=tools, workspace_context=context, session_lang=lang
     )
+    blocks = [wrap_untrusted(piece, source=source) for source, piece in untrusted]
     return [
         {"role": "system", "content": system},
-        {"role": "user", "content": text},
+        {"role": "user", "content": "\n\n".join([text, *blocks])},
     ]
 
 
@@ -39,13 +53,16 @@ async def plan_with_llm(
     tools: list[ToolSpec],
     *,
     workspace_context: str = "",
+    untrusted: Sequence[tuple[str, str]] = (),
     tier: str = "fast",
 ) -> Plan:
     """Ask the model for a plan. Raises LLMError when the model cannot be had.
 
+    `untrusted`: (source, text) pieces that reach the model only wrapped as data.
     Unknown tool names are kept as steps: the turn refuses them with an audit line.
     """
-    messages = planner_messages(text, lang, tools, workspace_context=workspace_context)
+    messages = planner_messages(text, lang, tools, workspace_context=workspace_context,
+                                untrusted=untrusted)
     offered = [tool.openai_tool() for tool in tools] or None
     reply = await port.complete(messages, tools=offered, tier=tier)
     steps = tuple(to_step(call) for call in reply.tool_calls)

@@ -51,6 +51,8 @@ class LLMReply:
     tool_calls: list[RawToolCall] = field(default_factory=list)
     cost_usd: float = 0.0
     model: str = ""
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
 
 
 def configured(settings: LLMSettings) -> bool:
@@ -114,7 +116,7 @@ class LLMPort:
             response: Any = await retrying(litellm.acompletion, **kwargs)
         except Exception as exc:  # the third-party boundary: every failure becomes an LLMError
             raise _to_llm_error(exc, model) from exc
-        return _reply(litellm, response, model)
+        return _reply(litellm, response, model, self.settings)
 
     def _request(
         self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None
@@ -222,8 +224,9 @@ def _to_llm_error(exc: BaseException, model: str) -> LLMError:
     return LLMError(key, model=model, status=status or "-", detail=type(exc).__name__)
 
 
-def _reply(litellm: ModuleType, response: Any, model: str) -> LLMReply:
+def _reply(litellm: ModuleType, response: Any, model: str, settings: LLMSettings) -> LLMReply:
     message = response.choices[0].message
+    usage = getattr(response, "usage", None)
     calls = [
         RawToolCall(
             id=str(call.id or ""),
@@ -235,8 +238,10 @@ def _reply(litellm: ModuleType, response: Any, model: str) -> LLMReply:
     return LLMReply(
         text=message.content or None,
         tool_calls=calls,
-        cost_usd=_cost(litellm, response),
+        cost_usd=_cost(litellm, response, settings),
         model=str(getattr(response, "model", None) or model),
+        prompt_tokens=_tokens(getattr(usage, "prompt_tokens", 0)),
+        completion_tokens=_tokens(getattr(usage, "completion_tokens", 0)),
     )
 
 
@@ -246,9 +251,28 @@ def _as_json_text(arguments: Any) -> str:
     return json.dumps(arguments)
 
 
-def _cost(litellm: ModuleType, response: Any) -> float:
-    """litellm's cost estimate; 0.0 for models it does not price (local, unknown)."""
+def _cost(litellm: ModuleType, response: Any, settings: LLMSettings) -> float:
+    """The call's cost in USD: the configured per-token prices when either is set (they win
+    over litellm's map), else litellm's estimate; 0.0 for models nobody prices."""
+    if settings.input_cost_per_token is not None or settings.output_cost_per_token is not None:
+        return _priced(response, settings)
     try:
         return float(litellm.completion_cost(completion_response=response) or 0.0)
     except Exception:  # unknown model / missing usage: no price is not an error
         return 0.0
+
+
+def _priced(response: Any, settings: LLMSettings) -> float:
+    """Usage tokens × the configured prices; a reply without usage costs nothing known."""
+    usage = getattr(response, "usage", None)
+    prompt = _tokens(getattr(usage, "prompt_tokens", 0))
+    completion = _tokens(getattr(usage, "completion_tokens", 0))
+    return (prompt * (settings.input_cost_per_token or 0.0)
+            + completion * (settings.output_cost_per_token or 0.0))
+
+
+def _tokens(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0

@@ -13,7 +13,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +33,11 @@ from metnos.llm.port import LLMPort
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
 from metnos.policy.decide import Decision
+from metnos.policy.laws import no_undo_record_decision
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.settings import Settings
 from metnos.turns import gate
+from metnos.turns.guard import Guard
 from metnos.turns.reply import StepOutcome, compose
 from metnos.workspace import prompt_context
 
@@ -57,6 +59,9 @@ class TurnContext:
     timings: dict[str, float] = field(default_factory=dict)
     flow_run_id: str | None = None  # set when the turn runs as a Prefect flow
     closed: bool = False  # the turn row has its final status (completed or failed)
+    # content from outside (forwarded text, a web page...) as (source, text): data, never orders
+    untrusted: tuple[tuple[str, str], ...] = ()
+    tainted: bool = False  # untrusted content entered this turn: acting steps then ask (Law 3)
 
     def mark(self, name: str, started: float) -> None:
         self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - started) * 1000
@@ -102,6 +107,7 @@ class TurnService:
         self.sandbox_ok = sandbox_ok
         self._replies: dict[str, asyncio.Future[Published]] = {}
         self._tools: dict[str, list[ToolSpec]] = {}  # per language; the registry is fixed
+        self.guard = Guard(settings, engine)
 
     # -- opening and closing ------------------------------------------------------------
     async def open_turn(self, text: str, *, session_id: str | None, lang: str | None,
@@ -186,7 +192,7 @@ class TurnService:
         self.publish(ctx, reply, "failed")
         ctx.closed = True  # one failure record per turn, even if the bookkeeping below fails
         try:
-            await asyncio.to_thread(self._audit, ctx, action="turn", decision="error",
+            await asyncio.to_thread(self.audit_line, ctx, action="turn", decision="error",
                                     reason=key, outcome="failed")
             await self.close_turn(ctx, reply, "failed", error_key=key)
         except Exception:  # the database or the audit disk is gone: keep the first cause
@@ -202,11 +208,21 @@ class TurnService:
     async def plan(self, ctx: TurnContext) -> Plan:
         started = time.perf_counter()
         try:
-            if self.port is not None:
-                context = await asyncio.to_thread(prompt_context, self.settings.workspace)
-                return await plan_with_llm(self.port, ctx.text, ctx.lang, self.tools(ctx),
-                                           workspace_context=context)
-            return plan_embedded(ctx.text, ctx.lang, self.tools(ctx))
+            ctx.tainted = ctx.tainted or bool(ctx.untrusted)
+            if self.port is None:
+                return plan_embedded(ctx.text, ctx.lang, self.tools(ctx))
+            capped = await asyncio.to_thread(self.guard.cost)
+            if capped is not None:  # the day's LLM budget is spent: the embedded planner serves
+                await asyncio.to_thread(self.audit_line, ctx, action="llm", decision="deny",
+                                        reason=capped.key, outcome="refused")
+                plan = plan_embedded(ctx.text, ctx.lang, self.tools(ctx))
+                return replace(plan, text=capped.message(ctx.lang))
+            context = await asyncio.to_thread(prompt_context, self.settings.workspace)
+            plan = await plan_with_llm(self.port, ctx.text, ctx.lang, self.tools(ctx),
+                                       workspace_context=context, untrusted=ctx.untrusted)
+            await asyncio.to_thread(self.guard.record_cost, ctx, plan,
+                                    self.port.resolve("fast") or "")
+            return plan
         finally:
             ctx.mark("plan", started)
 
@@ -223,6 +239,9 @@ class TurnService:
         checked = CheckedStep(step, None, args_digest=digest_args(step.args))
         if step.error:
             return self._refuse(ctx, checked, step.error, {"executor": step.executor})
+        law = self.guard.laws(ctx, step)  # first: a step carrying a secret never goes further
+        if law is not None:
+            return self._refuse(ctx, checked, law.key, law.vars)
         spec = self.registry.find(step.executor)
         if spec is None:
             refused = self.registry.refusal(step.executor)
@@ -239,12 +258,16 @@ class TurnService:
             args = resolve_path_args(schema, validate_args(schema, step.args), self._resolve)
         except (ModelRetryError, PolicyDenied) as exc:
             return self._refuse(ctx, checked, exc.key, {**exc.vars, "executor": step.executor})
-        verdict = decide(risk=manifest.risk, side_effects=manifest.side_effects,
-                         reversible=manifest.reversible, autonomy=ctx.autonomy,
-                         sandbox_ok=self.sandbox_ok, executor=step.executor)
+        verdict = self.guard.taint(ctx, manifest, decide(
+            risk=manifest.risk, side_effects=manifest.side_effects,
+            reversible=manifest.reversible, autonomy=ctx.autonomy, sandbox_ok=self.sandbox_ok,
+            executor=step.executor))
         if verdict.verdict == "deny":
             return self._refuse(ctx, checked, verdict.key,
                                 {**verdict.vars, "executor": step.executor})
+        limited = self.guard.rate(ctx)
+        if limited is not None:
+            return self._refuse(ctx, checked, limited.key, limited.vars)
         checked.request = SandboxRequest(
             exec_dir=spec.folder, entry=manifest.entry, profile=manifest.sandbox,
             workspace=self.settings.workspace, args=args, action_id=checked.action_id,
@@ -291,10 +314,16 @@ class TurnService:
         if spec.manifest.side_effects:
             written = [request.args[n] for n, acc in spec.manifest.path_inputs().items()
                        if acc == "write" and isinstance(request.args.get(n), str)]
-            # kept even when the run then fails: a crash may have changed the files already
-            reversibility.record_before(
-                self.settings.state_dir, checked.action_id, self.settings.workspace,
-                spec.name, written, keys.load_private_key(self.settings.keys_dir, "audit"))
+            try:  # kept even when the run then fails: a crash may have changed files already
+                reversibility.record_before(
+                    self.settings.state_dir, checked.action_id, self.settings.workspace,
+                    spec.name, written, keys.load_private_key(self.settings.keys_dir, "audit"),
+                    copy=not spec.manifest.sandbox.trash)
+            except (OSError, ValueError, MetnosError) as exc:  # Law 1: no undo, no action
+                log.error("turn.before_record_failed action_id=%s: %s", checked.action_id, exc)
+                law = no_undo_record_decision(spec.name)
+                return self._refuse(ctx, checked, law.key, law.vars).outcome
+        self.guard.record_action(ctx, spec.name)
         return None
 
     def _code_unchanged(self, spec: ExecutorSpec) -> bool:
@@ -306,11 +335,15 @@ class TurnService:
     def _record_result(self, ctx: TurnContext, checked: CheckedStep,
                        result: SandboxResult) -> StepOutcome:
         name, action_id = checked.step.executor, checked.action_id
+        assert checked.spec is not None
+        ctx.tainted = ctx.tainted or checked.spec.manifest.untrusted_output
         if result.ok:
-            seq = self.audit_line(ctx, action=name, decision="allow", reason="ok", outcome="done",
-                              args_digest=checked.args_digest, action_id=action_id)
-            return StepOutcome(name, "done", result=result.result, audit_seq=seq,
-                               action_id=action_id)
+            shown, secrets = self.guard.redact(result.result)  # Law 2 on the way out too
+            seq = self.audit_line(ctx, action=name, decision="allow",
+                                  reason="MSG_LAW_OUTPUT_REDACTED" if secrets else "ok",
+                                  outcome="done", args_digest=checked.args_digest,
+                                  action_id=action_id)
+            return StepOutcome(name, "done", result=shown, audit_seq=seq, action_id=action_id)
         key = result.error_key or "ERR_SANDBOX_FAILED"
         seq = self.audit_line(ctx, action=name, decision="allow", reason=key, outcome="failed",
                           args_digest=checked.args_digest, action_id=action_id)

@@ -237,7 +237,7 @@ def test_forbidden_roots_list(tmp_path: Path) -> None:
     expected = [home / ".ssh", home / ".gnupg", home / ".aws", home / ".config"]
     expected += [Path(p) for p in ("/etc", "/root", "/boot", "/proc", "/sys", "/dev")]
     expected += [mh / n for n in ("secrets", "keys", "state", "pg", "signatures")]
-    expected += [mh / "workspace" / ".audit"]
+    expected += [mh / "workspace" / ".audit", mh / "workspace" / ".trash"]
     assert roots == expected
     assert forbidden_roots(Path("//home/u/"), mh, mh / "w")[0] == Path("/home/u/.ssh")
 

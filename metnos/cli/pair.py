@@ -1,0 +1,67 @@
+"""`metnos pair list|approve CODE|revoke CHANNEL SENDER_ID`: DM pairing, through the gateway.
+
+The CLI never touches the pairing tables itself: the running instance applies the rules
+(lock-out, expiry, the audit line) and the CLI is one more client with the owner token.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from metnos import i18n
+from metnos.cli._client import api_call
+from metnos.cli._common import exit_with, settings_or_exit
+from metnos.errors import MetnosError
+
+app = typer.Typer(help=i18n.get("CLI_PAIR_HELP"), no_args_is_help=True)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help=i18n.get("CLI_JSON_HELP"))]
+
+
+def _call(method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
+    settings = settings_or_exit()
+    try:
+        return api_call(settings, method, path, body=body, timeout_s=30.0, lang=settings.lang)
+    except MetnosError as exc:
+        exit_with(exc)
+        raise  # unreachable: exit_with raises
+
+
+@app.command("list", help=i18n.get("CLI_PAIR_LIST_HELP"))
+def list_cmd(as_json: JsonFlag = False) -> None:
+    data = _call("GET", "/api/pairing")
+    if as_json:
+        typer.echo(json.dumps(data, ensure_ascii=False))
+        return
+    if not data["pending"] and not data["paired"]:
+        typer.echo(i18n.get("MSG_PAIRING_NOTHING"))
+    if data["pending"]:
+        typer.echo(i18n.get("MSG_PAIRING_PENDING_TITLE"))
+        for row in data["pending"]:
+            typer.echo(i18n.get("MSG_PAIRING_PENDING_LINE", **row))
+    if data["paired"]:
+        typer.echo(i18n.get("MSG_PAIRING_PAIRED_TITLE"))
+        for row in data["paired"]:
+            typer.echo(i18n.get("MSG_PAIRING_PAIRED_LINE", **row))
+
+
+@app.command("approve", help=i18n.get("CLI_PAIR_APPROVE_HELP"))
+def approve_cmd(
+    code: Annotated[str, typer.Argument(help=i18n.get("CLI_PAIR_CODE_HELP"))],
+    as_json: JsonFlag = False,
+) -> None:
+    data = _call("POST", "/api/pairing/approve", {"code": code})
+    typer.echo(json.dumps(data, ensure_ascii=False) if as_json else data["message"])
+
+
+@app.command("revoke", help=i18n.get("CLI_PAIR_REVOKE_HELP"))
+def revoke_cmd(
+    channel: Annotated[str, typer.Argument(help=i18n.get("CLI_PAIR_CHANNEL_HELP"))],
+    sender_id: Annotated[str, typer.Argument(help=i18n.get("CLI_PAIR_SENDER_HELP"))],
+    as_json: JsonFlag = False,
+) -> None:
+    data = _call("POST", "/api/pairing/revoke", {"channel": channel, "sender_id": sender_id})
+    typer.echo(json.dumps(data, ensure_ascii=False) if as_json else data["message"])

@@ -1,0 +1,3 @@
+from tests.pairing.support import audit
+
+__all__ = ["audit"]

@@ -1,0 +1,69 @@
+"""What the pairing tests share: an audit log in tmp_path, policy settings, a gateway client
+with the pairing router mounted (once app.py mounts it, the router is not added twice)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from fastapi import FastAPI
+
+from metnos.audit import AuditLog
+from metnos.db.models import utcnow
+from metnos.gateway.routes import pairing as pairing_routes
+from metnos.pairing import models as _pairing_models  # noqa: F401 - tables for create_tables
+from metnos.settings import PolicySettings
+from tests.support.home import GATEWAY_BASE, Home
+
+TTL = timedelta(hours=1)
+T0 = utcnow().replace(microsecond=0)
+
+
+def policy(**overrides: Any) -> PolicySettings:
+    values: dict[str, Any] = {"pairing_code_ttl_s": 3600, "pairing_max_pending": 3,
+                              "pairing_max_failures": 5, "pairing_lockout_s": 900}
+    return PolicySettings(**{**values, **overrides})
+
+
+@pytest.fixture
+def audit(tmp_path: Path) -> Iterator[AuditLog]:
+    log = AuditLog(tmp_path / "ws" / ".audit" / "audit.jsonl",
+                   tmp_path / "state" / "audit.checkpoint", Ed25519PrivateKey.generate())
+    yield log
+    log.close()
+
+
+def audit_lines(audit: AuditLog) -> list[dict[str, Any]]:
+    return audit.tail(10_000)
+
+
+def with_pairing_router(app: FastAPI) -> FastAPI:
+    """The app with `/api/pairing` mounted (as the lead does in app.py)."""
+    mounted = {getattr(route, "path", "") for route in app.routes}
+    if "/api/pairing" not in mounted:
+        app.include_router(pairing_routes.router)
+    return app
+
+
+@asynccontextmanager
+async def pairing_client(home: Home, *, token: str | None = None,
+                         lang: str = "en") -> AsyncIterator[httpx.AsyncClient]:
+    """The real gateway (lifespan included, no Prefect) reached through httpx."""
+    from metnos.gateway.app import create_app
+
+    app = with_pairing_router(create_app(home.settings))
+    headers = {"Authorization": f"Bearer {token if token is not None else home.token}",
+               "Accept-Language": lang}
+    async with LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager:
+        transport = httpx.ASGITransport(app=manager.app)
+        async with httpx.AsyncClient(transport=transport, base_url=GATEWAY_BASE,
+                                     headers=headers, timeout=60) as client:
+            client.app = app  # type: ignore[attr-defined]
+            yield client
