@@ -82,8 +82,9 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(sessions.router)
     app.include_router(pairing.router)
     _install_error_handlers(app)
-    # a message of max_message_chars, at 4 UTF-8 bytes a character, plus its JSON envelope
-    max_body = settings.gateway.max_message_chars * 4 + 4096
+    # a message and up to 10 forwarded texts of max_message_chars, at 4 UTF-8 bytes a
+    # character, plus their JSON envelope
+    max_body = settings.gateway.max_message_chars * 11 * 4 + 4096
     app.add_middleware(HostGuard, allowed_hosts=settings.gateway.allowed_hosts,
                        max_body_bytes=max_body)
     return app

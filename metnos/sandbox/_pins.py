@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from metnos.errors import SandboxError
-from metnos.sandbox.bwrap import AUDIT_NAME, WORKSPACE_ROOT, Mount
+from metnos.sandbox.bwrap import AUDIT_NAME, TRASH_NAME, WORKSPACE_ROOT, Mount
 from metnos.sandbox.request import SandboxRequest
 
 _DIR_FLAGS = os.O_PATH | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -55,8 +55,10 @@ def _pin_all(request: SandboxRequest, opened: list[int]) -> PinnedDirs:
     whole = WORKSPACE_ROOT in profile.read or WORKSPACE_ROOT in profile.write
     pinned = PinnedDirs(exec_dir_fd=exec_fd, workspace_fd=ws_fd if whole else None)
     if whole:
-        _hide_audit(ws_fd, pinned, writable=WORKSPACE_ROOT in profile.write)
-    for rel, writable in _sub_roots(profile.read, profile.write):
+        writable = WORKSPACE_ROOT in profile.write
+        _hide_audit(ws_fd, pinned, writable=writable)
+        _pin_trash(ws_fd, pinned, visible=profile.trash, writable=writable)
+    for rel, writable in _sub_roots(profile.read, profile.write, trash=profile.trash):
         if WORKSPACE_ROOT in profile.write or (not writable and whole):
             continue  # already visible with the right access through the workspace mount
         fd = _open_beneath(ws_fd, rel, opened)
@@ -64,11 +66,14 @@ def _pin_all(request: SandboxRequest, opened: list[int]) -> PinnedDirs:
     return pinned
 
 
-def _sub_roots(read: tuple[str, ...], write: tuple[str, ...]) -> list[tuple[str, bool]]:
+def _sub_roots(
+    read: tuple[str, ...], write: tuple[str, ...], *, trash: bool
+) -> list[tuple[str, bool]]:
     roots = {r.strip("/"): False for r in read if r != WORKSPACE_ROOT}
     roots.update({r.strip("/"): True for r in write if r != WORKSPACE_ROOT})
+    off_limits = {AUDIT_NAME} if trash else {AUDIT_NAME, TRASH_NAME}
     for rel in roots:
-        if rel.split("/")[0] == AUDIT_NAME:
+        if rel.split("/")[0] in off_limits:
             raise SandboxError("ERR_SANDBOX_PATH_UNSAFE", path=rel)
     return sorted(roots.items())
 
@@ -108,3 +113,28 @@ def _hide_audit(ws_fd: int, pinned: PinnedDirs, *, writable: bool) -> None:
         pinned.hidden_dirs.append(AUDIT_NAME)
     elif not stat.S_ISLNK(st.st_mode):
         pinned.hidden_files.append(AUDIT_NAME)
+
+
+def _pin_trash(ws_fd: int, pinned: PinnedDirs, *, visible: bool, writable: bool) -> None:
+    """Mask `workspace/.trash` unless the profile has `trash = true` (only fs_delete).
+
+    In a writable workspace a missing trash is first made here (0700, `mkdirat`, which never
+    follows a symlink), so an executor without the trash can neither plant one (forged entries
+    that `undo` would restore) nor a `.trash` symlink. A `.trash` that is a symlink is refused
+    for every run: the host's undo would follow it out of the workspace.
+    """
+    if writable:
+        with contextlib.suppress(FileExistsError):
+            os.mkdir(TRASH_NAME, 0o700, dir_fd=ws_fd)
+    try:
+        st = os.stat(TRASH_NAME, dir_fd=ws_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return  # read-only workspace: nothing to see, nothing can be made
+    if stat.S_ISLNK(st.st_mode):
+        raise SandboxError("ERR_SANDBOX_PATH_UNSAFE", path=TRASH_NAME)
+    if visible:
+        return
+    if stat.S_ISDIR(st.st_mode):
+        pinned.hidden_dirs.append(TRASH_NAME)
+    else:
+        pinned.hidden_files.append(TRASH_NAME)

@@ -11,7 +11,7 @@ import shutil
 import signal
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
@@ -32,6 +32,7 @@ class Run:
     stdout: bytes = b""
     stderr: bytes = b""
     error_key: str | None = None
+    error_vars: dict[str, Any] = field(default_factory=dict)
 
     def as_result(
         self,
@@ -61,8 +62,8 @@ def rlimits(request: SandboxRequest) -> list[tuple[str, int, int]]:
 
     RLIMIT_NPROC caveat: it counts every process of the *real* uid, and the kernel does not
     enforce it for uid 0 (the sandbox's uid 1000 maps back to the launcher's uid), so when the
-    gateway runs as root a fork bomb is bounded only by RLIMIT_CPU and the timeout. As a
-    dedicated user, the gateway's own processes count against the same limit.
+    gateway runs as root the bound is `_watchdog`'s, which counts the sandbox's own pid
+    namespace. As a dedicated user both apply.
     """
     wanted = (
         ("as", resource.RLIMIT_AS, request.profile.memory_mb * 1024 * 1024),

@@ -27,6 +27,7 @@ EXECUTOR_DIR = f"{HOME}/executor"
 WORKSPACE_DIR = f"{HOME}/workspace"
 WORKSPACE_ROOT = "workspace"
 AUDIT_NAME = ".audit"
+TRASH_NAME = ".trash"
 PATH_ENV = "/usr/bin:/bin"
 SANDBOX_UID = "1000"
 _TOP_LEVEL_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
@@ -144,13 +145,16 @@ def build_argv(
     hidden_files: Sequence[str] = (),
     system_entries: Sequence[SystemEntry] | None = None,
     network_files: Sequence[str] | None = None,
+    seccomp_fd: int | None = None,
 ) -> list[str]:
     """The full bwrap argv running `python3 -I -S -B /home/metnos/executor/<entry>`.
 
     `workspace_fd` is mounted at /home/metnos/workspace (read-write iff the profile writes
     `"workspace"`); None leaves an empty read-only directory there, for profiles that list only
     sub-folders, which come as `extra_mounts`. `hidden_dirs`/`hidden_files` are
-    workspace-relative entries masked by an empty read-only tmpfs or /dev/null (the audit log).
+    workspace-relative entries masked by an empty read-only tmpfs or /dev/null (the audit log,
+    and the trash for every profile without `trash = true`). `seccomp_fd` is a descriptor
+    holding the BPF program of `metnos.sandbox.seccomp`, which bwrap installs before the exec.
     """
     _check_entry(entry)
     argv = [str(bwrap), *_namespace_args(profile), *_env_args()]
@@ -166,6 +170,8 @@ def build_argv(
     argv += ["--ro-bind-fd", str(exec_dir_fd), EXECUTOR_DIR]
     argv += _workspace_args(profile, workspace_fd, extra_mounts, hidden_dirs, hidden_files)
     argv += ["--chdir", WORKSPACE_DIR, "--remount-ro", "/"]
+    if seccomp_fd is not None:
+        argv += ["--seccomp", str(seccomp_fd)]
     argv += ["--", str(python.executable), "-I", "-S", "-B", f"{EXECUTOR_DIR}/{entry}"]
     return argv
 

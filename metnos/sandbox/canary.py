@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from metnos.errors import SandboxError
+from metnos.sandbox import seccomp
 from metnos.sandbox._pins import pin
 from metnos.sandbox.bwrap import EXECUTOR_DIR, WORKSPACE_DIR, PythonRuntime
 from metnos.sandbox.profile import SandboxProfile
@@ -37,8 +38,11 @@ CHECKS = (
     "usr_readonly",
     "workspace_readonly",
     "audit_hidden",
+    "trash_hidden",
+    "userns_denied",
     "pid_isolated",
     "etc_absent",
+    "seccomp_filtered",
     "listener_untouched",
 )
 
@@ -62,6 +66,9 @@ def connect():
         s.connect(("127.0.0.1", a["port"]))
     finally:
         s.close()
+def userns_denied():
+    import ctypes
+    return ctypes.CDLL(None, use_errno=True).unshare(0x10000000) != 0  # CLONE_NEWUSER
 def ls(path):
     return set(os.listdir(path)) if os.path.isdir(path) else set()
 c = {
@@ -76,8 +83,11 @@ c = {
     "usr_readonly": fails(lambda: open("/usr/.metnos-canary", "w")),
     "workspace_readonly": fails(lambda: open(".metnos-canary", "w")),
     "audit_hidden": not ls(".audit"),
+    "trash_hidden": not ls(".trash"),
+    "userns_denied": userns_denied(),
     "pid_isolated": len([p for p in os.listdir("/proc") if p.isdigit()]) <= 3,
     "etc_absent": not os.path.lexists("/etc/passwd") and not os.path.lexists("/etc/shadow"),
+    "seccomp_filtered": status("Seccomp") == "2" or not a["seccomp_expected"],
 }
 print(json.dumps({"ok": True, "result": {"checks": c}}))
 """
@@ -114,6 +124,8 @@ def _plant(base: Path, with_workspace: bool) -> Path:
     if with_workspace:
         (base / "ws" / ".audit").mkdir(parents=True)
         (base / "ws" / ".audit" / "log.jsonl").write_text("{}\n")
+        (base / "ws" / ".trash").mkdir()
+        (base / "ws" / ".trash" / "deleted.txt").write_text("gone\n")
     return secret
 
 
@@ -167,6 +179,7 @@ def _probe_args(runtime: PythonRuntime, secret: Path, port: int, token: str) -> 
         "token": token,
         "env_name": ENV_NAME,
         "root_allowed": root_allowed,
+        "seccomp_expected": seccomp.program() is not None,
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -9,13 +10,18 @@ from typing import Any
 
 from metnos.sandbox.profile import SandboxProfile
 
+_ACTION_ID_RE = re.compile(r"[A-Za-z0-9_-]{0,128}")
+
 
 @dataclass(frozen=True, slots=True)
 class SandboxRequest:
     """One executor run: its folder and entry file, its profile, the workspace and arguments.
 
-    `max_output_bytes` caps stdout; `max_processes` becomes RLIMIT_NPROC (see `_process`);
-    `max_file_bytes` becomes RLIMIT_FSIZE; `bwrap` overrides the bwrap binary.
+    `action_id` reaches the executor in its stdin envelope (`{"args": ..., "action_id": ...}`;
+    fs_delete names its trash folder after it): letters, digits, `-` and `_` only, at most 128.
+    `max_output_bytes` caps stdout; `max_processes` bounds the tasks of the run's pid namespace
+    (threads included; RLIMIT_NPROC too, see `_process` and `_watchdog`); `max_file_bytes`
+    becomes RLIMIT_FSIZE; `bwrap` overrides the bwrap binary.
     """
 
     exec_dir: Path
@@ -27,6 +33,13 @@ class SandboxRequest:
     max_processes: int = 64
     max_file_bytes: int = 1 << 30
     bwrap: Path | None = None
+    action_id: str = ""
+
+    def __post_init__(self) -> None:
+        if not _ACTION_ID_RE.fullmatch(self.action_id):
+            raise ValueError(f"action_id must match {_ACTION_ID_RE.pattern}: {self.action_id!r}")
+        if self.max_processes < 2:
+            raise ValueError("max_processes counts bwrap's init too: at least 2")
 
 
 @dataclass(frozen=True, slots=True)

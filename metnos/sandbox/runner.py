@@ -2,8 +2,10 @@
 
 `run_sandboxed(request)` pins the executor folder and the workspace with `O_PATH|O_NOFOLLOW`
 descriptors (`pin`), then starts bwrap with those descriptors (`run_pinned`), resource limits,
-JSON on stdin, a hard cap on stdout and a deadline; the process group is killed in `finally`
-whatever happened (notes/prefect.md §6), and `--die-with-parent` takes the namespace with it.
+the seccomp filter (`seccomp`), JSON on stdin, a hard cap on stdout and a deadline, while
+`_watchdog` bounds the tasks and memory of the sandbox's pid namespace; the process group is
+killed in `finally` whatever happened (notes/prefect.md §6), and `--die-with-parent` takes the
+namespace with it.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from metnos.errors import SandboxError
-from metnos.sandbox import _process
+from metnos.sandbox import _process, _watchdog, seccomp
 from metnos.sandbox._pins import PinnedDirs, pin
 from metnos.sandbox.bwrap import (
     PATH_ENV,
@@ -116,24 +118,31 @@ async def run_pinned(
     runtime = runtime or await find_python_runtime(binary)
     if not safe_entry(request.entry):
         raise SandboxError("ERR_SANDBOX_PATH_UNSAFE", path=request.entry)
-    argv = build_argv(
-        request.profile,
-        bwrap=binary,
-        exec_dir_fd=pinned.exec_dir_fd,
-        workspace_fd=pinned.workspace_fd,
-        python=runtime,
-        entry=request.entry,
-        extra_mounts=pinned.extra_mounts,
-        hidden_dirs=pinned.hidden_dirs,
-        hidden_files=pinned.hidden_files,
-    )
-    payload = json.dumps({"args": request.args}).encode()
+    payload = json.dumps({"args": request.args, "action_id": request.action_id}).encode()
+    filter_fd: int | None = None
     try:
-        run = await _execute(argv, pinned.fds, payload, request, env)
+        filter_fd = seccomp.program_fd()
+        argv = build_argv(
+            request.profile,
+            bwrap=binary,
+            exec_dir_fd=pinned.exec_dir_fd,
+            workspace_fd=pinned.workspace_fd,
+            python=runtime,
+            entry=request.entry,
+            extra_mounts=pinned.extra_mounts,
+            hidden_dirs=pinned.hidden_dirs,
+            hidden_files=pinned.hidden_files,
+            seccomp_fd=filter_fd,
+        )
+        fds = pinned.fds if filter_fd is None else (*pinned.fds, filter_fd)
+        run = await _execute(argv, fds, payload, request, env)
     except OSError as exc:
         return SandboxResult.failure(
             "ERR_SANDBOX_UNAVAILABLE", {"reason": exc.strerror or str(exc)}, started
         )
+    finally:
+        if filter_fd is not None:
+            os.close(filter_fd)
     return _interpret(run, request, started)
 
 
@@ -158,12 +167,30 @@ async def _execute(
         preexec_fn=_process.preexec(request),
     )
     run = _process.Run(spawn_s=time.monotonic() - started)
+    max_rss = request.profile.memory_mb * 1024 * 1024
+    watchdog = asyncio.create_task(_watchdog.watch(proc.pid, request.max_processes, max_rss))
     try:
         await _communicate(proc, payload, request, run)
     finally:
         _process.kill_group(proc.pid)
+        await _stop_watchdog(watchdog, run)
         await _process.reap(proc, run)
     return run
+
+
+async def _stop_watchdog(
+    watchdog: asyncio.Task[_watchdog.Breach | None], run: _process.Run
+) -> None:
+    """Stop watching; a breach it saw (it already killed the namespace) decides the outcome."""
+    if not watchdog.done():
+        watchdog.cancel()
+    await asyncio.wait([watchdog])  # never raises the task's outcome; our own cancel does
+    if watchdog.cancelled():
+        return
+    if (error := watchdog.exception()) is not None:
+        raise error
+    if (breach := watchdog.result()) is not None:
+        run.error_key, run.error_vars = breach.key, dict(breach.vars)
 
 
 async def _communicate(
@@ -220,6 +247,8 @@ async def _drain_stderr(stderr: asyncio.StreamReader, run: _process.Run) -> None
 
 def _interpret(run: _process.Run, request: SandboxRequest, started: float) -> SandboxResult:
     """Map the raw run onto the executor protocol (one JSON object on stdout, exit 0)."""
+    if run.error_vars and run.error_key is not None:  # the watchdog's verdict
+        return run.fail(started, run.error_key, **run.error_vars)
     if run.error_key == "ERR_SANDBOX_TIMEOUT":
         return run.fail(started, run.error_key, seconds=request.profile.timeout_s)
     if run.error_key == "ERR_SANDBOX_OUTPUT_TOO_LARGE":

@@ -12,7 +12,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -111,12 +111,17 @@ class TurnService:
 
     # -- opening and closing ------------------------------------------------------------
     async def open_turn(self, text: str, *, session_id: str | None, lang: str | None,
-                        channel: str, sender: str) -> TurnContext:
-        """Record the turn (and its session) before anything runs; nothing is lost on a crash."""
+                        channel: str, sender: str,
+                        untrusted: Sequence[tuple[str, str]] = ()) -> TurnContext:
+        """Record the turn (and its session) before anything runs; nothing is lost on a crash.
+        `untrusted` is content from outside as (source, text): data for the model, never
+        orders, and it makes every acting step of the turn ask first (Law 3)."""
         limit = self.settings.gateway.max_message_chars
-        if len(text) > limit:
-            raise MetnosError("ERR_MESSAGE_TOO_LONG", length=len(text), limit=limit)
+        for piece in (text, *(t for _, t in untrusted)):
+            if len(piece) > limit:
+                raise MetnosError("ERR_MESSAGE_TOO_LONG", length=len(piece), limit=limit)
         ctx = await asyncio.to_thread(self._record_open, text, session_id, lang, channel, sender)
+        ctx.untrusted = tuple(untrusted)
         self._replies[ctx.turn_id] = asyncio.get_running_loop().create_future()
         return ctx
 

@@ -26,7 +26,8 @@ async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
     """Start a turn and answer with its reply as soon as it is composed."""
     try:
         ctx = await service.open_turn(body.text, session_id=body.session_id, lang=body.lang,
-                                channel="api", sender=owner)
+                                      channel="api", sender=owner,
+                                      untrusted=[("forwarded", t) for t in body.forwarded])
     except MetnosError as exc:
         code = 413 if exc.key == "ERR_MESSAGE_TOO_LONG" else 400
         raise HTTPException(code, detail={"key": exc.key, "message": exc.message(
