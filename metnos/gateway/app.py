@@ -20,7 +20,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from metnos import i18n
-from metnos.gateway.routes import approvals, audit, health, pairing, sessions, turns
+from metnos.gateway.routes import approvals, audit, health, pairing, sessions, turns, undo
 from metnos.gateway.security import HostGuard
 from metnos.settings import Settings, get_settings
 from metnos.turns.gate import recover_interrupted
@@ -81,6 +81,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(approvals.router)
     app.include_router(sessions.router)
     app.include_router(pairing.router)
+    app.include_router(undo.router)
     _install_error_handlers(app)
     # a message and up to 10 forwarded texts of max_message_chars, at 4 UTF-8 bytes a
     # character, plus their JSON envelope

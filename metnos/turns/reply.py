@@ -46,7 +46,7 @@ def result_vars(result: dict[str, Any]) -> dict[str, Any]:
 
 def render_outcome(outcome: StepOutcome, lang: str) -> str:
     if outcome.status == "done":
-        vars = result_vars(outcome.result or {})
+        vars = {**result_vars(outcome.result or {}), "action_id": outcome.action_id or ""}
         key = f"EX_REPLY_{outcome.executor}"
         if key not in i18n.catalog(i18n.normalise_lang(lang)) and key not in i18n.catalog("en"):
             # an executor without a reply message of its own: show its result as it is

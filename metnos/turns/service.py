@@ -34,6 +34,8 @@ from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
 from metnos.policy.decide import Decision
 from metnos.policy.laws import no_undo_record_decision
+from metnos.policy.shell import check_command
+from metnos.policy.urls import check_url
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.settings import Settings
 from metnos.turns import gate
@@ -261,6 +263,7 @@ class TurnService:
         try:
             schema = manifest.input_schema()
             args = resolve_path_args(schema, validate_args(schema, step.args), self._resolve)
+            args = self._executor_checks(step.executor, args)
         except (ModelRetryError, PolicyDenied) as exc:
             return self._refuse(ctx, checked, exc.key, {**exc.vars, "executor": step.executor})
         verdict = self.guard.taint(ctx, manifest, decide(
@@ -281,6 +284,16 @@ class TurnService:
         if verdict.verdict == "ask":
             gate.open_approval(self, ctx, checked, verdict)
         return checked
+
+    def _executor_checks(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Host-side checks of executors whose arguments are more than paths (PolicyDenied)."""
+        if name == "shell_run":
+            check_command(args["command"], self.settings.policy.shell_allow)
+        elif name == "web_fetch":  # the host, never the model, says whether LAN is reachable
+            allow = self.settings.sandbox.web_allow_private
+            args = {**args, "url": check_url(args["url"], allow_private=allow),
+                    "allow_private": allow}
+        return args
 
     def _resolve(self, raw: str) -> str:
         return resolve_in_workspace(raw, self.settings.workspace, home_dir=Path.home(),

@@ -18,7 +18,7 @@ from metnos.paths import repo_path
 from metnos.settings import get_settings
 
 REPO_EXECUTORS = repo_path("executors")
-BUILTINS = ("fs_find", "fs_read", "fs_write", "fs_move")
+BUILTINS = ("fs_find", "fs_read", "fs_write", "fs_move", "fs_delete", "shell_run", "web_fetch")
 
 
 @pytest.fixture

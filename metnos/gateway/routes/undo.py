@@ -1,0 +1,38 @@
+"""`POST /api/actions/{action_id}/undo`: undo an action, for the owner (SPEC §5)."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from fastapi import APIRouter, HTTPException
+
+from metnos import i18n, keys
+from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
+from metnos.undo import UndoError, undo
+
+router = APIRouter(prefix="/api/actions", tags=["undo"])
+
+_STATUS = {"ERR_UNDO_NOT_FOUND": 404, "ERR_UNDO_ALREADY_DONE": 409,
+           "ERR_UNDO_MANIFEST_INVALID": 422, "ERR_UNDO_NOTHING_RECORDED": 422}
+
+
+@router.post("/{action_id}/undo")
+async def undo_action(action_id: str, service: ServiceDep, owner: OwnerDep,
+                      lang: LangDep) -> dict[str, Any]:
+    """The undo's report: `outcome` is `done`, or `failed` with the paths that were not."""
+    settings = service.settings
+
+    def run() -> dict[str, Any]:
+        report = undo(
+            action_id, state_dir=settings.state_dir, workspace=settings.workspace,
+            public_key=keys.load_public_key(settings.keys_dir, "audit"),
+            private_key=keys.load_private_key(settings.keys_dir, "audit"),
+            audit=service.audit, sender=owner, channel="api")
+        return report.to_dict(lang)
+
+    try:
+        return await asyncio.to_thread(run)
+    except UndoError as exc:
+        raise HTTPException(_STATUS.get(exc.key, 409), detail={
+            "key": exc.key, "message": i18n.get(exc.key, lang, **exc.vars)}) from exc
