@@ -115,7 +115,7 @@ async def http_turn(client: httpx.AsyncClient, clock: Clock) -> dict[str, float]
 
 
 async def direct_turn(service: Any) -> dict[str, float]:
-    from metnos.turns.service import run_pipeline
+    from metnos.turns.pipeline import run_pipeline
 
     t0 = time.perf_counter()
     ctx = await service.open_turn("read my note", session_id=None, lang="en", channel="bench",

@@ -16,7 +16,8 @@ from prefect import flow
 from prefect.context import get_run_context
 
 from flows.approval import resume_approval, wait_for_owner
-from metnos.turns.service import TurnContext, TurnService, run_pipeline
+from metnos.turns.pipeline import run_pipeline
+from metnos.turns.service import TurnContext, TurnService
 from tasks.turn import close_turn_task, executor_task, plan_task
 
 # Each turn runs in its own asyncio task, so concurrent turns each see their own value.

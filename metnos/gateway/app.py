@@ -24,8 +24,9 @@ from metnos.gateway.routes import approvals, audit, health, pairing, sessions, t
 from metnos.gateway.security import HostGuard
 from metnos.settings import Settings, get_settings
 from metnos.turns.gate import recover_interrupted
+from metnos.turns.pipeline import run_pipeline
 from metnos.turns.runtime import build_service
-from metnos.turns.service import TurnContext, TurnService, run_pipeline
+from metnos.turns.service import TurnContext, TurnService
 
 log = logging.getLogger(__name__)
 

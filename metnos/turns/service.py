@@ -1,9 +1,8 @@
-"""The turn pipeline as plain functions (SPEC §2): plan → policy → sandbox → audit → reply.
+"""The steps of a turn as plain methods (SPEC §2): open, plan, check, execute, close.
 
 `TurnService` holds what a turn needs (settings, database, executor registry, audit log, the
-LLM port). `run_pipeline` composes its steps; `flows/turn.py` runs the same composition with
-the planner call and each executor run as Prefect tasks, so the logic lives here once and the
-flow stays thin. Nothing here imports prefect.
+LLM port, the guard of the Laws). `metnos.turns.pipeline.run_pipeline` composes the steps;
+`flows/turn.py` runs the same composition with Prefect tasks. Nothing here imports prefect.
 """
 
 from __future__ import annotations
@@ -11,16 +10,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import uuid
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy.engine import Engine
 
 from metnos import approvals, i18n, keys, reversibility
-from metnos.approvals import Approval
 from metnos.audit import AuditLog, digest_args
 from metnos.db import models
 from metnos.db.engine import session as db_session
@@ -32,70 +29,18 @@ from metnos.llm.planner import plan_with_llm
 from metnos.llm.port import LLMPort
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
-from metnos.policy.decide import Decision
 from metnos.policy.laws import no_undo_record_decision
 from metnos.policy.shell import check_command
 from metnos.policy.urls import check_url
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.settings import Settings
 from metnos.turns import gate
+from metnos.turns.context import CheckedStep, Published, TurnContext
 from metnos.turns.guard import Guard
 from metnos.turns.reply import StepOutcome, compose
 from metnos.workspace import prompt_context
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class TurnContext:
-    """One turn in flight: who asked what, where, and the figures measured along the way."""
-
-    turn_id: str
-    session_id: str
-    user_id: str
-    channel: str
-    sender: str
-    lang: str
-    autonomy: str
-    text: str
-    timings: dict[str, float] = field(default_factory=dict)
-    flow_run_id: str | None = None  # set when the turn runs as a Prefect flow
-    closed: bool = False  # the turn row has its final status (completed or failed)
-    # content from outside (forwarded text, a web page...) as (source, text): data, never orders
-    untrusted: tuple[tuple[str, str], ...] = ()
-    tainted: bool = False  # untrusted content entered this turn: acting steps then ask (Law 3)
-
-    def mark(self, name: str, started: float) -> None:
-        self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - started) * 1000
-
-
-@dataclass
-class CheckedStep:
-    """A plan step after the policy: either a sandbox request to run, or a final outcome."""
-
-    step: PlanStep
-    spec: ExecutorSpec | None
-    request: SandboxRequest | None = None
-    outcome: StepOutcome | None = None
-    args_digest: str = ""
-    action_id: str = field(default_factory=lambda: uuid.uuid4().hex)
-    approval: Approval | None = None  # set when the step waits for the owner's decision
-    ask: Decision | None = None  # why the policy asks
-
-
-@dataclass(frozen=True)
-class Published:
-    """What a waiting channel receives: the reply so far, the status, pending approvals."""
-
-    reply: str
-    status: str
-    approvals: list[dict[str, Any]]
-
-
-PlanFn = Callable[["TurnService", TurnContext], Awaitable[Plan]]
-ExecuteFn = Callable[["TurnService", TurnContext, CheckedStep], Awaitable[StepOutcome]]
-# waits for the owner's decision on `checked.approval`: the resume input, or None on timeout
-AwaitFn = Callable[["TurnService", TurnContext, CheckedStep], Awaitable[dict[str, Any] | None]]
 
 
 class TurnService:
@@ -376,29 +321,4 @@ class TurnService:
         return int(record.seq)
 
 
-async def run_pipeline(service: TurnService, ctx: TurnContext, *,
-                       plan: PlanFn | None = None, execute: ExecuteFn | None = None,
-                       await_approval: AwaitFn | None = None, via: str = "api") -> str:
-    """One turn end to end. The flow passes Prefect tasks as `plan`/`execute` and Prefect's
-    pause as `await_approval`; the bench and the plain path pass nothing and get the same
-    pipeline as plain function calls (an approval then waits on the database)."""
-    plan_fn: PlanFn = plan or (lambda svc, c: svc.plan(c))
-    execute_fn: ExecuteFn = execute or (lambda svc, c, chk: svc.execute(c, chk))
-    wait_fn: AwaitFn = await_approval or gate.wait_in_db
-    the_plan = await plan_fn(service, ctx)
-    outcomes: list[StepOutcome] = []
-    for step in the_plan.steps:
-        checked = await asyncio.to_thread(service.check, ctx, step)
-        if checked.outcome is None and checked.approval is not None:
-            await service.await_owner(ctx, checked, outcomes)
-            answer = await wait_fn(service, ctx, checked)
-            checked.outcome = await asyncio.to_thread(gate.resolve, service, ctx, checked,
-                                                      answer, via)
-            await service.resume_after_owner(ctx)
-        outcomes.append(checked.outcome if checked.outcome else
-                        await execute_fn(service, ctx, checked))
-    started = time.perf_counter()
-    reply = compose(outcomes, the_plan.text, ctx.lang)
-    ctx.mark("compose", started)
-    service.publish(ctx, reply)
-    return reply
+__all__ = ["CheckedStep", "Published", "TurnContext", "TurnService"]

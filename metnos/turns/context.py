@@ -1,0 +1,61 @@
+"""What a turn carries along: its context, its checked steps, what a waiting channel gets."""
+
+from __future__ import annotations
+
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from metnos.approvals import Approval
+from metnos.executors.registry import ExecutorSpec
+from metnos.llm.tools import PlanStep
+from metnos.policy.decide import Decision
+from metnos.sandbox import SandboxRequest
+from metnos.turns.reply import StepOutcome
+
+
+@dataclass
+class TurnContext:
+    """One turn in flight: who asked what, where, and the figures measured along the way."""
+
+    turn_id: str
+    session_id: str
+    user_id: str
+    channel: str
+    sender: str
+    lang: str
+    autonomy: str
+    text: str
+    timings: dict[str, float] = field(default_factory=dict)
+    flow_run_id: str | None = None  # set when the turn runs as a Prefect flow
+    closed: bool = False  # the turn row has its final status (completed or failed)
+    # content from outside (forwarded text, a web page...) as (source, text): data, never orders
+    untrusted: tuple[tuple[str, str], ...] = ()
+    tainted: bool = False  # untrusted content entered this turn: acting steps then ask (Law 3)
+
+    def mark(self, name: str, started: float) -> None:
+        self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - started) * 1000
+
+
+@dataclass
+class CheckedStep:
+    """A plan step after the policy: either a sandbox request to run, or a final outcome."""
+
+    step: PlanStep
+    spec: ExecutorSpec | None
+    request: SandboxRequest | None = None
+    outcome: StepOutcome | None = None
+    args_digest: str = ""
+    action_id: str = field(default_factory=lambda: uuid.uuid4().hex)
+    approval: Approval | None = None  # set when the step waits for the owner's decision
+    ask: Decision | None = None  # why the policy asks
+
+
+@dataclass(frozen=True)
+class Published:
+    """What a waiting channel receives: the reply so far, the status, pending approvals."""
+
+    reply: str
+    status: str
+    approvals: list[dict[str, Any]]
