@@ -7,6 +7,7 @@ same checks, audit line and flow resume as any other surface.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import typer
@@ -15,11 +16,13 @@ from metnos import i18n
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.errors import MetnosError
+from metnos.settings import Settings
 
 app = typer.Typer(help=i18n.get("CLI_APPROVALS_HELP"), no_args_is_help=True)
 _JSON = typer.Option(False, "--json", help=i18n.get("CLI_JSON_HELP"))
 _ID = typer.Argument(..., help=i18n.get("CLI_APPROVALS_ID_HELP"))
 _REASON = typer.Option("", "--reason", help=i18n.get("CLI_APPROVALS_REASON_HELP"))
+TURN_WAIT_S = 60.0  # how long approve/deny wait for the resumed turn's reply
 
 
 @app.command("list", help=i18n.get("CLI_APPROVALS_LIST_HELP"))
@@ -63,11 +66,36 @@ def _decide(approval_id: str, decision: str, reason: str, as_json: bool) -> None
         exit_with(exc)
         return
     row = data["approval"]
+    turn = _turn_when_done(settings, row["turn_id"], row["approval_id"])
     if as_json:
-        typer.echo(json.dumps(data, ensure_ascii=False))
+        typer.echo(json.dumps({**data, "turn": turn}, ensure_ascii=False))
+        return
+    typer.echo(i18n.get("MSG_APPROVALS_DONE", approval_id=row["approval_id"],
+                        status=row["status"]))
+    if turn is not None and turn.get("reply"):
+        typer.echo(turn["reply"])
     else:
-        typer.echo(i18n.get("MSG_APPROVALS_DONE", approval_id=row["approval_id"],
-                            status=row["status"], turn_id=row["turn_id"]))
+        typer.echo(i18n.get("MSG_APPROVALS_STILL_RUNNING", turn_id=row["turn_id"]))
+
+
+def _turn_when_done(settings: Settings, turn_id: str,
+                    approval_id: str) -> dict[str, Any] | None:
+    """The resumed turn once it has its final reply (None if it takes longer than the wait)."""
+    deadline = time.monotonic() + TURN_WAIT_S
+    while time.monotonic() < deadline:
+        try:
+            turn = api_call(settings, "GET", f"/api/turns/{turn_id}")
+        except MetnosError:
+            return None
+        status = turn.get("status")
+        if status in ("completed", "failed") and turn.get("finished_at"):
+            return turn
+        if status == "awaiting_approval" and any(  # a later step of the turn now asks
+                a["status"] == "pending" and a["approval_id"] != approval_id
+                for a in turn.get("approvals", [])):
+            return turn
+        time.sleep(0.2)
+    return None
 
 
 def _action(row: dict[str, Any]) -> str:
