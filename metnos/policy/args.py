@@ -87,6 +87,9 @@ def _property(name: str, spec: Mapping[str, Any], executor: str) -> dict[str, An
         prop["items"] = {"type": JSON_TYPES[item]}
     if "enum" in spec:
         prop["enum"] = list(spec["enum"])
+    for bound in ("minimum", "maximum"):  # the manifest's bounds bind the model too
+        if spec.get(bound) is not None:
+            prop[bound] = spec[bound]
     return prop
 
 

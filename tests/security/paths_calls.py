@@ -1,0 +1,51 @@
+"""The executors under attack and the arguments of the attacker's calls, from the manifests.
+
+Nothing here names an executor: a new folder under `executors/` is attacked as soon as its
+manifest parses (whether it runs depends on it being admitted: see `admitted`).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+from metnos.executors.manifest import InputSpec, Manifest
+from metnos.executors.registry import discover
+from metnos.paths import repo_path
+
+# a text input gets a command that leaves a trace if anything ever runs it (shell_run)
+FILLER_TEXT = "touch pwned-by-attack.txt"
+
+
+@cache
+def repo_manifests() -> tuple[Manifest, ...]:
+    """Every executor of the repository, parsed from its manifest (no code imported)."""
+    return tuple(sorted((spec.manifest for spec in discover([repo_path("executors")])),
+                        key=lambda m: m.name))
+
+
+def manifest(name: str) -> Manifest:
+    return next(m for m in repo_manifests() if m.name == name)
+
+
+def path_targets() -> list[tuple[str, str]]:
+    """(executor, path input) for every `type = "path"` input of every executor."""
+    return [(m.name, name) for m in repo_manifests() for name in m.path_inputs()]
+
+
+def filler(spec: InputSpec) -> Any:
+    """A valid value for a required non-path input, from its manifest type."""
+    if spec.enum:
+        return spec.enum[0]
+    if spec.type in ("integer", "number"):
+        return spec.minimum if spec.minimum is not None else 1
+    return {"string": FILLER_TEXT, "boolean": False, "array": []}.get(spec.type, "x")
+
+
+def call_args(m: Manifest, paths: dict[str, Any]) -> dict[str, Any]:
+    """Arguments for `m`: `paths` for its path inputs, a filler for every other required one."""
+    args = dict(paths)
+    for name, spec in m.inputs.items():
+        if name not in args and spec.type != "path" and spec.is_required:
+            args[name] = filler(spec)
+    return args
