@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
 from typer.testing import CliRunner
 
 from metnos.cli.approvals import app
 from metnos.testing.llm_server import ScriptedLLM
-from tests.support.home import Home, MakeHome
+from tests.support.home import Home, MakeHome, served_gateway
 from tests.support.pg import free_port
 
 runner = CliRunner()
@@ -22,22 +19,9 @@ runner = CliRunner()
 
 @pytest.fixture
 def served(make_home: MakeHome, scripted_llm: ScriptedLLM) -> Iterator[Home]:
-    from metnos.gateway.app import create_app
-
     home = make_home(llm=scripted_llm, lang="en", METNOS_GATEWAY_PORT=str(free_port()))
-    server = uvicorn.Server(uvicorn.Config(create_app(home.settings), host="127.0.0.1",
-                                           port=home.settings.gateway.port, log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "gateway did not start"
-        time.sleep(0.05)
-    try:
+    with served_gateway(home):
         yield home
-    finally:
-        server.should_exit = True
-        thread.join(30)
 
 
 def _ask(home: Home, llm: ScriptedLLM, name: str) -> dict[str, object]:

@@ -13,11 +13,9 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from fastapi import FastAPI
 
 from metnos.audit import AuditLog
 from metnos.db.models import utcnow
-from metnos.gateway.routes import pairing as pairing_routes
 from metnos.pairing import models as _pairing_models  # noqa: F401 - tables for create_tables
 from metnos.settings import PolicySettings
 from tests.support.home import GATEWAY_BASE, Home
@@ -44,21 +42,13 @@ def audit_lines(audit: AuditLog) -> list[dict[str, Any]]:
     return audit.tail(10_000)
 
 
-def with_pairing_router(app: FastAPI) -> FastAPI:
-    """The app with `/api/pairing` mounted (as the lead does in app.py)."""
-    mounted = {getattr(route, "path", "") for route in app.routes}
-    if "/api/pairing" not in mounted:
-        app.include_router(pairing_routes.router)
-    return app
-
-
 @asynccontextmanager
 async def pairing_client(home: Home, *, token: str | None = None,
                          lang: str = "en") -> AsyncIterator[httpx.AsyncClient]:
     """The real gateway (lifespan included, no Prefect) reached through httpx."""
     from metnos.gateway.app import create_app
 
-    app = with_pairing_router(create_app(home.settings))
+    app = create_app(home.settings)
     headers = {"Authorization": f"Bearer {token if token is not None else home.token}",
                "Accept-Language": lang}
     async with LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager:

@@ -3,20 +3,16 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
-import uvicorn
 from typer.testing import CliRunner
 
 from metnos.cli.pair import app
 from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.pairing import admit
-from tests.pairing.support import with_pairing_router
-from tests.support.home import Home, MakeHome
+from tests.support.home import Home, MakeHome, served_gateway
 from tests.support.pg import free_port
 
 runner = CliRunner()
@@ -24,23 +20,9 @@ runner = CliRunner()
 
 @pytest.fixture
 def served(make_home: MakeHome) -> Iterator[Home]:
-    from metnos.gateway.app import create_app
-
     home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()))
-    config = uvicorn.Config(with_pairing_router(create_app(home.settings)), host="127.0.0.1",
-                            port=home.settings.gateway.port, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "gateway did not start"
-        time.sleep(0.05)
-    try:
+    with served_gateway(home):
         yield home
-    finally:
-        server.should_exit = True
-        thread.join(30)
 
 
 def _code(home: Home, sender: str) -> str:

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -102,3 +102,30 @@ async def gateway_client(home: Home, *, prefect: bool = True,
                                      headers=headers, timeout=120, **client_kwargs) as client:
             client.app = app  # type: ignore[attr-defined]
             yield client
+
+
+@contextmanager
+def served_gateway(home: Home) -> Iterator[Home]:
+    """The gateway on its configured loopback port (uvicorn in a thread, plain runner): for
+    CLI commands, which reach it over real HTTP. Give the home a free `METNOS_GATEWAY_PORT`."""
+    import threading
+    import time
+
+    import uvicorn
+
+    from metnos.gateway.app import create_app
+
+    config = uvicorn.Config(create_app(home.settings), host="127.0.0.1",
+                            port=home.settings.gateway.port, log_level="warning")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "gateway did not start"
+        time.sleep(0.05)
+    try:
+        yield home
+    finally:
+        server.should_exit = True
+        thread.join(30)

@@ -3,39 +3,27 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 import httpx
 import pytest
-import uvicorn
 from asgi_lifespan import LifespanManager
-from fastapi import FastAPI
 from typer import Typer
 from typer.testing import CliRunner
 
 from metnos.cli.undo import undo as undo_command
-from metnos.gateway.routes import undo as undo_routes
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
-from tests.support.home import GATEWAY_BASE, Home, MakeHome
+from tests.support.home import GATEWAY_BASE, Home, MakeHome, served_gateway
 from tests.support.pg import free_port
 from tests.undo.support import Actor, build_tree, tree_digest
-
-
-def with_undo_router(app: FastAPI) -> FastAPI:
-    """The app with the undo route mounted (as the lead does in app.py), once."""
-    if not any(getattr(r, "path", "") == "/api/actions/{action_id}/undo" for r in app.routes):
-        app.include_router(undo_routes.router)
-    return app
 
 
 @asynccontextmanager
 async def client_for(home: Home, token: str | None = None) -> AsyncIterator[httpx.AsyncClient]:
     from metnos.gateway.app import create_app
 
-    app = with_undo_router(create_app(home.settings))
+    app = create_app(home.settings)
     headers = {"Authorization": f"Bearer {token or home.token}", "Accept-Language": "en"}
     async with (LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager,
                 httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app),
@@ -110,23 +98,9 @@ async def test_a_turn_of_renames_then_undo_through_the_gateway(
 
 @pytest.fixture
 def served(make_home: MakeHome) -> Iterator[Home]:
-    from metnos.gateway.app import create_app
-
     home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()))
-    config = uvicorn.Config(with_undo_router(create_app(home.settings)), host="127.0.0.1",
-                            port=home.settings.gateway.port, log_level="warning")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "gateway did not start"
-        time.sleep(0.05)
-    try:
+    with served_gateway(home):
         yield home
-    finally:
-        server.should_exit = True
-        thread.join(30)
 
 
 def cli() -> Typer:
