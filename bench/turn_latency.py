@@ -65,6 +65,8 @@ def setup_home(root: Path, llm: ScriptedLLM) -> Any:
         "PREFECT_SERVER_DATABASE_CONNECTION_URL": "postgresql+asyncpg://bench/unused",
         "METNOS_LLM_MODEL": "openai/scripted", "METNOS_LLM_API_BASE": llm.api_base,
         "METNOS_LLM_API_KEY": "sk-bench", "METNOS_POLICY_AUTONOMY": "Supervised",
+        # hundreds of turns a minute: the household's rate limit would (rightly) stop them
+        "METNOS_POLICY_MAX_ACTIONS_PER_HOUR": "1000000",
     })
     from metnos.home import initialise
     from metnos.settings import get_settings
