@@ -107,7 +107,8 @@ class TurnService:
                           outcomes: list[StepOutcome]) -> None:
         """Tell the user (and the turn's record) that this step waits for an approval."""
         assert checked.approval is not None
-        reply = compose([*outcomes], gate.pending_message(checked, ctx.lang), ctx.lang)
+        done_so_far = [compose(outcomes, None, ctx.lang)] if outcomes else []
+        reply = "\n\n".join([*done_so_far, gate.pending_message(checked, ctx.lang)])
         pending = [approvals.public(checked.approval)]
         self.publish(ctx, reply, "awaiting_approval", pending)
         await asyncio.to_thread(self._record_status, ctx, reply, "awaiting_approval")
