@@ -48,6 +48,7 @@ class ScriptedLLM:
         self.requests: list[dict[str, Any]] = []
         self._queue: deque[_Reply] = deque()
         self._always: _Reply | None = None
+        self._routes: dict[str, _Reply] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -131,9 +132,20 @@ class ScriptedLLM:
         with self._lock:
             self._queue.append(reply)
 
+    def route(self, token: str, tool_call: ToolCall) -> None:
+        """Answer every request whose user message contains `token` with this tool call,
+        before the queue: concurrent turns (each with its own token) never swap calls."""
+        with self._lock:
+            self._routes[token] = _Reply(tool_calls=(tool_call,))
+
     def _next(self, body: dict[str, Any]) -> _Reply | None:
+        said = " ".join(str(m.get("content")) for m in body.get("messages", [])
+                        if m.get("role") == "user")
         with self._lock:
             self.requests.append(body)
+            routed = next((r for token, r in self._routes.items() if token in said), None)
+            if routed is not None:
+                return routed
             if self._queue:
                 return self._queue.popleft()
             return self._always

@@ -59,3 +59,21 @@ def test_stop_releases_the_port() -> None:
     except httpx.ConnectError:
         return
     raise AssertionError("the server still answers after stop()")
+
+
+def test_routes_answer_by_token_before_the_queue(scripted_llm: ScriptedLLM) -> None:
+    from metnos.testing.llm_server import ToolCall
+
+    scripted_llm.route("turn-A", ToolCall("fs_read", {"path": "a"}))
+    scripted_llm.enqueue_text("from the queue")
+    url = scripted_llm.api_base + "/chat/completions"
+
+    def ask(text: str) -> dict:  # type: ignore[type-arg]
+        body = {"messages": [{"role": "system", "content": "turn-A"},
+                             {"role": "user", "content": text}]}
+        return httpx.post(url, json=body).json()["choices"][0]["message"]  # type: ignore[no-any-return]
+
+    routed = ask("please, turn-A")
+    assert routed["tool_calls"][0]["function"]["name"] == "fs_read"
+    assert ask("no token here")["content"] == "from the queue"  # the system text is not read
+    assert ask("turn-A again")["tool_calls"]  # a route answers every time

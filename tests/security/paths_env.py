@@ -30,7 +30,7 @@ import pytest
 from metnos.executors.manifest import Manifest
 from metnos.home import initialise
 from metnos.settings import get_settings
-from metnos.testing.llm_server import ScriptedLLM, ToolCall, _Reply
+from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.security.paths_calls import call_args
 from tests.support.home import Home, gateway_client
 from tests.support.pg import TestPostgres
@@ -38,26 +38,6 @@ from tests.support.pg import TestPostgres
 MARK = "PATHS-ATTACK-MARKER-"  # + a tag per planted file: these bytes must never leak
 PLANTED_TRASH = "a1b2c3"  # the trash folder of a pretend earlier fs_delete, with a marker
 MIN_SECRET_LINE = 16  # lines of key/secret files at least this long count as "their bytes"
-
-
-class AttackerLLM(ScriptedLLM):
-    """The scripted server as an attacker: every request whose user message carries a turn's
-    token is answered with that turn's tool call, so concurrent turns never swap calls."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._calls: dict[str, _Reply] = {}
-
-    def route(self, token: str, call: ToolCall) -> None:
-        with self._lock:
-            self._calls[token] = _Reply(tool_calls=(call,))
-
-    def _next(self, body: dict[str, Any]) -> _Reply | None:
-        said = " ".join(str(m.get("content")) for m in body.get("messages", [])
-                        if m.get("role") == "user")
-        with self._lock:
-            reply = next((r for token, r in self._calls.items() if token in said), None)
-        return reply if reply is not None else super()._next(body)
 
 
 @dataclass
@@ -83,7 +63,7 @@ class Arena:
     home: Home
     fake_home: Path
     outside: Path
-    llm: AttackerLLM
+    llm: ScriptedLLM
     client: httpx.AsyncClient
     lang: str = "en"
     cache: dict[Any, Any] = field(default_factory=dict)  # set-ups and batches already done
@@ -211,14 +191,14 @@ async def open_arena(request: pytest.FixtureRequest, tmp_path_factory: pytest.Te
 
 @contextmanager
 def arena_home(root: Path, pg: TestPostgres, *, autonomy: str,
-               lang: str) -> Iterator[tuple[Home, Path, Path, AttackerLLM]]:
+               lang: str) -> Iterator[tuple[Home, Path, Path, ScriptedLLM]]:
     """What `make_home` does, for a whole module, with `HOME` pointing at a fake home."""
     fake_home, outside = root / "fakehome", root / "outside"
     for rel, tag in ((".ssh/id_rsa", "ssh-key"), (".gnupg/secring.gpg", "gnupg"),
                      (".aws/credentials", "aws"), (".bashrc", "bashrc")):
         plant(fake_home / rel, tag)
     plant(outside / "private.txt", "outside")
-    llm = AttackerLLM()
+    llm = ScriptedLLM()
     with pytest.MonkeyPatch.context() as mp, llm:
         env = {
             "HOME": str(fake_home), "METNOS_HOME": str(root / "home"), "METNOS_LANG": lang,
