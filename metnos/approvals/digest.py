@@ -3,7 +3,8 @@
 `action_digest` is SHA-256 over the canonical JSON of the executor, its code hash, its
 (canonical, workspace-relative) arguments and the fingerprints of the files those arguments
 name. Recomputed right before the run: if any of it changed since the approval, the run is
-refused. Files are walked without following symbolic links.
+refused. Files are read the way before-manifests are (`metnos.reversibility.Walker`): one
+component at a time from the workspace descriptor, never following a symbolic link.
 """
 
 from __future__ import annotations
@@ -11,12 +12,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import stat
 from pathlib import Path
 from typing import Any
 
-MAX_TREE_ENTRIES = 20_000
-_CHUNK = 1 << 20
+from metnos.reversibility import Walker, digest, open_workspace
 
 
 def action_digest(*, executor: str, code_sha256: str, args: dict[str, Any],
@@ -27,44 +26,14 @@ def action_digest(*, executor: str, code_sha256: str, args: dict[str, Any],
 
 
 def fingerprint(workspace: Path, rel: str) -> str | None:
-    """`file:<sha256>`, `dir:<tree sha256>`, `link:<target>`, `other`, or None when missing."""
-    path = workspace / rel if rel not in ("", ".") else workspace
+    """`<kind>:<digest of its recorded state>` (`file:…`, `dir:…` for a whole tree,
+    `symlink:…`), `other` when it cannot be compared, None when it does not exist."""
+    ws_fd = open_workspace(workspace)
     try:
-        st = os.lstat(path)
-    except FileNotFoundError:
+        state = Walker().scan(ws_fd, rel)
+    finally:
+        os.close(ws_fd)
+    if state["kind"] == "missing":
         return None
-    if stat.S_ISLNK(st.st_mode):
-        return "link:" + os.readlink(path)
-    if stat.S_ISREG(st.st_mode):
-        return "file:" + _file_sha256(path)
-    if stat.S_ISDIR(st.st_mode):
-        return "dir:" + _tree_sha256(path)
-    return "other"
-
-
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK)
-    with os.fdopen(fd, "rb") as handle:
-        for chunk in iter(lambda: handle.read(_CHUNK), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
-def _tree_sha256(root: Path) -> str:
-    """Every entry under `root` (relative path, kind, content hash), in a stable order."""
-    digest = hashlib.sha256()
-    count = 0
-    for folder, dirs, names in os.walk(root, followlinks=False):
-        dirs.sort()
-        for name in sorted(names) + [d for d in dirs if os.path.islink(os.path.join(folder, d))]:
-            count += 1
-            if count > MAX_TREE_ENTRIES:
-                digest.update(b"too-many-entries")
-                return digest.hexdigest()
-            full = Path(folder, name)
-            rel = full.relative_to(root).as_posix()
-            digest.update(f"{rel}\0{fingerprint(root, rel)}\n".encode())
-        for name in dirs:
-            digest.update(f"{Path(folder, name).relative_to(root).as_posix()}/\n".encode())
-    return digest.hexdigest()
+    found = digest(state)
+    return f"{state['kind']}:{found}" if found else "other"

@@ -65,7 +65,7 @@ def open_approval(service: TurnService, ctx: TurnContext, checked: CheckedStep,
                        action_id=checked.action_id, approval_id=row.id)
 
 
-def describe(checked: CheckedStep, lang: str) -> str:
+def describe(checked: CheckedStep) -> str:
     """One line naming the exact action: `fs_move(src="a.txt", dst="b/a.txt")`."""
     args = checked.request.args if checked.request is not None else checked.step.args
     shown = ", ".join(f"{k}={_short(v)}" for k, v in sorted(args.items()))
@@ -76,7 +76,7 @@ def pending_message(checked: CheckedStep, lang: str) -> str:
     row, verdict = checked.approval, checked.ask
     assert row is not None and verdict is not None
     why = i18n.get(verdict.key, lang, **{**verdict.vars, "executor": checked.step.executor})
-    return i18n.get("MSG_APPROVAL_NEEDED", lang, why=why, action=describe(checked, lang),
+    return i18n.get("MSG_APPROVAL_NEEDED", lang, why=why, action=describe(checked),
                     approval_id=row.id, expires=row.expires_at.strftime("%Y-%m-%d %H:%M UTC"))
 
 
@@ -87,7 +87,7 @@ def markdown(checked: CheckedStep, lang: str) -> str:
     files = "\n".join(f"- `{path}`: `{fp or i18n.get('MSG_APPROVAL_FILE_MISSING', lang)}`"
                       for path, fp in row.files.items())
     return "\n\n".join(filter(None, [f"**{pending_message(checked, lang)}**",
-                                     f"`{describe(checked, lang)}`", files]))
+                                     f"`{describe(checked)}`", files]))
 
 
 async def wait_in_db(service: TurnService, ctx: TurnContext,
@@ -158,7 +158,7 @@ def _closed(service: TurnService, ctx: TurnContext, checked: CheckedStep, key: s
                              action_id=checked.action_id,
                              approval_id=checked.approval.id if checked.approval else None)
     row = checked.approval
-    vars = {"executor": checked.step.executor, "action": describe(checked, ctx.lang),
+    vars = {"executor": checked.step.executor, "action": describe(checked),
             "approval_id": row.id if row else "", "status": outcome}
     return StepOutcome(checked.step.executor, "refused", key=key, vars=vars, audit_seq=seq)
 

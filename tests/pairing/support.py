@@ -11,14 +11,13 @@ from typing import Any
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from metnos.audit import AuditLog
 from metnos.db.models import utcnow
 from metnos.pairing import models as _pairing_models  # noqa: F401 - tables for create_tables
 from metnos.settings import PolicySettings
-from tests.support.home import GATEWAY_BASE, Home
+from tests.support.home import Home, gateway_client
 
 TTL = timedelta(hours=1)
 T0 = utcnow().replace(microsecond=0)
@@ -46,14 +45,7 @@ def audit_lines(audit: AuditLog) -> list[dict[str, Any]]:
 async def pairing_client(home: Home, *, token: str | None = None,
                          lang: str = "en") -> AsyncIterator[httpx.AsyncClient]:
     """The real gateway (lifespan included, no Prefect) reached through httpx."""
-    from metnos.gateway.app import create_app
-
-    app = create_app(home.settings)
     headers = {"Authorization": f"Bearer {token if token is not None else home.token}",
                "Accept-Language": lang}
-    async with LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager:
-        transport = httpx.ASGITransport(app=manager.app)
-        async with httpx.AsyncClient(transport=transport, base_url=GATEWAY_BASE,
-                                     headers=headers, timeout=60) as client:
-            client.app = app  # type: ignore[attr-defined]
-            yield client
+    async with gateway_client(home, prefect=False, headers=headers) as client:
+        yield client

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
+from tests.approvals.test_approval_flow import wait_status
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import MakeHome, gateway_client
 
@@ -119,7 +120,6 @@ async def test_forwarded_injection_cannot_act_unasked_even_in_full(
                                    "mode": "overwrite"}
         assert "outbox/x@evil.txt" in body["reply"]  # the owner sees exactly what would happen
         await client.post(f"/api/approvals/{pending['approval_id']}", json={"decision": "deny"})
-        from tests.approvals.test_approval_flow import wait_status
         await wait_status(client, body["turn_id"], "completed")
     assert not (home.workspace / "outbox").exists()
     user_message = scripted_llm.requests[0]["messages"][-1]["content"]
@@ -165,7 +165,6 @@ async def test_file_injection_goes_to_approval_with_the_exact_url(
             assert url in body["reply"]
             await client.post(f"/api/approvals/{pending['approval_id']}",
                               json={"decision": "deny"})
-            from tests.approvals.test_approval_flow import wait_status
             await wait_status(client, body["turn_id"], "completed")
     finally:
         evil.shutdown()
@@ -185,7 +184,6 @@ async def test_irreversible_shell_needs_a_yes_at_every_level(
     scripted_llm.enqueue_tool_call("shell_run", {"command": "touch made-by-shell"})
     async with gateway_client(home) as client:
         body = (await client.post("/api/turns", json={"text": "touch", "lang": "en"})).json()
-        from tests.approvals.test_approval_flow import wait_status
         await wait_status(client, body["turn_id"], "completed")
     assert not (home.workspace / "made-by-shell").exists()
     first = audit_lines(home.path)[0]

@@ -8,26 +8,20 @@ from contextlib import asynccontextmanager
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from typer import Typer
 from typer.testing import CliRunner
 
 from metnos.cli.undo import undo as undo_command
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
-from tests.support.home import GATEWAY_BASE, Home, MakeHome, served_gateway
+from tests.support.home import Home, MakeHome, gateway_client, served_gateway
 from tests.support.pg import free_port
 from tests.undo.support import Actor, build_tree, tree_digest
 
 
 @asynccontextmanager
 async def client_for(home: Home, token: str | None = None) -> AsyncIterator[httpx.AsyncClient]:
-    from metnos.gateway.app import create_app
-
-    app = create_app(home.settings)
     headers = {"Authorization": f"Bearer {token or home.token}", "Accept-Language": "en"}
-    async with (LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager,
-                httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app),
-                                  base_url=GATEWAY_BASE, headers=headers, timeout=60) as client):
+    async with gateway_client(home, prefect=False, headers=headers) as client:
         yield client
 
 
