@@ -17,7 +17,16 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, SecretStr, ValidationError, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -115,6 +124,123 @@ class SandboxSettings(_Group):
                            "(off: the gateway, Prefect and the database stay out of reach).")
 
 
+LANG_TAG_HELP = "a BCP-47 language tag such as 'it', 'en' or 'pt-BR'"
+
+
+def _bcp47(value: str) -> str:
+    tag = value.strip().replace("_", "-")
+    if not tag or not all(part.isalnum() and len(part) <= 8 for part in tag.split("-")):
+        raise ValueError(f"not {LANG_TAG_HELP}: {value!r}")
+    return tag
+
+
+class _IntentModel(BaseModel):
+    """Intent tables accept the runbook's camelCase names as well as snake_case."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, frozen=True)
+
+
+class CommunicationIntent(_IntentModel):
+    """The language Metnos speaks in: a *soft* intent (yields to explicit instructions)."""
+
+    language: str = Field("auto-user-profile",
+                          description="'auto-user-profile' (the session's language) or a tag.")
+    intent: Literal["soft", "hard"] = "soft"
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str) -> str:
+        return value if value == "auto-user-profile" else _bcp47(value)
+
+
+ARTIFACT_POLICIES = ("preserve-existing-or-user-language", "preserve-existing")
+
+
+class ArtifactRule(_IntentModel):
+    """An override for files under `path_prefix` and/or with one of `extensions`."""
+
+    id: str = Field(min_length=1, max_length=64)
+    path_prefix: str | None = Field(None, alias="pathPrefix")
+    extensions: tuple[str, ...] = Field((), validation_alias=AliasChoices(
+        "extensions", "fileExtensions", "file_extensions"))
+    language: str = Field("preserve-existing", description="A policy name or a tag.")
+    intent: Literal["soft", "hard"] = "hard"
+    generate_translations: bool = Field(False, alias="generateTranslations")
+    translation_targets: tuple[str, ...] = Field((), alias="translationTargets")
+    reason: str = ""
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str) -> str:
+        return value if value in ARTIFACT_POLICIES else _bcp47(value)
+
+    @field_validator("translation_targets")
+    @classmethod
+    def _targets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_bcp47(v) for v in value)
+
+    @model_validator(mode="after")
+    def _selects_something(self) -> ArtifactRule:
+        if not self.path_prefix and not self.extensions:
+            raise ValueError(f"rule {self.id!r}: give pathPrefix, extensions or both")
+        return self
+
+
+class ArtifactsIntent(_IntentModel):
+    """The language of files Metnos writes: a *hard* intent (preserve the existing one)."""
+
+    language: str = Field(ARTIFACT_POLICIES[0], description="A policy name or a tag.")
+    intent: Literal["soft", "hard"] = "hard"
+    generate_translations: bool = Field(False, alias="generateTranslations")
+    translation_targets: tuple[str, ...] = Field((), alias="translationTargets")
+    rules: tuple[ArtifactRule, ...] = ()
+
+    @field_validator("language")
+    @classmethod
+    def _language(cls, value: str) -> str:
+        return value if value in ARTIFACT_POLICIES else _bcp47(value)
+
+    @field_validator("translation_targets")
+    @classmethod
+    def _targets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(_bcp47(v) for v in value)
+
+
+class I18nSettings(_Group):
+    """Languages (SPEC §9): resources, active languages, the sweep, the lint and the intents."""
+
+    model_config = SettingsConfigDict(env_prefix="METNOS_I18N_", extra="forbid")
+
+    resources_dir: Path | None = Field(
+        None, description="Folder holding prompts/, i18n/ and executors/ (default: the "
+                          "installed tree). metnos-prompts writes translations there.")
+    languages: list[str] = Field(
+        default_factory=lambda: ["it", "en"],
+        description="Active languages besides METNOS_LANG; a language added with "
+                    "`metnos-prompts add-language` stays inactive until named here or in "
+                    "METNOS_LANG.")
+    source_lang: str = Field("en", description="Source language when no edit has elected one.")
+    workspace_language: str | None = Field(
+        None, description="Language of the household's documents (default: METNOS_LANG).")
+    sweep_quality: Literal["wise", "frontier"] = Field(
+        "wise", description="LLM tier of the nightly sweep; frontier is an explicit opt-in.")
+    sweep_batch: int = Field(40, ge=1, le=500, description="Messages per translation request.")
+    lint_max_text_chars: int = Field(12000, ge=1, description="Largest text i18n_lint reads.")
+    intents_enabled: bool = Field(True, description="Apply the soft/hard language intents.")
+    communication: CommunicationIntent = Field(default_factory=lambda: CommunicationIntent())
+    artifacts: ArtifactsIntent = Field(default_factory=lambda: ArtifactsIntent())
+
+    @field_validator("languages")
+    @classmethod
+    def _tags(cls, value: list[str]) -> list[str]:
+        return [_bcp47(v) for v in value]
+
+    @field_validator("source_lang", "workspace_language")
+    @classmethod
+    def _tag(cls, value: str | None) -> str | None:
+        return None if value is None else _bcp47(value)
+
+
 class PolicySettings(_Group):
     model_config = SettingsConfigDict(env_prefix="METNOS_POLICY_", extra="forbid")
 
@@ -151,14 +277,12 @@ class Settings(BaseSettings):
     llm: LLMSettings = Field(default_factory=lambda: LLMSettings())
     sandbox: SandboxSettings = Field(default_factory=lambda: SandboxSettings())
     policy: PolicySettings = Field(default_factory=lambda: PolicySettings())
+    i18n: I18nSettings = Field(default_factory=lambda: I18nSettings())
 
     @field_validator("lang")
     @classmethod
     def _lang_tag(cls, value: str) -> str:
-        tag = value.strip().replace("_", "-")
-        if not tag or not all(part.isalnum() for part in tag.split("-")):
-            raise ValueError(f"not a BCP-47 language tag: {value!r}")
-        return tag
+        return _bcp47(value)
 
     @classmethod
     def settings_customise_sources(
@@ -200,6 +324,32 @@ class Settings(BaseSettings):
     def state_dir(self) -> Path:
         """Host-only state no executor can reach: audit checkpoints, before manifests."""
         return self.home / "state"
+
+    @property
+    def resources_root(self) -> Path:
+        """The folder holding `prompts/`, `i18n/` and `executors/` (SPEC §9)."""
+        from metnos.paths import repo_root
+
+        return self.i18n.resources_dir or repo_root()
+
+    @property
+    def i18n_db_path(self) -> Path:
+        """Layer-3 messages (SPEC §1, §9.3), seeded from the files under `i18n/`."""
+        return self.home / "i18n.sqlite"
+
+    @property
+    def active_languages(self) -> tuple[str, ...]:
+        """Languages sessions may use: the process language first, then `i18n.languages`."""
+        found: list[str] = []
+        for tag in (self.lang, *self.i18n.languages):
+            base = tag.split("-")[0].lower()
+            if base not in found:
+                found.append(base)
+        return tuple(found)
+
+    @property
+    def workspace_language(self) -> str:
+        return self.i18n.workspace_language or self.lang
 
     @property
     def owner_token_path(self) -> Path:
@@ -246,6 +396,7 @@ _GROUP_CLASSES: dict[str, type[BaseSettings]] = {
     "llm": LLMSettings,
     "sandbox": SandboxSettings,
     "policy": PolicySettings,
+    "i18n": I18nSettings,
 }
 
 
