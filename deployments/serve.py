@@ -3,7 +3,7 @@
     python -m deployments.serve
 
 Each scheduled run starts a process (4–6 s, measured): right for nightly work, never for a
-chat turn. Later issues add the translation sweep, the ager and the mail digest here.
+chat turn. Later issues add the ager and the mail digest here.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from prefect import serve
 from prefect.schedules import Cron
 
 from flows.audit_check import audit_check
+from flows.translation_sweep import translation_sweep
 
 TIMEZONE = "Europe/Rome"
 
@@ -21,6 +22,9 @@ def main() -> None:
         audit_check.to_deployment(  # type: ignore[arg-type]  # sync context: not a coroutine
             name="nightly", schedules=[Cron("15 3 * * *", timezone=TIMEZONE)],
             description="Verify the audit chain and its signed checkpoint every night."),
+        translation_sweep.to_deployment(  # type: ignore[arg-type]
+            name="nightly", schedules=[Cron("40 2 * * *", timezone=TIMEZONE)],
+            description="Write translation candidates for stale and missing texts (tier wise)."),
         limit=2,
     )
 

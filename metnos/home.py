@@ -25,7 +25,7 @@ from metnos.db.engine import (
 )
 from metnos.executors.builtin import sign_builtins
 from metnos.executors.registry import signatures_dir
-from metnos.paths import repo_path
+from metnos.i18n.admin import open_instance_store
 from metnos.settings import Settings
 
 WORKSPACE_FILES = ("IDENTITY.md", "SOUL.md", "USER.md", "TELOS.md", "RULES.md", "MEMORY.md")
@@ -68,7 +68,11 @@ def initialise(settings: Settings) -> InitReport:
         _write_secret(settings.owner_token_path, secrets.token_urlsafe(32))
         report.created.append("secrets/owner.token")
     _database(settings, report)
-    for name in sign_builtins(repo_path("executors"), settings.keys_dir, signatures_dir(settings)):
+    if not settings.i18n_db_path.exists():
+        open_instance_store(settings).close()
+        report.created.append(settings.i18n_db_path.name)
+    builtins = settings.resources_root / "executors"
+    for name in sign_builtins(builtins, settings.keys_dir, signatures_dir(settings)):
         report.created.append(f"signatures/{name}")
     return report
 
@@ -98,9 +102,9 @@ def _layout(settings: Settings, report: InitReport) -> None:
 
 def _workspace_files(settings: Settings, report: InitReport) -> None:
     lang = settings.lang.split("-")[0].lower()
-    source = repo_path("i18n", lang, "workspace")
+    source = settings.resources_root / "i18n" / lang / "workspace"
     if not source.is_dir():
-        source = repo_path("i18n", "en", "workspace")
+        source = settings.resources_root / "i18n" / "en" / "workspace"
     for name in WORKSPACE_FILES:
         target = settings.workspace / name
         if not target.exists():

@@ -68,8 +68,29 @@ def ping(engine: Engine) -> None:
 
 
 def create_tables(engine: Engine) -> None:
-    """Create the missing tables (existing ones are left alone)."""
+    """Create the missing tables (existing ones are left alone), then bring older tables up to
+    date with the idempotent migrations below."""
     SQLModel.metadata.create_all(engine)
+    _migrate(engine)
+
+
+# (table, column) that later versions made nullable: legacy sessions keep NULL until pinned
+_NOW_NULLABLE = (("chat_session", "interaction_language"),)
+
+
+def _migrate(engine: Engine) -> None:
+    """Idempotent schema changes for databases created by an older Metnos (PostgreSQL only;
+    a new database already has the current shape). Each ALTER runs only when still needed."""
+    if engine.dialect.name != "postgresql":
+        return
+    with engine.begin() as conn:
+        for table, column in _NOW_NULLABLE:
+            nullable = conn.execute(text(
+                "SELECT is_nullable FROM information_schema.columns "
+                "WHERE table_schema = current_schema() AND table_name = :t AND column_name = :c"),
+                {"t": table, "c": column}).scalar()
+            if nullable == "NO":
+                conn.execute(text(f'ALTER TABLE "{table}" ALTER COLUMN "{column}" DROP NOT NULL'))
 
 
 @contextmanager

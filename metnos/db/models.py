@@ -8,11 +8,12 @@ All datetimes are timezone-aware UTC.
 from __future__ import annotations
 
 import uuid
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, CheckConstraint, Column, DateTime, UniqueConstraint
-from sqlmodel import Field, Session, SQLModel, select
+from sqlalchemy import JSON, CheckConstraint, Column, DateTime, UniqueConstraint, update
+from sqlmodel import Field, Session, SQLModel, col, select
 
 from metnos.errors import MetnosError
 
@@ -38,14 +39,19 @@ def _stamp(**kwargs: Any) -> Any:
 
 
 class ChatSession(SQLModel, table=True):
-    """A conversation of one user on one channel; its language and autonomy are sticky."""
+    """A conversation of one user on one channel; its language and autonomy are sticky.
+
+    `interaction_language` is set when the session is created (from the client's UI locale)
+    and never rewritten by a later request (SPEC §9.6). It is NULL only on sessions stored
+    before it existed; `get_or_create_session` pins those once.
+    """
 
     __tablename__ = "chat_session"
 
     id: str = Field(default_factory=new_id, primary_key=True)
     user_id: str = Field(index=True)
     channel: str
-    interaction_language: str
+    interaction_language: str | None = Field(default=None, nullable=True)
     autonomy: str = "Supervised"
     created_at: datetime = _stamp(default_factory=utcnow)
     updated_at: datetime = _stamp(default_factory=utcnow)
@@ -106,26 +112,63 @@ class BeforeManifest(SQLModel, table=True):
 
 
 # -- helpers --------------------------------------------------------------------------------
-def get_or_create_session(db: Session, session_id: str | None, *, user_id: str, channel: str,
-                          lang: str, autonomy: str = "Supervised") -> ChatSession:
-    """The user's session `session_id`, or a new one.
+@dataclass(frozen=True)
+class OpenedSession:
+    """A session as a turn found it: `created` now, or a legacy one whose language was
+    `pinned` by this call (and by no other)."""
+
+    chat: ChatSession
+    created: bool = False
+    pinned: bool = False
+
+
+def open_session(db: Session, session_id: str | None, *, user_id: str, channel: str,
+                 lang: str, legacy_lang: str | None = None,
+                 autonomy: str = "Supervised") -> OpenedSession:
+    """The user's session `session_id`, or a new one in `lang`.
 
     An unknown id is created as given (a channel may use stable ids); an id that belongs to
-    another user is never reused: that caller gets a new session with a fresh id.
+    another user is never reused: that caller gets a new session with a fresh id. A found
+    session keeps its `interaction_language` whatever `lang` says; a legacy one without it
+    gets `legacy_lang` (else `lang`) pinned, once even under concurrent turns.
     """
     found = db.get(ChatSession, session_id) if session_id else None
     if found is not None and found.user_id == user_id:
+        pinned = False
+        if found.interaction_language is None:
+            pinned = pin_language(db, found.id, legacy_lang or lang)
+            db.refresh(found)
         found.updated_at = utcnow()
         db.add(found)
         db.commit()
-        return found
+        return OpenedSession(found, pinned=pinned)
     chat = ChatSession(user_id=user_id, channel=channel, interaction_language=lang,
                        autonomy=autonomy)
     if session_id and found is None:
         chat.id = session_id
     db.add(chat)
     db.commit()
-    return chat
+    return OpenedSession(chat, created=True)
+
+
+def get_or_create_session(db: Session, session_id: str | None, *, user_id: str, channel: str,
+                          lang: str, legacy_lang: str | None = None,
+                          autonomy: str = "Supervised") -> ChatSession:
+    """`open_session(...).chat`."""
+    return open_session(db, session_id, user_id=user_id, channel=channel, lang=lang,
+                        legacy_lang=legacy_lang, autonomy=autonomy).chat
+
+
+def pin_language(db: Session, session_id: str, lang: str) -> bool:
+    """Give a legacy session (language NULL) `lang`; True when this call set it. The
+    conditional UPDATE makes it happen once, whoever else tries at the same moment."""
+    query = (update(ChatSession)
+             .where(col(ChatSession.id) == session_id,
+                    col(ChatSession.interaction_language).is_(None))
+             .values(interaction_language=lang))
+    result = db.exec(query)
+    db.commit()
+    return result.rowcount == 1
 
 
 def record_turn_start(db: Session, *, session_id: str, channel: str, sender: str, text: str,

@@ -2,19 +2,21 @@
 
 Per language: `version_hash` (SHA-256 of that language's normalised description + affinity),
 `source_hash` (the source language's version_hash at the last alignment; null for the source
-itself), `source_lang`, `translated_by`, `reviewed_at`, `needs_review`. Comparing hashes is
-deterministic code; the nightly translation sweep (a later issue) acts on the result.
+itself), `source_lang`, `translated_by`, `reviewed_at`, `needs_review`. The latest-wins rules
+live in `metnos.i18n.state`; the sweep and `metnos-prompts` work on the file through
+`metnos.i18n.layers.ManifestsLayer`. These helpers serve the manifest tooling and its tests.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
-import unicodedata
 from pathlib import Path
 from typing import Any
 
 from metnos.executors.manifest import LANG_STATE_FILE, Manifest
+from metnos.i18n.layers import manifest_value
+from metnos.i18n.state import LangEntry, assess
+from metnos.i18n.textnorm import value_hash
 
 FIELDS = (
     "version_hash",
@@ -28,10 +30,7 @@ FIELDS = (
 
 def lang_version_hash(manifest: Manifest, lang: str) -> str:
     """SHA-256 of one language's normalised description + affinity (SPEC §9.4 version_hash)."""
-    description = " ".join(manifest.description[lang].split())
-    affinity = "\n".join(" ".join(word.split()) for word in manifest.affinity.get(lang, ()))
-    text = unicodedata.normalize("NFC", f"{description}\n--\n{affinity}")
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return value_hash(manifest_value(manifest.description[lang], manifest.affinity.get(lang, ())))
 
 
 def lang_state_document(
@@ -64,14 +63,9 @@ def read_lang_state(folder: Path) -> dict[str, dict[str, Any]]:
 
 
 def stale_languages(manifest: Manifest, state: dict[str, dict[str, Any]]) -> list[str]:
-    """Languages whose text changed, or whose source changed since they were aligned."""
-    stale = []
-    for lang in manifest.languages():
-        entry = state.get(lang)
-        if entry is None or entry.get("version_hash") != lang_version_hash(manifest, lang):
-            stale.append(lang)
-            continue
-        source = entry.get("source_lang")
-        if source is not None and entry.get("source_hash") != lang_version_hash(manifest, source):
-            stale.append(lang)
-    return stale
+    """Languages that are not in sync: stale, edited out of turn, or never recorded."""
+    record = {lang: LangEntry.from_json(e) for lang, e in state.items() if e.get("version_hash")}
+    current: dict[str, str | None] = {lang: lang_version_hash(manifest, lang)
+                                      for lang in manifest.languages()}
+    now = assess(record, current, list(current), "en")
+    return sorted(lang for lang, s in now.status.items() if s not in ("source", "synced"))

@@ -11,18 +11,18 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
+from metnos import i18n
 from metnos.errors import ExecutorNotFound, ManifestError, SignatureError
 from metnos.executors.manifest import MANIFEST_FILE, Manifest, manifest_bytes, parse_manifest
 from metnos.executors.signing import SignedFacts, signature_path, verify_executor
 from metnos.keys import load_public_key
 from metnos.llm.tools import ToolSpec
-from metnos.paths import repo_path
 
 if TYPE_CHECKING:
     from metnos.settings import Settings
@@ -98,7 +98,7 @@ class Registry:
 
     def tool_specs(self, lang: str) -> list[ToolSpec]:
         """Every admitted executor as a planner tool in `lang`, sorted by name."""
-        return [spec.manifest.tool_spec(lang) for spec in self.admitted]
+        return [_tool_spec(spec.manifest, lang) for spec in self.admitted]
 
     def refusal(self, name: str) -> Reason | None:
         """Why `name` was refused (the first reason), or None."""
@@ -175,7 +175,7 @@ def admit(
 
 def executor_dirs(settings: Settings) -> list[Path]:
     """Where executors live, in precedence order: the repository's, then the owner's."""
-    return [repo_path("executors"), settings.home / "executors"]
+    return [settings.resources_root / "executors", settings.home / "executors"]
 
 
 def signatures_dir(settings: Settings) -> Path:
@@ -198,6 +198,17 @@ def admit_with_settings(
         refused = list(problems) + [Refusal(spec.name, exc.key, exc.vars) for spec in specs]
         return Registry(refused=refused)
     return admit(specs, public_key, signatures_dir(settings), problems)
+
+
+def _tool_spec(manifest: Manifest, lang: str) -> ToolSpec:
+    """`manifest.tool_spec(lang)`; when the manifest has no description in `lang`, the reviewed
+    layer-3 message `EX_DESCRIPTION_<name>` of exactly that language, if any (SPEC §9.3)."""
+    tool = manifest.tool_spec(lang)
+    base = lang.replace("_", "-").split("-")[0].lower()
+    if lang in manifest.description or base in manifest.description:
+        return tool
+    text = i18n.lookup(f"EX_DESCRIPTION_{manifest.name}", lang)
+    return replace(tool, description=text) if isinstance(text, str) and text else tool
 
 
 def _candidate_folders(base: Path) -> list[Path]:

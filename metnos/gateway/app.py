@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sqlite3
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,8 +22,12 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from metnos import i18n
+from metnos.errors import MetnosError
 from metnos.gateway.routes import approvals, audit, health, pairing, sessions, turns, undo
 from metnos.gateway.security import HostGuard
+from metnos.i18n import intents, lint
+from metnos.i18n.admin import open_instance_store
+from metnos.i18n.store import MessageStore
 from metnos.settings import Settings, get_settings
 from metnos.turns.gate import recover_interrupted
 from metnos.turns.pipeline import run_pipeline
@@ -54,6 +60,10 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = await build_service(settings)
+        store = await asyncio.to_thread(_message_store, settings)
+        await asyncio.to_thread(intents.audit_policy, service.audit, settings)
+        threading.Thread(target=lint.warm_up, args=(settings.active_languages,),
+                         name="lint-warm-up", daemon=True).start()
         await asyncio.to_thread(recover_interrupted, service)
         app.state.service = service
         app.state.owner_token = settings.owner_token()
@@ -64,6 +74,9 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
             await asyncio.wait(background, timeout=DRAIN_TIMEOUT_S)
         service.audit.close()
         service.engine.dispose()
+        if store is not None:
+            i18n.use_store(None)
+            store.close()
 
     app = FastAPI(title="Metnos", version="0.1.0", lifespan=lifespan,
                   docs_url=None, redoc_url=None)
@@ -90,6 +103,17 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.add_middleware(HostGuard, allowed_hosts=settings.gateway.allowed_hosts,
                        max_body_bytes=max_body)
     return app
+
+
+def _message_store(settings: Settings) -> MessageStore | None:
+    """The i18n database (SPEC §9.3), seeded from the files; without it, the files serve."""
+    try:
+        store = open_instance_store(settings)
+    except (MetnosError, OSError, sqlite3.Error) as exc:
+        log.warning("i18n.store_unavailable detail=%s", exc)
+        return None
+    i18n.use_store(store)
+    return store
 
 
 def _finished(background: set[asyncio.Task[None]]) -> Callable[[asyncio.Task[None]], None]:

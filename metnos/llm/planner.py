@@ -17,9 +17,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from metnos import prompts
+from metnos.i18n import intents as language_intents
 from metnos.llm.port import LLMPort, RawToolCall
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.policy.untrusted import strip_control_tokens, wrap_untrusted
+from metnos.settings import I18nSettings, get_settings
 
 ARGS_NOT_JSON = "ERR_PLAN_ARGS_NOT_JSON"
 
@@ -31,13 +33,19 @@ def planner_messages(
     *,
     workspace_context: str = "",
     untrusted: Sequence[tuple[str, str]] = (),
+    intents: I18nSettings | None = None,
 ) -> list[dict[str, Any]]:
     """The chat the planner sends: the rendered system prompt, then the user's text followed
-    by each untrusted `(source, text)` piece, wrapped."""
+    by each untrusted `(source, text)` piece, wrapped.
+
+    `lang` is the session's interaction language; `intents` the language intents (SPEC §9.7,
+    default: the instance's), which fill the prompt's language block."""
     # the owner's files are trusted as wishes, yet a model may have written them: no tokens
     context = strip_control_tokens(workspace_context)
+    policy = intents if intents is not None else get_settings().i18n
     system = prompts.get(
-        "planner", lang, tools=tools, workspace_context=context, session_lang=lang
+        "planner", lang, tools=tools, workspace_context=context, session_lang=lang,
+        **language_intents.planner_vars(policy, lang),
     )
     blocks = [wrap_untrusted(piece, source=source) for source, piece in untrusted]
     return [
@@ -55,6 +63,7 @@ async def plan_with_llm(
     workspace_context: str = "",
     untrusted: Sequence[tuple[str, str]] = (),
     tier: str = "fast",
+    intents: I18nSettings | None = None,
 ) -> Plan:
     """Ask the model for a plan. Raises LLMError when the model cannot be had.
 
@@ -62,7 +71,7 @@ async def plan_with_llm(
     Unknown tool names are kept as steps: the turn refuses them with an audit line.
     """
     messages = planner_messages(text, lang, tools, workspace_context=workspace_context,
-                                untrusted=untrusted)
+                                untrusted=untrusted, intents=intents)
     offered = [tool.openai_tool() for tool in tools] or None
     reply = await port.complete(messages, tools=offered, tier=tier)
     steps = tuple(to_step(call) for call in reply.tool_calls)

@@ -12,7 +12,9 @@ mounted.
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import shutil
 import sys
 from collections.abc import Sequence
@@ -20,10 +22,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
-from metnos.sandbox.profile import SandboxProfile
+from metnos.sandbox.profile import ALLOWED_PYTHON_PACKAGES, SandboxProfile
 
 HOME = "/home/metnos"
 EXECUTOR_DIR = f"{HOME}/executor"
+PYLIB_DIR = f"{HOME}/pylib"
 WORKSPACE_DIR = f"{HOME}/workspace"
 WORKSPACE_ROOT = "workspace"
 AUDIT_NAME = ".audit"
@@ -32,6 +35,7 @@ PATH_ENV = "/usr/bin:/bin"
 SANDBOX_UID = "1000"
 _TOP_LEVEL_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 NETWORK_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/ssl/certs")
+_PYLIB_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.py)?$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +65,15 @@ class Mount:
     fd: int
     rel: str
     writable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class PythonPackage:
+    """A host package directory or module file, bound read-only at `PYLIB_DIR/<dest>`
+    (`lingua`, `metnos_i18n_lint.py`); the executor adds PYLIB_DIR to its `sys.path`."""
+
+    source: Path
+    dest: str
 
 
 def find_bwrap(explicit: os.PathLike[str] | str | None = None) -> Path:
@@ -126,6 +139,38 @@ def host_system_entries() -> tuple[SystemEntry, ...]:
     return tuple(entries)
 
 
+def resolve_python_packages(names: Sequence[str]) -> tuple[PythonPackage, ...]:
+    """Where the allowed packages `names` live on this host (`importlib.util.find_spec`):
+    a package → its directory, a module → its `.py` file, symlinks resolved.
+
+    Raises LookupError naming a package that is not allowed, not found, a namespace package
+    or not plain source.
+    """
+    return tuple(_package(name) for name in names)
+
+
+def _package(name: str) -> PythonPackage:
+    if name not in ALLOWED_PYTHON_PACKAGES:
+        raise LookupError(f"python package {name} is not allowed")
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None or spec.origin is None or not spec.has_location:
+        raise LookupError(f"python package {name} not found")
+    flat = name.replace(".", "_")
+    locations = spec.submodule_search_locations
+    if locations is not None:  # a package: bind its one directory
+        paths = list(locations)
+        source, dest = (Path(paths[0]).resolve() if len(paths) == 1 else None), flat
+    else:  # a module: bind its source file
+        is_source = spec.origin.endswith(".py")
+        source, dest = (Path(spec.origin).resolve() if is_source else None), f"{flat}.py"
+    if source is None or not (source.is_dir() if locations is not None else source.is_file()):
+        raise LookupError(f"python package {name} is not a plain package or source module")
+    return PythonPackage(source=source, dest=dest)
+
+
 @lru_cache(maxsize=1)
 def host_network_files() -> tuple[str, ...]:
     """The resolver and certificate files a network executor gets, those present on this host."""
@@ -146,6 +191,7 @@ def build_argv(
     system_entries: Sequence[SystemEntry] | None = None,
     network_files: Sequence[str] | None = None,
     seccomp_fd: int | None = None,
+    python_packages: Sequence[PythonPackage] = (),
 ) -> list[str]:
     """The full bwrap argv running `python3 -I -S -B /home/metnos/executor/<entry>`.
 
@@ -155,6 +201,7 @@ def build_argv(
     workspace-relative entries masked by an empty read-only tmpfs or /dev/null (the audit log,
     and the trash for every profile without `trash = true`). `seccomp_fd` is a descriptor
     holding the BPF program of `metnos.sandbox.seccomp`, which bwrap installs before the exec.
+    `python_packages` (see `resolve_python_packages`) are bound read-only under PYLIB_DIR.
     """
     _check_entry(entry)
     argv = [str(bwrap), *_namespace_args(profile), *_env_args()]
@@ -164,6 +211,10 @@ def build_argv(
     argv += ["--dir", HOME]
     for prefix in python.binds:
         argv += ["--ro-bind", str(prefix), str(prefix)]
+    for package in python_packages:
+        if not _PYLIB_NAME_RE.match(package.dest):
+            raise ValueError(f"python package destination must be a plain name: {package.dest!r}")
+        argv += ["--ro-bind", str(package.source), f"{PYLIB_DIR}/{package.dest}"]
     if profile.network:
         for path in host_network_files() if network_files is None else network_files:
             argv += ["--ro-bind", path, path]

@@ -8,6 +8,11 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+# Host Python packages an executor may ask for (`python_packages`), bound read-only into its
+# sandbox. A code constant, not a setting: an approved manifest must not bind arbitrary host
+# code (e.g. `metnos` itself, with the policy and the keys' loaders).
+ALLOWED_PYTHON_PACKAGES = frozenset({"lingua", "metnos.i18n.lint"})
+
 
 class SandboxProfile(BaseModel):
     """What an executor may touch. Paths are `"workspace"` or workspace-relative folders."""
@@ -21,6 +26,9 @@ class SandboxProfile(BaseModel):
     memory_mb: int = Field(default=256, ge=16, le=16384, description="Address-space limit.")
     trash: bool = Field(default=False, description="Whether the executor sees workspace/.trash "
                                                    "(only fs_delete, which moves files there).")
+    python_packages: tuple[str, ...] = Field(
+        default=(), description="Host Python packages/modules bound read-only under "
+        "/home/metnos/pylib (dots become underscores); only ALLOWED_PYTHON_PACKAGES.")
 
     @field_validator("read", "write")
     @classmethod
@@ -32,3 +40,14 @@ class SandboxProfile(BaseModel):
             if root.startswith(("/", "~")) or ".." in parts or not root.strip():
                 raise ValueError(f"sandbox roots are 'workspace' or workspace-relative: {root!r}")
         return roots
+
+    @field_validator("python_packages")
+    @classmethod
+    def _allowed_packages(cls, names: tuple[str, ...]) -> tuple[str, ...]:
+        for name in names:
+            if name not in ALLOWED_PYTHON_PACKAGES:
+                allowed = ", ".join(sorted(ALLOWED_PYTHON_PACKAGES))
+                raise ValueError(f"python package {name!r} is not allowed (only: {allowed})")
+        if len(set(names)) != len(names):
+            raise ValueError("python_packages lists a package twice")
+        return names

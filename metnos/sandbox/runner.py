@@ -29,6 +29,7 @@ from metnos.sandbox.bwrap import (
     build_argv,
     find_bwrap,
     python_candidates,
+    resolve_python_packages,
     safe_entry,
 )
 from metnos.sandbox.profile import SandboxProfile
@@ -118,6 +119,10 @@ async def run_pinned(
     runtime = runtime or await find_python_runtime(binary)
     if not safe_entry(request.entry):
         raise SandboxError("ERR_SANDBOX_PATH_UNSAFE", path=request.entry)
+    try:
+        packages = resolve_python_packages(request.profile.python_packages)
+    except LookupError as exc:
+        return SandboxResult.failure("ERR_SANDBOX_UNAVAILABLE", {"reason": str(exc)}, started)
     payload = json.dumps({"args": request.args, "action_id": request.action_id}).encode()
     filter_fd: int | None = None
     try:
@@ -133,6 +138,7 @@ async def run_pinned(
             hidden_dirs=pinned.hidden_dirs,
             hidden_files=pinned.hidden_files,
             seccomp_fd=filter_fd,
+            python_packages=packages,
         )
         fds = pinned.fds if filter_fd is None else (*pinned.fds, filter_fd)
         run = await _execute(argv, fds, payload, request, env)
@@ -254,7 +260,7 @@ def _interpret(run: _process.Run, request: SandboxRequest, started: float) -> Sa
     if run.error_key == "ERR_SANDBOX_OUTPUT_TOO_LARGE":
         return run.fail(started, run.error_key, limit=request.max_output_bytes)
     if run.exit_code != 0:
-        if b"MemoryError" in run.stderr:
+        if b"MemoryError" in run.stderr or b"memory allocation of" in run.stderr:  # Rust aborts
             memory_mb = request.profile.memory_mb
             return run.fail(started, "ERR_SANDBOX_MEMORY_EXCEEDED", memory_mb=memory_mb)
         return run.fail(started, "ERR_SANDBOX_CRASHED", exit_code=run.exit_code)

@@ -15,6 +15,7 @@ import threading
 import time
 import uuid
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -49,6 +50,7 @@ class ScriptedLLM:
         self._queue: deque[_Reply] = deque()
         self._always: _Reply | None = None
         self._routes: dict[str, _Reply] = {}
+        self._responder: Callable[[dict[str, Any]], str | None] | None = None
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
@@ -121,6 +123,7 @@ class ScriptedLLM:
         with self._lock:
             self._queue.clear()
             self._always = None
+            self._responder = None
             self.requests.clear()
 
     @property
@@ -138,6 +141,12 @@ class ScriptedLLM:
         with self._lock:
             self._routes[token] = _Reply(tool_calls=(tool_call,))
 
+    def respond_with(self, responder: Callable[[dict[str, Any]], str | None] | None) -> None:
+        """Answer requests the routes do not cover with `responder(body)` as text, before
+        the queue; a None answer passes the request on (a stand-in translator, say)."""
+        with self._lock:
+            self._responder = responder
+
     def _next(self, body: dict[str, Any]) -> _Reply | None:
         said = " ".join(str(m.get("content")) for m in body.get("messages", [])
                         if m.get("role") == "user")
@@ -146,6 +155,11 @@ class ScriptedLLM:
             routed = next((r for token, r in self._routes.items() if token in said), None)
             if routed is not None:
                 return routed
+            responder = self._responder
+        answer = responder(body) if responder is not None else None
+        with self._lock:
+            if answer is not None:
+                return _Reply(text=answer)
             if self._queue:
                 return self._queue.popleft()
             return self._always

@@ -17,7 +17,12 @@ from metnos.turns.reply import StepOutcome
 
 @dataclass
 class TurnContext:
-    """One turn in flight: who asked what, where, and the figures measured along the way."""
+    """One turn in flight: who asked what, where, and the figures measured along the way.
+
+    `lang` is the session's persisted interaction language: the turn's replies and the
+    planner speak it. `ui_locale` is the requesting client's locale, for that request's
+    chrome (error messages) only; it never changes `lang` (SPEC §9.6).
+    """
 
     turn_id: str
     session_id: str
@@ -33,6 +38,7 @@ class TurnContext:
     # content from outside (forwarded text, a web page...) as (source, text): data, never orders
     untrusted: tuple[tuple[str, str], ...] = ()
     tainted: bool = False  # untrusted content entered this turn: acting steps then ask (Law 3)
+    ui_locale: str = ""  # the client's UI locale of the request that opened the turn
 
     def mark(self, name: str, started: float) -> None:
         self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - started) * 1000

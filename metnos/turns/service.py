@@ -22,6 +22,7 @@ from metnos.audit import AuditLog, digest_args
 from metnos.db import models
 from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError, ModelRetryError, PolicyDenied
+from metnos.executors.manifest import Manifest
 from metnos.executors.registry import ExecutorSpec, Registry
 from metnos.executors.signing import code_hash
 from metnos.llm.embedded import plan_embedded
@@ -29,12 +30,13 @@ from metnos.llm.planner import plan_with_llm
 from metnos.llm.port import LLMPort
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
+from metnos.policy.decide import Decision
 from metnos.policy.laws import no_undo_record_decision
 from metnos.policy.shell import check_command
 from metnos.policy.urls import check_url
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.settings import Settings
-from metnos.turns import gate
+from metnos.turns import gate, language
 from metnos.turns.context import CheckedStep, Published, TurnContext
 from metnos.turns.guard import Guard
 from metnos.turns.reply import StepOutcome, compose
@@ -59,30 +61,42 @@ class TurnService:
     # -- opening and closing ------------------------------------------------------------
     async def open_turn(self, text: str, *, session_id: str | None, lang: str | None,
                         channel: str, sender: str,
-                        untrusted: Sequence[tuple[str, str]] = ()) -> TurnContext:
+                        untrusted: Sequence[tuple[str, str]] = (),
+                        accept_language: str | None = None) -> TurnContext:
         """Record the turn (and its session) before anything runs; nothing is lost on a crash.
+        `lang` (else `accept_language`) is the client's UI locale: it names the language of a
+        session this turn creates, never of one it resumes (SPEC §9.6).
         `untrusted` is content from outside as (source, text): data for the model, never
         orders, and it makes every acting step of the turn ask first (Law 3)."""
         limit = self.settings.gateway.max_message_chars
         for piece in (text, *(t for _, t in untrusted)):
             if len(piece) > limit:
                 raise MetnosError("ERR_MESSAGE_TOO_LONG", length=len(piece), limit=limit)
-        ctx = await asyncio.to_thread(self._record_open, text, session_id, lang, channel, sender)
+        locale = language.ui_locale(lang, accept_language, self.settings)
+        ctx = await asyncio.to_thread(self._record_open, text, session_id, locale, channel,
+                                      sender)
         ctx.untrusted = tuple(untrusted)
         self._replies[ctx.turn_id] = asyncio.get_running_loop().create_future()
         return ctx
 
-    def _record_open(self, text: str, session_id: str | None, lang: str | None, channel: str,
+    def _record_open(self, text: str, session_id: str | None, locale: str, channel: str,
                      sender: str) -> TurnContext:
         with db_session(self.engine) as db:
-            chat = models.get_or_create_session(
-                db, session_id, user_id=sender, channel=channel,
-                lang=i18n.normalise_lang(lang), autonomy=self.settings.policy.autonomy)
+            opened = models.open_session(
+                db, session_id, user_id=sender, channel=channel, lang=locale,
+                legacy_lang=language.legacy_language(self.settings),
+                autonomy=self.settings.policy.autonomy)
+            chat = opened.chat
+            lang = chat.interaction_language or locale  # set: created, kept or pinned above
             turn = models.record_turn_start(
-                db, session_id=chat.id, channel=channel, sender=sender, text=text,
-                lang=chat.interaction_language)
-            return TurnContext(turn.id, chat.id, chat.user_id, channel, sender,
-                               chat.interaction_language, chat.autonomy, text)
+                db, session_id=chat.id, channel=channel, sender=sender, text=text, lang=lang)
+            ctx = TurnContext(turn.id, chat.id, chat.user_id, channel, sender, lang,
+                              chat.autonomy, text, ui_locale=locale)
+        if opened.pinned:  # a legacy session: its language comes from the workspace, once
+            self.audit_line(ctx, action="session.language_pinned", decision="info",
+                            reason=f"interaction_language={lang} (workspace language)",
+                            outcome="done")
+        return ctx
 
     async def wait_reply(self, turn_id: str, timeout_s: float) -> Published | None:
         """The reply as soon as the pipeline composed it (before its final bookkeeping), or
@@ -172,7 +186,8 @@ class TurnService:
                 return replace(plan, text=capped.message(ctx.lang))
             context = await asyncio.to_thread(prompt_context, self.settings.workspace)
             plan = await plan_with_llm(self.port, ctx.text, ctx.lang, self.tools(ctx),
-                                       workspace_context=context, untrusted=ctx.untrusted)
+                                       workspace_context=context, untrusted=ctx.untrusted,
+                                       intents=self.settings.i18n)
             await asyncio.to_thread(self.guard.record_cost, ctx, plan,
                                     self.port.resolve("fast") or "")
             return plan
@@ -222,6 +237,7 @@ class TurnService:
         limited = self.guard.rate(ctx)
         if limited is not None:
             return self._refuse(ctx, checked, limited.key, limited.vars)
+        verdict = self._artifact_language(ctx, checked, manifest, args, verdict)
         checked.request = SandboxRequest(
             exec_dir=spec.folder, entry=manifest.entry, profile=manifest.sandbox,
             workspace=self.settings.workspace, args=args, action_id=checked.action_id,
@@ -230,6 +246,18 @@ class TurnService:
         if verdict.verdict == "ask":
             gate.open_approval(self, ctx, checked, verdict)
         return checked
+
+    def _artifact_language(self, ctx: TurnContext, checked: CheckedStep, manifest: Manifest,
+                           args: dict[str, Any], verdict: Decision) -> Decision:
+        """The hard artifact intent (SPEC §9.7): writing a file in another language than the
+        one it must keep asks the owner (never a silent denial), with an audit line."""
+        found = language.check_artifact(self.settings, ctx.lang, manifest, args)
+        if found is None:
+            return verdict
+        self.audit_line(ctx, action=language.AUDIT_ACTION, decision="info",
+                        reason=found.audit_reason(), outcome="ask",
+                        args_digest=checked.args_digest, action_id=checked.action_id)
+        return found.decision(manifest.name, ctx.lang)
 
     def _executor_checks(self, name: str, args: dict[str, Any]) -> dict[str, Any]:
         """Host-side checks of executors whose arguments are more than paths (PolicyDenied)."""

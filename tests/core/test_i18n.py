@@ -1,4 +1,9 @@
-"""Layer-3 messages: every key in Italian and English, no duplicates, placeholders aligned."""
+"""Layer-3 messages: every key in Italian and English, no duplicates, placeholders aligned.
+
+A value is a string or a plural table (`{ one = "...", other = "..." }`): the placeholders of
+a table are those of all its forms together (a form may leave `{count}` out: "un file"), and
+a table only uses the CLDR categories its language has (Babel), plus `other`.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import tomllib
 from pathlib import Path
 
 import pytest
+from babel import Locale
 
 from metnos import errors, i18n
 from metnos.paths import repo_path
@@ -19,8 +25,9 @@ def _files(lang: str) -> list[Path]:
     return sorted(repo_path("i18n", lang).glob("*.toml"))
 
 
-def _placeholders(text: str) -> set[str]:
-    return {name for _, name, _, _ in string.Formatter().parse(text) if name}
+def _placeholders(value: str | dict[str, str]) -> set[str]:
+    forms = value.values() if isinstance(value, dict) else [value]
+    return {name for text in forms for _, name, _, _ in string.Formatter().parse(text) if name}
 
 
 @pytest.mark.parametrize("lang", ["it", "en"])
@@ -38,6 +45,17 @@ def test_italian_and_english_have_the_same_keys_and_placeholders() -> None:
     for key in it:
         assert KEY.match(key), f"{key} is not SCOPE_DOMAIN_DETAIL"
         assert _placeholders(it[key]) == _placeholders(en[key]), key
+        assert isinstance(it[key], dict) == isinstance(en[key], dict), f"{key}: plural in one only"
+
+
+@pytest.mark.parametrize("lang", ["it", "en"])
+def test_plural_tables_use_the_categories_of_their_language(lang: str) -> None:
+    categories = set(Locale.parse(lang).plural_form.tags) | {"other"}
+    tables = {k: v for k, v in i18n.catalog(lang).items() if isinstance(v, dict)}
+    assert tables, "at least one plural table is shipped, so this check checks something"
+    for key, table in tables.items():
+        assert "other" in table, key
+        assert set(table) <= categories, f"{key} ({lang}): {sorted(set(table) - categories)}"
 
 
 def test_every_error_class_default_key_has_text() -> None:

@@ -18,7 +18,9 @@ from metnos.paths import repo_path
 from metnos.settings import get_settings
 
 REPO_EXECUTORS = repo_path("executors")
-BUILTINS = ("fs_find", "fs_read", "fs_write", "fs_move", "fs_delete", "shell_run", "web_fetch")
+BUILTINS = (
+    "fs_find", "fs_read", "fs_write", "fs_move", "fs_delete", "shell_run", "web_fetch", "i18n_lint",
+)
 
 
 @pytest.fixture

@@ -63,7 +63,11 @@ def test_editing_the_source_makes_others_stale() -> None:
     edited = manifest.model_copy(
         update={"description": {**manifest.description, "it": "Legge un file."}}
     )
-    assert stale_languages(edited, state) == ["en", "it"]
+    assert stale_languages(edited, state) == ["en"]  # it is the source: en follows it
+    retro = manifest.model_copy(
+        update={"description": {**manifest.description, "en": "Reads a file."}}
+    )
+    assert stale_languages(retro, state) == ["it"]  # latest wins: en is the source now
     whitespace_only = manifest.model_copy(
         update={
             "description": {

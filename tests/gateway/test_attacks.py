@@ -20,7 +20,8 @@ def audit_lines(home: Home) -> list[dict[str, object]]:
     path = home.workspace / ".audit" / "audit.jsonl"
     if not path.exists():
         return []
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return [x for x in lines if x["action"] != "i18n.intent_policy"]  # one per start-up
 
 
 async def ask(home: Home, text: str = "do it", lang: str = "en") -> dict[str, object]:

@@ -20,7 +20,8 @@ WORKSPACE_FILES = ["IDENTITY.md", "MEMORY.md", "RULES.md", "SOUL.md", "TELOS.md"
 
 def audit_lines(home_path) -> list[dict]:  # type: ignore[no-untyped-def]
     path = home_path / "workspace" / ".audit" / "audit.jsonl"
-    return [json.loads(line) for line in path.read_text().splitlines()]
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    return [x for x in lines if x["action"] != "i18n.intent_policy"]  # one per start-up
 
 
 async def wait_closed(client: httpx.AsyncClient, turn_id: str) -> dict[str, Any]:

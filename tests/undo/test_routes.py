@@ -82,7 +82,8 @@ async def test_a_turn_of_renames_then_undo_through_the_gateway(
         assert resp.json()["status"] == "completed", resp.text
         assert tree_digest(home.workspace) != original
         lines = (await client.get("/api/audit", params={"limit": 100})).json()
-        done = [ln["action_id"] for ln in lines if ln["outcome"] == "done"]
+        done = [ln["action_id"] for ln in lines
+                if ln["outcome"] == "done" and ln["action"].startswith("fs_")]
         assert len(done) == 3, lines
         for action_id in reversed(done):
             resp = await client.post(f"/api/actions/{action_id}/undo")

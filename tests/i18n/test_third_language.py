@@ -1,0 +1,70 @@
+"""Acceptance (issue 4): a third language with no code change.
+
+`metnos-prompts add-language fr` on a fresh instance, a sweep by a (scripted) model, review
+and mark-synced, then METNOS_LANG=fr: the planner gets the French prompt and the French tool
+descriptions, and Metnos answers in French."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from metnos.cli.prompts import app
+from metnos.settings import get_settings
+from metnos.testing.llm_server import ScriptedLLM
+from tests.i18n.conftest import copy_resources
+from tests.support.fake_translator import fake_translation
+from tests.support.home import Home, MakeHome, gateway_client
+
+
+def cli(*args: str) -> str:
+    result = CliRunner().invoke(app, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+async def test_french_is_added_translated_reviewed_and_spoken(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch, prefect_api: str) -> None:
+    root = copy_resources(tmp_path / "res")
+    home = make_home(llm=scripted_llm, lang="it", METNOS_I18N_RESOURCES_DIR=str(root))
+    scripted_llm.respond_with(fake_translation)
+
+    added = await asyncio.to_thread(cli, "add-language", "fr")
+    assert "fr" in added and (root / "prompts" / "fr").is_dir()
+    assert "già" in await asyncio.to_thread(cli, "add-language", "fr")  # idempotent
+    swept = await asyncio.to_thread(cli, "translate-all", "--lang", "fr")
+    written = int(swept.strip().splitlines()[-1].split()[0])  # "N candidate scritte, ..."
+    assert written > 300, swept
+    review = await asyncio.to_thread(cli, "review", "planner", "--lang", "fr")
+    assert "+[fr]" in review
+    for role in ("planner", "translator"):
+        await asyncio.to_thread(cli, "mark-synced", role, "--lang", "fr")
+    await asyncio.to_thread(cli, "manifests", "mark-synced", "--lang", "fr", "--all")
+    await asyncio.to_thread(cli, "messages", "mark-synced", "--lang", "fr", "--all")
+    rows = json.loads(await asyncio.to_thread(cli, "status", "--json"))
+    french = {(r["layer"], r["status"]) for r in rows if r["lang"] == "fr"}
+    assert french == {("prompts", "synced"), ("manifests", "synced"), ("messages", "synced")}
+
+    monkeypatch.setenv("METNOS_LANG", "fr")
+    get_settings.cache_clear()
+    speaker = Home(get_settings(), home.token)
+    scripted_llm.respond_with(None)
+    scripted_llm.requests.clear()
+    scripted_llm.enqueue_tool_call("fs_find", {"pattern": "*.md"})
+    async with gateway_client(speaker) as client:
+        resp = await client.post("/api/turns", json={"text": "trouve mes fichiers markdown"})
+        body = resp.json()
+        session = (await client.get(f"/api/sessions/{body['session_id']}")).json()
+    assert body["status"] == "completed", body
+    assert body["reply"].startswith("[fr] "), body["reply"]
+    assert session["interaction_language"] == "fr"
+    system = scripted_llm.requests[0]["messages"][0]["content"]
+    assert "\n[fr] " in system and "\n1. When" not in system  # the French planner
+    tools = {t["function"]["name"]: t["function"]["description"]
+             for t in scripted_llm.requests[0]["tools"]}
+    assert tools["fs_find"].startswith("[fr] ")
