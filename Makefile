@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(PY) -m tests.support.services -- $(PY) bench/turn_latency.py
 	$(PY) -m tests.support.services -- $(PY) bench/approval_roundtrip.py
 	$(PY) bench/audit_append.py
+	$(PY) bench/i18n_sweep.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache
