@@ -41,7 +41,8 @@ from metnos.settings import get_settings
 if TYPE_CHECKING:
     from metnos.i18n.store import MessageStore
 
-__all__ = ["FALLBACK_LANG", "Value", "catalog", "date", "display_name", "get", "languages",
+__all__ = ["FALLBACK_LANG", "Value", "catalog", "date", "display_name", "generation", "get",
+           "languages",
            "lookup", "normalise_lang", "number", "use_store"]
 
 log = logging.getLogger(__name__)
@@ -84,6 +85,16 @@ def use_store(store: MessageStore | None) -> None:
     """Serve messages from `store` (None: from the files again)."""
     global _view
     _view = None if store is None else _StoreView(store)
+
+
+def generation() -> int:
+    """The active store's generation as last checked (0 without a store): a cache keyed on
+    it sees what `metnos-prompts mark-synced` changed, within `REFRESH_S`."""
+    view = _view
+    if view is None:
+        return 0
+    view.messages("en")  # refreshes the generation when it is due
+    return view.generation
 
 
 def get(key: str, lang: str | None = None, /, **vars: Any) -> str:

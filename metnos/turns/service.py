@@ -55,7 +55,7 @@ class TurnService:
         self.port = port
         self.sandbox_ok = sandbox_ok
         self._replies: dict[str, asyncio.Future[Published]] = {}
-        self._tools: dict[str, list[ToolSpec]] = {}  # per language; the registry is fixed
+        self._tools: dict[tuple[str, int], list[ToolSpec]] = {}  # per language and generation
         self.guard = Guard(settings, engine)
 
     # -- opening and closing ------------------------------------------------------------
@@ -168,9 +168,13 @@ class TurnService:
 
     # -- planning -------------------------------------------------------------------------
     def tools(self, ctx: TurnContext) -> list[ToolSpec]:
-        if ctx.lang not in self._tools:
-            self._tools[ctx.lang] = self.registry.tool_specs(ctx.lang)
-        return self._tools[ctx.lang]
+        """The tools in the session's language; rebuilt when reviewed translations of their
+        descriptions land in the i18n store (the registry itself is fixed)."""
+        key = (ctx.lang, i18n.generation())
+        if key not in self._tools:
+            self._tools = {k: v for k, v in self._tools.items() if k[1] == key[1]}
+            self._tools[key] = self.registry.tool_specs(ctx.lang)
+        return self._tools[key]
 
     async def plan(self, ctx: TurnContext) -> Plan:
         started = time.perf_counter()

@@ -225,3 +225,16 @@ async def test_an_interrupted_promotion_is_not_taken_for_an_edit(
 async def test_the_shipped_resources_are_recorded_and_consistent(instance: Instance) -> None:
     issues = LanguageAdmin(i18n_settings()).check()
     assert issues == [], "run `metnos-prompts check`; new resources: `metnos-prompts sync`"
+
+
+async def test_the_generation_moves_when_a_translation_lands(
+        instance: Instance, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the gateway's tool cache is keyed on: a reviewed description shows up live."""
+    admin = LanguageAdmin(i18n_settings())
+    monkeypatch.setattr(i18n, "REFRESH_S", 0.0)
+    assert i18n.generation() == 0  # no store: the files serve, nothing to follow
+    i18n.use_store(admin.store)
+    before = i18n.generation()
+    admin.store.set_text("EX_DESCRIPTION_fs_find", "fr", "Trouve des fichiers.", "executors")
+    assert i18n.generation() != before
+    assert i18n.lookup("EX_DESCRIPTION_fs_find", "fr") == "Trouve des fichiers."
