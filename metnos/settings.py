@@ -156,18 +156,14 @@ class CommunicationIntent(_IntentModel):
 ARTIFACT_POLICIES = ("preserve-existing-or-user-language", "preserve-existing")
 
 
-class ArtifactRule(_IntentModel):
-    """An override for files under `path_prefix` and/or with one of `extensions`."""
+class _ArtifactPolicy(_IntentModel):
+    """What an artifact policy says: which language, how firmly, and whether translations
+    may be written (shared by the global policy and its rules)."""
 
-    id: str = Field(min_length=1, max_length=64)
-    path_prefix: str | None = Field(None, alias="pathPrefix")
-    extensions: tuple[str, ...] = Field((), validation_alias=AliasChoices(
-        "extensions", "fileExtensions", "file_extensions"))
-    language: str = Field("preserve-existing", description="A policy name or a tag.")
+    language: str = Field(ARTIFACT_POLICIES[0], description="A policy name or a tag.")
     intent: Literal["soft", "hard"] = "hard"
     generate_translations: bool = Field(False, alias="generateTranslations")
     translation_targets: tuple[str, ...] = Field((), alias="translationTargets")
-    reason: str = ""
 
     @field_validator("language")
     @classmethod
@@ -178,6 +174,17 @@ class ArtifactRule(_IntentModel):
     @classmethod
     def _targets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(_bcp47(v) for v in value)
+
+
+class ArtifactRule(_ArtifactPolicy):
+    """An override for files under `path_prefix` and/or with one of `extensions`."""
+
+    id: str = Field(min_length=1, max_length=64)
+    path_prefix: str | None = Field(None, alias="pathPrefix")
+    extensions: tuple[str, ...] = Field((), validation_alias=AliasChoices(
+        "extensions", "fileExtensions", "file_extensions"))
+    language: str = Field("preserve-existing", description="A policy name or a tag.")
+    reason: str = ""
 
     @model_validator(mode="after")
     def _selects_something(self) -> ArtifactRule:
@@ -186,24 +193,10 @@ class ArtifactRule(_IntentModel):
         return self
 
 
-class ArtifactsIntent(_IntentModel):
+class ArtifactsIntent(_ArtifactPolicy):
     """The language of files Metnos writes: a *hard* intent (preserve the existing one)."""
 
-    language: str = Field(ARTIFACT_POLICIES[0], description="A policy name or a tag.")
-    intent: Literal["soft", "hard"] = "hard"
-    generate_translations: bool = Field(False, alias="generateTranslations")
-    translation_targets: tuple[str, ...] = Field((), alias="translationTargets")
     rules: tuple[ArtifactRule, ...] = ()
-
-    @field_validator("language")
-    @classmethod
-    def _language(cls, value: str) -> str:
-        return value if value in ARTIFACT_POLICIES else _bcp47(value)
-
-    @field_validator("translation_targets")
-    @classmethod
-    def _targets(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(_bcp47(v) for v in value)
 
 
 class I18nSettings(_Group):
