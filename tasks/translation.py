@@ -8,6 +8,7 @@ from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from metnos.i18n.admin import LanguageAdmin
+from metnos.i18n.sweep import SweepReport
 from metnos.i18n.translator import LLMTranslator
 from metnos.llm.port import LLMPort
 from metnos.settings import get_settings
@@ -29,9 +30,14 @@ async def translate_layer_task(layer: str, quality: str | None,
                                languages: list[str] | None) -> dict[str, Any]:
     logger = get_run_logger()
     settings = get_settings()
+    tier = quality or settings.i18n.sweep_quality
+    port = LLMPort(settings.llm)
+    if tier == "wise" and port.resolve(tier) is None:  # frontier unset: an error, not a skip
+        logger.warning("%s: no language model is configured; nothing translated "
+                       "(`metnos-prompts status` shows what waits)", layer)
+        return {**SweepReport().to_json(), "skipped": True}
     admin = LanguageAdmin(settings)
-    translator = LLMTranslator(LLMPort(settings.llm), quality or settings.i18n.sweep_quality,
-                               settings.lang)
+    translator = LLMTranslator(port, tier, settings.lang)
     report = await admin.sweep(translator, layers=[layer], langs=languages,
                                progress=logger.info)
     logger.info("%s: %s (model calls %s, cost %.4f USD)", layer,

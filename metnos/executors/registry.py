@@ -21,6 +21,7 @@ from metnos import i18n
 from metnos.errors import ExecutorNotFound, ManifestError, SignatureError
 from metnos.executors.manifest import MANIFEST_FILE, Manifest, manifest_bytes, parse_manifest
 from metnos.executors.signing import SignedFacts, signature_path, verify_executor
+from metnos.i18n.store import affinity_words
 from metnos.keys import load_public_key
 from metnos.llm.tools import ToolSpec
 
@@ -202,13 +203,18 @@ def admit_with_settings(
 
 def _tool_spec(manifest: Manifest, lang: str) -> ToolSpec:
     """`manifest.tool_spec(lang)`; when the manifest has no description in `lang`, the reviewed
-    layer-3 message `EX_DESCRIPTION_<name>` of exactly that language, if any (SPEC §9.3)."""
+    layer-3 messages `EX_DESCRIPTION_<name>` and `EX_AFFINITY_<name>` of exactly that
+    language, if any (SPEC §9.3)."""
     tool = manifest.tool_spec(lang)
     base = lang.replace("_", "-").split("-")[0].lower()
     if lang in manifest.description or base in manifest.description:
         return tool
     text = i18n.lookup(f"EX_DESCRIPTION_{manifest.name}", lang)
-    return replace(tool, description=text) if isinstance(text, str) and text else tool
+    if not isinstance(text, str) or not text:
+        return tool
+    words = i18n.lookup(f"EX_AFFINITY_{manifest.name}", lang)
+    affinity = tuple(affinity_words(words)) if isinstance(words, str) else tool.affinity
+    return replace(tool, description=text, affinity=affinity)
 
 
 def _candidate_folders(base: Path) -> list[Path]:

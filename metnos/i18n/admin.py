@@ -27,7 +27,7 @@ from metnos.i18n.layer_messages import MessagesLayer
 from metnos.i18n.layers import ManifestsLayer, PromptsLayer
 from metnos.i18n.resources import Layer, known_languages, now_iso
 from metnos.i18n.skeleton import PromptTemplateError, compare, skeleton
-from metnos.i18n.state import align, record_new
+from metnos.i18n.state import AlignError, align, record_new
 from metnos.i18n.store import MessageStore, read_catalogs, seed_executor_texts
 from metnos.i18n.sweep import SweepReport, Translator, check_candidate, find_work, translate
 from metnos.i18n.tags import base_language
@@ -258,17 +258,22 @@ class LanguageAdmin:
         self.audit("resolve", layer=layer, name=name, source_lang=winner)
 
     def record_untracked(self) -> int:
-        """Record every resource that has no record yet, as aligned to its derived source."""
-        count = 0
+        """Record every resource that has no record yet, as aligned to its derived source,
+        and forget the records of resources that are gone."""
+        count = forgotten = 0
         for layer in self.layers.values():
-            for name in layer.resources():
+            names = layer.resources()
+            for name in names:
                 state = layer.assess(name)
                 if not state.tracked and state.source is not None:
                     layer.save_record(name, record_new(layer.hashes(name), state.source))
                     count += 1
+            for name in set(layer.recorded()) - set(names):
+                layer.forget(name)
+                forgotten += 1
             layer.flush()
-        if count:
-            self.audit("sync", recorded=count)
+        if count or forgotten:
+            self.audit("sync", recorded=count, forgotten=forgotten)
         return count
 
     def check(self) -> list[CheckIssue]:
@@ -309,8 +314,9 @@ class LanguageAdmin:
             record = align(layer.record(name), layer.hashes(name), layer.languages,
                            layer.default_source, lang, source=source, translated_by=by,
                            reviewed_at=now_iso())
-        except ValueError as exc:
-            raise LanguagesError("ERR_LANGS_ALIGN_REFUSED", name=name, detail=str(exc)) from exc
+        except AlignError as exc:
+            raise LanguagesError(f"ERR_LANGS_ALIGN_{exc.code.upper()}", name=name,
+                                 lang=exc.lang) from exc
         layer.save_record(name, record)
         layer.flush()
 

@@ -57,13 +57,16 @@ class ArtifactIntent:
     rule_id: str | None = None
     generate_translations: bool = False
     translation_targets: tuple[str, ...] = ()
+    existing_language: str | None = None
 
     def accepts(self, lang: str) -> bool:
         """True when writing the file in `lang` keeps the intent (same language, a soft
-        intent, no constraint, or a translation this policy opted into)."""
+        intent, no constraint, or a translation this policy opted into). An existing file
+        is never rewritten in another language: an opted-in translation is a separate file
+        (runbook: "separate or clearly marked")."""
         if self.language is None or self.intent == "soft" or same_language(lang, self.language):
             return True
-        return self.translation_allowed(lang)
+        return self.existing_language is None and self.translation_allowed(lang)
 
     def translation_allowed(self, lang: str) -> bool:
         """Opted in (`generate_translations`) and `lang` among the targets (no targets: the
@@ -134,7 +137,7 @@ def artifact_intent(path: str, session_lang: str, settings: I18nSettings,
     return ArtifactIntent(
         path=path, language=language, policy=policy,
         intent=rule.intent if rule else artifacts.intent, basis=basis,
-        rule_id=rule.id if rule else None,
+        rule_id=rule.id if rule else None, existing_language=existing_language,
         generate_translations=(rule or artifacts).generate_translations,
         translation_targets=(rule or artifacts).translation_targets)
 

@@ -67,6 +67,13 @@ class MessagesLayer(Layer):
     def record(self, name: str) -> dict[str, LangEntry]:
         return entries_from_json(self._state.get(name, {}))
 
+    def recorded(self) -> list[str]:
+        return sorted(self._state)
+
+    def forget(self, name: str) -> None:
+        if self._state.pop(name, None) is not None:
+            self._dirty = True
+
     def candidate(self, name: str, lang: str) -> Candidate | None:
         if self._candidates is None:
             self._candidates = {}

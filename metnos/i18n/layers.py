@@ -73,6 +73,14 @@ class PromptsLayer(Layer):
     def record(self, name: str) -> dict[str, LangEntry]:
         return entries_from_json(self._data()["lang_state"].get(name, {}))
 
+    def recorded(self) -> list[str]:
+        return sorted(self._data()["lang_state"])
+
+    def forget(self, name: str) -> None:
+        self._data()["lang_state"].pop(name, None)
+        self._data()["candidates"].pop(name, None)
+        self._write()
+
     def candidate(self, name: str, lang: str) -> Candidate | None:
         path = self.pending_path(name, lang)
         if not path.is_file():

@@ -103,6 +103,13 @@ class Layer(ABC):
     def promote(self, name: str, lang: str, value: Any) -> list[str]:
         """Write `value` as `lang`'s text; returns notes for the person (e.g. re-signing)."""
 
+    def recorded(self) -> list[str]:
+        """Resources that have a record (some may be gone since)."""
+        return []
+
+    def forget(self, name: str) -> None:  # noqa: B027 - layers without a shared state file
+        """Drop the record of a resource that no longer exists."""
+
     def flush(self) -> None:  # noqa: B027 - a no-op for layers that write at once
         """Write what was buffered (layers that batch their state file)."""
 

@@ -60,6 +60,16 @@ class LangEntry:
         )
 
 
+class AlignError(ValueError):
+    """An alignment that makes no sense; `code` names why (`conflict`, `no_conflict`,
+    `is_source`, `empty`, `source_empty`), `lang` the language concerned."""
+
+    def __init__(self, code: str, detail: str, lang: str = "") -> None:
+        super().__init__(detail)
+        self.code = code
+        self.lang = lang
+
+
 Record = Mapping[str, LangEntry]
 Hashes = Mapping[str, str | None]
 
@@ -140,17 +150,18 @@ def align(record: Record, current: Hashes, languages: Sequence[str], default_sou
     now = assess(record, basis, languages, default_source)
     winner = source or now.source
     if winner is None:
-        raise ValueError("conflict: name the language that wins (source)")
+        raise AlignError("conflict", "conflict: name the language that wins (source)")
     if winner not in present:
-        raise ValueError(f"{winner} has no text to be the source")
+        raise AlignError("source_empty", f"{winner} has no text to be the source", lang=winner)
     if source is not None and not now.conflict and source != now.source:
-        raise ValueError(f"{now.source} is the source and nothing is in conflict")
+        raise AlignError("no_conflict", f"{now.source} is the source and nothing is in conflict",
+                         lang=str(now.source))
     new = _rebased(record, present, now, winner)
     if lang is not None:
         if lang == winner:
-            raise ValueError(f"{lang} is the source: nothing to align")
+            raise AlignError("is_source", f"{lang} is the source: nothing to align", lang=lang)
         if lang not in present:
-            raise ValueError(f"{lang} has no text to align")
+            raise AlignError("empty", f"{lang} has no text to align", lang=lang)
         new[lang] = LangEntry(present[lang], present[winner], winner, translated_by, reviewed_at)
     return new
 
@@ -160,7 +171,7 @@ def record_new(current: Hashes, source: str, translated_by: str | None = "author
     """The first record of a resource: every present language aligned to `source`."""
     present = {k: h for k, h in current.items() if h is not None}
     if source not in present:
-        raise ValueError(f"{source} has no text to be the source")
+        raise AlignError("source_empty", f"{source} has no text to be the source", lang=source)
     return {lang: LangEntry(h) if lang == source
             else LangEntry(h, present[source], source, translated_by)
             for lang, h in sorted(present.items())}

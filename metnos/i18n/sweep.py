@@ -20,6 +20,7 @@ from typing import Any, Protocol
 from metnos.errors import LLMError
 from metnos.i18n.checks import Problem, check_message, check_prompt, check_prose
 from metnos.i18n.resources import Candidate, Layer
+from metnos.i18n.state import Assessment
 
 log = logging.getLogger(__name__)
 
@@ -50,6 +51,7 @@ class SweepReport:
     rejected: list[tuple[str, str, str, list[str]]] = field(default_factory=list)
     failed: list[tuple[str, str, str, str]] = field(default_factory=list)
     conflicts: list[tuple[str, str]] = field(default_factory=list)
+    dropped: list[tuple[str, str, str]] = field(default_factory=list)
     up_to_date: int = 0
 
     def merge(self, other: SweepReport) -> None:
@@ -57,16 +59,18 @@ class SweepReport:
         self.rejected += other.rejected
         self.failed += other.failed
         self.conflicts += other.conflicts
+        self.dropped += other.dropped
         self.up_to_date += other.up_to_date
 
     def to_json(self) -> dict[str, Any]:
         return {"written": len(self.written), "rejected": len(self.rejected),
                 "failed": len(self.failed), "conflicts": len(self.conflicts),
-                "up_to_date": self.up_to_date,
+                "dropped": len(self.dropped), "up_to_date": self.up_to_date,
                 "details": {"written": [list(w) for w in self.written],
                             "rejected": [list(r) for r in self.rejected],
                             "failed": [list(f) for f in self.failed],
-                            "conflicts": [list(c) for c in self.conflicts]}}
+                            "conflicts": [list(c) for c in self.conflicts],
+                            "dropped": [list(d) for d in self.dropped]}}
 
 
 def find_work(layer: Layer, *, names: Iterable[str] | None = None,
@@ -83,6 +87,7 @@ def find_work(layer: Layer, *, names: Iterable[str] | None = None,
         todo = [lang for lang in state.needing_translation() if not langs or lang in langs]
         if not todo and report is not None:
             report.up_to_date += 1
+        _drop_obsolete(layer, name, state, todo, report)
         for lang in todo:
             existing = layer.candidate(name, lang)
             if existing is not None and existing.source_hash == state.source_hash:
@@ -92,6 +97,19 @@ def find_work(layer: Layer, *, names: Iterable[str] | None = None,
             items.append(WorkItem(layer.name, name, lang, source, state.source_hash,
                                   layer.text(name, source)))
     return items
+
+
+def _drop_obsolete(layer: Layer, name: str, state: Assessment, todo: list[str],
+                   report: SweepReport | None) -> None:
+    """A candidate for a language that needs nothing any more (its source was reverted, or it
+    was edited to match by hand) will never be accepted: it goes."""
+    for lang in state.status:
+        if lang in todo or state.status[lang] not in ("synced", "source"):
+            continue
+        if layer.candidate(name, lang) is not None:
+            layer.drop_candidate(name, lang)
+            if report is not None:
+                report.dropped.append((layer.name, name, lang))
 
 
 def _translate_from(source: str | None, status: Any, preferred: str | None) -> str | None:

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from metnos import i18n
+from metnos.executors.manifest import parse_manifest
+from metnos.executors.registry import _tool_spec
 from metnos.i18n.admin import LanguageAdmin, LanguagesError
 from metnos.i18n.tags import LanguageTagError
 from metnos.i18n.translator import LLMTranslator
@@ -78,6 +80,10 @@ async def test_revert_clears_staleness_and_obsoletes_the_candidate(
     with pytest.raises(LanguagesError) as caught:
         admin.mark_synced("prompts", "planner", "it")
     assert caught.value.key == "ERR_LANGS_CANDIDATE_OBSOLETE"
+    admin, translator = admin_and_translator()
+    report = await admin.sweep(translator, layers=["prompts"])  # the next sweep tidies up
+    assert report.dropped == [("prompts", "planner", "it")] and not report.written
+    assert admin.layer("prompts").candidate("planner", "it") is None
 
 
 async def test_reformatting_is_not_an_edit(instance: Instance) -> None:
@@ -205,6 +211,9 @@ async def test_manifest_translation_lives_beside_the_signed_manifest(
     assert manifest.read_bytes() == before  # the signed manifest is untouched
     store = LanguageAdmin(i18n_settings()).store
     assert str(store.lookup("EX_DESCRIPTION_fs_find", "fr")).startswith("[fr] ")
+    i18n.use_store(store)
+    tool = _tool_spec(parse_manifest(manifest), "fr")  # what the planner is offered
+    assert tool.description.startswith("[fr] ") and "find-fr" in tool.affinity
 
 
 async def test_an_interrupted_promotion_is_not_taken_for_an_edit(
@@ -238,3 +247,16 @@ async def test_the_generation_moves_when_a_translation_lands(
     admin.store.set_text("EX_DESCRIPTION_fs_find", "fr", "Trouve des fichiers.", "executors")
     assert i18n.generation() != before
     assert i18n.lookup("EX_DESCRIPTION_fs_find", "fr") == "Trouve des fichiers."
+
+
+async def test_sync_records_new_keys_and_forgets_removed_ones(instance: Instance) -> None:
+    for lang, text in (("en", "A brand new message."), ("it", "Un messaggio nuovo.")):
+        path = instance.root / "i18n" / lang / "core.toml"
+        body = path.read_text(encoding="utf-8").replace("ERR_HTTP_404 =", "# ERR_HTTP_404 =")
+        path.write_text(body + f'MSG_CORE_BRAND_NEW = "{text}"\n', encoding="utf-8")
+    admin = LanguageAdmin(i18n_settings())
+    assert {(i.name, i.problem) for i in admin.check()} == {("MSG_CORE_BRAND_NEW", "untracked")}
+    assert admin.record_untracked() == 1
+    state = json.loads((instance.root / "i18n" / "lang_state.json").read_text())["lang_state"]
+    assert "MSG_CORE_BRAND_NEW" in state and "ERR_HTTP_404" not in state
+    assert LanguageAdmin(i18n_settings()).check() == []

@@ -80,7 +80,10 @@ def test_artifact_intent_resolves_the_language_of_a_file() -> None:
     assert kept.accepts("en") and not kept.accepts("it")  # no translation opted in
     api = artifact_intent("docs/api/x.md", "it", settings, existing_language="it")
     assert (api.language, api.basis, api.rule_id) == ("en", "configured", "api-en")
-    assert api.accepts("pt") and api.accepts("pt-BR") and not api.accepts("it")
+    assert api.accepts("en") and not api.accepts("it")
+    assert not api.accepts("pt")  # an existing file is not overwritten by its translation
+    new_api = artifact_intent("docs/api/y.md", "it", settings)
+    assert new_api.accepts("pt") and new_api.accepts("pt-BR") and not new_api.accepts("fr")
 
 
 def test_preserve_existing_leaves_new_files_free_and_a_tag_fixes_them() -> None:
