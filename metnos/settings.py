@@ -218,7 +218,8 @@ class I18nSettings(_Group):
     sweep_quality: Literal["wise", "frontier"] = Field(
         "wise", description="LLM tier of the nightly sweep; frontier is an explicit opt-in.")
     sweep_batch: int = Field(40, ge=1, le=500, description="Messages per translation request.")
-    lint_max_text_chars: int = Field(12000, ge=1, description="Largest text i18n_lint reads.")
+    lint_max_text_chars: int = Field(
+        12000, ge=1, description="How much of the text a tool writes is read to tell its language.")
     intents_enabled: bool = Field(True, description="Apply the soft/hard language intents.")
     communication: CommunicationIntent = Field(default_factory=lambda: CommunicationIntent())
     artifacts: ArtifactsIntent = Field(default_factory=lambda: ArtifactsIntent())
