@@ -30,8 +30,12 @@ class StepOutcome:
 
 
 def result_vars(result: dict[str, Any]) -> dict[str, Any]:
-    """Placeholders for an executor's reply message: lists become bullet lines."""
+    """Placeholders for an executor's reply message: lists become bullet lines. A result
+    with one list also gives `count`, which chooses the CLDR plural form of the message."""
     out: dict[str, Any] = {}
+    lists = [value for value in result.values() if isinstance(value, list)]
+    if len(lists) == 1:
+        out["count"] = len(lists[0])
     for name, value in result.items():
         if isinstance(value, list):
             shown = [f"- {item}" for item in value[:MAX_LIST_ITEMS]]

@@ -100,7 +100,7 @@ def test_serve_answers_a_turn_and_stops_cleanly(
                            "find the markdown files in the workspace"], env=instance_env,
                           capture_output=True, text=True, timeout=60)
     assert chat.returncode == 0, chat.stderr
-    assert "I found 6 file(s)" in chat.stdout and "TELOS.md" in chat.stdout
+    assert "I found 6 files" in chat.stdout and "TELOS.md" in chat.stdout
 
     repl = subprocess.run([*METNOS, "chat", "--lang", "it"], env=instance_env, text=True,
                           input="elenca i file\n/esci\n", capture_output=True, timeout=60)

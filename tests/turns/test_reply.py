@@ -22,7 +22,9 @@ def test_each_outcome_in_the_session_language() -> None:
     en = compose([done, refused], "Here you go.", "en")
     assert it == ("Ho trovato 2 file:\n- a.md\n- b.md\n\n"
                   "Non ho uno strumento chiamato fs_read, quindi non ho fatto nulla.")
-    assert en.startswith("Here you go.\n\nI found 2 file(s):\n- a.md")
+    assert en.startswith("Here you go.\n\nI found 2 files:\n- a.md")
+    one = StepOutcome("fs_find", "done", result={"files": ["a.md"]})
+    assert compose([one], None, "en") == "I found 1 file:\n- a.md"  # CLDR plural forms
 
 
 def test_an_executor_without_its_own_message_shows_its_result() -> None:
