@@ -25,7 +25,7 @@ from metnos.db.engine import (
 )
 from metnos.executors.builtin import sign_builtins
 from metnos.executors.registry import signatures_dir
-from metnos.i18n.admin import open_instance_store
+from metnos.i18n.instance import open_instance_store
 from metnos.settings import Settings
 
 WORKSPACE_FILES = ("IDENTITY.md", "SOUL.md", "USER.md", "TELOS.md", "RULES.md", "MEMORY.md")

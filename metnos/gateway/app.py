@@ -26,7 +26,7 @@ from metnos.errors import MetnosError
 from metnos.gateway.routes import approvals, audit, health, pairing, sessions, turns, undo
 from metnos.gateway.security import HostGuard
 from metnos.i18n import intents, lint
-from metnos.i18n.admin import open_instance_store
+from metnos.i18n.instance import open_instance_store
 from metnos.i18n.store import MessageStore
 from metnos.settings import Settings, get_settings
 from metnos.turns.gate import recover_interrupted

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,18 +22,18 @@ from typing import Any
 from metnos.errors import MetnosError
 from metnos.executors.registry import executor_dirs
 from metnos.i18n.checks import check_message, enforced
+from metnos.i18n.instance import multilang_audit, open_instance_store
 from metnos.i18n.layer_messages import MessagesLayer
 from metnos.i18n.layers import ManifestsLayer, PromptsLayer
 from metnos.i18n.resources import Layer, known_languages, now_iso
 from metnos.i18n.skeleton import PromptTemplateError, compare, skeleton
 from metnos.i18n.state import AlignError, align, record_new
-from metnos.i18n.store import MessageStore, read_catalogs, seed_executor_texts
+from metnos.i18n.store import MessageStore
 from metnos.i18n.sweep import SweepReport, Translator, check_candidate, find_work, translate
 from metnos.i18n.tags import base_language
 from metnos.settings import Settings
 
 LAYERS = ("prompts", "manifests", "messages")
-AUDIT_FILE = "audit.jsonl"
 
 
 class LanguagesError(MetnosError, ValueError):
@@ -92,27 +91,6 @@ class AddLanguageReport:
     @property
     def changed(self) -> bool:
         return bool(self.created or self.rows)
-
-
-def open_instance_store(settings: Settings) -> MessageStore:
-    """The instance's i18n database, seeded from the files (and the executors' texts)."""
-    store = MessageStore(settings.i18n_db_path)
-    root = settings.resources_root
-    store.seed(read_catalogs(root / "i18n"))
-    manifests = ManifestsLayer(executor_dirs(settings), known_languages(root),
-                               settings.i18n.source_lang)
-    seed_executor_texts(store, _executor_texts(manifests))
-    return store
-
-
-def _executor_texts(layer: ManifestsLayer) -> list[tuple[str, str, str, list[str]]]:
-    items = []
-    for name in layer.resources():
-        for lang in layer.languages:
-            value = layer.text(name, lang)
-            if value is not None:
-                items.append((name, lang, value["description"], list(value["affinity"])))
-    return items
 
 
 class LanguageAdmin:
@@ -332,16 +310,7 @@ class LanguageAdmin:
         return issues
 
     def audit(self, action: str, **fields: Any) -> None:
-        """One line in `METNOS_HOME/multilang/audit.jsonl` (fsync'd)."""
-        folder = self.settings.home / "multilang"
-        folder.mkdir(parents=True, exist_ok=True)
-        line = json.dumps({"ts": now_iso(), "action": action, **fields}, ensure_ascii=False)
-        fd = os.open(folder / AUDIT_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            os.write(fd, (line + "\n").encode("utf-8"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        multilang_audit(self.settings, action, **fields)
 
 
 def _text_problems(kind: str, source: Any, value: Any) -> list[str]:
