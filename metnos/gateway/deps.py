@@ -8,6 +8,7 @@ from fastapi import Depends, HTTPException, Request
 
 from metnos import i18n
 from metnos.gateway.security import token_matches
+from metnos.turns import language
 from metnos.turns.service import TurnService
 
 
@@ -17,10 +18,14 @@ def get_service(request: Request) -> TurnService:
 
 
 def request_lang(request: Request) -> str:
-    """The language to answer errors in: Accept-Language when we have it, else METNOS_LANG."""
-    header = request.headers.get("accept-language", "")
-    first = header.split(",")[0].split(";")[0].strip()
-    return i18n.normalise_lang(first or None)
+    """The request's UI locale, for errors and chrome: the best Accept-Language tag among the
+    active languages (q-values honoured), else METNOS_LANG."""
+    header = request.headers.get("accept-language")
+    service: TurnService | None = getattr(request.app.state, "service", None)
+    if service is None:  # before start-up finished: the first tag is enough
+        first = (header or "").split(",")[0].split(";")[0].strip()
+        return i18n.normalise_lang(first or None)
+    return language.ui_locale(None, header, service.settings)
 
 
 def require_owner(request: Request) -> str:

@@ -69,6 +69,11 @@ async def test_a_new_session_takes_its_language_from_the_ui_locale(
             assert body["interaction_language"] == body["ui_locale"] == lang, body
             assert body["reply"].startswith(not_understood(lang)), body["reply"]
             assert await session_language(client, body["session_id"]) == lang
+        # the chrome of any route reads Accept-Language the same way, q-values included
+        missing = await client.get("/api/turns/nope",
+                                   headers={"Accept-Language": "de, fr;q=0.9, en;q=0.8"})
+        assert missing.json()["error"]["message"] == i18n.get(
+            "ERR_TURN_NOT_FOUND", "en", turn_id="nope")
     assert not_understood("it") != not_understood("en")  # the replies above tell them apart
 
 
