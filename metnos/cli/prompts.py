@@ -91,8 +91,6 @@ def status(
 
 
 def _print_table(languages: list[str], rows: list[StatusRow], show_all: bool) -> None:
-    width = max([len(r.name) for r in rows] + [12])
-    typer.echo(f"{'':10} {'':{width}} " + " ".join(f"{lang:<12}" for lang in languages))
     by_resource: dict[tuple[str, str], dict[str, str]] = {}
     summary: dict[str, Counter[str]] = {}
     for row in rows:
@@ -101,6 +99,9 @@ def _print_table(languages: list[str], rows: list[StatusRow], show_all: bool) ->
             summary.setdefault(row.lang, Counter())[cell] += 1
             continue
         by_resource.setdefault((row.layer, row.name), {})[row.lang] = cell
+    width = max([len(name) for _, name in by_resource] + [12])
+    if by_resource:
+        typer.echo(f"{'':10} {'':{width}} " + " ".join(f"{lang:<12}" for lang in languages))
     for (layer, name), cells in by_resource.items():
         typer.echo(f"{layer:10} {name:{width}} "
                    + " ".join(f"{cells.get(lang, '-'):<12}" for lang in languages))
