@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -84,6 +84,8 @@ def find_work(layer: Layer, *, names: Iterable[str] | None = None,
             if report is not None:
                 report.conflicts.append((layer.name, name))
             continue
+        if state.source is None or state.source_hash is None:
+            continue  # no language has a text left: nothing to translate from
         todo = [lang for lang in state.needing_translation() if not langs or lang in langs]
         if not todo and report is not None:
             report.up_to_date += 1
@@ -93,7 +95,6 @@ def find_work(layer: Layer, *, names: Iterable[str] | None = None,
             if existing is not None and existing.source_hash == state.source_hash:
                 continue
             source = _translate_from(state.source, state.status, (preferred_source or {}).get(lang))
-            assert state.source_hash is not None and source is not None
             items.append(WorkItem(layer.name, name, lang, source, state.source_hash,
                                   layer.text(name, source)))
     return items
@@ -112,7 +113,7 @@ def _drop_obsolete(layer: Layer, name: str, state: Assessment, todo: list[str],
                 report.dropped.append((layer.name, name, lang))
 
 
-def _translate_from(source: str | None, status: Any, preferred: str | None) -> str | None:
+def _translate_from(source: str, status: Mapping[str, str], preferred: str | None) -> str:
     """The source, or the language `add-language` preferred when it is in sync with it."""
     if preferred and status.get(preferred) == "synced":
         return preferred
