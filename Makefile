@@ -32,6 +32,7 @@ bench: $(STAMP)
 	$(PY) -m tests.support.services -- $(PY) bench/approval_roundtrip.py
 	$(PY) bench/audit_append.py
 	$(PY) bench/i18n_sweep.py
+	$(PY) -m tests.support.services -- $(PY) bench/chat_concurrency.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

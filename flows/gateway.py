@@ -29,7 +29,10 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = get_settings()
     uvicorn.run(app, factory=True, host=settings.gateway.host, port=settings.gateway.port,
-                log_level="info", proxy_headers=False, server_header=False)
+                log_level="info", proxy_headers=False, server_header=False,
+                # an event stream following a turn that waits for an approval must not hold
+                # SIGTERM until the approval expires; running turns are drained by the app
+                timeout_graceful_shutdown=5)
 
 
 if __name__ == "__main__":

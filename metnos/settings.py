@@ -235,6 +235,29 @@ class I18nSettings(_Group):
         return None if value is None else _bcp47(value)
 
 
+class WebSettings(_Group):
+    """The web chat's login (SPEC §3): one-time links from `metnos login`, cookie sessions."""
+
+    model_config = SettingsConfigDict(env_prefix="METNOS_WEB_", extra="forbid")
+
+    login_token_ttl_s: int = Field(600, ge=30, description="Life of a login link (used once).")
+    session_ttl_s: int = Field(30 * 86400, ge=300, description="Life of a web session (fixed).")
+    login_max_failures: int = Field(
+        10, ge=1, description="Failed logins of one client within login_window_s before a 429.")
+    login_window_s: int = Field(900, ge=1, description="Window of the login rate limit.")
+
+
+class TelegramSettings(_Group):
+    """The Telegram channel (SPEC §11): on when a bot token is set here or in
+    `METNOS_HOME/secrets/telegram.token` (mode 0600)."""
+
+    model_config = SettingsConfigDict(env_prefix="METNOS_TELEGRAM_", extra="forbid")
+
+    bot_token: SecretStr | None = Field(None, description="The bot's token (from @BotFather).")
+    api_base: str = Field("https://api.telegram.org", description="Bot API server.")
+    poll_timeout_s: int = Field(25, ge=1, le=50, description="Long-polling wait.")
+
+
 class PolicySettings(_Group):
     model_config = SettingsConfigDict(env_prefix="METNOS_POLICY_", extra="forbid")
 
@@ -272,6 +295,8 @@ class Settings(BaseSettings):
     sandbox: SandboxSettings = Field(default_factory=lambda: SandboxSettings())
     policy: PolicySettings = Field(default_factory=lambda: PolicySettings())
     i18n: I18nSettings = Field(default_factory=lambda: I18nSettings())
+    telegram: TelegramSettings = Field(default_factory=lambda: TelegramSettings())
+    web: WebSettings = Field(default_factory=lambda: WebSettings())
 
     @field_validator("lang")
     @classmethod
@@ -391,6 +416,8 @@ _GROUP_CLASSES: dict[str, type[BaseSettings]] = {
     "sandbox": SandboxSettings,
     "policy": PolicySettings,
     "i18n": I18nSettings,
+    "telegram": TelegramSettings,
+    "web": WebSettings,
 }
 
 

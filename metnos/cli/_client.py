@@ -2,10 +2,14 @@
 
 `metnos chat`, `metnos approvals` and `metnos pair` talk to `metnos serve` through its HTTP API
 with the owner token (SPEC §11): the state and the rules live in the running instance.
+`follow_events` reads a turn's server-sent events (`GET /api/turns/{id}/events`).
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -14,20 +18,23 @@ from metnos.errors import MetnosError
 from metnos.settings import Settings
 
 TIMEOUT_S = 180.0
+STREAM_READ_S = 60.0  # the gateway sends a keep-alive every 15 s: silence this long = gone
+
+
+@dataclass(frozen=True)
+class ServerEvent:
+    """One server-sent event: `seq` (its `id:`), `kind` (its `event:`), `data` (JSON)."""
+
+    seq: int
+    kind: str
+    data: dict[str, Any]
 
 
 def api_call(settings: Settings, method: str, path: str, *, body: dict[str, Any] | None = None,
              params: dict[str, Any] | None = None, timeout_s: float = TIMEOUT_S,
              lang: str | None = None) -> dict[str, Any]:
     """`method path` on the gateway; the decoded JSON object, or MetnosError for the user."""
-    url = f"http://{settings.gateway.host}:{settings.gateway.port}{path}"
-    try:
-        token = settings.owner_token()
-    except OSError as exc:
-        raise MetnosError("ERR_HOME_NOT_INITIALISED", home=str(settings.home)) from exc
-    headers = {"Authorization": f"Bearer {token}"}
-    if lang:
-        headers["Accept-Language"] = lang
+    url, headers = _target(settings, path, lang)
     try:
         resp = httpx.request(method, url, json=body, params=params, headers=headers,
                              timeout=timeout_s)
@@ -43,3 +50,78 @@ def api_call(settings: Settings, method: str, path: str, *, body: dict[str, Any]
         raise MetnosError("ERR_CHAT_REFUSED", status=resp.status_code,
                           detail=error.get("message", resp.text[:200]))
     return data
+
+
+def follow_events(settings: Settings, turn_id: str, *, after: int = 0,
+                  lang: str | None = None) -> Iterator[ServerEvent | None]:
+    """The turn's events with `seq > after` as they come (None for each keep-alive, so the
+    caller can keep its own deadline); ends with the stream. Leaving the loop closes it."""
+    url, headers = _target(settings, f"/api/turns/{turn_id}/events", lang)
+    headers["Accept"] = "text/event-stream"
+    if after:
+        headers["Last-Event-ID"] = str(after)
+    timeout = httpx.Timeout(TIMEOUT_S, read=STREAM_READ_S)
+    try:
+        with httpx.stream("GET", url, headers=headers, timeout=timeout) as resp:
+            if resp.status_code >= 400:
+                resp.read()
+                raise MetnosError("ERR_CHAT_REFUSED", status=resp.status_code,
+                                  detail=_error_message(resp))
+            yield from _parse_sse(resp.iter_lines())
+    except httpx.ConnectError as exc:
+        raise MetnosError("ERR_CHAT_NOT_RUNNING", url=url) from exc
+    except httpx.TimeoutException as exc:
+        raise MetnosError("ERR_CHAT_TIMEOUT", url=url) from exc
+    except httpx.HTTPError as exc:  # the connection broke mid-stream
+        raise MetnosError("ERR_CHAT_REFUSED", status="-", detail=str(exc)[:200]) from exc
+
+
+def _parse_sse(lines: Iterator[str]) -> Iterator[ServerEvent | None]:
+    """The SSE wire format: `field: value` lines, a blank line ends an event."""
+    fields: dict[str, str] = {}
+    for line in lines:
+        if line.startswith(":"):
+            yield None  # a keep-alive comment
+        elif line:
+            name, _, value = line.partition(":")
+            value = value[1:] if value.startswith(" ") else value
+            if name == "data" and "data" in fields:
+                fields["data"] += "\n" + value
+            else:
+                fields[name] = value
+        else:
+            event = _event(fields)
+            fields = {}
+            if event is not None:
+                yield event
+
+
+def _event(fields: dict[str, str]) -> ServerEvent | None:
+    try:
+        data = json.loads(fields.get("data", ""))
+    except ValueError:  # a frame without JSON data (e.g. `retry:`): not an event of ours
+        return None
+    seq = fields.get("id", "0")
+    return ServerEvent(int(seq) if seq.isdigit() else 0, fields.get("event", "message"),
+                       data if isinstance(data, dict) else {"value": data})
+
+
+def _target(settings: Settings, path: str, lang: str | None) -> tuple[str, dict[str, str]]:
+    url = f"http://{settings.gateway.host}:{settings.gateway.port}{path}"
+    try:
+        token = settings.owner_token()
+    except OSError as exc:
+        raise MetnosError("ERR_HOME_NOT_INITIALISED", home=str(settings.home)) from exc
+    headers = {"Authorization": f"Bearer {token}"}
+    if lang:
+        headers["Accept-Language"] = lang
+    return url, headers
+
+
+def _error_message(resp: httpx.Response) -> str:
+    try:
+        data = resp.json()
+    except ValueError:
+        return resp.text[:200]
+    error = data.get("error", {}) if isinstance(data, dict) else {}
+    return str(error.get("message", resp.text[:200]))

@@ -1,24 +1,36 @@
-"""`metnos chat`: the CLI channel, a client of the running instance's gateway (SPEC §11)."""
+"""`metnos chat`: the CLI channel, a client of the running instance's gateway (SPEC §11).
+
+A message opens a turn (`POST /api/turns?wait=false`), then the CLI follows the turn's events
+(`GET /api/turns/{id}/events`): a status line on stderr while it plans and runs, an approval
+card with an inline question when a step needs the owner's yes (answered through
+`POST /api/approvals/{id}`), and the reply. Without a terminal on stdin (or with `--no-ask`)
+nothing is asked: the approval stays pending and the CLI says how to decide it.
+"""
 
 from __future__ import annotations
 
 import json
+import sys
+import time
+from dataclasses import dataclass
 from typing import Any
 
 import typer
 
 from metnos import i18n
-from metnos.cli._client import TIMEOUT_S, api_call
+from metnos.cli._client import TIMEOUT_S, ServerEvent, api_call, follow_events
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.errors import MetnosError
 from metnos.settings import Settings
 
 
 def send(settings: Settings, text: str, session_id: str | None,
-         lang: str | None) -> dict[str, Any]:
-    """POST one message to the gateway; raises MetnosError with a message for the user."""
+         lang: str | None, *, wait: bool = True) -> dict[str, Any]:
+    """POST one message to the gateway; raises MetnosError with a message for the user.
+    `wait=False` returns at once with the turn's id (then follow its events)."""
     body = {"text": text, "session_id": session_id, "lang": lang}
-    return api_call(settings, "POST", "/api/turns", body=body, timeout_s=TIMEOUT_S)
+    return api_call(settings, "POST", "/api/turns", body=body, timeout_s=TIMEOUT_S,
+                    params=None if wait else {"wait": "false"}, lang=lang)
 
 
 def chat(
@@ -26,15 +38,19 @@ def chat(
     session: str = typer.Option(None, "--session", help=i18n.get("CLI_CHAT_SESSION_HELP")),
     lang: str = typer.Option(None, "--lang", help=i18n.get("CLI_CHAT_LANG_HELP")),
     as_json: bool = typer.Option(False, "--json", help=i18n.get("CLI_JSON_HELP")),
+    ask: bool | None = typer.Option(None, "--ask/--no-ask",
+                                    help=i18n.get("CLI_CHAT_ASK_HELP")),
 ) -> None:
     settings = settings_or_exit(lang)
+    view = _View(lang, as_json, sys.stdin.isatty() if ask is None else ask)
     if message is not None:
         try:
-            _one(settings, message, session, lang, as_json)
+            _one(settings, message, session, view)
         except MetnosError as exc:
+            view.progress("")
             exit_with(exc, lang)
         return
-    typer.echo(i18n.get("MSG_CHAT_WELCOME"))
+    typer.echo(i18n.get("MSG_CHAT_WELCOME", lang))
     while True:
         try:
             line = input("> ").strip()
@@ -46,19 +62,133 @@ def chat(
         if not line:
             continue
         try:
-            session = _one(settings, line, session, lang, as_json)
+            session = _one(settings, line, session, view) or session
         except MetnosError as exc:  # say it and keep the conversation going
+            view.progress("")
             typer.echo(exc.message(lang), err=True)
 
 
-def _one(settings: Settings, text: str, session: str | None, lang: str | None,
-         as_json: bool) -> str | None:
-    data = send(settings, text, session, lang)
-    if as_json:
-        typer.echo(json.dumps(data, ensure_ascii=False))
-    elif data.get("reply"):
-        typer.echo(data["reply"])
-    else:
-        typer.echo(i18n.get("MSG_CHAT_STILL_RUNNING", lang, turn_id=data.get("turn_id", "")))
-    session_id: str | None = data.get("session_id")
-    return session_id
+@dataclass
+class _View:
+    """What the owner sees: the status line (stderr), cards, questions and replies."""
+
+    lang: str | None
+    as_json: bool
+    ask: bool
+
+    def progress(self, text: str) -> None:
+        """The status line: rewritten in place on a terminal, plain lines otherwise."""
+        if sys.stderr.isatty():
+            sys.stderr.write("\r\033[K" + text)
+            sys.stderr.flush()
+        elif text:
+            typer.echo(text, err=True)
+
+    def say(self, text: str) -> None:
+        """A message for the person (stderr with --json, whose stdout is the turn's JSON)."""
+        self.progress("")
+        typer.echo(text, err=self.as_json)
+
+
+def _one(settings: Settings, text: str, session: str | None, view: _View) -> str | None:
+    data = send(settings, text, session, view.lang, wait=False)
+    turn_id, session_id = str(data["turn_id"]), data.get("session_id")
+    seen = _follow(settings, turn_id, session_id, view)
+    view.progress("")
+    if view.as_json:
+        typer.echo(json.dumps(api_call(settings, "GET", f"/api/turns/{turn_id}",
+                                       lang=view.lang), ensure_ascii=False))
+    elif not seen:
+        typer.echo(i18n.get("MSG_CHAT_STILL_RUNNING", view.lang, turn_id=turn_id))
+    return session_id if isinstance(session_id, str) else None
+
+
+def _follow(settings: Settings, turn_id: str, session_id: str | None, view: _View) -> bool:
+    """Follow the turn until its end, answering approvals inline; False when it is left
+    running (no reply in time, or an approval left pending)."""
+    after, replied = 0, False
+    while True:
+        approval: dict[str, Any] | None = None
+        deadline = time.monotonic() + TIMEOUT_S
+        for event in follow_events(settings, turn_id, after=after, lang=view.lang):
+            if event is None:  # a keep-alive
+                if time.monotonic() > deadline:
+                    return replied
+                continue
+            after, deadline = event.seq, time.monotonic() + TIMEOUT_S
+            if event.kind == "approval":
+                approval = event.data
+                break  # the stream closes while the owner thinks; resumed by Last-Event-ID
+            replied = _show(event, view) or replied
+            if event.kind == "end":
+                return True
+        if approval is None:  # the stream closed without `end`
+            return replied
+        if not _decide(settings, approval, session_id, view):
+            return True  # left pending: the hint said how to decide it
+
+
+def _show(event: ServerEvent, view: _View) -> bool:
+    """Show one progress event; True when it was the reply."""
+    data, lang = event.data, view.lang
+    if event.kind == "reply":
+        view.progress("")
+        if not view.as_json:
+            typer.echo(str(data.get("text", "")))
+        return True
+    if event.kind == "step" and data.get("state") == "started":
+        view.progress(i18n.get("MSG_CHAT_PROGRESS_STEP", lang, executor=data.get("executor")))
+    elif event.kind == "status" and data.get("status") in _PROGRESS:
+        view.progress(i18n.get(_PROGRESS[str(data["status"])], lang))
+    return False
+
+
+_PROGRESS = {"planning": "MSG_CHAT_PROGRESS_PLANNING", "running": "MSG_CHAT_PROGRESS_RUNNING",
+             "awaiting_approval": "MSG_CHAT_PROGRESS_WAITING"}
+
+
+def _decide(settings: Settings, approval: dict[str, Any], session_id: str | None,
+            view: _View) -> bool:
+    """Show the card and ask; the answer goes to the gateway. False: left pending."""
+    approval_id = str(approval.get("approval_id", ""))
+    view.say(_card(approval, view.lang))
+    answer = _ask(view) if view.ask else None
+    if answer is None:
+        view.say(i18n.get("MSG_CHAT_APPROVAL_HINT", view.lang, approval_id=approval_id))
+        return False
+    try:
+        api_call(settings, "POST", f"/api/approvals/{approval_id}", lang=view.lang,
+                 body={"decision": answer, "session_id": session_id})
+    except MetnosError as exc:  # expired or decided elsewhere meanwhile: the turn goes on
+        view.say(exc.message(view.lang))
+    return True
+
+
+def _ask(view: _View) -> str | None:
+    """"approve" or "deny" from one line of stdin; None at end of input."""
+    stream = sys.stderr if view.as_json else sys.stdout
+    stream.write(i18n.get("MSG_CHAT_APPROVE_PROMPT", view.lang) + " ")
+    stream.flush()
+    line = sys.stdin.readline()
+    if not line or not sys.stdin.isatty():  # a terminal echoed the answer and its newline
+        stream.write("\n")
+    if not line:
+        return None
+    yes = {w.strip().casefold() for w in i18n.get("MSG_CHAT_APPROVE_YES", view.lang).split(",")}
+    return "approve" if line.strip().casefold() in yes else "deny"
+
+
+def _card(approval: dict[str, Any], lang: str | None) -> str:
+    """What will happen: why it asks, the executor, its arguments, the files it touches."""
+    lines = [i18n.get("MSG_CHAT_APPROVAL_TITLE", lang, why=approval.get("why", "")),
+             i18n.get("MSG_CHAT_APPROVAL_ACTION", lang, executor=approval.get("executor"))]
+    for name, value in sorted(dict(approval.get("args") or {}).items()):
+        shown = json.dumps(value, ensure_ascii=False)
+        lines.append(f"    {name} = {shown if len(shown) <= 300 else shown[:300] + '…'}")
+    for path, state in sorted(dict(approval.get("files") or {}).items()):
+        lines.append(i18n.get("MSG_CHAT_APPROVAL_FILE", lang, path=path, state=i18n.get(
+            "MSG_CHAT_FILE_EXISTS" if state else "MSG_APPROVAL_FILE_MISSING", lang)))
+    expires = str(approval.get("expires_at", ""))[:16].replace("T", " ")
+    lines.append(i18n.get("MSG_CHAT_APPROVAL_ID", lang,
+                          approval_id=approval.get("approval_id"), expires=expires))
+    return "\n".join(lines)

@@ -23,6 +23,7 @@ from metnos.errors import DatabaseError
 from metnos.pairing import models as _pairing_models  # noqa: F401
 from metnos.policy import usage_models as _usage_models  # noqa: F401
 from metnos.settings import Settings
+from metnos.web import models as _web_models  # noqa: F401
 
 PREFECT_URL_ENV = "PREFECT_SERVER_DATABASE_CONNECTION_URL"
 

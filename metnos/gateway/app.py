@@ -22,8 +22,19 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from metnos import i18n
+from metnos.channels.telegram import start_telegram
 from metnos.errors import MetnosError
-from metnos.gateway.routes import approvals, audit, health, pairing, sessions, turns, undo
+from metnos.gateway.routes import (
+    approvals,
+    audit,
+    health,
+    login,
+    pairing,
+    sessions,
+    turns,
+    undo,
+    web,
+)
 from metnos.gateway.security import HostGuard
 from metnos.i18n import intents, lint
 from metnos.i18n.instance import open_instance_store
@@ -67,9 +78,12 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         await asyncio.to_thread(recover_interrupted, service)
         app.state.service = service
         app.state.owner_token = settings.owner_token()
+        telegram = await start_telegram(app, settings)
         log.info("gateway.ready executors=%d sandbox_ok=%s",
                  len(service.registry.admitted), service.sandbox_ok)
         yield
+        if telegram is not None:
+            await telegram.stop()
         if background:  # drain running turns before the process stops (SPEC §1)
             await asyncio.wait(background, timeout=DRAIN_TIMEOUT_S)
         service.audit.close()
@@ -96,6 +110,8 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(sessions.router)
     app.include_router(pairing.router)
     app.include_router(undo.router)
+    app.include_router(web.router)
+    login.install(app)  # after the web chat: its `/` wins over the placeholder
     _install_error_handlers(app)
     # a message and up to 10 forwarded texts of max_message_chars, at 4 UTF-8 bytes a
     # character, plus their JSON envelope

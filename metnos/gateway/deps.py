@@ -1,15 +1,40 @@
-"""Dependencies of the gateway's routes, as `Annotated` aliases."""
+"""Dependencies of the gateway's routes, as `Annotated` aliases.
+
+Who is calling (`authenticate`): the owner, by EITHER the owner token as
+`Authorization: Bearer <token>` (the CLI, scripts) OR the `metnos_session` cookie of a web
+session (the browser, after `metnos login`). Explicit credentials that fail are refused, never
+replaced by the other kind. A cookie-authenticated request that changes something must also
+carry our own `Origin` (the gateway's HostGuard already refused a foreign one): SameSite=Strict
+treats another port of 127.0.0.1 as the same site, the Origin check does not.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, Literal
 
 from fastapi import Depends, HTTPException, Request
+from starlette.requests import HTTPConnection
 
 from metnos import i18n
-from metnos.gateway.security import token_matches
+from metnos.db.engine import session as db_session
+from metnos.gateway.security import UNSAFE_METHODS, own_origins, token_matches
 from metnos.turns import language
 from metnos.turns.service import TurnService
+from metnos.web import service as web
+
+SESSION_COOKIE = "metnos_session"
+CLEAR_COOKIE = f"{SESSION_COOKIE}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict"
+
+
+@dataclass(frozen=True)
+class Auth:
+    """The outcome of `authenticate`: `owner` set, or `error` (an i18n key) saying why not."""
+
+    owner: str | None
+    via: Literal["bearer", "cookie"] | None = None
+    error: str | None = None
+    web_session_id: str | None = None
 
 
 def get_service(request: Request) -> TurnService:
@@ -17,7 +42,7 @@ def get_service(request: Request) -> TurnService:
     return service
 
 
-def request_lang(request: Request) -> str:
+def request_lang(request: HTTPConnection) -> str:
     """The request's UI locale, for errors and chrome: the best Accept-Language tag among the
     active languages (q-values honoured), else METNOS_LANG."""
     header = request.headers.get("accept-language")
@@ -28,19 +53,46 @@ def request_lang(request: Request) -> str:
     return language.ui_locale(None, header, service.settings)
 
 
+def authenticate(conn: HTTPConnection) -> Auth:
+    """Who `conn` (an HTTP request or a WebSocket handshake) is; reads the database for a
+    cookie. Blocking: call it from a thread (FastAPI does, for a sync dependency)."""
+    scheme, _, token = conn.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and token.strip():
+        if token_matches(token.strip(), conn.app.state.owner_token):
+            return Auth("owner", via="bearer")
+        return Auth(None, error="ERR_AUTH_INVALID")
+    cookie = conn.cookies.get(SESSION_COOKIE)
+    if cookie is None:
+        return Auth(None, error="ERR_AUTH_MISSING")
+    service: TurnService = conn.app.state.service
+    with db_session(service.engine) as db:
+        session = web.session_owner(db, cookie)
+    if session is None:
+        return Auth(None, error="ERR_AUTH_SESSION_INVALID")
+    return Auth(session.user_id, via="cookie", web_session_id=session.id)
+
+
 def require_owner(request: Request) -> str:
-    """The caller must present the owner token as `Authorization: Bearer <token>`."""
+    """The caller must be the owner: bearer token or web session cookie (see the module)."""
+    auth = authenticate(request)
     lang = request_lang(request)
-    scheme, _, token = request.headers.get("authorization", "").partition(" ")
-    if scheme.lower() != "bearer" or not token:
-        raise HTTPException(401, detail={"key": "ERR_AUTH_MISSING",
-                                         "message": i18n.get("ERR_AUTH_MISSING", lang)},
-                            headers={"WWW-Authenticate": "Bearer"})
-    if not token_matches(token.strip(), request.app.state.owner_token):
-        raise HTTPException(401, detail={"key": "ERR_AUTH_INVALID",
-                                         "message": i18n.get("ERR_AUTH_INVALID", lang)},
-                            headers={"WWW-Authenticate": "Bearer"})
-    return "owner"
+    if auth.owner is None:
+        key = auth.error or "ERR_AUTH_MISSING"
+        headers = {"WWW-Authenticate": "Bearer"}
+        if key == "ERR_AUTH_SESSION_INVALID":
+            headers["Set-Cookie"] = CLEAR_COOKIE
+        raise HTTPException(401, detail={"key": key, "message": i18n.get(key, lang)},
+                            headers=headers)
+    if auth.via == "cookie" and request.method in UNSAFE_METHODS:
+        origin = request.headers.get("origin", "").strip().lower()
+        service: TurnService = request.app.state.service
+        allowed = own_origins(request.headers.get("host", ""),
+                              service.settings.gateway.allowed_hosts)
+        if origin not in allowed:  # a browser always sends it here: its absence is suspect
+            raise HTTPException(403, detail={"key": "ERR_ORIGIN_FORBIDDEN", "message": i18n.get(
+                "ERR_ORIGIN_FORBIDDEN", lang, origin=origin[:100] or "-")})
+    request.state.auth = auth
+    return auth.owner
 
 
 ServiceDep = Annotated[TurnService, Depends(get_service)]

@@ -72,11 +72,17 @@ def describe(checked: CheckedStep) -> str:
     return f"{checked.step.executor}({shown})"
 
 
+def why(checked: CheckedStep, lang: str) -> str:
+    """Why the policy asks, in `lang` (what an approval card shows above the action)."""
+    verdict = checked.ask
+    assert verdict is not None
+    return i18n.get(verdict.key, lang, **{**verdict.vars, "executor": checked.step.executor})
+
+
 def pending_message(checked: CheckedStep, lang: str) -> str:
-    row, verdict = checked.approval, checked.ask
-    assert row is not None and verdict is not None
-    why = i18n.get(verdict.key, lang, **{**verdict.vars, "executor": checked.step.executor})
-    return i18n.get("MSG_APPROVAL_NEEDED", lang, why=why, action=describe(checked),
+    row = checked.approval
+    assert row is not None
+    return i18n.get("MSG_APPROVAL_NEEDED", lang, why=why(checked, lang), action=describe(checked),
                     approval_id=row.id, expires=row.expires_at.strftime("%Y-%m-%d %H:%M UTC"))
 
 

@@ -34,6 +34,7 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
     execute_fn: ExecuteFn = execute or (lambda svc, c, chk: svc.execute(c, chk))
     wait_fn: AwaitFn = await_approval or gate.wait_in_db
     the_plan = await plan_fn(service, ctx)
+    service.events.publish(ctx.turn_id, "status", status="running")
     outcomes: list[StepOutcome] = []
     for step in the_plan.steps:
         checked = await asyncio.to_thread(service.check, ctx, step)
@@ -43,8 +44,14 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
             checked.outcome = await asyncio.to_thread(gate.resolve, service, ctx, checked,
                                                       answer, via)
             await service.resume_after_owner(ctx)
-        outcomes.append(checked.outcome if checked.outcome else
-                        await execute_fn(service, ctx, checked))
+        if checked.outcome is not None:  # refused by the policy, denied or expired
+            service.step_event(ctx, checked, "refused", checked.outcome)
+            outcomes.append(checked.outcome)
+            continue
+        service.step_event(ctx, checked, "started")
+        outcome = await execute_fn(service, ctx, checked)
+        service.step_event(ctx, checked, outcome.status, outcome)  # done, failed or refused
+        outcomes.append(outcome)
     started = time.perf_counter()
     reply = compose(outcomes, the_plan.text, ctx.lang)
     ctx.mark("compose", started)

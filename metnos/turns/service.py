@@ -38,6 +38,7 @@ from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.settings import Settings
 from metnos.turns import gate, language
 from metnos.turns.context import CheckedStep, Published, TurnContext
+from metnos.turns.events import TurnEvents
 from metnos.turns.guard import Guard
 from metnos.turns.reply import StepOutcome, compose
 from metnos.workspace import prompt_context
@@ -57,6 +58,7 @@ class TurnService:
         self._replies: dict[str, asyncio.Future[Published]] = {}
         self._tools: dict[tuple[str, int], list[ToolSpec]] = {}  # per language and generation
         self.guard = Guard(settings, engine)
+        self.events = TurnEvents()  # each turn's progress, for the channels (SSE, typing...)
 
     # -- opening and closing ------------------------------------------------------------
     async def open_turn(self, text: str, *, session_id: str | None, lang: str | None,
@@ -77,6 +79,7 @@ class TurnService:
                                       sender)
         ctx.untrusted = tuple(untrusted)
         self._replies[ctx.turn_id] = asyncio.get_running_loop().create_future()
+        self.events.publish(ctx.turn_id, "status", status="planning")
         return ctx
 
     def _record_open(self, text: str, session_id: str | None, locale: str, channel: str,
@@ -116,6 +119,16 @@ class TurnService:
         future = self._replies.pop(ctx.turn_id, None)
         if future is not None and not future.done():
             future.set_result(Published(reply, status, approvals or []))
+        if status != "awaiting_approval":  # a waiting turn shows its `approval` events
+            self.events.publish(ctx.turn_id, "reply", text=reply, status=status)
+
+    def step_event(self, ctx: TurnContext, checked: CheckedStep, state: str,
+                   outcome: StepOutcome | None = None) -> None:
+        """A step's progress (started, done, failed, refused): its name and the digest of
+        its arguments, never the arguments themselves."""
+        self.events.publish(ctx.turn_id, "step", executor=checked.step.executor, state=state,
+                            action_id=checked.action_id, args_digest=checked.args_digest,
+                            key=outcome.key if outcome is not None else None)
 
     async def await_owner(self, ctx: TurnContext, checked: CheckedStep,
                           outcomes: list[StepOutcome]) -> None:
@@ -126,9 +139,14 @@ class TurnService:
         pending = [approvals.public(checked.approval)]
         self.publish(ctx, reply, "awaiting_approval", pending)
         await asyncio.to_thread(self._record_status, ctx, reply, "awaiting_approval")
+        self.events.publish(ctx.turn_id, "status", status="awaiting_approval")
+        self.events.publish(ctx.turn_id, "approval", **pending[0],
+                            why=gate.why(checked, ctx.lang), action=gate.describe(checked),
+                            message=gate.pending_message(checked, ctx.lang))
 
     async def resume_after_owner(self, ctx: TurnContext) -> None:
         await asyncio.to_thread(self._record_status, ctx, None, "running")
+        self.events.publish(ctx.turn_id, "status", status="running")
 
     def _record_status(self, ctx: TurnContext, reply: str | None, status: str) -> None:
         with db_session(self.engine) as db:
@@ -139,6 +157,12 @@ class TurnService:
                          error_key: str | None = None) -> None:
         await asyncio.to_thread(self._record_close, ctx, reply, status, error_key)
         ctx.closed = True
+        self._end(ctx, status)
+
+    def _end(self, ctx: TurnContext, status: str) -> None:
+        """The turn's last events (once: the bus ignores anything after `end`)."""
+        self.events.publish(ctx.turn_id, "status", status=status)
+        self.events.publish(ctx.turn_id, "end", status=status)
 
     def _record_close(self, ctx: TurnContext, reply: str, status: str,
                       error_key: str | None) -> None:
@@ -164,6 +188,7 @@ class TurnService:
             await self.close_turn(ctx, reply, "failed", error_key=key)
         except Exception:  # the database or the audit disk is gone: keep the first cause
             log.exception("turn.fail_bookkeeping_failed turn_id=%s", ctx.turn_id)
+        self._end(ctx, "failed")
         return reply
 
     # -- planning -------------------------------------------------------------------------

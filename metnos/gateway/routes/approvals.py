@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
@@ -23,6 +24,8 @@ from metnos.turns.service import TurnService
 
 log = logging.getLogger(__name__)
 router = APIRouter(prefix="/api/approvals", tags=["approvals"])
+# resumes a paused turn flow: (flow_run_id, run input); `metnos.gateway.app.Resumer`
+Resumer = Callable[[str, dict[str, Any]], Awaitable[None]]
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorPublic} for code in (401, 403, 404, 409, 410, 422)}
 
@@ -61,35 +64,46 @@ async def list_approvals(service: ServiceDep, owner: OwnerDep,
 async def decide(approval_id: str, body: DecisionBody, request: Request, service: ServiceDep,
                  owner: OwnerDep, lang: LangDep) -> ApprovalDecided:
     try:
-        row = await asyncio.to_thread(_decide, service, approval_id, body, owner)
+        row, resumed = await decide_and_resume(
+            service, getattr(request.app.state, "resumer", None), approval_id, body.decision,
+            user_id=owner, session_id=body.session_id, reason=body.reason or "")
     except ApprovalError as exc:
         raise HTTPException(exc.http_status, detail={"key": exc.key,
                                                 "message": exc.message(lang)}) from exc
-    resumed = False
-    resumer = getattr(request.app.state, "resumer", None)
-    if resumer is not None and row.flow_run_id:
-        try:
-            await resumer(row.flow_run_id, {"decision": body.decision,
-                                            "reason": body.reason or ""})
-            resumed = True
-        except Exception as exc:  # the flow timed out or is gone: the row already says it
-            log.warning("approval.resume_failed id=%s: %s", row.id, exc)
     return ApprovalDecided(approval=approvals.public(row), resumed=resumed)
 
 
-def _decide(service: TurnService, approval_id: str, body: DecisionBody,
-            owner: str) -> approvals.Approval:
-    fields = {"sender": owner, "channel": "api", "action": "approval",
-              "approval_id": approval_id[:64], "session_id": body.session_id}
+async def decide_and_resume(service: TurnService, resumer: Resumer | None, approval_id: str,
+                            decision: str, *, user_id: str, session_id: str | None = None,
+                            reason: str = "", channel: str = "api",
+                            via: str = "api") -> tuple[approvals.Approval, bool]:
+    """Record `user_id`'s decision (one audit line, ApprovalError when refused), then resume
+    the paused turn flow through `resumer` (None: the plain path polls the row). Every
+    surface that decides an approval (the API, Telegram's buttons) goes through here."""
+    row = await asyncio.to_thread(_decide, service, approval_id, decision, user_id,
+                                  session_id, reason, channel, via)
+    resumed = False
+    if resumer is not None and row.flow_run_id:
+        try:
+            await resumer(row.flow_run_id, {"decision": decision, "reason": reason})
+            resumed = True
+        except Exception as exc:  # the flow timed out or is gone: the row already says it
+            log.warning("approval.resume_failed id=%s: %s", row.id, exc)
+    return row, resumed
+
+
+def _decide(service: TurnService, approval_id: str, decision: str, user_id: str,
+            session_id: str | None, reason: str, channel: str,
+            via: str) -> approvals.Approval:
+    fields = {"sender": user_id, "channel": channel, "action": "approval",
+              "approval_id": approval_id[:64], "session_id": session_id}
     with db_session(service.engine) as db:
         try:
-            row = approvals.decide(db, approval_id, body.decision, user_id=owner,
-                                   session_id=body.session_id, via="api",
-                                   note=body.reason or "")
+            row = approvals.decide(db, approval_id, decision, user_id=user_id,
+                                   session_id=session_id, via=via, note=reason)
         except ApprovalError as exc:
             service.audit.append(**fields, decision="deny", reason=exc.key, outcome="refused")
             raise
     service.audit.append(**{**fields, "session_id": row.session_id}, turn_id=row.turn_id,
                          decision="info", reason="MSG_APPROVAL_DECIDED", outcome=row.status)
     return row
-

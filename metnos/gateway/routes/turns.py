@@ -5,13 +5,22 @@ the session's persisted language that the reply is written in (a new session tak
 the client's UI locale; a resumed one keeps it whatever the request says), and `ui_locale`,
 the locale of this request (`lang`, else Accept-Language, else METNOS_LANG), used for the
 request's own chrome such as error messages.
+
+`GET /api/turns/{id}/events` streams the turn's progress as server-sent events (`status`,
+`step`, `approval`, `reply`, `end`; `id:` is the event's `seq`, so a client resumes with
+`Last-Event-ID`). Events come from the in-process bus `service.events`; a turn no longer in
+memory is told from the database: its status, its reply, `end`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
+from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Header, HTTPException, Query, Request
+from fastapi.responses import StreamingResponse
 
 from metnos import approvals, i18n
 from metnos.db import models
@@ -19,11 +28,14 @@ from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError
 from metnos.gateway.deps import OwnerDep, ServiceDep
 from metnos.gateway.schemas import ErrorPublic, TurnCreate, TurnPublic
+from metnos.turns.events import TurnEvent
 from metnos.turns.language import ui_locale
+from metnos.turns.service import TurnService
 
 router = APIRouter(prefix="/api/turns", tags=["turns"])
 
 REPLY_WAIT_S = 120.0
+KEEP_ALIVE_S = 15.0  # an SSE comment this often keeps proxies and clients from timing out
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorPublic} for code in (401, 404, 413, 422)}
 
@@ -35,7 +47,10 @@ class TurnLanguages(TurnPublic):
 
 @router.post("", response_model=TurnLanguages, responses=_ERRORS)
 async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
-                      owner: OwnerDep) -> TurnLanguages:
+                      owner: OwnerDep, wait: bool = Query(
+                          True, description="Wait for the reply; false answers at once with "
+                          "status `running` (then follow GET /api/turns/{id}/events).")
+                      ) -> TurnLanguages:
     """Start a turn and answer with its reply as soon as it is composed."""
     accept = request.headers.get("accept-language")
     locale = ui_locale(body.lang, accept, service.settings)
@@ -48,7 +63,7 @@ async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
         raise HTTPException(code, detail={"key": exc.key, "message": exc.message(
             locale)}) from exc
     request.app.state.launch(request.app.state.runner(service, ctx))
-    answered = await service.wait_reply(ctx.turn_id, REPLY_WAIT_S)
+    answered = await service.wait_reply(ctx.turn_id, REPLY_WAIT_S) if wait else None
     langs = {"interaction_language": ctx.lang, "ui_locale": ctx.ui_locale}
     if answered is None:
         return TurnLanguages(turn_id=ctx.turn_id, session_id=ctx.session_id, status="running",
@@ -75,3 +90,68 @@ async def read_turn(turn_id: str, request: Request, service: ServiceDep,
                              finished_at=turn.finished_at, flow_run_id=turn.flow_run_id,
                              timings_ms=turn.timings or {}, interaction_language=turn.lang,
                              ui_locale=locale)
+
+
+@router.get("/{turn_id}/events", response_class=StreamingResponse, responses={
+    **_ERRORS, 200: {"content": {"text/event-stream": {}}}})
+async def turn_events(turn_id: str, request: Request, service: ServiceDep, owner: OwnerDep,
+                      last_event_id: str | None = Header(None)) -> StreamingResponse:
+    """The turn's progress as server-sent events, until its `end`."""
+    locale = ui_locale(None, request.headers.get("accept-language"), service.settings)
+    resume = (last_event_id or "").strip()
+    after = int(resume) if resume.isdigit() else 0
+    stored = await asyncio.to_thread(_stored_events, service, turn_id, owner)
+    if stored is None:
+        raise HTTPException(404, detail={"key": "ERR_TURN_NOT_FOUND", "message": i18n.get(
+            "ERR_TURN_NOT_FOUND", locale, turn_id=turn_id[:64])})
+    source = (service.events.subscribe(turn_id, after) if service.events.known(turn_id)
+              else _replay([e for e in stored if e.seq > after]))
+    return StreamingResponse(_sse(source), media_type="text/event-stream",
+                             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
+
+
+def _stored_events(service: TurnService, turn_id: str, owner: str) -> list[TurnEvent] | None:
+    """None for a turn that does not exist or is another user's; else what the database
+    says of it as events (used when the turn's events are no longer in memory)."""
+    with db_session(service.engine) as db:
+        turn = models.get_turn(db, turn_id)
+        chat = db.get(models.ChatSession, turn.session_id) if turn is not None else None
+        if turn is None or chat is None or chat.user_id != owner:
+            return None
+        at = (turn.finished_at or turn.created_at).isoformat(timespec="milliseconds")
+        found: list[tuple[Any, dict[str, Any]]] = [("status", {"status": turn.status})]
+        found += [("approval", approvals.public(a))
+                  for a in approvals.approvals_of_turn(db, turn.id) if a.status == "pending"]
+        if turn.reply is not None and turn.status != "awaiting_approval":
+            found.append(("reply", {"text": turn.reply, "status": turn.status}))
+        found.append(("end", {"status": turn.status}))
+    return [TurnEvent(turn_id, seq, kind, data, at)
+            for seq, (kind, data) in enumerate(found, start=1)]
+
+
+async def _replay(events: list[TurnEvent]) -> AsyncIterator[TurnEvent]:
+    for event in events:
+        yield event
+
+
+async def _sse(events: AsyncIterator[TurnEvent]) -> AsyncIterator[str]:
+    """`id:`/`event:`/`data:` frames, with a keep-alive comment when the turn is quiet."""
+    yield "retry: 2000\n\n"
+    pending: asyncio.Task[TurnEvent] | None = None
+    try:
+        while True:
+            pending = pending or asyncio.ensure_future(anext(events))
+            done, _ = await asyncio.wait({pending}, timeout=KEEP_ALIVE_S)
+            if not done:
+                yield ": keep-alive\n\n"
+                continue
+            try:
+                event = pending.result()
+            except StopAsyncIteration:
+                return
+            pending = None
+            data = json.dumps(event.to_json(), ensure_ascii=False)
+            yield f"id: {event.seq}\nevent: {event.kind}\ndata: {data}\n\n"
+    finally:  # the client left: stop waiting for the turn
+        if pending is not None:
+            pending.cancel()

@@ -1,0 +1,47 @@
+"""Channel messages from Jinja2 templates per language: `templates/<lang>/<channel>/<name>.j2`.
+
+Rendered with `StrictUndefined` (a missing variable is an error, never an empty string in a
+message) and autoescaping on: every value is escaped for the channel's HTML (Telegram's HTML
+parse mode), so text from a user, a file or a model can never become markup. A language
+without the template falls back to English.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from metnos.i18n import normalise_lang
+
+log = logging.getLogger(__name__)
+
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+FALLBACK_LANG = "en"
+
+
+@lru_cache(maxsize=1)
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES_DIR), autoescape=True,
+        undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+        keep_trailing_newline=False)
+
+
+def template_path(channel: str, name: str, lang: str) -> str:
+    """The loader path served for `lang` (its own template, else the English one)."""
+    code = normalise_lang(lang)
+    own = f"{code}/{channel}/{name}.j2"
+    if (TEMPLATES_DIR / own).is_file():
+        return own
+    log.info("channel.template_fallback channel=%s name=%s lang=%s", channel, name, code)
+    return f"{FALLBACK_LANG}/{channel}/{name}.j2"
+
+
+def render(channel: str, name: str, lang: str, **values: Any) -> str:
+    """The message `name` of `channel` in `lang`, values escaped, surrounding blanks trimmed."""
+    template = _environment().get_template(template_path(channel, name, lang))
+    return template.render(**values).strip()

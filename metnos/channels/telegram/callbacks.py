@@ -1,0 +1,65 @@
+"""A tap on an approval card's button (SPEC §4): accepted only from the approval's own user.
+
+The Telegram user is mapped to Metnos's user through their pairing; the decision then goes
+through the same function as `POST /api/approvals/{id}` (bound to the user, single-use,
+refused after expiry, one audit line either way) and resumes the paused turn. Anyone else
+gets an alert and leaves an audit line. The card is edited to show the outcome; the turn's
+watcher (`conversation.watch_turn`) sends the reply when the turn ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING
+
+from aiogram.types import CallbackQuery
+
+from metnos import approvals, i18n, pairing
+from metnos.approvals import ApprovalError
+from metnos.channels.telegram.cards import CHANNEL, parse_button
+from metnos.channels.telegram.conversation import close_card
+from metnos.db.engine import session as db_session
+from metnos.gateway.routes.approvals import decide_and_resume
+from metnos.turns.language import ui_locale
+from metnos.turns.service import TurnService
+
+if TYPE_CHECKING:
+    from metnos.channels.telegram.bot import TelegramChannel
+
+log = logging.getLogger(__name__)
+
+
+async def handle_callback(ch: TelegramChannel, query: CallbackQuery) -> None:
+    lang = ui_locale(query.from_user.language_code, None, ch.service.settings)
+    parsed = parse_button(query.data)
+    if parsed is None:
+        await query.answer(i18n.get("ERR_TELEGRAM_CALLBACK_INVALID", lang), show_alert=True)
+        return
+    approval_id, decision = parsed
+    sender = str(query.from_user.id)
+    user_id = await asyncio.to_thread(_paired_user, ch.service, sender)
+    if user_id is None:  # not paired (any more): not the approval's user, whoever they are
+        await asyncio.to_thread(ch.service.audit.append, sender=sender, channel=CHANNEL,
+                                action="approval", approval_id=approval_id[:64],
+                                decision="deny", reason="ERR_APPROVAL_WRONG_USER",
+                                outcome="refused")
+        await query.answer(i18n.get("ERR_TELEGRAM_NOT_YOURS", lang), show_alert=True)
+        return
+    try:
+        row, _ = await decide_and_resume(ch.service, ch.host.resumer, approval_id, decision,
+                                         user_id=user_id, channel=CHANNEL, via=CHANNEL)
+    except ApprovalError as exc:  # another user's, already decided, expired: audited there
+        key = "ERR_TELEGRAM_NOT_YOURS" if exc.key == "ERR_APPROVAL_WRONG_USER" else None
+        await query.answer(i18n.get(key, lang) if key else exc.message(lang), show_alert=True)
+        return
+    done = "MSG_TELEGRAM_DECIDED_APPROVED" if row.status == "approved" else \
+        "MSG_TELEGRAM_DECIDED_DENIED"
+    await query.answer(i18n.get(done, lang))
+    await close_card(ch, approvals.public(row), row.status)
+
+
+def _paired_user(service: TurnService, sender: str) -> str | None:
+    with db_session(service.engine) as db:
+        found = pairing.find_paired(db, CHANNEL, sender)
+        return found.user_id if found is not None else None

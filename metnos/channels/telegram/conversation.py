@@ -1,0 +1,210 @@
+"""One private message, from admission to the reply (SPEC §4, §11).
+
+An unknown sender goes through DM pairing: the code is sent once per request and nothing it
+says is processed. A paired sender's message becomes a turn of the gateway's runner; what the
+user forwards or quotes travels with it as untrusted data, never as their words. While the
+turn runs the chat shows "typing…"; approvals it waits for become cards with buttons; the
+reply, split within Telegram's limit, follows when the turn ends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from aiogram.enums import ChatAction, ParseMode
+from aiogram.types import LinkPreviewOptions, Message
+
+from metnos import approvals, i18n, pairing
+from metnos.channels.render import render
+from metnos.channels.telegram.cards import CHANNEL, card, keyboard
+from metnos.channels.telegram.split import split_html
+from metnos.db import models
+from metnos.db.engine import session as db_session
+from metnos.errors import MetnosError
+from metnos.turns.language import ui_locale
+from metnos.turns.service import TurnService
+
+if TYPE_CHECKING:
+    from metnos.channels.telegram.bot import TelegramChannel
+
+log = logging.getLogger(__name__)
+
+REPLY_WAIT_S = 120.0
+WATCH_POLL_S = 0.5
+TYPING_EVERY_S = 4.0
+_NO_PREVIEW = LinkPreviewOptions(is_disabled=True)  # Telegram never fetches a reply's links
+
+
+@dataclass(frozen=True)
+class TurnState:
+    status: str
+    finished: bool
+    reply: str | None
+    approvals: list[dict[str, Any]]
+
+
+async def handle_message(ch: TelegramChannel, message: Message) -> None:
+    assert message.from_user is not None
+    sender = str(message.from_user.id)
+    lang = ui_locale(message.from_user.language_code, None, ch.service.settings)
+    admission = await asyncio.to_thread(_admit, ch.service, sender)
+    if admission.status == "code_sent":
+        text = render(CHANNEL, "pairing", lang, message=admission.message(lang) or "",
+                      code=admission.code or "")
+        await send_html(ch, message.chat.id, text)
+        return
+    if admission.status != "paired" or admission.user_id is None:
+        return  # a pending request, or too many of them: nothing is said, nothing processed
+    content = _content(message, lang)
+    if content is None:
+        await send_html(ch, message.chat.id, i18n.get("MSG_TELEGRAM_TEXT_ONLY", lang))
+        return
+    text, untrusted = content
+    try:
+        ctx = await ch.service.open_turn(
+            text, session_id=f"telegram-{message.chat.id}", lang=message.from_user.language_code,
+            channel=CHANNEL, sender=admission.user_id, untrusted=untrusted)
+    except MetnosError as exc:
+        await send_html(ch, message.chat.id, render(CHANNEL, "reply", lang,
+                                                    text=exc.message(lang)))
+        return
+    ch.host.launch(ch.host.runner(ch.service, ctx))
+    async with typing(ch, message.chat.id):
+        published = await ch.service.wait_reply(ctx.turn_id, REPLY_WAIT_S)
+    if published is not None and published.status in ("completed", "failed"):
+        await send_reply(ch, message.chat.id, published.reply, ctx.lang)
+        return
+    if published is not None:
+        await send_cards(ch, message.chat.id, published.approvals, ctx.lang)
+    await watch_turn(ch, message.chat.id, ctx.turn_id, ctx.lang)
+
+
+def _admit(service: TurnService, sender: str) -> pairing.Admission:
+    with db_session(service.engine) as db:
+        return pairing.admit(db, channel=CHANNEL, sender_id=sender,
+                             settings=service.settings.policy, audit=service.audit)
+
+
+def _content(message: Message, lang: str) -> tuple[str, list[tuple[str, str]]] | None:
+    """The user's own words and the untrusted pieces (forwarded, quoted) of a message."""
+    own = message.text or message.caption
+    untrusted: list[tuple[str, str]] = []
+    if message.forward_origin is not None and own:
+        untrusted.append(("forwarded", own))
+        own = None
+    replied = message.reply_to_message
+    quoted = (message.quote.text if message.quote is not None else
+              (replied.text or replied.caption) if replied is not None else None)
+    if quoted:
+        untrusted.append(("quoted", quoted))
+    if not own and not untrusted:
+        return None
+    return own or i18n.get("MSG_TELEGRAM_FORWARDED_TEXT", lang), untrusted
+
+
+async def watch_turn(ch: TelegramChannel, chat_id: int, turn_id: str, lang: str) -> None:
+    """Follow a turn that waits for approvals until it ends, whoever decides them: new
+    approvals become cards, decided ones close their card, then the reply is sent."""
+    typing_task: asyncio.Task[None] | None = None
+    try:
+        while True:
+            state = await asyncio.to_thread(_turn_state, ch.service, turn_id)
+            for approval in state.approvals:
+                if approval["status"] != "pending":
+                    await close_card(ch, approval, approval["status"])
+            if state.finished:
+                break
+            pending = [a for a in state.approvals if a["status"] == "pending"]
+            await send_cards(ch, chat_id, pending, lang)
+            if state.status == "running" and typing_task is None:
+                typing_task = asyncio.get_running_loop().create_task(_typing(ch, chat_id))
+            elif state.status != "running" and typing_task is not None:
+                await _stop(typing_task)
+                typing_task = None
+            await asyncio.sleep(WATCH_POLL_S)
+    finally:
+        await _stop(typing_task)
+    ch.shown.difference_update(a["approval_id"] for a in state.approvals)
+    await send_reply(ch, chat_id, state.reply, lang)
+
+
+def _turn_state(service: TurnService, turn_id: str) -> TurnState:
+    with db_session(service.engine) as db:
+        turn = models.get_turn(db, turn_id)
+        if turn is None:
+            return TurnState("failed", True, None, [])
+        rows = [approvals.public(a) for a in approvals.approvals_of_turn(db, turn_id)]
+        return TurnState(turn.status, turn.finished_at is not None, turn.reply, rows)
+
+
+async def send_cards(ch: TelegramChannel, chat_id: int, pending: list[dict[str, Any]],
+                     lang: str) -> None:
+    """One card per approval not shown yet, with its Approve/Deny buttons."""
+    from metnos.channels.telegram.bot import CardRef
+
+    for approval in pending:
+        approval_id = str(approval["approval_id"])
+        if approval_id in ch.shown:
+            continue
+        ch.shown.add(approval_id)
+        sent = await ch.bot.send_message(chat_id, card(approval, lang),
+                                         parse_mode=ParseMode.HTML,
+                                         reply_markup=keyboard(approval_id, lang),
+                                         link_preview_options=_NO_PREVIEW)
+        ch.cards[approval_id] = CardRef(chat_id, sent.message_id, lang)
+
+
+async def close_card(ch: TelegramChannel, approval: dict[str, Any], outcome: str) -> None:
+    """Show the decision on an open card and take its buttons away (once per card)."""
+    ref = ch.cards.pop(str(approval["approval_id"]), None)
+    if ref is None:
+        return
+    try:
+        await ch.bot.edit_message_text(text=card(approval, ref.lang, outcome),
+                                       chat_id=ref.chat_id, message_id=ref.message_id,
+                                       parse_mode=ParseMode.HTML, reply_markup=None,
+                                       link_preview_options=_NO_PREVIEW)
+    except Exception as exc:  # the card was deleted, or is too old to edit: the reply says it
+        log.info("telegram.card_edit_failed approval_id=%s: %s", approval["approval_id"], exc)
+
+
+async def send_reply(ch: TelegramChannel, chat_id: int, reply: str | None, lang: str) -> None:
+    if reply:
+        await send_html(ch, chat_id, render(CHANNEL, "reply", lang, text=reply))
+
+
+async def send_html(ch: TelegramChannel, chat_id: int, html: str) -> None:
+    """`html` in as many messages as Telegram's length limit needs, in order."""
+    for piece in split_html(html):
+        await ch.bot.send_message(chat_id, piece, parse_mode=ParseMode.HTML,
+                                  link_preview_options=_NO_PREVIEW)
+
+
+@asynccontextmanager
+async def typing(ch: TelegramChannel, chat_id: int) -> AsyncIterator[None]:
+    task = asyncio.get_running_loop().create_task(_typing(ch, chat_id))
+    try:
+        yield
+    finally:
+        await _stop(task)
+
+
+async def _typing(ch: TelegramChannel, chat_id: int) -> None:
+    """"typing…" in the chat, renewed before Telegram's 5 s display runs out."""
+    while True:
+        try:
+            await ch.bot.send_chat_action(chat_id, ChatAction.TYPING)
+        except Exception as exc:  # only a hint: a failure never stops the turn
+            log.debug("telegram.typing_failed: %s", exc)
+        await asyncio.sleep(TYPING_EVERY_S)
+
+
+async def _stop(task: asyncio.Task[None] | None) -> None:
+    if task is not None:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)

@@ -1,0 +1,36 @@
+"""`metnos login`: print a one-time link that logs a browser into the web chat (SPEC §3).
+
+The link holds a random token, valid `login_token_ttl_s` (10 minutes) and once; the token goes
+straight into the database (`metnos.web.link`), so this works whenever `metnos serve` is up,
+and ends with exit code 1 and the reason when the database cannot be reached.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Annotated
+
+import typer
+
+from metnos import i18n
+from metnos.cli._common import exit_with, settings_or_exit
+from metnos.errors import MetnosError
+from metnos.web.link import create_login_link
+
+JsonFlag = Annotated[bool, typer.Option("--json", help=i18n.get("CLI_JSON_HELP"))]
+
+
+def login(as_json: JsonFlag = False) -> None:
+    settings = settings_or_exit()
+    try:
+        link = create_login_link(settings)
+    except MetnosError as exc:
+        exit_with(exc)
+        return
+    if as_json:
+        typer.echo(json.dumps({"url": link.url, "expires_at": link.expires_at.isoformat(),
+                               "expires_in_s": link.ttl_s}))
+        return
+    typer.echo(i18n.get("MSG_WEB_LOGIN_LINK", count=math.ceil(link.ttl_s / 60)))
+    typer.echo(link.url)

@@ -1,0 +1,120 @@
+"""The web chat (SPEC §3, §11): `GET /`, its two static files, and the UI locale switch.
+
+The page is a Jinja2 template with no inline script (the CSP forbids it) and no token: the
+browser holds the HttpOnly session cookie of `metnos login`. Its chrome follows the UI locale
+(the `metnos_ui_locale` cookie, else Accept-Language, else METNOS_LANG); switching it never
+touches a running session's interaction language (SPEC §9.6). Without credentials, `/`
+answers 401 with a page that says how to log in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+from fastapi import APIRouter, HTTPException, Request, Response
+from fastapi.responses import HTMLResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from metnos import i18n
+from metnos.gateway.deps import SESSION_COOKIE, OwnerDep, ServiceDep, authenticate
+from metnos.i18n.tags import match_language
+from metnos.settings import Settings
+from metnos.turns.language import ui_locale
+
+router = APIRouter(tags=["web"])
+
+WEBCHAT = Path(__file__).resolve().parent.parent / "webchat"
+LOCALE_COOKIE = "metnos_ui_locale"
+LOCALE_MAX_AGE_S = 365 * 24 * 3600
+STATIC_FILES = {"chat.js": "text/javascript; charset=utf-8", "chat.css": "text/css; charset=utf-8",
+                "favicon.svg": "image/svg+xml"}
+_JS_KEYS = {
+    "you": "WEB_CHAT_YOU", "metnos": "WEB_CHAT_METNOS", "session": "WEB_CHAT_SESSION",
+    "httpError": "WEB_CHAT_HTTP_ERROR", "approvalTitle": "WEB_CHAT_APPROVAL_TITLE",
+    "approve": "WEB_CHAT_APPROVE", "deny": "WEB_CHAT_DENY", "approved": "WEB_CHAT_APPROVED",
+    "denied": "WEB_CHAT_DENIED", "working": "WEB_CHAT_WORKING", "using": "WEB_CHAT_USING",
+    "auditEmpty": "WEB_CHAT_AUDIT_EMPTY", "files": "WEB_CHAT_FILES",
+    "fileExists": "WEB_CHAT_FILE_EXISTS", "fileNew": "WEB_CHAT_FILE_NEW",
+}
+_STATUSES = ("planning", "running", "awaiting_approval", "completed", "failed")
+
+
+class LocaleChange(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    locale: str = Field(min_length=1, max_length=35)
+
+
+@router.get("/", response_class=HTMLResponse, include_in_schema=False)
+async def chat_page(request: Request, service: ServiceDep) -> HTMLResponse:
+    locale = page_locale(request, service.settings)
+    auth = await asyncio.to_thread(authenticate, request)  # a cookie is a database read
+    if auth.owner is None:
+        response = HTMLResponse(_render("login_needed.html.j2", locale), status_code=401)
+        if request.cookies.get(SESSION_COOKIE) is not None:
+            response.delete_cookie(SESSION_COOKIE, path="/")
+        return response
+    return HTMLResponse(_render(
+        "chat.html.j2", locale, strings=_strings(locale),
+        locales=[(code, i18n.display_name(code, code)) for code in
+                 service.settings.active_languages],
+        max_chars=service.settings.gateway.max_message_chars))
+
+
+@router.get("/static/{name}", include_in_schema=False)
+async def static_file(name: str, owner: OwnerDep) -> Response:
+    if name not in STATIC_FILES:
+        raise HTTPException(404, detail={"key": "ERR_HTTP_404",
+                                         "message": i18n.get("ERR_HTTP_404")})
+    body = (WEBCHAT / "static" / name).read_bytes()
+    return Response(body, media_type=STATIC_FILES[name],
+                    headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"})
+
+
+@router.post("/api/ui-locale")
+async def set_ui_locale(body: LocaleChange, request: Request, response: Response,
+                        service: ServiceDep, owner: OwnerDep) -> dict[str, str]:
+    """The chrome's language for this browser; sessions keep their own language."""
+    code = match_language(body.locale, service.settings.active_languages)
+    if code is None:
+        raise HTTPException(422, detail={"key": "ERR_WEB_LOCALE_UNKNOWN", "message": i18n.get(
+            "ERR_WEB_LOCALE_UNKNOWN", page_locale(request, service.settings),
+            locale=body.locale[:35],
+            locales=", ".join(service.settings.active_languages))})
+    response.set_cookie(LOCALE_COOKIE, code, max_age=LOCALE_MAX_AGE_S, path="/",
+                        samesite="strict", httponly=True)
+    return {"ui_locale": code}
+
+
+def page_locale(request: Request, settings: Settings) -> str:
+    """The UI locale of the page: the switch's cookie when it names an active language."""
+    chosen = match_language(request.cookies.get(LOCALE_COOKIE), settings.active_languages)
+    return chosen or ui_locale(None, request.headers.get("accept-language"), settings)
+
+
+def _strings(locale: str) -> dict[str, Any]:
+    """The chrome the script needs, raw: it fills `{name}` placeholders itself."""
+    strings: dict[str, Any] = {name: _raw(key, locale) for name, key in _JS_KEYS.items()}
+    strings["status"] = {s: _raw(f"WEB_CHAT_STATUS_{s.upper()}", locale) for s in _STATUSES}
+    strings["locale"] = locale
+    return strings
+
+
+def _raw(key: str, locale: str) -> str:
+    found = i18n.lookup(key, locale) or i18n.lookup(key, i18n.FALLBACK_LANG)
+    return found if isinstance(found, str) else key
+
+
+def _render(name: str, locale: str, **vars: Any) -> str:
+    return _templates().get_template(name).render(
+        locale=locale, t=lambda key, **kw: i18n.get(key, locale, **kw), **vars)
+
+
+@lru_cache(maxsize=1)
+def _templates() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(WEBCHAT / "templates")),
+                              autoescape=True, undefined=jinja2.StrictUndefined)

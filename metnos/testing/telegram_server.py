@@ -1,0 +1,268 @@
+"""A fake Telegram Bot API server on loopback, so tests never reach Telegram.
+
+It speaks the part of the Bot API the Metnos bot uses (`getMe`, `deleteWebhook`,
+`getUpdates` with long polling, `sendMessage`, `editMessageText`, `editMessageReplyMarkup`,
+`answerCallbackQuery`, `sendChatAction`) at `<base_url>/bot<token>/<method>`, the layout
+aiogram's `TelegramAPIServer.from_base(base_url)` expects. Tests feed updates
+(`push_message`, `push_callback`, `push_edit`) and read what the bot sent (`calls`,
+`sent_texts(chat_id)`, `wait_for(...)`). Updates are delivered as given, whatever
+`allowed_updates` says: the bot must ignore what it did not ask for.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+from urllib.parse import parse_qsl
+
+BOT_ID = 4242
+BOT_USERNAME = "metnos_test_bot"
+MAX_POLL_S = 2.0  # a long poll never blocks longer than this (keeps shutdowns quick)
+
+
+@dataclass(frozen=True)
+class Call:
+    """One request the bot made: the method, its parameters (JSON fields decoded) and what
+    the server answered."""
+
+    method: str
+    params: dict[str, Any]
+    result: Any = None
+
+
+class FakeTelegram:
+    """The server: `start()`/`stop()` or `with FakeTelegram() as tg: ...`."""
+
+    def __init__(self) -> None:
+        self.calls: list[Call] = []
+        self._updates: list[dict[str, Any]] = []
+        self._update_ids = itertools.count(1)
+        self._message_ids = itertools.count(1000)
+        self._cond = threading.Condition()
+        self._server: ThreadingHTTPServer | None = None
+        self._thread: threading.Thread | None = None
+        self._closing = False
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self) -> FakeTelegram:
+        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        server.daemon_threads = True
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever,
+                                        kwargs={"poll_interval": 0.05},
+                                        name="fake-telegram", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        with self._cond:
+            self._closing = True
+            self._cond.notify_all()
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> FakeTelegram:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def base_url(self) -> str:
+        if self._server is None:
+            raise RuntimeError("FakeTelegram is not started")
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    # -- feeding updates --------------------------------------------------------------------
+    def push_message(self, user_id: int, text: str, *, chat_type: str = "private",
+                     chat_id: int | None = None, forward: bool = False,
+                     reply_to: str | None = None, quote: str | None = None,
+                     language_code: str | None = "it") -> int:
+        """A message from `user_id` (in its private chat unless `chat_type` says otherwise);
+        returns its message id."""
+        message = self._message(user_id, text, chat_type, chat_id, language_code)
+        if forward:
+            message["forward_origin"] = {"type": "hidden_user", "date": int(time.time()),
+                                         "sender_user_name": "Someone Else"}
+        if reply_to is not None:
+            message["reply_to_message"] = self._message(999, reply_to, chat_type, chat_id
+                                                        or user_id, None)
+        if quote is not None:
+            message["quote"] = {"text": quote, "position": 0}
+        self._push({"message": message})
+        return int(message["message_id"])
+
+    def push_edit(self, user_id: int, message_id: int, text: str, *,
+                  language_code: str | None = "it") -> None:
+        """An `edited_message` update: the user changed an old message."""
+        message = self._message(user_id, text, "private", None, language_code)
+        message["message_id"] = message_id
+        message["edit_date"] = int(time.time())
+        self._push({"edited_message": message})
+
+    def push_callback(self, user_id: int, data: str, message_id: int, *,
+                      chat_id: int | None = None, language_code: str | None = "it") -> str:
+        """A tap on an inline button of the bot's message `message_id`; returns the query id."""
+        query_id = f"cb{next(self._update_ids)}"
+        chat = chat_id if chat_id is not None else user_id
+        self._push({"callback_query": {
+            "id": query_id, "from": _user(user_id, language_code), "chat_instance": str(chat),
+            "data": data, "message": {"message_id": message_id, "date": int(time.time()),
+                                      "chat": {"id": chat, "type": "private"},
+                                      "from": _bot(), "text": "card"}}})
+        return query_id
+
+    # -- reading what the bot did -------------------------------------------------------------
+    def calls_of(self, method: str, chat_id: int | None = None) -> list[Call]:
+        with self._cond:
+            found = [c for c in self.calls if c.method == method]
+        if chat_id is not None:
+            found = [c for c in found if str(c.params.get("chat_id")) == str(chat_id)]
+        return found
+
+    def sent_texts(self, chat_id: int) -> list[str]:
+        """The texts of every `sendMessage` to `chat_id`, in order."""
+        return [str(c.params.get("text", "")) for c in self.calls_of("sendMessage", chat_id)]
+
+    def wait_for(self, predicate: Callable[[FakeTelegram], bool], timeout_s: float = 30.0,
+                 what: str = "condition") -> None:
+        """Block until `predicate(self)` holds (checked on every call the bot makes)."""
+        deadline = time.monotonic() + timeout_s
+        with self._cond:
+            while not predicate(self):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    methods = [c.method for c in self.calls]
+                    raise AssertionError(f"FakeTelegram: timed out waiting for {what}; "
+                                         f"calls so far: {methods}")
+                self._cond.wait(min(left, 0.1))
+
+    # -- internals ----------------------------------------------------------------------------
+    def _message(self, user_id: int, text: str, chat_type: str, chat_id: int | None,
+                  language_code: str | None) -> dict[str, Any]:
+        chat = chat_id if chat_id is not None else (user_id if chat_type == "private"
+                                                    else -100 - user_id)
+        return {"message_id": next(self._message_ids), "date": int(time.time()),
+                "chat": {"id": chat, "type": chat_type}, "from": _user(user_id, language_code),
+                "text": text}
+
+    def _push(self, update: dict[str, Any]) -> None:
+        with self._cond:
+            self._updates.append({"update_id": next(self._update_ids), **update})
+            self._cond.notify_all()
+
+    def _updates_after(self, params: dict[str, Any]) -> list[dict[str, Any]]:
+        offset = int(params.get("offset") or 0)
+        wait = min(float(params.get("timeout") or 0), MAX_POLL_S)
+        deadline = time.monotonic() + wait
+        with self._cond:
+            self._updates = [u for u in self._updates if u["update_id"] >= offset]
+            while not self._updates and not self._closing:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(left)
+            return list(self._updates[:100])
+
+    def answer(self, method: str, params: dict[str, Any]) -> Any:
+        """The Bot API result of one call, recorded with it (getUpdates is not recorded)."""
+        if method == "getUpdates":
+            return self._updates_after(params)
+        result: Any = True  # deleteWebhook, sendChatAction, answerCallbackQuery, ...
+        if method == "getMe":
+            result = {**_bot(), "can_join_groups": False, "can_read_all_group_messages": False,
+                      "supports_inline_queries": False}
+        elif method in ("sendMessage", "editMessageText", "editMessageReplyMarkup"):
+            result = self._sent_message(method, params)
+        with self._cond:
+            self.calls.append(Call(method, params, result))
+            self._cond.notify_all()
+        return result
+
+    def _sent_message(self, method: str, params: dict[str, Any]) -> dict[str, Any]:
+        message_id = (next(self._message_ids) if method == "sendMessage"
+                      else int(params.get("message_id", 0)))
+        message: dict[str, Any] = {
+            "message_id": message_id, "date": int(time.time()), "from": _bot(),
+            "chat": {"id": int(params.get("chat_id", 0)), "type": "private"},
+            "text": str(params.get("text", "card"))}
+        if params.get("reply_markup"):
+            message["reply_markup"] = params["reply_markup"]
+        return message
+
+
+def _user(user_id: int, language_code: str | None) -> dict[str, Any]:
+    user: dict[str, Any] = {"id": user_id, "is_bot": False, "first_name": f"User{user_id}"}
+    if language_code:
+        user["language_code"] = language_code
+    return user
+
+
+def _bot() -> dict[str, Any]:
+    return {"id": BOT_ID, "is_bot": True, "first_name": "Metnos", "username": BOT_USERNAME}
+
+
+def _decode(raw: bytes, content_type: str) -> dict[str, Any]:
+    if not raw:
+        return {}
+    if content_type.startswith("application/json"):
+        data: dict[str, Any] = json.loads(raw)
+        return data
+    params: dict[str, Any] = {}
+    for key, value in parse_qsl(raw.decode("utf-8"), keep_blank_values=True):
+        params[key] = _maybe_json(value)
+    return params
+
+
+def _maybe_json(value: str) -> Any:
+    if value[:1] in ("{", "["):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _handler_for(server: FakeTelegram) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
+            pass
+
+        def do_POST(self) -> None:  # noqa: N802 - stdlib name
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length)
+            parts = self.path.strip("/").split("/")
+            if len(parts) != 2 or not parts[0].startswith("bot"):
+                self._send(404, {"ok": False, "error_code": 404, "description": "Not Found"})
+                return
+            params = _decode(raw, self.headers.get("Content-Type", ""))
+            self._send(200, {"ok": True, "result": server.answer(parts[1], params)})
+
+        do_GET = do_POST  # noqa: N815 - stdlib name
+
+        def _send(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the bot gave up on a long poll (it is stopping)
+
+    return Handler

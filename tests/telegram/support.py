@@ -1,0 +1,58 @@
+"""What the Telegram tests share: the real gateway with the channel started on a fake Bot API."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import httpx
+
+from metnos.channels.telegram import TelegramChannel, TelegramConfig, start_telegram
+from metnos.testing.telegram_server import Call, FakeTelegram
+from tests.support.home import Home, gateway_client
+
+TOKEN = "123456:TEST-token_for-the-fake-server"
+CODE = re.compile(r"<code>([A-Z0-9]{8})</code>")
+
+
+@asynccontextmanager
+async def telegram_gateway(home: Home, tg: FakeTelegram, *, prefect: bool = True
+                           ) -> AsyncIterator[tuple[httpx.AsyncClient, TelegramChannel]]:
+    """The gateway app (lifespan, runner) with the Telegram channel polling `tg`."""
+    async with gateway_client(home, prefect=prefect) as client:
+        config = TelegramConfig(token=TOKEN, api_base=tg.base_url, poll_timeout_s=1)
+        channel = await start_telegram(client.app, home.settings,  # type: ignore[attr-defined]
+                                       config)
+        assert channel is not None
+        try:
+            yield client, channel
+        finally:
+            await channel.stop(drain_s=2)
+
+
+async def until(tg: FakeTelegram, predicate: Callable[[FakeTelegram], bool],
+                what: str = "condition", timeout_s: float = 60) -> None:
+    await asyncio.to_thread(tg.wait_for, predicate, timeout_s, what)
+
+
+async def pair(client: httpx.AsyncClient, tg: FakeTelegram, user_id: int,
+               language_code: str = "it") -> None:
+    """Pair `user_id` the way a person does: write, get the code, the owner approves it."""
+    before = len(tg.sent_texts(user_id))
+    tg.push_message(user_id, "ciao", language_code=language_code)
+    await until(tg, lambda t: len(t.sent_texts(user_id)) > before, "the pairing code")
+    found = CODE.search(tg.sent_texts(user_id)[-1])
+    assert found is not None, tg.sent_texts(user_id)
+    resp = await client.post("/api/pairing/approve", json={"code": found.group(1)})
+    assert resp.status_code == 200, resp.text
+
+
+def buttons(call: Call) -> list[dict[str, Any]]:
+    markup = call.params.get("reply_markup") or {}
+    if isinstance(markup, str):
+        markup = json.loads(markup)
+    return [b for row in markup.get("inline_keyboard", []) for b in row]

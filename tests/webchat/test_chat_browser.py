@@ -1,0 +1,90 @@
+"""The web chat in headless Chromium, as a person uses it (issue 5 acceptance).
+
+`metnos login`'s one-time link → the chat page; a message; the reply; an action that asks
+first → its card with the exact action → Approve → the file is written and the reply shown;
+the locale switch changes the chrome and not the conversation's language. In Italian and in
+English; a screenshot in the test's tmp dir; no console errors.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from metnos import i18n
+from metnos.testing.llm_server import ScriptedLLM
+from metnos.web.link import create_login_link
+from tests.support.home import MakeHome, served_gateway
+
+OTHER = {"it": "en", "en": "it"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+@pytest.mark.parametrize("lang", ["it", "en"])
+async def test_a_conversation_with_an_approval(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, browser: Any, tmp_path: Path,
+        lang: str) -> None:
+    from playwright.async_api import expect
+
+    home = make_home(llm=scripted_llm, lang=lang, METNOS_GATEWAY_PORT=str(free_port()))
+    scripted_llm.enqueue_tool_call("fs_find", {"pattern": "*.md"})
+    scripted_llm.enqueue_tool_call("fs_write", {"path": "shopping.md",
+                                                "content": "milk\nbread\n"})
+    scripted_llm.enqueue_tool_call("fs_find", {"pattern": "shopping*"})
+    with served_gateway(home):
+        link = create_login_link(home.settings).url
+        context = await browser.new_context(locale=lang)
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.on("pageerror", lambda e: errors.append(str(e)))
+
+        await page.goto(link)
+        await expect(page.locator("#text")).to_be_visible()
+        assert page.url.endswith("/")
+        cookies = {c["name"]: c for c in await context.cookies()}
+        assert cookies["metnos_session"]["httpOnly"] and cookies["metnos_session"][
+            "sameSite"] == "Strict"
+        assert home.token not in await page.content()  # the owner token never reaches a page
+
+        await page.fill("#text", "markdown?")
+        await page.keyboard.press("Enter")
+        replies = page.locator(".msg.metnos")
+        await expect(replies.first).to_contain_text("IDENTITY.md")
+
+        await page.fill("#text", "shopping list")
+        await page.get_by_role("button", name=i18n.get("WEB_CHAT_SEND", lang)).click()
+        card = page.locator(".msg.card")
+        await expect(card).to_contain_text("fs_write")
+        await expect(card).to_contain_text(i18n.get("WEB_CHAT_FILE_NEW", lang,
+                                                     path="shopping.md"))
+        await card.get_by_role("button", name=i18n.get("WEB_CHAT_APPROVE", lang)).click()
+        await expect(card).to_contain_text(i18n.get("WEB_CHAT_APPROVED", lang))
+        await expect(replies.last).to_contain_text("metnos undo", timeout=30_000)  # fs_write done
+        assert (home.workspace / "shopping.md").read_text() == "milk\nbread\n"
+        await page.screenshot(path=str(tmp_path / f"chat-{lang}.png"), full_page=True)
+
+        other = OTHER[lang]
+        await page.select_option("#locale", other)
+        await expect(page.get_by_role("button", name=i18n.get("WEB_CHAT_SEND", other))
+                     ).to_be_visible()
+        assert await page.locator("html").get_attribute("lang") == other
+        # the chrome changed; the conversation keeps its own language (SPEC §9.6)
+        await page.fill("#text", "again")
+        await page.keyboard.press("Enter")
+        found = i18n.get("EX_REPLY_fs_find", lang, count=1, files="- shopping.md")
+        await expect(page.locator(".msg.metnos .text").last).to_have_text(found)
+        await page.get_by_role("button", name=i18n.get("WEB_CHAT_AUDIT", other)).click()
+        await expect(page.locator("#audit-lines")).to_contain_text("fs_write")
+        await context.close()
+    assert errors == []
+    assert (tmp_path / f"chat-{lang}.png").stat().st_size > 0
