@@ -76,6 +76,8 @@ class SecretScanner:
             found.append(("owner_token", settings.owner_token()))
         if settings.llm.api_key is not None:
             found.append(("llm_api_key", settings.llm.api_key.get_secret_value()))
+        if settings.telegram.bot_token is not None:  # it may live in metnos.toml
+            found.append(("telegram_bot_token", settings.telegram.bot_token.get_secret_value()))
         found.extend(_env_secrets(environ))
         found.extend(_file_secrets(settings.secrets_dir, "secrets", private_only=False))
         found.extend(_file_secrets(settings.keys_dir, "keys", private_only=True))

@@ -206,3 +206,13 @@ def test_law_keys_have_text_in_both_languages() -> None:
     for key in ("ERR_LAW_SECRET_EXFILTRATION", "ERR_LAW_OTHER_USER", "MSG_LAW_OUTPUT_REDACTED",
                 "ERR_POLICY_RATE_LIMIT", "ERR_POLICY_COST_CAP"):
         assert i18n.get(key, "it") != i18n.get(key, "en") != key
+
+
+def test_a_telegram_token_from_the_settings_file_is_a_secret(tmp_path: Path) -> None:
+    """`[telegram] bot_token` may be written in metnos.toml, outside `secrets/`."""
+    from metnos.settings import Settings, TelegramSettings
+
+    token = "123456:" + secrets.token_urlsafe(24)
+    settings = Settings(home=tmp_path / "home", telegram=TelegramSettings(bot_token=token))
+    scanner = SecretScanner.for_instance(settings, {})
+    assert scanner.find({"text": f"token {token}"}) == ["telegram_bot_token"]

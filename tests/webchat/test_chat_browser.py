@@ -8,6 +8,7 @@ English; a screenshot in the test's tmp dir; no console errors.
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 from typing import Any
@@ -87,4 +88,7 @@ async def test_a_conversation_with_an_approval(
         await expect(page.locator("#audit-lines")).to_contain_text("fs_write")
         await context.close()
     assert errors == []
+    lines = [json.loads(ln) for ln in
+             (home.settings.audit_dir / "audit.jsonl").read_text().splitlines()]
+    assert {ln["channel"] for ln in lines if ln["action"] == "fs_write"} == {"web"}
     assert (tmp_path / f"chat-{lang}.png").stat().st_size > 0

@@ -56,7 +56,8 @@ async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
     locale = ui_locale(body.lang, accept, service.settings)
     try:
         ctx = await service.open_turn(body.text, session_id=body.session_id, lang=body.lang,
-                                      channel="api", sender=owner, accept_language=accept,
+                                      channel=_channel(request), sender=owner,
+                                      accept_language=accept,
                                       untrusted=[("forwarded", t) for t in body.forwarded])
     except MetnosError as exc:
         code = 413 if exc.key == "ERR_MESSAGE_TOO_LONG" else 400
@@ -155,3 +156,9 @@ async def _sse(events: AsyncIterator[TurnEvent]) -> AsyncIterator[str]:
     finally:  # the client left: stop waiting for the turn
         if pending is not None:
             pending.cancel()
+
+
+def _channel(request: Request) -> str:
+    """`web` for the browser (the owner dependency admitted its session cookie), `api` for a
+    bearer client: the audit log tells them apart."""
+    return "api" if request.headers.get("authorization") else "web"
