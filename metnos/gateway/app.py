@@ -27,6 +27,7 @@ from metnos.errors import MetnosError
 from metnos.gateway.routes import (
     approvals,
     audit,
+    chat_ws,
     health,
     login,
     pairing,
@@ -111,6 +112,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(pairing.router)
     app.include_router(undo.router)
     app.include_router(web.router)
+    app.include_router(chat_ws.router)
     login.install(app)  # after the web chat: its `/` wins over the placeholder
     _install_error_handlers(app)
     # a message and up to 10 forwarded texts of max_message_chars, at 4 UTF-8 bytes a

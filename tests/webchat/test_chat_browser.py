@@ -60,12 +60,12 @@ async def test_a_conversation_with_an_approval(
         await page.fill("#text", "markdown?")
         await page.keyboard.press("Enter")
         replies = page.locator(".msg.metnos")
-        await expect(replies.first).to_contain_text("IDENTITY.md")
+        await expect(replies.first).to_contain_text("IDENTITY.md", timeout=60_000)  # 1st LLM call
 
         await page.fill("#text", "shopping list")
         await page.get_by_role("button", name=i18n.get("WEB_CHAT_SEND", lang)).click()
         card = page.locator(".msg.card")
-        await expect(card).to_contain_text("fs_write")
+        await expect(card).to_contain_text("fs_write", timeout=30_000)
         await expect(card).to_contain_text(i18n.get("WEB_CHAT_FILE_NEW", lang,
                                                      path="shopping.md"))
         await card.get_by_role("button", name=i18n.get("WEB_CHAT_APPROVE", lang)).click()
@@ -83,7 +83,7 @@ async def test_a_conversation_with_an_approval(
         await page.fill("#text", "again")
         await page.keyboard.press("Enter")
         found = i18n.get("EX_REPLY_fs_find", lang, count=1, files="- shopping.md")
-        await expect(page.locator(".msg.metnos .text").last).to_have_text(found)
+        await expect(page.locator(".msg.metnos .text").last).to_have_text(found, timeout=30_000)
         await page.get_by_role("button", name=i18n.get("WEB_CHAT_AUDIT", other)).click()
         await expect(page.locator("#audit-lines")).to_contain_text("fs_write")
         await context.close()

@@ -1,0 +1,127 @@
+"""`WS /api/chat` (SPEC §3): the web chat's live channel, for clients that prefer one socket.
+
+The handshake is checked like any request: the Host and Origin by `HostGuard`, the caller by
+`authenticate` (the session cookie, or the owner's bearer token); a refused handshake is
+closed before it is accepted (the client sees a 403). Then, one JSON object per frame:
+
+- the client sends `{"type": "message", "text", "session_id"?, "lang"?}` to start a turn, or
+  `{"type": "decision", "approval_id", "decision": "approve"|"deny", "reason"?}`;
+- Metnos answers `{"type": "turn", "turn_id", "session_id"}`, then the turn's events as
+  `GET /api/turns/{id}/events` gives them (`status`, `step`, `approval`, `reply`, `end`),
+  and `{"type": "error", "key", "message"}` for a request it refuses.
+
+Each turn's events stream in a task of its own, so the socket keeps reading: a decision can
+come on the same socket while its turn waits for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+
+from metnos.errors import MetnosError
+from metnos.gateway.deps import authenticate
+from metnos.gateway.routes.approvals import decide_and_resume
+from metnos.turns.language import ui_locale
+from metnos.turns.service import TurnService
+
+router = APIRouter()
+log = logging.getLogger(__name__)
+
+MAX_FRAME_CHARS = 64 * 1024
+
+
+@router.websocket("/api/chat")
+async def chat_socket(websocket: WebSocket) -> None:
+    auth = await asyncio.to_thread(authenticate, websocket)
+    if auth.owner is None:
+        await websocket.close(code=1008)  # before accept: the handshake is refused (403)
+        return
+    await websocket.accept()
+    socket = _Socket(websocket, websocket.app.state.service,
+                     auth.owner, "api" if auth.via == "bearer" else "web")
+    try:
+        while True:
+            await socket.handle(await websocket.receive_text())
+    except WebSocketDisconnect:
+        pass
+    finally:
+        for task in socket.streams:
+            task.cancel()
+
+
+class _Socket:
+    """One connection: frames are read while turns stream their events in tasks of their
+    own, so a decision can arrive on the same socket while its turn waits for it."""
+
+    def __init__(self, websocket: WebSocket, service: TurnService, owner: str,
+                 channel: str) -> None:
+        self.websocket, self.service, self.owner, self.channel = (
+            websocket, service, owner, channel)
+        self.streams: set[asyncio.Task[None]] = set()
+        self._send_lock = asyncio.Lock()
+
+    async def send(self, data: dict[str, Any]) -> None:
+        async with self._send_lock:
+            await self.websocket.send_json(data)
+
+    async def handle(self, raw: str) -> None:
+        await _handle(self, raw)
+
+    def stream(self, turn_id: str) -> None:
+        task = asyncio.get_running_loop().create_task(self._stream(turn_id))
+        self.streams.add(task)
+        task.add_done_callback(self.streams.discard)
+
+    async def _stream(self, turn_id: str) -> None:
+        try:
+            async for event in self.service.events.subscribe(turn_id):
+                await self.send(event.to_json())
+        except (WebSocketDisconnect, RuntimeError):  # the client went away
+            return
+
+
+async def _handle(socket: _Socket, raw: str) -> None:
+    websocket, service, owner, channel = (
+        socket.websocket, socket.service, socket.owner, socket.channel)
+    locale = ui_locale(None, websocket.headers.get("accept-language"), service.settings)
+    try:
+        frame = json.loads(raw) if len(raw) <= MAX_FRAME_CHARS else None
+    except ValueError:
+        frame = None
+    if not isinstance(frame, dict) or frame.get("type") not in ("message", "decision"):
+        await _error(socket, MetnosError("ERR_REQUEST_INVALID", detail="frame"), locale)
+        return
+    try:
+        if frame["type"] == "message":
+            await _turn(socket, frame)
+        else:
+            await decide_and_resume(
+                service, websocket.app.state.resumer, str(frame.get("approval_id", ""))[:64],
+                str(frame.get("decision", "")), user_id=owner, channel=channel, via=channel,
+                reason=str(frame.get("reason") or "")[:500])
+    except MetnosError as exc:
+        await _error(socket, exc, locale)
+
+
+async def _turn(socket: _Socket, frame: dict[str, Any]) -> None:
+    websocket, service = socket.websocket, socket.service
+    text = frame.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise MetnosError("ERR_REQUEST_INVALID", detail="text")
+    session_id = frame.get("session_id") if isinstance(frame.get("session_id"), str) else None
+    lang = frame.get("lang") if isinstance(frame.get("lang"), str) else None
+    ctx = await service.open_turn(text, session_id=session_id, lang=lang,
+                                  channel=socket.channel, sender=socket.owner,
+                                  accept_language=websocket.headers.get("accept-language"))
+    websocket.app.state.launch(websocket.app.state.runner(service, ctx))
+    await socket.send({"type": "turn", "turn_id": ctx.turn_id, "session_id": ctx.session_id})
+    socket.stream(ctx.turn_id)
+
+
+async def _error(socket: _Socket, exc: MetnosError, locale: str) -> None:
+    await socket.send({"type": "error", "key": exc.key, "message": exc.message(locale)})
