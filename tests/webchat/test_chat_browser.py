@@ -92,3 +92,32 @@ async def test_a_conversation_with_an_approval(
              (home.settings.audit_dir / "audit.jsonl").read_text().splitlines()]
     assert {ln["channel"] for ln in lines if ln["action"] == "fs_write"} == {"web"}
     assert (tmp_path / f"chat-{lang}.png").stat().st_size > 0
+
+
+async def test_a_family_member_is_paired_from_the_browser(
+        make_home: MakeHome, browser: Any) -> None:
+    from playwright.async_api import expect
+
+    from metnos.db.engine import database_url, make_engine
+    from metnos.db.engine import session as db_session
+    from metnos.pairing import admit
+
+    home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()))
+    with served_gateway(home):
+        engine = make_engine(database_url(home.settings))
+        with db_session(engine) as db:
+            code = admit(db, channel="telegram", sender_id="7001",
+                         settings=home.settings.policy).code
+        engine.dispose()
+        assert code is not None
+        context = await browser.new_context(locale="en")
+        page = await context.new_page()
+        await page.goto(create_login_link(home.settings).url)
+        await page.get_by_role("button", name=i18n.get("WEB_CHAT_PAIRING", "en")).click()
+        pending = page.locator("#pairing-pending")
+        await expect(pending).to_contain_text("telegram: sender 7001")
+        await page.fill("#pairing-code", code)
+        await page.get_by_role("button", name=i18n.get("WEB_CHAT_PAIRING_APPROVE", "en")).click()
+        await expect(page.locator("#pairing-paired")).to_contain_text("telegram: sender 7001")
+        await expect(pending).to_have_text(i18n.get("WEB_CHAT_PAIRING_NONE", "en"))
+        await context.close()

@@ -39,6 +39,8 @@ _JS_KEYS = {
     "denied": "WEB_CHAT_DENIED", "working": "WEB_CHAT_WORKING", "using": "WEB_CHAT_USING",
     "auditEmpty": "WEB_CHAT_AUDIT_EMPTY", "files": "WEB_CHAT_FILES",
     "fileExists": "WEB_CHAT_FILE_EXISTS", "fileNew": "WEB_CHAT_FILE_NEW",
+    "pairingWaiting": "WEB_CHAT_PAIRING_WAITING", "pairingMember": "WEB_CHAT_PAIRING_MEMBER",
+    "pairingNone": "WEB_CHAT_PAIRING_NONE",
 }
 _STATUSES = ("planning", "running", "awaiting_approval", "completed", "failed")
 

@@ -202,6 +202,46 @@
     } catch (error) { bubble("error", error.message); }
   });
 
+  async function showPairing() {
+    // Who waits for a pairing code to be approved, and who is paired already.
+    const data = await api("GET", "/api/pairing");
+    const pending = $("pairing-pending");
+    const paired = $("pairing-paired");
+    pending.replaceChildren();
+    paired.replaceChildren();
+    for (const p of data.pending) {
+      pending.append(Object.assign(document.createElement("li"),
+        { textContent: fill(S.pairingWaiting, { channel: p.channel, sender: p.sender_id }) }));
+    }
+    for (const p of data.paired) {
+      paired.append(Object.assign(document.createElement("li"),
+        { textContent: fill(S.pairingMember, { channel: p.channel, sender: p.sender_id, role: p.role }) }));
+    }
+    if (!data.pending.length) pending.append(Object.assign(document.createElement("li"), { textContent: S.pairingNone }));
+    if (!data.paired.length) paired.append(Object.assign(document.createElement("li"), { textContent: S.pairingNone }));
+  }
+
+  $("show-pairing").addEventListener("click", async (event) => {
+    const panel = $("pairing");
+    const open = panel.hidden;
+    panel.hidden = !open;
+    event.target.setAttribute("aria-expanded", String(open));
+    if (!open) return;
+    try { await showPairing(); $("pairing-code").focus(); } catch (error) { bubble("error", error.message); }
+  });
+
+  $("pairing-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const field = $("pairing-code");
+    const result = $("pairing-result");
+    try {
+      const change = await api("POST", "/api/pairing/approve", { code: field.value.trim() });
+      result.textContent = change.message;
+      field.value = "";
+      await showPairing();
+    } catch (error) { result.textContent = error.message; }
+  });
+
   $("logout").addEventListener("click", async () => {
     try { await api("POST", "/api/logout"); } catch (error) { /* already logged out */ }
     sessionStorage.removeItem(SESSION_KEY);
