@@ -118,6 +118,7 @@ def test_serve_answers_a_turn_and_stops_cleanly(
     run = httpx.get(f"{prefect}/api/flow_runs/{flow_run_id}").json()
     assert run["name"] == f"turn-{turn['turn_id']}"
     assert httpx.get(prefect).status_code == 200  # the UI is served
+    browse_the_web_chat(instance_env, gateway)
 
     children = psutil.Process(served.pid).children(recursive=True)
     served.send_signal(signal.SIGTERM)
@@ -127,6 +128,36 @@ def test_serve_answers_a_turn_and_stops_cleanly(
     assert alive == [], f"left running: {[p.cmdline() for p in alive]}"
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{gateway}/healthz")
+
+
+def browse_the_web_chat(env: dict[str, str], gateway: str) -> None:
+    """The web chat of the real `metnos serve`, in headless Chromium: `metnos login`'s link,
+    one message, the reply streamed back through the Prefect turn flow."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.webchat.conftest import FLAGS, ensure_chromium
+
+    chromium = ensure_chromium()
+    if chromium is None:
+        assert not os.environ.get("CI"), "headless Chromium is missing in CI"
+        return
+    login = subprocess.run([*METNOS, "login", "--json"], env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert login.returncode == 0, login.stderr
+    link = json.loads(login.stdout)["url"]
+    assert link.startswith(f"{gateway}/login?token=")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=FLAGS)
+        page = browser.new_page(locale="it")
+        errors: list[str] = []
+        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+        page.goto(link)
+        page.fill("#text", "cerca i file markdown nel workspace")
+        page.keyboard.press("Enter")
+        expect(page.locator(".msg.metnos .text").last).to_contain_text("IDENTITY.md",
+                                                                       timeout=60_000)
+        browser.close()
+    assert errors == []
 
 
 def test_chat_says_how_to_start_when_metnos_is_not_running(instance_env: dict[str, str]) -> None:

@@ -86,6 +86,12 @@ async def test_a_conversation_with_an_approval(
         await expect(page.locator(".msg.metnos .text").last).to_have_text(found, timeout=30_000)
         await page.get_by_role("button", name=i18n.get("WEB_CHAT_AUDIT", other)).click()
         await expect(page.locator("#audit-lines")).to_contain_text("fs_write")
+
+        await page.set_viewport_size({"width": 390, "height": 844})  # a phone
+        await expect(page.get_by_role("button", name=i18n.get("WEB_CHAT_SEND", other))
+                     ).to_be_in_viewport()
+        assert await page.evaluate("document.documentElement.scrollWidth <= innerWidth")
+        await page.screenshot(path=str(tmp_path / f"phone-{lang}.png"))
         await context.close()
     assert errors == []
     lines = [json.loads(ln) for ln in
