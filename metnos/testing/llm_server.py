@@ -17,8 +17,10 @@ import uuid
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from metnos.testing._loopback import LoopbackServer
 
 EMPTY_QUEUE_MESSAGE = "ScriptedLLM: no reply enqueued for this request"
 
@@ -41,10 +43,13 @@ class _Reply:
     headers: tuple[tuple[str, str], ...] = ()
 
 
-class ScriptedLLM:
+class ScriptedLLM(LoopbackServer):
     """The server: `start()`/`stop()` or `with ScriptedLLM() as llm: ...`."""
 
+    name = "scripted-llm"
+
     def __init__(self, model: str = "scripted") -> None:
+        super().__init__()
         self.model = model
         self.requests: list[dict[str, Any]] = []
         self._queue: deque[_Reply] = deque()
@@ -52,44 +57,9 @@ class ScriptedLLM:
         self._routes: dict[str, _Reply] = {}
         self._responder: Callable[[dict[str, Any]], str | None] | None = None
         self._lock = threading.Lock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    # -- lifecycle ------------------------------------------------------------------------
-    def start(self) -> ScriptedLLM:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        server.daemon_threads = True
-        self._server = server
-        self._thread = threading.Thread(
-            target=server.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="scripted-llm",
-            daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> ScriptedLLM:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("ScriptedLLM is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_for(self)
 
     @property
     def api_base(self) -> str:

@@ -17,9 +17,11 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl
+
+from metnos.testing._loopback import LoopbackServer
 
 BOT_ID = 4242
 BOT_USERNAME = "metnos_test_bot"
@@ -36,54 +38,28 @@ class Call:
     result: Any = None
 
 
-class FakeTelegram:
+class FakeTelegram(LoopbackServer):
     """The server: `start()`/`stop()` or `with FakeTelegram() as tg: ...`."""
 
+    name = "fake-telegram"
+
     def __init__(self) -> None:
+        super().__init__()
         self.calls: list[Call] = []
         self._updates: list[dict[str, Any]] = []
         self._update_ids = itertools.count(1)
         self._message_ids = itertools.count(1000)
         self._cond = threading.Condition()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
         self._closing = False
 
-    # -- lifecycle ------------------------------------------------------------------------
-    def start(self) -> FakeTelegram:
-        server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
-        server.daemon_threads = True
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever,
-                                        kwargs={"poll_interval": 0.05},
-                                        name="fake-telegram", daemon=True)
-        self._thread.start()
-        return self
+    def handler(self) -> type[BaseHTTPRequestHandler]:
+        return _handler_for(self)
 
     def stop(self) -> None:
-        with self._cond:
+        with self._cond:  # wake long polls, so the server can shut down at once
             self._closing = True
             self._cond.notify_all()
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> FakeTelegram:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
-
-    @property
-    def base_url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("FakeTelegram is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
+        super().stop()
 
     # -- feeding updates --------------------------------------------------------------------
     def push_message(self, user_id: int, text: str, *, chat_type: str = "private",

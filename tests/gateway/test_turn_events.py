@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -12,7 +11,6 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 from fastapi import FastAPI
 
 from metnos.db import models
@@ -20,7 +18,7 @@ from metnos.db.engine import session as db_session
 from metnos.gateway.routes import turns as turns_route
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns.events import TurnEvents
-from tests.support.home import Home, MakeHome
+from tests.support.home import Home, MakeHome, served_app
 from tests.support.pg import free_port
 
 Event = tuple[int, str, dict[str, Any]]
@@ -33,20 +31,8 @@ def flow_gateway(home: Home) -> Iterator[tuple[str, FastAPI]]:
     from metnos.gateway.app import create_app
 
     app = create_app(home.settings, runner=run_turn, resumer=resume_approval)
-    port = home.settings.gateway.port
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "gateway did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}", app
-    finally:
-        server.should_exit = True
-        thread.join(30)
+    with served_app(app, home.settings.gateway.port) as base:
+        yield base, app
 
 
 @pytest.fixture

@@ -105,19 +105,15 @@ async def gateway_client(home: Home, *, prefect: bool = True,
 
 
 @contextmanager
-def served_gateway(home: Home) -> Iterator[Home]:
-    """The gateway on its configured loopback port (uvicorn in a thread, plain runner): for
-    CLI commands, which reach it over real HTTP. Give the home a free `METNOS_GATEWAY_PORT`."""
+def served_app(app: Any, port: int) -> Iterator[str]:
+    """`app` under uvicorn on 127.0.0.1:`port`, in a thread; yields its base URL."""
     import threading
     import time
 
     import uvicorn
 
-    from metnos.gateway.app import create_app
-
-    config = uvicorn.Config(create_app(home.settings), host="127.0.0.1",
-                            port=home.settings.gateway.port, log_level="warning")
-    server = uvicorn.Server(config)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
+                                           log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
@@ -125,7 +121,17 @@ def served_gateway(home: Home) -> Iterator[Home]:
         assert thread.is_alive() and time.monotonic() < deadline, "gateway did not start"
         time.sleep(0.05)
     try:
-        yield home
+        yield f"http://127.0.0.1:{port}"
     finally:
         server.should_exit = True
         thread.join(30)
+
+
+@contextmanager
+def served_gateway(home: Home) -> Iterator[Home]:
+    """The gateway on its configured loopback port (uvicorn in a thread, plain runner): for
+    CLI commands, which reach it over real HTTP. Give the home a free `METNOS_GATEWAY_PORT`."""
+    from metnos.gateway.app import create_app
+
+    with served_app(create_app(home.settings), home.settings.gateway.port):
+        yield home

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import threading
-import time
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager, contextmanager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -17,7 +15,7 @@ from fastapi import FastAPI
 from metnos.gateway.app import create_app
 from metnos.gateway.routes import login
 from metnos.web.link import create_login_link
-from tests.support.home import GATEWAY_BASE, Home
+from tests.support.home import GATEWAY_BASE, Home, served_app
 
 ORIGIN = GATEWAY_BASE  # http://127.0.0.1:42618: the gateway's own origin in these tests
 
@@ -62,21 +60,4 @@ def audit_lines(home: Home, action_prefix: str = "web.") -> list[dict[str, Any]]
     return [x for x in lines if str(x["action"]).startswith(action_prefix)]
 
 
-@contextmanager
-def served(app: FastAPI, port: int) -> Iterator[str]:
-    """`app` under uvicorn on 127.0.0.1:`port` (a thread); its base URL."""
-    import uvicorn
-
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
-                                           log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "gateway did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(30)
+served = served_app  # `app` under uvicorn on 127.0.0.1:`port` (a thread); its base URL
