@@ -33,12 +33,6 @@ def login_confirm(lang: str, token: str) -> str:
                  form=form)
 
 
-def home(lang: str) -> str:
-    """The placeholder of `/` until the web chat comes: it says so and offers to log out."""
-    return _page(lang, "WEB_HOME_TITLE", [i18n.get("WEB_HOME_BODY", lang)],
-                 form=logout_form(lang))
-
-
 def logout_form(lang: str) -> str:
     return ('<form method="post" action="/api/logout">'
             f'<button type="submit">{escape(i18n.get("WEB_LOGOUT_BUTTON", lang))}</button>'

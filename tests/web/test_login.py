@@ -60,7 +60,7 @@ async def test_full_login_cookie_api_logout(make_home: MakeHome) -> None:
         secret = client.cookies["metnos_session"]
         assert web.well_formed(secret) and secret != token
 
-        page = await client.get("/")  # the placeholder, or the web chat once mounted
+        page = await client.get("/")  # the web chat
         assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
         assert home.token not in page.text and secret not in page.text
         audit = await client.get("/api/audit")
@@ -322,29 +322,21 @@ def test_cli_with_the_database_down_says_so(make_home: MakeHome,
     assert "metnos serve" in result.stderr and "Traceback" not in result.output
 
 
-def test_install_leaves_the_web_chats_home_alone() -> None:
+def test_install_is_idempotent_and_the_page_at_root_is_the_web_chat() -> None:
     from fastapi import FastAPI
     from starlette.routing import Match
 
+    from metnos.gateway.app import create_app
     from metnos.gateway.routes import login as login_routes
-    from metnos.web import pages
+    from metnos.gateway.routes import web as web_routes
 
-    def serving(app: FastAPI, path: str) -> int:
+    def serving(app: FastAPI, path: str) -> list[object]:
         scope = {"type": "http", "method": "GET", "path": path, "root_path": "", "headers": []}
-        return sum(route.matches(scope)[0] == Match.FULL for route in app.router.routes)
+        return [r for r in app.router.routes if r.matches(scope)[0] == Match.FULL]
 
     bare = FastAPI()
     login_routes.install(bare)
     login_routes.install(bare)  # idempotent
-    assert serving(bare, "/") == 1 and serving(bare, "/login") == 1
-    chat = FastAPI()
-
-    @chat.get("/")
-    def chat_page() -> dict[str, bool]:
-        return {"chat": True}
-
-    login_routes.install(chat)
-    assert serving(chat, "/") == 1 and serving(chat, "/login") == 1
-    placeholder = pages.home("en")
-    assert 'method="post" action="/api/logout"' in placeholder and "<script" not in placeholder
-    assert "web chat is coming" in placeholder
+    assert len(serving(bare, "/login")) == 1 and serving(bare, "/") == []
+    assert len(serving(create_app(), "/")) == 1  # one page at `/`: the web chat's
+    assert [r.path for r in web_routes.router.routes if getattr(r, "path", "") == "/"] == ["/"]

@@ -25,7 +25,6 @@ import math
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.routing import Match
 
 from metnos import i18n
 from metnos.db.engine import session as db_session
@@ -35,7 +34,6 @@ from metnos.gateway.deps import (
     LangDep,
     OwnerDep,
     ServiceDep,
-    authenticate,
 )
 from metnos.turns.service import TurnService
 from metnos.web import pages
@@ -43,7 +41,6 @@ from metnos.web import service as web
 from metnos.web.config import web_settings
 
 router = APIRouter(tags=["web"])
-home_router = APIRouter(tags=["web"])  # `/` until the web chat replaces it
 _NO_STORE = {"Cache-Control": "no-store"}
 _FOREIGN_SITES = ("cross-site", "same-site")
 
@@ -97,33 +94,14 @@ def logout(request: Request, service: ServiceDep, owner: OwnerDep, lang: LangDep
     return response
 
 
-@home_router.get("/", include_in_schema=False)
-def home(request: Request, lang: LangDep) -> Response:
-    """A placeholder: the web chat is coming; the owner can log out."""
-    auth = authenticate(request)
-    if auth.owner is None:
-        response = _html(pages.unauthorised(lang), 401)
-        if auth.error == "ERR_AUTH_SESSION_INVALID":
-            response.headers.append("Set-Cookie", CLEAR_COOKIE)
-        return response
-    return _html(pages.home(lang), 200)
-
-
 def install(app: FastAPI) -> None:
-    """Mount the web login on `app` (idempotent). Call it after the other routers: `/` gets
-    the placeholder page only when no route serves it yet (the web chat's page wins)."""
+    """Mount the web login on `app` (idempotent), and put the OpenAPI schema behind the
+    owner's credentials. The page at `/` is the web chat's (routes/web.py)."""
     if getattr(app.state, "web_login_installed", False):
         return
     app.state.web_login_installed = True
     app.include_router(router)
-    if not _serves(app, "/"):
-        app.include_router(home_router)
     _protect_openapi(app)
-
-
-def _serves(app: FastAPI, path: str) -> bool:
-    scope = {"type": "http", "method": "GET", "path": path, "root_path": "", "headers": []}
-    return any(route.matches(scope)[0] == Match.FULL for route in app.router.routes)
 
 
 def _protect_openapi(app: FastAPI) -> None:
