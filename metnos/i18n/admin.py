@@ -101,10 +101,11 @@ class LanguageAdmin:
         root = settings.resources_root
         self.languages = known_languages(root)
         source = settings.i18n.source_lang
-        self.store = store if store is not None else open_instance_store(settings)
+        manifests = ManifestsLayer(executor_dirs(settings), self.languages, source)
+        self.store = store if store is not None else open_instance_store(settings, manifests)
         self.layers: dict[str, Layer] = {
             "prompts": PromptsLayer(root, self.languages, source),
-            "manifests": ManifestsLayer(executor_dirs(settings), self.languages, source),
+            "manifests": manifests,
             "messages": MessagesLayer(root, self.store, self.languages, source),
         }
 

@@ -20,13 +20,16 @@ from metnos.settings import Settings
 AUDIT_FILE = "audit.jsonl"
 
 
-def open_instance_store(settings: Settings) -> MessageStore:
-    """The instance's i18n database, seeded from the files (and the executors' texts)."""
+def open_instance_store(settings: Settings,
+                        manifests: ManifestsLayer | None = None) -> MessageStore:
+    """The instance's i18n database, seeded from the files and the executors' texts
+    (`manifests`: the caller's layer, when it has one already)."""
     store = MessageStore(settings.i18n_db_path)
     root = settings.resources_root
     store.seed(read_catalogs(root / "i18n"))
-    manifests = ManifestsLayer(executor_dirs(settings), known_languages(root),
-                               settings.i18n.source_lang)
+    if manifests is None:
+        manifests = ManifestsLayer(executor_dirs(settings), known_languages(root),
+                                   settings.i18n.source_lang)
     seed_executor_texts(store, _executor_texts(manifests))
     return store
 

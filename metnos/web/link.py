@@ -18,7 +18,6 @@ from metnos.db.engine import session as db_session
 from metnos.errors import DatabaseError, MetnosError
 from metnos.settings import Settings
 from metnos.web import service as web
-from metnos.web.config import web_settings
 
 
 @dataclass(frozen=True)
@@ -40,7 +39,7 @@ def create_login_link(settings: Settings) -> LoginLink:
 
     if not is_initialised(settings):
         raise MetnosError("ERR_HOME_NOT_INITIALISED", home=str(settings.home))
-    ttl_s = web_settings(settings).login_token_ttl_s
+    ttl_s = settings.web.login_token_ttl_s
     try:
         engine = make_engine(database_url(settings))
     except (OSError, SQLAlchemyError) as exc:  # e.g. the password file cannot be read

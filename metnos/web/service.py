@@ -30,7 +30,7 @@ from sqlmodel import Session, col, select, update
 
 from metnos.audit import AuditLog
 from metnos.db.models import utcnow
-from metnos.web.config import WebSettings
+from metnos.settings import WebSettings
 from metnos.web.models import LoginFailure, LoginToken, WebSession
 
 OWNER = "owner"  # the user of the owner token: the web login is the owner's

@@ -3,25 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import httpx
-import pytest
 from typer.testing import CliRunner
 
 from metnos.cli.approvals import app
 from metnos.testing.llm_server import ScriptedLLM
-from tests.support.home import Home, MakeHome, served_gateway
-from tests.support.pg import free_port
+from tests.support.home import Home
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def served(make_home: MakeHome, scripted_llm: ScriptedLLM) -> Iterator[Home]:
-    home = make_home(llm=scripted_llm, lang="en", METNOS_GATEWAY_PORT=str(free_port()))
-    with served_gateway(home):
-        yield home
 
 
 def _ask(home: Home, llm: ScriptedLLM, name: str) -> dict[str, object]:

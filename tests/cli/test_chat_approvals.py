@@ -5,7 +5,6 @@ nobody can answer it."""
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -13,17 +12,10 @@ from typer.testing import CliRunner
 
 from metnos.cli.main import app
 from metnos.testing.llm_server import ScriptedLLM
-from tests.support.home import Home, MakeHome, served_gateway
+from tests.support.home import Home, MakeHome
 from tests.support.pg import free_port
 
 runner = CliRunner()
-
-
-@pytest.fixture
-def served(make_home: MakeHome, scripted_llm: ScriptedLLM) -> Iterator[Home]:
-    home = make_home(llm=scripted_llm, lang="en", METNOS_GATEWAY_PORT=str(free_port()))
-    with served_gateway(home):
-        yield home
 
 
 def write_asked(llm: ScriptedLLM, name: str) -> None:

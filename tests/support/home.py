@@ -104,6 +104,17 @@ async def gateway_client(home: Home, *, prefect: bool = True,
             yield client
 
 
+@pytest.fixture
+def served(make_home: MakeHome, scripted_llm: ScriptedLLM) -> Iterator[Home]:
+    """An English home with a scripted LLM, its gateway on a free loopback port: for CLI
+    commands, which reach it over real HTTP."""
+    from tests.support.pg import free_port
+
+    home = make_home(llm=scripted_llm, lang="en", METNOS_GATEWAY_PORT=str(free_port()))
+    with served_gateway(home):
+        yield home
+
+
 @contextmanager
 def served_app(app: Any, port: int) -> Iterator[str]:
     """`app` under uvicorn on 127.0.0.1:`port`, in a thread; yields its base URL."""

@@ -17,8 +17,8 @@ from metnos.cli.login import login
 from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
+from metnos.settings import WebSettings
 from metnos.web import service as web
-from metnos.web.config import WebSettings
 from metnos.web.models import LoginToken, WebSession
 from tests.support.home import Home, MakeHome
 from tests.web.support import ORIGIN, audit_lines, browser, link_path, log_in

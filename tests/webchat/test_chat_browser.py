@@ -9,7 +9,6 @@ English; a screenshot in the test's tmp dir; no console errors.
 from __future__ import annotations
 
 import json
-import socket
 from pathlib import Path
 from typing import Any
 
@@ -19,15 +18,9 @@ from metnos import i18n
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.web.link import create_login_link
 from tests.support.home import MakeHome, served_gateway
+from tests.support.pg import free_port
 
 OTHER = {"it": "en", "en": "it"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 @pytest.mark.parametrize("lang", ["it", "en"])

@@ -12,7 +12,7 @@ import websockets
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.web.link import create_login_link
 from tests.support.home import Home, MakeHome, served_gateway
-from tests.webchat.test_chat_browser import free_port
+from tests.support.pg import free_port
 
 
 def cookie_of(home: Home) -> str:

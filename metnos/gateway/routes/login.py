@@ -38,7 +38,6 @@ from metnos.gateway.deps import (
 from metnos.turns.service import TurnService
 from metnos.web import pages
 from metnos.web import service as web
-from metnos.web.config import web_settings
 
 router = APIRouter(tags=["web"])
 _NO_STORE = {"Cache-Control": "no-store"}
@@ -64,7 +63,7 @@ async def login(request: Request, service: ServiceDep, lang: LangDep,
         return _html(pages.login_invalid(lang), 401)
     response = RedirectResponse("/", status_code=303, headers=_NO_STORE)
     response.set_cookie(SESSION_COOKIE, result.session_secret,
-                        max_age=web_settings(service.settings).session_ttl_s, path="/",
+                        max_age=service.settings.web.session_ttl_s, path="/",
                         httponly=True, samesite="strict", secure=False)
     return response
 
@@ -72,7 +71,7 @@ async def login(request: Request, service: ServiceDep, lang: LangDep,
 def _redeem(service: TurnService, token: str, client: str,
             old: str | None) -> web.LoginResult:
     with db_session(service.engine) as db:
-        result = web.redeem(db, token, client=client, settings=web_settings(service.settings),
+        result = web.redeem(db, token, client=client, settings=service.settings.web,
                             audit=service.audit)
         if result.status == "ok" and old:  # the browser's previous session ends with it
             web.end_session(db, old, audit=service.audit)
