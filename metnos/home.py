@@ -10,11 +10,10 @@ from __future__ import annotations
 
 import os
 import secrets
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from metnos import keys
+from metnos import durable, keys
 from metnos.db.engine import (
     PREFECT_URL_ENV,
     create_tables,
@@ -88,15 +87,13 @@ def _layout(settings: Settings, report: InitReport) -> None:
                settings.secrets_dir, settings.state_dir, signatures_dir(settings),
                settings.home / "executors", settings.prefect_home]
     for folder in folders:
-        if not folder.exists():
-            folder.mkdir(parents=True, mode=0o700 if folder in private else 0o755)
+        if durable.make_dir(folder, 0o700 if folder in private else 0o755):
             report.created.append(str(folder.relative_to(settings.home)) + "/"
                                   if folder != settings.home else str(folder))
     for folder in (settings.keys_dir, settings.secrets_dir, settings.state_dir):
         folder.chmod(0o700)
     toml = settings.home / "metnos.toml"
-    if not toml.exists():
-        toml.write_text(DEFAULT_TOML, encoding="utf-8")
+    if durable.write_atomic(toml, DEFAULT_TOML.encode("utf-8"), mode=0o644, replace=False):
         report.created.append("metnos.toml")
 
 
@@ -106,9 +103,8 @@ def _workspace_files(settings: Settings, report: InitReport) -> None:
     if not source.is_dir():
         source = settings.resources_root / "i18n" / "en" / "workspace"
     for name in WORKSPACE_FILES:
-        target = settings.workspace / name
-        if not target.exists():
-            shutil.copyfile(source / name, target)
+        data = (source / name).read_bytes()
+        if durable.write_atomic(settings.workspace / name, data, mode=0o644, replace=False):
             report.created.append(f"workspace/{name}")
 
 
@@ -142,7 +138,6 @@ def _tables(settings: Settings) -> None:
 
 
 def _write_secret(path: Path, value: str) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as fh:
-        fh.write(value + "\n")
+    """A secret (0600 from its first byte), written once: never over one already there."""
+    durable.make_dir(path.parent)
+    durable.write_atomic(path, (value + "\n").encode("ascii"), mode=0o600, replace=False)

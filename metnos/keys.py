@@ -8,12 +8,12 @@ public keys are raw 32-byte keys stored base64 in `<purpose>.pub`.
 from __future__ import annotations
 
 import base64
-import os
 from pathlib import Path
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from metnos import durable
 from metnos.errors import SignatureError
 
 
@@ -26,19 +26,32 @@ def public_key_path(keys_dir: Path, purpose: str) -> Path:
 
 
 def ensure_keypair(keys_dir: Path, purpose: str) -> bool:
-    """Create the key pair for `purpose` unless it exists. Returns True when it created one."""
+    """Create the key pair for `purpose` unless it exists. Returns True when it created one.
+
+    Crash-safe: the private key is written first, durably and never over another; a public
+    key missing or cut short (a crash between the two) is derived again from the private one,
+    so an interrupted creation is completed, never left unable to start."""
     priv, pub = private_key_path(keys_dir, purpose), public_key_path(keys_dir, purpose)
-    if priv.exists() and pub.exists():
+    if priv.exists() and _public_ok(pub):
         return False
-    keys_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    key = Ed25519PrivateKey.generate()
-    pem = key.private_bytes(
-        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-    )
-    _write_private(priv, pem)
-    raw = key.public_key().public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-    pub.write_text(base64.b64encode(raw).decode("ascii") + "\n", encoding="ascii")
-    return True
+    durable.make_dir(keys_dir)
+    created = False
+    if not priv.exists():
+        pem = Ed25519PrivateKey.generate().private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption())
+        created = durable.write_atomic(priv, pem, mode=0o600, replace=False)
+    raw = public_key_bytes(load_private_key(keys_dir, purpose).public_key())
+    durable.write_atomic(pub, base64.b64encode(raw) + b"\n", mode=0o644)
+    return created
+
+
+def _public_ok(pub: Path) -> bool:
+    try:
+        raw = base64.b64decode(pub.read_bytes().strip(), validate=True)
+    except (OSError, ValueError):
+        return False
+    return len(raw) == 32
 
 
 def load_private_key(keys_dir: Path, purpose: str) -> Ed25519PrivateKey:
@@ -63,11 +76,3 @@ def load_public_key(keys_dir: Path, purpose: str) -> Ed25519PublicKey:
 
 def public_key_bytes(key: Ed25519PublicKey) -> bytes:
     return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())

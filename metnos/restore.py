@@ -17,17 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from metnos.reversibility import (
-    DIR_FLAGS,
-    FILE_FLAGS,
-    Walker,
-    digest,
-    hash_stream,
-    lexists,
-    open_dir,
-    rename_noreplace,
-    split_rel,
-)
+from metnos.fdpaths import DIR_FLAGS, FILE_FLAGS, lexists, open_dir, rename_noreplace, split_rel
+from metnos.reversibility import Walker, digest, hash_stream
 
 TRASH = ".trash"
 _TMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC

@@ -7,7 +7,9 @@ followed); and, up to a total cap, a copy of every file's bytes (so `metnos undo
 them byte for byte). When a path does not exist, its topmost missing ancestor is recorded too
 (an action that creates `new/dir/x` created `new`). The record lives under
 `state/before/<action_id>/`, which no sandbox ever mounts, and is signed with the instance's
-audit key and dated.
+audit key and dated. It is durable before the executor runs: written in a partial folder
+(blobs and manifest fsynced), then renamed to its action id and the rename fsynced, so after
+a crash a record is either whole and signed or absent (`remove_partial` sweeps the rest).
 
 The workspace is walked from a directory descriptor one component at a time with
 `O_NOFOLLOW`, so a symlink swapped in after the policy check can never make the host read (or,
@@ -17,30 +19,36 @@ in `metnos.undo`, write) outside the workspace.
 from __future__ import annotations
 
 import base64
-import contextlib
-import ctypes
 import errno
-import functools
 import hashlib
 import json
 import os
 import re
+import shutil
 import stat
-from collections.abc import Sequence
 from datetime import UTC, datetime
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
+from metnos import durable
+from metnos.fdpaths import (
+    DIR_FLAGS,
+    FILE_FLAGS,
+    lexists,
+    open_dir,
+    open_workspace,
+    rename_noreplace,
+    split_rel,
+)
+
 MANIFEST_VERSION = 2
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024  # copies kept per action; beyond, hashes only
 MAX_TREE_ENTRIES = 100_000  # per action; beyond, the record is incomplete (undo refuses)
-DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _ESSENTIAL = ("path", "kind", "size", "sha256", "mode", "target")
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
-_RENAME_NOREPLACE = 1
+PARTIAL_PREFIX = ".partial-"  # a record being written: renamed to its action id when whole
 
 
 class _TooLarge(Exception):
@@ -49,85 +57,6 @@ class _TooLarge(Exception):
 
 def valid_action_id(value: object) -> bool:
     return isinstance(value, str) and _ID_RE.fullmatch(value) is not None
-
-
-def split_rel(rel: str) -> list[str]:
-    """The components of a workspace-relative path; ValueError if absolute or with `..`."""
-    if not isinstance(rel, str) or "\0" in rel or rel.startswith("/"):
-        raise ValueError(f"not a workspace-relative path: {rel!r}")
-    parts = [p for p in PurePosixPath(rel).parts if p not in (".", "")]
-    if any(p == ".." or "/" in p for p in parts):
-        raise ValueError(f"not a workspace-relative path: {rel!r}")
-    return parts
-
-
-def open_dir(root_fd: int, parts: Sequence[str], *, create: bool = False,
-             mode: int = 0o755) -> int:
-    """Open the directory `root/parts...` one component at a time, never following a link
-    (ELOOP/ENOTDIR instead); missing components are created (with `mode`) when `create`."""
-    fd = os.dup(root_fd)
-    try:
-        for part in parts:
-            if create:
-                with contextlib.suppress(FileExistsError):
-                    os.mkdir(part, mode, dir_fd=fd)
-            inner = os.open(part, DIR_FLAGS, dir_fd=fd)
-            os.close(fd)
-            fd = inner
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
-
-
-def open_workspace(workspace: Path) -> int:
-    return os.open(workspace, DIR_FLAGS)
-
-
-def rename_noreplace(src_fd: int, src: str, dst_fd: int, dst: str) -> None:
-    """renameat2(RENAME_NOREPLACE): never overwrites; a last-component link is moved as is."""
-    fn = _renameat2()
-    if fn is not None:
-        if fn(src_fd, os.fsencode(src), dst_fd, os.fsencode(dst), _RENAME_NOREPLACE) == 0:
-            return
-        err = ctypes.get_errno()
-        if err not in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
-            raise OSError(err, os.strerror(err), dst)
-    if lexists_at(dst_fd, dst):  # no renameat2 here: check, then rename
-        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), dst)
-    os.rename(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
-
-
-@functools.cache
-def _renameat2() -> Any:
-    fn = getattr(ctypes.CDLL(None, use_errno=True), "renameat2", None)
-    if fn is not None:
-        fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p,
-                       ctypes.c_uint]
-    return fn
-
-
-def lexists_at(dir_fd: int, name: str) -> bool:
-    try:
-        os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return False
-    return True
-
-
-def lexists(ws_fd: int, rel: str) -> bool:
-    """Whether `rel` exists (as anything, a link included) without following any link."""
-    parts = split_rel(rel)
-    if not parts:
-        return True
-    try:
-        parent = open_dir(ws_fd, parts[:-1])
-    except OSError:
-        return False
-    try:
-        return lexists_at(parent, parts[-1])
-    finally:
-        os.close(parent)
 
 
 def digest(state: dict[str, Any], *, hashes: bool = True) -> str | None:
@@ -234,9 +163,11 @@ class Walker:
             if not copy or self.blobs is None:
                 return hash_stream(src, None), None
             self.blobs.mkdir(mode=0o700, exist_ok=True)
-            tmp = self.blobs / f"tmp-{os.getpid()}-{self.count}"
+            tmp = self.blobs / f".blob-{self.count}{durable.TMP_SUFFIX}"
             with tmp.open("wb") as dst:
                 sha = hash_stream(src, dst)
+                dst.flush()
+                os.fsync(dst.fileno())  # the copy is on disk before the executor runs
         os.replace(tmp, self.blobs / sha)
         self.budget -= st.st_size
         return sha, f"blobs/{sha}"
@@ -265,9 +196,26 @@ def record_before(
         raise ValueError(f"invalid action id: {action_id!r}")
     for rel in paths:
         split_rel(rel)  # ValueError before anything is written
-    folder = state_dir / "before" / action_id
-    folder.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-    folder.mkdir(exist_ok=False, mode=0o700)
+    before = state_dir / "before"
+    durable.make_dir(before)
+    if os.path.lexists(before / action_id):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), action_id)
+    partial = before / f"{PARTIAL_PREFIX}{action_id}"
+    partial.mkdir(mode=0o700)
+    try:
+        signed = _record(partial, action_id, workspace, executor, paths, key, copy,
+                         max_copy_bytes, undoes)
+        _publish(before, partial, action_id)
+    except BaseException:
+        shutil.rmtree(partial, ignore_errors=True)
+        raise
+    return signed
+
+
+def _record(folder: Path, action_id: str, workspace: Path, executor: str, paths: list[str],
+            key: Ed25519PrivateKey, copy: bool, max_copy_bytes: int,
+            undoes: str | None) -> dict[str, Any]:
+    """Write the record's blobs and signed manifest into `folder`, all fsynced."""
     walker = Walker(folder / "blobs" if copy else None, max_copy_bytes)
     ws_fd = open_workspace(workspace)
     try:
@@ -285,8 +233,36 @@ def record_before(
     }
     signed = {"manifest": manifest,
               "signature": base64.b64encode(key.sign(canonical(manifest))).decode("ascii")}
-    write_atomic(folder / "manifest.json", json.dumps(signed, indent=1).encode("ascii"))
+    if (folder / "blobs").is_dir():
+        durable.fsync_dir(folder / "blobs")  # the blobs' names, renamed in place
+    durable.write_atomic(folder / "manifest.json", json.dumps(signed, indent=1).encode("ascii"))
     return signed
+
+
+def _publish(before: Path, partial: Path, action_id: str) -> None:
+    """Give the complete record its name in one rename (never over another), durably: a
+    before-record is either whole and signed, or absent (a partial folder is swept)."""
+    fd = os.open(before, DIR_FLAGS)
+    try:
+        rename_noreplace(fd, partial.name, fd, action_id)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def remove_partial(state_dir: Path) -> list[str]:
+    """At start-up: delete the before-records a killed process left half-written (their
+    action never ran: the executor starts only once the record has its final name)."""
+    before = state_dir / "before"
+    try:
+        names = [n for n in os.listdir(before) if n.startswith(PARTIAL_PREFIX)]
+    except FileNotFoundError:
+        return []
+    for name in names:
+        shutil.rmtree(before / name, ignore_errors=True)
+    if names:
+        durable.fsync_dir(before)
+    return names
 
 
 def _missing_ancestors(ws_fd: int, states: list[dict[str, Any]]) -> list[str]:
@@ -308,12 +284,3 @@ def _missing_ancestors(ws_fd: int, states: list[dict[str, Any]]) -> list[str]:
 
 def canonical(data: dict[str, Any]) -> bytes:
     return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    with tmp.open("wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)

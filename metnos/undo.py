@@ -34,17 +34,16 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from metnos import i18n
 from metnos.audit import AuditLog
+from metnos.durable import write_atomic
 from metnos.errors import MetnosError
+from metnos.fdpaths import open_workspace, split_rel
 from metnos.restore import TRASH, Restorer, UndoItem
 from metnos.reversibility import (
     MANIFEST_VERSION,
     canonical,
     digest,
-    open_workspace,
     record_before,
-    split_rel,
     valid_action_id,
-    write_atomic,
 )
 
 UNDONE_MARKER = "undone.json"

@@ -15,7 +15,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from metnos.reversibility import Walker, digest, open_workspace
+from metnos.fdpaths import open_workspace
+from metnos.reversibility import Walker, digest
 
 
 def action_digest(*, executor: str, code_sha256: str, args: dict[str, Any],

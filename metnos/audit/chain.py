@@ -24,6 +24,8 @@ from typing import Any
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from metnos import durable
+
 GENESIS = "0" * 64
 _CHECKPOINT_DOMAIN = b"metnos-audit-checkpoint-v1\n"
 _CHUNK = 8192
@@ -93,16 +95,7 @@ def write_checkpoint(path: Path, cp: Checkpoint, *, sync_dir: bool = True) -> No
     data = json.dumps(
         {"seq": cp.seq, "hash": cp.hash, "ts": cp.ts, "signature": cp.signature}, sort_keys=True
     )
-    tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
-    try:
-        os.write(fd, data.encode("utf-8") + b"\n")
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    if sync_dir:
-        fsync_dir(path.parent)
+    durable.write_atomic(path, data.encode("utf-8") + b"\n", mode=0o600, sync_dir=sync_dir)
 
 
 def read_checkpoint(path: Path) -> Checkpoint | None:
@@ -122,12 +115,7 @@ def read_checkpoint(path: Path) -> Checkpoint | None:
     return Checkpoint(seq=seq, hash=str(head), ts=str(ts), signature=str(sig))
 
 
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+fsync_dir = durable.fsync_dir
 
 
 # -- reading the file backwards ------------------------------------------------------------

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import secrets
 import socket
 import subprocess
@@ -36,6 +35,7 @@ import psutil
 import psycopg
 from psycopg import sql
 
+from metnos import durable
 from metnos.db import _system
 from metnos.errors import DatabaseError
 
@@ -187,11 +187,11 @@ class EmbeddedPostgres:
     def _ensure_password(self) -> str:
         if self.password_file.exists():
             return self._read_password()
-        self.password_file.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        durable.make_dir(self.password_file.parent)
         password = secrets.token_urlsafe(32)
-        fd = os.open(self.password_file, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(password + "\n")
+        if not durable.write_atomic(self.password_file, (password + "\n").encode("utf-8"),
+                                    mode=0o600, replace=False):
+            return self._read_password()  # written by another process meanwhile
         return password
 
     @contextmanager

@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import tempfile
 import time
 import tomllib
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from pathlib import Path
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
+from metnos import durable
 from metnos.errors import SignatureError
 from metnos.executors.manifest import (
     LANG_STATE_FILE,
@@ -229,15 +229,5 @@ def _name_version(data: bytes, name: str) -> tuple[str, str]:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    durable.make_dir(path.parent)
+    durable.write_atomic(path, data, mode=0o644)

@@ -41,8 +41,8 @@ from metnos.i18n import intents, lint
 from metnos.i18n.instance import open_instance_store
 from metnos.i18n.store import MessageStore
 from metnos.settings import Settings, get_settings
-from metnos.turns.gate import recover_interrupted
 from metnos.turns.pipeline import run_pipeline
+from metnos.turns.recovery import recover_at_start
 from metnos.turns.runtime import build_service
 from metnos.turns.service import TurnContext, TurnService
 
@@ -76,7 +76,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         await asyncio.to_thread(intents.audit_policy, service.audit, settings)
         threading.Thread(target=lint.warm_up, args=(settings.active_languages,),
                          name="lint-warm-up", daemon=True).start()
-        await asyncio.to_thread(recover_interrupted, service)
+        await asyncio.to_thread(recover_at_start, service)  # after a crash, first
         app.state.service = service
         app.state.owner_token = settings.owner_token()
         telegram = await start_telegram(app, settings)

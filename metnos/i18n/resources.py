@@ -12,8 +12,6 @@ interrupted run leaves either the old file or the new one, never half of one.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field
@@ -21,6 +19,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, ClassVar
 
+from metnos import durable
 from metnos.i18n.state import Assessment, LangEntry, assess
 from metnos.i18n.textnorm import value_hash
 
@@ -156,20 +155,8 @@ def write_json(path: Path, data: Mapping[str, Any]) -> None:
 def atomic_write(path: Path, text: str) -> None:
     """Replace `path` with `text` in one step (temporary file, fsync, rename)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if path.exists():
-            os.chmod(tmp, path.stat().st_mode & 0o777)
-        else:
-            os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    durable.write_atomic(path, text.encode("utf-8"), mode=mode)
 
 
 def entries_from_json(data: Mapping[str, Any]) -> dict[str, LangEntry]:

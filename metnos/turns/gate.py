@@ -183,7 +183,9 @@ def recover_interrupted(service: TurnService) -> int:
         expired = approvals.expire_interrupted(db)
         for approval_id in expired:
             row = approvals.get(db, approval_id)
-            reply = i18n.get("ERR_APPROVAL_INTERRUPTED", None, executor=row.executor)
+            turn = models.get_turn(db, row.turn_id)  # the reply in the turn's language
+            reply = i18n.get("ERR_APPROVAL_INTERRUPTED", turn.lang if turn else None,
+                             executor=row.executor)
             models.finish_turn(db, row.turn_id, status="failed", reply=reply,
                                error_key="ERR_APPROVAL_INTERRUPTED")
             service.audit.append(sender="metnos", channel=row.channel, action=row.executor,

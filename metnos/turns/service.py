@@ -36,7 +36,7 @@ from metnos.policy.shell import check_command
 from metnos.policy.urls import check_url
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.settings import Settings
-from metnos.turns import gate, language
+from metnos.turns import gate, language, recovery
 from metnos.turns.context import CheckedStep, Published, TurnContext
 from metnos.turns.events import TurnEvents
 from metnos.turns.guard import Guard
@@ -336,7 +336,7 @@ class TurnService:
             written = [request.args[n] for n, acc in spec.manifest.path_inputs().items()
                        if acc == "write" and isinstance(request.args.get(n), str)]
             try:  # kept even when the run then fails: a crash may have changed files already
-                reversibility.record_before(
+                signed = reversibility.record_before(
                     self.settings.state_dir, checked.action_id, self.settings.workspace,
                     spec.name, written, keys.load_private_key(self.settings.keys_dir, "audit"),
                     copy=not spec.manifest.sandbox.trash)
@@ -344,6 +344,9 @@ class TurnService:
                 log.error("turn.before_record_failed action_id=%s: %s", checked.action_id, exc)
                 law = no_undo_record_decision(spec.name)
                 return self._refuse(ctx, checked, law.key, law.vars).outcome
+            # tied to the turn, so that a restart after a crash can name it for an undo
+            recovery.link_record(self.engine, action_id=checked.action_id,
+                                 turn_id=ctx.turn_id, executor=spec.name, signed=signed)
         self.guard.record_action(ctx, spec.name)
         return None
 

@@ -1,0 +1,109 @@
+"""What a gateway killed half-way (kill -9, a power cut) left behind, set right at start-up.
+
+Only the gateway runs turns, so when it starts no turn of its own is in flight yet: every turn
+still `running` or `awaiting_approval` belongs to a process that died. `recover_at_start`
+- removes the half-written before-records and temporary files of the dead process (its
+  action never ran: an executor starts only once its record is whole, `metnos.reversibility`);
+- expires the approvals it left pending (`gate.recover_interrupted`);
+- fails each turn it left running, with a reply in the turn's language naming every action
+  that had started (it may have changed files, and `metnos undo` puts them back) and an audit
+  line for the turn and for each such action whose outcome was never recorded.
+
+`link_record` ties a before-record to its turn (the `before_manifest` row) right after it is
+written, so this sweep can name the actions of an interrupted turn.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import Session, col, select
+
+from metnos import durable, i18n, reversibility
+from metnos.db import models
+from metnos.db.engine import session as db_session
+from metnos.turns import gate
+
+if TYPE_CHECKING:
+    from metnos.turns.service import TurnService
+
+log = logging.getLogger(__name__)
+
+INTERRUPTED_KEY = "ERR_TURN_INTERRUPTED"
+OPEN_STATUSES = ("running", "awaiting_approval")
+RECENT_AUDIT_LINES = 2000  # where the outcome of an interrupted action would be, if written
+
+
+@dataclass
+class Recovery:
+    partial_records: list[str] = field(default_factory=list)
+    temporaries: list[str] = field(default_factory=list)
+    approvals: int = 0
+    turns: list[str] = field(default_factory=list)
+
+
+def link_record(engine: Engine, *, action_id: str, turn_id: str, executor: str,
+                signed: dict[str, Any]) -> None:
+    """Record that `turn_id` started `action_id` (its paths; the signed record is the file)."""
+    manifest = signed["manifest"]
+    summary = {"paths": [state["path"] for state in manifest["paths"]],
+               "created_at": manifest["created_at"]}
+    with db_session(engine) as db:
+        models.record_before_manifest(db, action_id=action_id, turn_id=turn_id,
+                                      executor=executor, manifest=summary,
+                                      signature=signed["signature"])
+
+
+def recover_at_start(service: TurnService) -> Recovery:
+    """Clean up after a dead gateway (blocking: call it in a worker thread, before serving)."""
+    settings = service.settings
+    found = Recovery(partial_records=reversibility.remove_partial(settings.state_dir))
+    for folder in (settings.home, settings.state_dir, settings.keys_dir, settings.secrets_dir,
+                   settings.audit_dir, settings.state_dir / "before"):
+        found.temporaries += [f"{folder.name}/{n}" for n in durable.remove_temporaries(folder)]
+    found.approvals = gate.recover_interrupted(service)
+    found.turns = _fail_open_turns(service)
+    if found.partial_records or found.temporaries or found.approvals or found.turns:
+        log.warning("gateway.recovered partial_records=%s temporaries=%s approvals=%d turns=%s",
+                    found.partial_records, found.temporaries, found.approvals, found.turns)
+    return found
+
+
+def _fail_open_turns(service: TurnService) -> list[str]:
+    with db_session(service.engine) as db:
+        turns = db.exec(select(models.Turn).where(
+            col(models.Turn.status).in_(OPEN_STATUSES))).all()
+        if not turns:
+            return []
+        reported = _reported_actions(service)
+        for turn in turns:
+            _fail_turn(service, db, turn, reported)
+        return [turn.id for turn in turns]
+
+
+def _fail_turn(service: TurnService, db: Session, turn: models.Turn,
+               reported: set[str]) -> None:
+    started = db.exec(select(models.BeforeManifest).where(
+        col(models.BeforeManifest.turn_id) == turn.id).order_by(
+        col(models.BeforeManifest.created_at))).all()
+    lines = [i18n.get(INTERRUPTED_KEY, turn.lang)]
+    lines += [i18n.get("MSG_TURN_INTERRUPTED_ACTION", turn.lang, executor=row.executor,
+                       action_id=row.id) for row in started]
+    models.finish_turn(db, turn.id, status="failed", reply="\n".join(lines),
+                       error_key=INTERRUPTED_KEY)
+    base = {"sender": "metnos", "channel": turn.channel, "session_id": turn.session_id,
+            "turn_id": turn.id, "decision": "error", "reason": INTERRUPTED_KEY}
+    for row in started:
+        if row.id not in reported:  # no done/failed line: it may or may not have run
+            service.audit.append(**base, action=row.executor, action_id=row.id,
+                                 outcome="interrupted")
+    service.audit.append(**base, action="turn", outcome="failed")
+
+
+def _reported_actions(service: TurnService) -> set[str]:
+    """Action ids whose outcome (done, failed) the audit log already holds, recently."""
+    return {str(r["action_id"]) for r in service.audit.tail(RECENT_AUDIT_LINES)
+            if r.get("action_id") and r.get("outcome") in ("done", "failed")}
