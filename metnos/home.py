@@ -25,6 +25,7 @@ from metnos.db.engine import (
 from metnos.executors.builtin import sign_builtins
 from metnos.executors.registry import signatures_dir
 from metnos.i18n.instance import open_instance_store
+from metnos.serve.prefect_access import CREDENTIAL_FILE, credential_path, new_credential
 from metnos.settings import Settings
 
 WORKSPACE_FILES = ("IDENTITY.md", "SOUL.md", "USER.md", "TELOS.md", "RULES.md", "MEMORY.md")
@@ -66,6 +67,8 @@ def initialise(settings: Settings) -> InitReport:
     if not settings.owner_token_path.exists():
         _write_secret(settings.owner_token_path, secrets.token_urlsafe(32))
         report.created.append("secrets/owner.token")
+    if ensure_prefect_credential(settings):
+        report.created.append(f"secrets/{CREDENTIAL_FILE}")
     _database(settings, report)
     if not settings.i18n_db_path.exists():
         open_instance_store(settings).close()
@@ -74,6 +77,15 @@ def initialise(settings: Settings) -> InitReport:
     for name in sign_builtins(builtins, settings.keys_dir, signatures_dir(settings)):
         report.created.append(f"signatures/{name}")
     return report
+
+
+def ensure_prefect_credential(settings: Settings) -> bool:
+    """Write the Prefect API credential (`secrets/prefect.auth`) unless it exists."""
+    path = credential_path(settings)
+    if path.exists():
+        return False
+    _write_secret(path, new_credential())
+    return True
 
 
 def is_initialised(settings: Settings) -> bool:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from metnos.errors import MetnosError
+from metnos.serve.prefect_access import AUTH_ENV, server_environment
 
 log = logging.getLogger(__name__)
 
@@ -91,10 +92,13 @@ class Service:
 
 
 def prefect_server(*, port: int, prefect_home: Path, database_url: str, log_path: Path,
-                   ui: bool = True) -> Service:
-    """The Prefect server (API and UI) on 127.0.0.1:port, on the given database."""
+                   auth_string: str, ui: bool = True) -> Service:
+    """The Prefect server (API and UI) on 127.0.0.1:port, on the given database, locked by
+    `auth_string` (basic auth), CSRF protection and CORS limited to its own UI."""
     prefect_home.mkdir(parents=True, exist_ok=True)
     env = base_environment()
+    env.pop(AUTH_ENV, None)
+    env.update(server_environment(auth_string=auth_string, port=port))
     env.update({
         "PREFECT_HOME": str(prefect_home),
         "PREFECT_SERVER_DATABASE_CONNECTION_URL": database_url,

@@ -23,6 +23,8 @@ from metnos import i18n
 from metnos.db.embedded import EmbeddedPostgres
 from metnos.db.engine import embedded_postgres, prefect_database_url, uses_embedded
 from metnos.errors import MetnosError
+from metnos.home import ensure_prefect_credential
+from metnos.serve.prefect_access import client_environment, read_credential
 from metnos.serve.processes import Service, base_environment, ensure_port_free, prefect_server
 from metnos.settings import Settings
 
@@ -53,15 +55,18 @@ class Supervisor:
             self.postgres.start()
         urls = {"gateway": f"http://{s.gateway.host}:{s.gateway.port}"}
         if not os.environ.get("PREFECT_API_URL"):
+            ensure_prefect_credential(s)  # an instance set up before the credential existed
             server = prefect_server(port=s.prefect.port, prefect_home=s.prefect_home,
                                     database_url=prefect_database_url(s),
-                                    log_path=self.log_dir / "prefect-server.log")
+                                    log_path=self.log_dir / "prefect-server.log",
+                                    auth_string=read_credential(s) or "")
             self._launch(server, s.prefect.startup_timeout_s)
             env["PREFECT_API_URL"] = f"http://127.0.0.1:{s.prefect.port}/api"
             urls["prefect_ui"] = f"http://127.0.0.1:{s.prefect.port}"
         else:
             urls["prefect_ui"] = os.environ["PREFECT_API_URL"].removesuffix("/api")
         env.setdefault("PREFECT_HOME", str(s.prefect_home))
+        env.update(client_environment(s))  # gateway and runner talk to Prefect with it
         gateway = Service("gateway", [sys.executable, "-m", "flows.gateway"], env,
                           self.log_dir / "gateway.log", health_url=f"{urls['gateway']}/healthz",
                           stop_timeout_s=35.0)

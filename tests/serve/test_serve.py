@@ -115,7 +115,10 @@ def test_serve_answers_a_turn_and_stops_cleanly(
         if flow_run_id:
             break
         time.sleep(0.2)
-    run = httpx.get(f"{prefect}/api/flow_runs/{flow_run_id}").json()
+    credential = (Path(instance_env["METNOS_HOME"]) / "secrets" / "prefect.auth").read_text()
+    assert httpx.get(f"{prefect}/api/flow_runs/{flow_run_id}").status_code == 401  # locked
+    run = httpx.get(f"{prefect}/api/flow_runs/{flow_run_id}",
+                    auth=tuple(credential.strip().split(":", 1))).json()  # type: ignore[arg-type]
     assert run["name"] == f"turn-{turn['turn_id']}"
     assert httpx.get(prefect).status_code == 200  # the UI is served
     browse_the_web_chat(instance_env, gateway)

@@ -3,7 +3,8 @@
     python -m tests.support.services -- python -m pytest
 
 Starts ONE embedded PostgreSQL (a throwaway cluster under a temp dir) and ONE Prefect server
-on it, exports their coordinates to the child command (PREFECT_API_URL, METNOS_TEST_PG_*), runs
+on it, locked by a credential as `metnos serve` locks it, exports their coordinates to the child
+command (PREFECT_API_URL, PREFECT_API_AUTH_STRING, METNOS_TEST_PG_*), runs
 the command, then stops both in order, whatever the command's outcome. This is what
 `make test`, `.ci/run` and `make bench` use (SPEC §1 'Prefect operating rules').
 """
@@ -19,6 +20,7 @@ import time
 from pathlib import Path
 
 from metnos.db.embedded import EmbeddedPostgres
+from metnos.serve.prefect_access import AUTH_ENV, new_credential
 from metnos.serve.processes import base_environment, prefect_server
 from tests.support.pg import free_port
 
@@ -38,10 +40,11 @@ def main(argv: list[str]) -> int:
         pg.start()
         pg.ensure_database("prefect")
         server_port = free_port()
+        credential = new_credential()  # locked as `metnos serve` locks it (SPEC §1)
         server = prefect_server(
             port=server_port, prefect_home=root / "prefect",
             database_url=pg.url("prefect", driver="asyncpg"), log_path=root / "prefect.log",
-            ui=False,
+            auth_string=credential, ui=False,
         )
         server.start()
         server.wait_healthy(timeout_s=180)
@@ -49,6 +52,7 @@ def main(argv: list[str]) -> int:
         env = base_environment()
         env.update({
             "PREFECT_API_URL": f"http://127.0.0.1:{server_port}/api",
+            AUTH_ENV: credential,
             "PREFECT_HOME": str(root / "prefect-client"),
             "PREFECT_LOGGING_LEVEL": "WARNING",
             "METNOS_TEST_PG_DATA": str(pg.data_dir),

@@ -1,0 +1,117 @@
+"""A real `metnos init` + `metnos serve` process group for tests of the whole topology.
+
+Embedded PostgreSQL, the Prefect server with its UI, the gateway and the deployment runner,
+each on a free loopback port under a throwaway METNOS_HOME outside pytest's basetemp (pytest
+resets that tree to 0700, and the embedded PostgreSQL, run as its own user when we are root,
+must traverse it).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from metnos.serve.processes import tail
+from tests.support.pg import free_port
+
+METNOS = [sys.executable, "-m", "metnos.cli.main"]
+
+
+@dataclass
+class ServedInstance:
+    env: dict[str, str]
+    process: subprocess.Popen[str]
+    banner: str
+
+    @property
+    def home(self) -> Path:
+        return Path(self.env["METNOS_HOME"])
+
+    @property
+    def gateway(self) -> str:
+        return f"http://127.0.0.1:{self.env['METNOS_GATEWAY_PORT']}"
+
+    @property
+    def prefect(self) -> str:
+        return f"http://127.0.0.1:{self.env['METNOS_PREFECT_PORT']}"
+
+    def owner_headers(self) -> dict[str, str]:
+        token = (self.home / "secrets" / "owner.token").read_text().strip()
+        return {"Authorization": f"Bearer {token}"}
+
+    def prefect_credential(self) -> str:
+        return (self.home / "secrets" / "prefect.auth").read_text().strip()
+
+
+def instance_env(root: Path, **extra: str) -> dict[str, str]:
+    """An environment for a fresh instance under `root` (nothing of the test session's)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PREFECT_", "METNOS_"))}
+    env.update({
+        "METNOS_HOME": str(root / "home"),
+        "METNOS_DATABASE_PORT": str(free_port()),
+        "METNOS_GATEWAY_PORT": str(free_port()),
+        "METNOS_PREFECT_PORT": str(free_port()),
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        **extra,
+    })
+    return env
+
+
+def wait_ready(proc: subprocess.Popen[str], timeout_s: float = 240) -> str:
+    """What `metnos serve` printed up to its "Ctrl-C" banner line."""
+    out = ""
+    deadline = time.monotonic() + timeout_s
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        line = proc.stdout.readline()
+        if not line and proc.poll() is not None:
+            break
+        out += line
+        if "Ctrl-C" in line:
+            return out
+    raise AssertionError(f"serve did not become ready:\n{out}")
+
+
+@contextmanager
+def served_instance(**extra_env: str) -> Iterator[ServedInstance]:
+    """`metnos init` then `metnos serve`; stopped with SIGTERM (SIGKILL if it must) after."""
+    root = Path(tempfile.mkdtemp(prefix="metnos-served-"))
+    env = instance_env(root, **extra_env)
+    try:
+        init = subprocess.run([*METNOS, "init"], env=env, capture_output=True, text=True,
+                              timeout=180)
+        assert init.returncode == 0, init.stdout + init.stderr
+        proc = subprocess.Popen([*METNOS, "serve"], env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, start_new_session=True)
+        try:
+            yield ServedInstance(env, proc, wait_ready(proc))
+        finally:
+            _stop(proc, env)
+            for log in ("gateway.log", "runner.log"):  # shown by pytest when a test failed
+                print(f"--- {log} (tail) ---\n" + tail(Path(env["METNOS_HOME"]) / "logs" / log))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _stop(proc: subprocess.Popen[str], env: dict[str, str]) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=90)
+            return
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+    home = Path(env["METNOS_HOME"])
+    subprocess.run([sys.executable, "-m", "metnos.db.embedded", "stop", "--data-dir",
+                    str(home / "pg"), "--port", env["METNOS_DATABASE_PORT"],
+                    "--password-file", str(home / "secrets" / "pg.password")],
+                   capture_output=True, timeout=60, check=False)
