@@ -4,8 +4,11 @@
 - `redeem`: trades a token for a web session, once: the token is consumed by one conditional
   UPDATE (`used_at IS NULL AND expires_at > now`), so two browsers racing on one link get one
   session between them. A wrong, used or expired token is one failure, whatever the case; a
-  client with `login_max_failures` failures within `login_window_s` is refused (`locked`, with
-  the seconds until the window frees up) without its token even being looked at.
+  client address with `login_max_failures` failures within `login_window_s` gets `locked`
+  (with the seconds until the window frees up) instead of `invalid`, and no more failure rows.
+  A live one-time link is never locked out: on loopback every client is 127.0.0.1, so any
+  local process could otherwise lock the owner's browser out by failing on purpose. Guessing
+  a link is hopeless anyway (256 bits); the lock-out keeps the noise and the table bounded.
 - `session_owner` / `end_session`: look up and revoke a session by the cookie's value.
 
 Failures are counted in the database, not in memory: the count survives a gateway restart, a
@@ -89,14 +92,14 @@ def redeem(db: Session, token: str | None, *, client: str, settings: WebSettings
     """Trade a login token for a web session (commits; see the module's text)."""
     now = now or utcnow()
     _lock(db, "web:login")
-    retry = _retry_after(db, client, now, settings)
-    if retry is not None:
-        db.commit()
-        _audit(audit, sender=client, action=LOGIN_ACTION, decision="deny",
-               reason="ERR_WEB_LOGIN_LOCKED", outcome="locked")
-        return LoginResult("locked", retry_after_s=retry)
-    consumed = _consume(db, token, now)
+    consumed = _consume(db, token, now)  # a live link works, whoever failed before it
     if consumed is None:
+        retry = _retry_after(db, client, now, settings)
+        if retry is not None:
+            db.commit()
+            _audit(audit, sender=client, action=LOGIN_ACTION, decision="deny",
+                   reason="ERR_WEB_LOGIN_LOCKED", outcome="locked")
+            return LoginResult("locked", retry_after_s=retry)
         db.add(LoginFailure(client=client, at=now))
         db.exec(delete(LoginFailure).where(
             col(LoginFailure.at) < now - timedelta(seconds=settings.login_window_s)))
