@@ -32,6 +32,8 @@ bench: $(STAMP)
 	$(PY) -m tests.support.services -- $(PY) bench/approval_roundtrip.py
 	$(PY) bench/audit_append.py
 	$(PY) bench/i18n_sweep.py
+	$(PY) bench/hot_paths.py
+	$(PY) bench/sandbox_limits.py
 	$(PY) -m tests.support.services -- $(PY) bench/chat_concurrency.py
 
 clean:

@@ -23,7 +23,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import tomli_w
+import tomlkit
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -47,7 +47,7 @@ def build(root: Path, keys: int) -> list[str]:
         folder = root / "i18n" / lang
         folder.mkdir(parents=True)
         body = {name: f"{WORDS[lang]} {i}." for i, name in enumerate(names)}
-        (folder / "bench.toml").write_text(tomli_w.dumps(body), encoding="utf-8")
+        (folder / "bench.toml").write_text(tomlkit.dumps(body), encoding="utf-8")
     layer = MessagesLayer(root, _store(root), LANGS, "en")
     state = {name: {lang: e.to_json() for lang, e in
                     record_new(layer.hashes(name), "en").items()} for name in names}
@@ -56,7 +56,7 @@ def build(root: Path, keys: int) -> list[str]:
               if i % 100 == 0}
     path = root / "i18n" / "en" / "bench.toml"
     body = {name: f"{WORDS['en']} {i}." for i, name in enumerate(names)} | edited
-    path.write_text(tomli_w.dumps(body), encoding="utf-8")
+    path.write_text(tomlkit.dumps(body), encoding="utf-8")
     return names
 
 

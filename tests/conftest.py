@@ -15,7 +15,9 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
-pytest_plugins = ["tests.support.pg", "tests.llm_guard", "tests.support.home"]
+pytest_plugins = [
+    "tests.support.pg", "tests.llm_guard", "tests.support.home", "tests.support.attacks",
+]
 
 
 @pytest.fixture(scope="session")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,8 +17,7 @@ from metnos.executors.signing import (
     sign_executor,
     verify_executor,
 )
-
-MINISIGN = shutil.which("minisign")
+from tests.support.system import ensure_debian_binary, skip_or_fail
 
 
 def _flip(path: Path, offset: int) -> None:
@@ -164,17 +162,23 @@ def test_code_hash_covers_paths(executors_dir: Path) -> None:
     assert code_hash(folder) != before
 
 
-@pytest.mark.skipif(
-    MINISIGN is None,
-    reason="the minisign binary is not installed (Debian: apt-get install -y minisign)",
-)
+@pytest.fixture(scope="session")
+def minisign() -> str:
+    """The minisign binary (Debian's package, installed when missing); under CI, never a skip."""
+    path = ensure_debian_binary("minisign", "minisign")
+    if path is None:
+        skip_or_fail("the minisign binary is missing and cannot be installed here (apt-get)")
+    assert path is not None
+    return path
+
+
 def test_minisign_cli_verifies(
-    signed: Path, private_key: Ed25519PrivateKey, tmp_path: Path
+    signed: Path, private_key: Ed25519PrivateKey, tmp_path: Path, minisign: str
 ) -> None:
     pub = tmp_path / "executors.pub"
     pub.write_text(minisign_public_key(private_key.public_key()))
     sig = tmp_path / "sigs" / "fs_read.minisig"
-    cmd = [str(MINISIGN), "-V", "-p", str(pub), "-m", str(signed / "manifest.toml"), "-x", str(sig)]
+    cmd = [minisign, "-V", "-p", str(pub), "-m", str(signed / "manifest.toml"), "-x", str(sig)]
     ok = subprocess.run(cmd, capture_output=True, text=True, timeout=10)
     assert ok.returncode == 0, ok.stderr
     assert "metnos-executor name=fs_read" in ok.stdout

@@ -15,6 +15,8 @@ import pytest
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.support.home import Home, MakeHome, gateway_client
 
+pytestmark = pytest.mark.attack
+
 
 def audit_lines(home: Home) -> list[dict[str, object]]:
     path = home.workspace / ".audit" / "audit.jsonl"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-import time
 
 import httpx
 import pytest
@@ -15,14 +14,14 @@ from tests.llm_guard import NetworkGuard, RealNetworkBlocked
 
 
 def test_blocks_a_non_loopback_connect_at_once(network_guard: NetworkGuard) -> None:
+    """Refused before any packet: a real connect would end in a timeout error, not this one."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    started = time.perf_counter()
+    sock.settimeout(5)  # a broken guard fails the test quickly instead of hanging it
     try:
         with pytest.raises(RealNetworkBlocked, match="llm_guard: tests must not reach the network"):
             sock.connect(("203.0.113.1", 443))
     finally:
         sock.close()
-    assert time.perf_counter() - started < 0.1
     assert len(network_guard.clear()) == 1
 
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import base64
 import secrets
-import time
 from pathlib import Path
 from urllib.parse import quote
 
@@ -150,16 +149,13 @@ def test_redact_leaves_clean_values_untouched(inst: Instance) -> None:
     assert red is value and names == []
 
 
-def test_scanner_is_fast_on_a_megabyte(inst: Instance) -> None:
+def test_scanner_finds_a_token_in_a_megabyte(inst: Instance) -> None:
+    """Its speed on this megabyte is a figure of bench/hot_paths.py, not asserted here."""
     prose = ("The quick brown fox jumps over the lazy dog 42%. " * 21000)[:1_000_000]
-    started = time.perf_counter()
     assert inst.scanner.find({"content": prose}) == []
-    clean_s = time.perf_counter() - started
-    started = time.perf_counter()
     red, names = inst.scanner.redact({"content": prose + inst.owner_token})
-    redact_s = time.perf_counter() - started
-    assert names and inst.owner_token not in red["content"]
-    assert clean_s < 0.5 and redact_s < 1.0, (clean_s, redact_s)  # measured ~0.07 s / ~0.15 s
+    assert set(names) == {"owner_token", "secrets/owner.token"}
+    assert inst.owner_token not in red["content"]
 
 
 # -- check_laws ------------------------------------------------------------------------------

@@ -3,19 +3,17 @@
 from __future__ import annotations
 
 import stat
-import time
 from pathlib import Path
 
 from metnos.sandbox import run_canary
 from metnos.sandbox.canary import CHECKS
 
 
-async def test_canary_passes_quickly(bwrap: Path) -> None:
-    started = time.monotonic()
+async def test_canary_passes(bwrap: Path) -> None:
+    """Its duration is a figure of bench/sandbox_limits.py, not asserted here."""
     report = await run_canary(bwrap=bwrap)
     assert report.ok, report.detail
     assert set(report.checks) == set(CHECKS) and all(report.checks.values())
-    assert time.monotonic() - started < 2.0
 
 
 async def test_canary_on_a_real_workspace_hides_its_audit(workspace: Path, bwrap: Path) -> None:

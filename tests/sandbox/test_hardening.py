@@ -119,12 +119,12 @@ async def test_fork_bomb_is_bounded_even_as_root(run: Runner) -> None:
             os.fork()
         except OSError:
             pass
-    time.sleep(20)
+    time.sleep(60)
     """
-    result = await run(body, SandboxProfile(timeout_s=5), entry=marker, max_processes=16)
+    result = await run(body, SandboxProfile(timeout_s=20), entry=marker, max_processes=16)
     assert result.error_key == "ERR_SANDBOX_TOO_MANY_PROCESSES", result
     assert result.error_vars == {"limit": 16}
-    assert result.duration_s < 1.5
+    assert result.duration_s < 20  # killed by the bound, not by the timeout (speed: bench/)
     assert processes_with(marker) == []
 
 
@@ -133,12 +133,12 @@ async def test_thread_bomb_is_bounded(run: Runner) -> None:
     import threading, time
     threading.stack_size(65536)
     for _ in range(2000):
-        threading.Thread(target=time.sleep, args=(20,), daemon=True).start()
+        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
     reply(started=2000)
     """
-    result = await run(body, SandboxProfile(timeout_s=5), max_processes=32)
+    result = await run(body, SandboxProfile(timeout_s=20), max_processes=32)
     assert result.error_key == "ERR_SANDBOX_TOO_MANY_PROCESSES", result
-    assert result.duration_s < 1.5
+    assert result.duration_s < 20  # killed by the bound, not by the timeout
 
 
 async def test_memory_summed_over_processes(run: Runner) -> None:
@@ -148,13 +148,13 @@ async def test_memory_summed_over_processes(run: Runner) -> None:
     for _ in range(4):
         if os.fork() == 0:
             hog = b"x" * (60 * 1024 * 1024)
-            time.sleep(20)
-    time.sleep(20)
+            time.sleep(60)
+    time.sleep(60)
     """
-    result = await run(body, SandboxProfile(timeout_s=5, memory_mb=128))
+    result = await run(body, SandboxProfile(timeout_s=20, memory_mb=128))
     assert result.error_key == "ERR_SANDBOX_MEMORY_EXCEEDED", result
     assert result.error_vars == {"memory_mb": 128}
-    assert result.duration_s < 3
+    assert result.duration_s < 20  # killed by the summed bound, not by the timeout
 
 
 async def test_a_few_processes_within_the_bound_are_fine(run: Runner) -> None:

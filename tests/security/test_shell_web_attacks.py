@@ -26,6 +26,7 @@ from metnos.policy.shell import check_command
 from metnos.policy.urls import check_url
 from metnos.settings import PolicySettings
 from tests.executors.test_shell_web import Site, error_of, run_in_sandbox
+from tests.support.system import ensure_debian_binary
 
 pytestmark = pytest.mark.attack
 
@@ -237,7 +238,8 @@ HOSTS = "127.0.0.1 localhost\n1.1.1.1 public.test\n127.0.0.1 evil.test rebind.te
 @pytest.fixture(scope="module")
 def netns_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     unshare = shutil.which("unshare")
-    ip = shutil.which("ip", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+    ip = (shutil.which("ip", path=os.environ.get("PATH", "") + ":/usr/sbin:/sbin")
+          or ensure_debian_binary("ip", "iproute2"))
     if unshare is None or ip is None:
         pytest.skip("needs unshare and ip (util-linux, iproute2) for a private network")
     tmp = tmp_path_factory.mktemp("netns")

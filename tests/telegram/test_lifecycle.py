@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 
 import pytest
 
@@ -61,9 +60,8 @@ async def test_stop_while_a_turn_waits_leaves_nothing_running(
         await until(telegram, lambda t: any(buttons(c) for c in t.calls_of("sendMessage")),
                     "the card")
         assert _ours()  # the poller and the turn's watcher
-        started = time.monotonic()
-        await channel.stop(drain_s=0.2)
-        assert time.monotonic() - started < 5
+        async with asyncio.timeout(60):  # stop() must not wait for the paused turn (forever)
+            await channel.stop(drain_s=0.2)
         assert _ours() == []
         assert channel.bot.session._session is None or channel.bot.session._session.closed
         pending = (await client.get("/api/approvals")).json()["approvals"]

@@ -1,0 +1,45 @@
+"""What a test needs from the machine: Debian packages installed on demand, and skips that
+cannot hide a test under CI.
+
+The project's machines are Debian and the test session runs as root, so a missing system tool
+(minisign, chromium) is installed with apt-get when it can be; where it cannot, the test is
+skipped with the reason, except under CI (`CI` set), where that is a failure.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+
+def in_ci() -> bool:
+    """Whether this run is CI's (`CI=1`, `CI=true`): then nothing may hide behind a skip."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip a test that cannot run here, except under CI, where it fails instead."""
+    if in_ci():
+        pytest.fail(f"{reason} (CI=1: a skip would hide this test)", pytrace=False)
+    pytest.skip(reason)
+
+
+def ensure_debian_binary(binary: str, package: str) -> str | None:
+    """The path of `binary`, installing Debian's `package` when missing (root and apt-get)."""
+    found = shutil.which(binary)
+    if found or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return found
+    install = ("install", "-y", "-q", "--no-install-recommends", package)
+    if not _apt_get(*install) and _apt_get("update", "-q"):  # lists missing or stale
+        _apt_get(*install)
+    return shutil.which(binary)
+
+
+def _apt_get(*args: str) -> bool:
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    done = subprocess.run(["apt-get", *args], check=False, env=env, timeout=900,  # noqa: S603
+                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return done.returncode == 0
