@@ -266,9 +266,13 @@ class PolicySettings(_Group):
         3600.0, gt=0, le=7 * 86400,
         description="How long an approval waits for the owner before it expires.")
     max_actions_per_hour: int = Field(
-        120, ge=1, description="Executor runs a user may start in any hour (rate limit).")
+        120, ge=1, description="Executor runs a user may start per clock hour, UTC (rate limit).")
     max_llm_cost_per_day_usd: float = Field(
         2.0, ge=0, description="Daily LLM spend cap, from litellm's cost figures (0 = no LLM).")
+    llm_call_reserve_usd: float = Field(
+        0.05, ge=0, allow_inf_nan=False,
+        description="What one LLM call reserves from the daily cap until its real cost is "
+                    "known (at most the cap): concurrent calls cannot overrun it together.")
     shell_allow: list[str] = Field(
         default_factory=lambda: ["ls", "cat", "head", "tail", "wc", "grep", "sort", "uniq",
                                  "cut", "tr", "du", "stat", "file", "date", "echo", "mkdir",

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import JSON, CheckConstraint, Column, DateTime, UniqueConstraint, update
+from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlmodel import Field, Session, SQLModel, col, select
 
 from metnos.errors import MetnosError
@@ -127,28 +128,51 @@ def open_session(db: Session, session_id: str | None, *, user_id: str, channel: 
                  autonomy: str = "Supervised") -> OpenedSession:
     """The user's session `session_id`, or a new one in `lang`.
 
-    An unknown id is created as given (a channel may use stable ids); an id that belongs to
-    another user is never reused: that caller gets a new session with a fresh id. A found
-    session keeps its `interaction_language` whatever `lang` says; a legacy one without it
-    gets `legacy_lang` (else `lang`) pinned, once even under concurrent turns.
+    An unknown id is created as given (a channel may use stable ids), by an upsert: two
+    requests creating the same new id at once share one session, the one that inserted it
+    says `created`. An id that belongs to another user is never reused: that caller gets a
+    new session with a fresh id. A found session keeps its `interaction_language` whatever
+    `lang` says; a legacy one without it gets `legacy_lang` (else `lang`) pinned, once even
+    under concurrent turns.
     """
-    found = db.get(ChatSession, session_id) if session_id else None
-    if found is not None and found.user_id == user_id:
-        pinned = False
-        if found.interaction_language is None:
-            pinned = pin_language(db, found.id, legacy_lang or lang)
-            db.refresh(found)
-        found.updated_at = utcnow()
-        db.add(found)
-        db.commit()
-        return OpenedSession(found, pinned=pinned)
-    chat = ChatSession(user_id=user_id, channel=channel, interaction_language=lang,
-                       autonomy=autonomy)
-    if session_id and found is None:
-        chat.id = session_id
-    db.add(chat)
+    fresh = ChatSession(user_id=user_id, channel=channel, interaction_language=lang,
+                        autonomy=autonomy)
+    if session_id:
+        found = db.get(ChatSession, session_id)
+        if found is None:
+            fresh.id = session_id
+            inserted = _insert_if_absent(db, fresh)
+            found = db.get(ChatSession, session_id, populate_existing=True)
+            if inserted and found is not None:
+                return OpenedSession(found, created=True)
+            fresh = ChatSession(user_id=user_id, channel=channel, interaction_language=lang,
+                                autonomy=autonomy)  # another user's id after all: a fresh one
+        if found is not None and found.user_id == user_id:
+            return _reopen(db, found, legacy_lang or lang)
+    db.add(fresh)
     db.commit()
-    return OpenedSession(chat, created=True)
+    return OpenedSession(fresh, created=True)
+
+
+def _insert_if_absent(db: Session, chat: ChatSession) -> bool:
+    """INSERT ... ON CONFLICT (id) DO NOTHING; True when this call inserted the row."""
+    stmt = (pg_insert(ChatSession).values(**chat.model_dump())
+            .on_conflict_do_nothing(index_elements=["id"])
+            .returning(col(ChatSession.id)))
+    inserted = db.exec(stmt).first() is not None
+    db.commit()
+    return inserted
+
+
+def _reopen(db: Session, found: ChatSession, pin_lang: str) -> OpenedSession:
+    pinned = False
+    if found.interaction_language is None:
+        pinned = pin_language(db, found.id, pin_lang)
+        db.refresh(found)
+    found.updated_at = utcnow()
+    db.add(found)
+    db.commit()
+    return OpenedSession(found, pinned=pinned)
 
 
 def get_or_create_session(db: Session, session_id: str | None, *, user_id: str, channel: str,

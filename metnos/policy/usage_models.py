@@ -1,7 +1,10 @@
 """The tables behind the rate limit and the daily LLM cost cap (SPEC §4).
 
 `action_usage`: one row per executor run a user started (the rate limit counts them per hour).
-`llm_usage`: one row per LLM call with its cost in USD (the cost cap sums them per UTC day).
+`llm_usage`: one row per LLM call with its cost in USD (the history of what was spent).
+`usage_counter`: what the limits enforce, one row per (kind, scope, window): executor runs of a
+user per clock hour, the instance's LLM spend per UTC day. `metnos.policy.limits` reserves on
+it with one conditional UPDATE, so concurrent turns cannot pass a cap together.
 No foreign keys: a cost may be spent outside a turn, and usage must outlive pruned turns.
 """
 
@@ -40,3 +43,16 @@ class LLMUsage(SQLModel, table=True):
     model: str
     cost_usd: float = 0.0
     created_at: datetime = _stamp(default_factory=utcnow, index=True)
+
+
+class UsageCounter(SQLModel, table=True):
+    """What `scope` used of one limit in the window starting at `window_start` (reserved
+    amounts included until they are settled or given back)."""
+
+    __tablename__ = "usage_counter"
+    __table_args__ = (CheckConstraint("used >= 0", name="usage_counter_not_negative"),)
+
+    kind: str = Field(primary_key=True)  # "runs" (per user and hour) or "llm_usd" (per day)
+    scope: str = Field(primary_key=True)  # the user id, or "instance"
+    window_start: datetime = _stamp(primary_key=True)
+    used: float = 0.0

@@ -11,6 +11,7 @@ from metnos.approvals import Approval
 from metnos.executors.registry import ExecutorSpec
 from metnos.llm.tools import PlanStep
 from metnos.policy.decide import Decision
+from metnos.policy.limits import Reservation
 from metnos.sandbox import SandboxRequest
 from metnos.turns.reply import StepOutcome
 
@@ -56,6 +57,7 @@ class CheckedStep:
     action_id: str = field(default_factory=lambda: uuid.uuid4().hex)
     approval: Approval | None = None  # set when the step waits for the owner's decision
     ask: Decision | None = None  # why the policy asks
+    run_slot: Reservation | None = None  # its reserved run, until spent or given back
 
 
 @dataclass(frozen=True)

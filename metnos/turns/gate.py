@@ -158,6 +158,7 @@ def resolve(service: TurnService, ctx: TurnContext, checked: CheckedStep,
 
 def _closed(service: TurnService, ctx: TurnContext, checked: CheckedStep, key: str,
             outcome: str) -> StepOutcome:
+    service.guard.release_run(checked)  # denied, expired or refused: it never runs
     seq = service.audit_line(ctx, action=checked.step.executor,
                              decision="deny",
                              reason=key, outcome=outcome, args_digest=checked.args_digest,

@@ -8,7 +8,8 @@
   that changes state or uses the network asks the owner, even in `Full` (`taint`).
 - Law 1 (no unrecoverable state): irreversible actions always ask (`policy.decide`), and an
   action whose before-record cannot be written is refused (`turns.service`).
-- Rate limit (executor runs per user and hour) and the daily LLM cost cap (`rate`, `cost`).
+- Rate limit (executor runs per user and hour) and the daily LLM cost cap: reservations taken
+  before the run or the call and settled after it (`reserve_run`, `reserve_llm`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from metnos.policy.secret_scan import SecretScanner
 from metnos.settings import Settings
 
 if TYPE_CHECKING:
+    from metnos.turns.context import CheckedStep
     from metnos.turns.service import TurnContext
 
 
@@ -50,25 +52,44 @@ class Guard:
             return untrusted_data_decision(manifest.name)
         return verdict
 
-    def rate(self, ctx: TurnContext) -> Decision | None:
+    def reserve_run(self, ctx: TurnContext) -> limits.Reservation | Decision:
+        """One run of this hour's budget for `ctx.user_id`, held until the step runs
+        (`record_action`) or is given back (`release_run`), or a deny."""
         with db_session(self.engine) as db:
-            return limits.check_rate(db, user_id=ctx.user_id,
-                                     limit_per_hour=self.settings.policy.max_actions_per_hour)
+            return limits.reserve_run(db, user_id=ctx.user_id,
+                                      limit_per_hour=self.settings.policy.max_actions_per_hour)
 
-    def record_action(self, ctx: TurnContext, executor: str) -> None:
+    def record_action(self, ctx: TurnContext, checked: CheckedStep) -> None:
+        """The step's reserved run is spent: it starts now."""
+        checked.run_slot = None
         with db_session(self.engine) as db:
-            limits.record_action(db, user_id=ctx.user_id, executor=executor,
+            limits.record_action(db, user_id=ctx.user_id, executor=checked.step.executor,
                                  turn_id=ctx.turn_id)
 
-    def cost(self) -> Decision | None:
-        with db_session(self.engine) as db:
-            return limits.check_cost(
-                db, cap_usd_per_day=self.settings.policy.max_llm_cost_per_day_usd)
+    def release_run(self, checked: CheckedStep) -> None:
+        """Give back the step's reserved run (refused, denied, expired, never started);
+        idempotent."""
+        slot, checked.run_slot = checked.run_slot, None
+        if slot is not None:
+            with db_session(self.engine) as db:
+                limits.release(db, slot)
 
-    def record_cost(self, ctx: TurnContext, plan: Plan, model: str) -> None:
+    def reserve_llm(self) -> limits.Reservation | Decision:
+        """Reserve one call's estimate of today's LLM budget, or a deny (the cap is reached)."""
+        policy = self.settings.policy
         with db_session(self.engine) as db:
-            limits.record_llm_cost(db, turn_id=ctx.turn_id, user_id=ctx.user_id, model=model,
-                                   cost_usd=plan.cost_usd)
+            return limits.reserve_llm(db, cap_usd_per_day=policy.max_llm_cost_per_day_usd,
+                                      estimate_usd=policy.llm_call_reserve_usd)
+
+    def settle_llm(self, ctx: TurnContext, slot: limits.Reservation, plan: Plan | None,
+                   model: str) -> None:
+        """The call's real cost replaces its estimate; no plan (the call failed): given back."""
+        with db_session(self.engine) as db:
+            if plan is None:
+                limits.release(db, slot)
+            else:
+                limits.settle_llm(db, slot, turn_id=ctx.turn_id, user_id=ctx.user_id,
+                                  model=model, cost_usd=plan.cost_usd)
 
     def redact(self, value: Any) -> tuple[Any, list[str]]:
         return self.scanner.redact(value)

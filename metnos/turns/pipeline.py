@@ -38,22 +38,34 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
     outcomes: list[StepOutcome] = []
     for step in the_plan.steps:
         checked = await asyncio.to_thread(service.check, ctx, step)
-        if checked.outcome is None and checked.approval is not None:
-            await service.await_owner(ctx, checked, outcomes)
-            answer = await wait_fn(service, ctx, checked)
-            checked.outcome = await asyncio.to_thread(gate.resolve, service, ctx, checked,
-                                                      answer, via)
-            await service.resume_after_owner(ctx)
-        if checked.outcome is not None:  # refused by the policy, denied or expired
-            service.step_event(ctx, checked, "refused", checked.outcome)
-            outcomes.append(checked.outcome)
-            continue
-        service.step_event(ctx, checked, "started")
-        outcome = await execute_fn(service, ctx, checked)
-        service.step_event(ctx, checked, outcome.status, outcome)  # done, failed or refused
+        try:
+            outcome = await _run_step(service, ctx, checked, outcomes, execute_fn, wait_fn,
+                                      via)
+        finally:
+            if checked.run_slot is not None:  # it never started: its reserved run goes back
+                await asyncio.to_thread(service.guard.release_run, checked)
         outcomes.append(outcome)
     started = time.perf_counter()
     reply = compose(outcomes, the_plan.text, ctx.lang)
     ctx.mark("compose", started)
     service.publish(ctx, reply)
     return reply
+
+
+async def _run_step(service: TurnService, ctx: TurnContext, checked: CheckedStep,
+                    outcomes: list[StepOutcome], execute_fn: ExecuteFn, wait_fn: AwaitFn,
+                    via: str) -> StepOutcome:
+    """One checked step: the owner's decision when it asks, then the run (or its refusal)."""
+    if checked.outcome is None and checked.approval is not None:
+        await service.await_owner(ctx, checked, outcomes)
+        answer = await wait_fn(service, ctx, checked)
+        checked.outcome = await asyncio.to_thread(gate.resolve, service, ctx, checked,
+                                                  answer, via)
+        await service.resume_after_owner(ctx)
+    if checked.outcome is not None:  # refused by the policy, denied or expired
+        service.step_event(ctx, checked, "refused", checked.outcome)
+        return checked.outcome
+    service.step_event(ctx, checked, "started")
+    outcome = await execute_fn(service, ctx, checked)
+    service.step_event(ctx, checked, outcome.status, outcome)  # done, failed or refused
+    return outcome

@@ -32,6 +32,7 @@ from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
 from metnos.policy.decide import Decision
 from metnos.policy.laws import no_undo_record_decision
+from metnos.policy.limits import Reservation
 from metnos.policy.shell import check_command
 from metnos.policy.urls import check_url
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
@@ -207,21 +208,29 @@ class TurnService:
             ctx.tainted = ctx.tainted or bool(ctx.untrusted)
             if self.port is None:
                 return plan_embedded(ctx.text, ctx.lang, self.tools(ctx))
-            capped = await asyncio.to_thread(self.guard.cost)
-            if capped is not None:  # the day's LLM budget is spent: the embedded planner serves
-                await asyncio.to_thread(self.audit_line, ctx, action="llm", decision="deny",
-                                        reason=capped.key, outcome="refused")
+            slot = await asyncio.to_thread(self.guard.reserve_llm)
+            if isinstance(slot, Decision):  # the day's LLM budget is spent: the embedded
+                await asyncio.to_thread(self.audit_line, ctx, action="llm",  # planner serves
+                                        decision="deny", reason=slot.key, outcome="refused")
                 plan = plan_embedded(ctx.text, ctx.lang, self.tools(ctx))
-                return replace(plan, text=capped.message(ctx.lang))
-            context = await asyncio.to_thread(prompt_context, self.settings.workspace)
-            plan = await plan_with_llm(self.port, ctx.text, ctx.lang, self.tools(ctx),
-                                       workspace_context=context, untrusted=ctx.untrusted,
-                                       intents=self.settings.i18n)
-            await asyncio.to_thread(self.guard.record_cost, ctx, plan,
-                                    self.port.resolve("fast") or "")
-            return plan
+                return replace(plan, text=slot.message(ctx.lang))
+            return await self._plan_llm(ctx, self.port, slot)
         finally:
             ctx.mark("plan", started)
+
+    async def _plan_llm(self, ctx: TurnContext, port: LLMPort, slot: Reservation) -> Plan:
+        """The planner call on its reserved budget, settled to its real cost (or given back
+        when the call fails)."""
+        plan: Plan | None = None
+        try:
+            context = await asyncio.to_thread(prompt_context, self.settings.workspace)
+            plan = await plan_with_llm(port, ctx.text, ctx.lang, self.tools(ctx),
+                                       workspace_context=context, untrusted=ctx.untrusted,
+                                       intents=self.settings.i18n)
+            return plan
+        finally:
+            await asyncio.to_thread(self.guard.settle_llm, ctx, slot, plan,
+                                    port.resolve("fast") or "")
 
     # -- policy ---------------------------------------------------------------------------
     def check(self, ctx: TurnContext, step: PlanStep) -> CheckedStep:
@@ -263,9 +272,10 @@ class TurnService:
         if verdict.verdict == "deny":
             return self._refuse(ctx, checked, verdict.key,
                                 {**verdict.vars, "executor": step.executor})
-        limited = self.guard.rate(ctx)
-        if limited is not None:
-            return self._refuse(ctx, checked, limited.key, limited.vars)
+        slot = self.guard.reserve_run(ctx)  # held until the run starts, else given back
+        if isinstance(slot, Decision):
+            return self._refuse(ctx, checked, slot.key, slot.vars)
+        checked.run_slot = slot
         verdict = self._artifact_language(ctx, checked, manifest, args, verdict)
         checked.request = SandboxRequest(
             exec_dir=spec.folder, entry=manifest.entry, profile=manifest.sandbox,
@@ -304,6 +314,7 @@ class TurnService:
 
     def _refuse(self, ctx: TurnContext, checked: CheckedStep, key: str, vars: dict[str, Any],
                 *, decision: str = "deny") -> CheckedStep:
+        self.guard.release_run(checked)  # a refused step never runs: its run goes back
         rec = self.audit_line(ctx, action=checked.step.executor, decision=decision, reason=key,
                           outcome="refused", args_digest=checked.args_digest)
         checked.outcome = StepOutcome(checked.step.executor, "refused", key=key, vars=vars,
@@ -347,7 +358,7 @@ class TurnService:
             # tied to the turn, so that a restart after a crash can name it for an undo
             recovery.link_record(self.engine, action_id=checked.action_id,
                                  turn_id=ctx.turn_id, executor=spec.name, signed=signed)
-        self.guard.record_action(ctx, spec.name)
+        self.guard.record_action(ctx, checked)
         return None
 
     def _code_unchanged(self, spec: ExecutorSpec) -> bool:

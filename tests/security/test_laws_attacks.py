@@ -21,8 +21,9 @@ from sqlmodel import Session
 
 import metnos.policy.usage_models as usage_models  # noqa: F401 - before create_tables runs
 from metnos.llm.planner import planner_messages
+from metnos.policy.decide import Decision
 from metnos.policy.laws import REDACTED, check_laws
-from metnos.policy.limits import check_cost, check_rate, record_action, record_llm_cost
+from metnos.policy.limits import Reservation, reserve_llm, reserve_run, settle_llm
 from metnos.policy.untrusted import wrap_untrusted
 from tests.llm.tools_fixture import tools_en
 from tests.policy.secrets_fixture import Instance, make_instance
@@ -144,14 +145,16 @@ def test_untrusted_piece_never_reaches_the_system_prompt() -> None:
 
 def test_rate_limit_exceeded_is_denied(db_session: Session) -> None:
     for i in range(5):
-        record_action(db_session, user_id="mallory", executor="web_fetch", turn_id="t",
-                      now=NOW - timedelta(minutes=i))
-    decision = check_rate(db_session, user_id="mallory", limit_per_hour=5, now=NOW)
-    assert decision is not None and decision.key == "ERR_POLICY_RATE_LIMIT"
+        assert isinstance(reserve_run(db_session, user_id="mallory", limit_per_hour=5,
+                                      now=NOW + timedelta(minutes=i)), Reservation)
+    decision = reserve_run(db_session, user_id="mallory", limit_per_hour=5, now=NOW)
+    assert isinstance(decision, Decision) and decision.key == "ERR_POLICY_RATE_LIMIT"
 
 
 def test_cost_cap_reached_is_denied(db_session: Session) -> None:
-    record_llm_cost(db_session, turn_id="t", user_id="mallory", model="openai/big",
-                    cost_usd=2.0, now=NOW)
-    decision = check_cost(db_session, cap_usd_per_day=2.0, now=NOW)
-    assert decision is not None and decision.key == "ERR_POLICY_COST_CAP"
+    slot = reserve_llm(db_session, cap_usd_per_day=2.0, estimate_usd=0.05, now=NOW)
+    assert isinstance(slot, Reservation)
+    settle_llm(db_session, slot, turn_id="t", user_id="mallory", model="openai/big",
+               cost_usd=2.0, now=NOW)
+    decision = reserve_llm(db_session, cap_usd_per_day=2.0, estimate_usd=0.0, now=NOW)
+    assert isinstance(decision, Decision) and decision.key == "ERR_POLICY_COST_CAP"
