@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import base64
 import json
+import os
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,8 +27,6 @@ from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from tests.support.serve_process import ServedInstance, served_instance
-
-pytestmark = pytest.mark.attack
 
 EVIL = "http://evil.example"
 APPROVAL_TIMEOUT_S = 30
@@ -89,6 +89,7 @@ def assert_untouched(inst: ServedInstance, turn: dict[str, Any], name: str) -> N
     assert run_state(inst, turn["flow_run_id"]) == "PAUSED"
 
 
+@pytest.mark.attack
 def test_foreign_origin_preflight_is_refused(instance: ServedInstance) -> None:
     resp = httpx.options(f"{instance.prefect}/api/flow_runs/filter", headers={
         "Origin": EVIL, "Access-Control-Request-Method": "POST",
@@ -101,6 +102,7 @@ def test_foreign_origin_preflight_is_refused(instance: ServedInstance) -> None:
     assert own.headers.get("access-control-allow-origin") == instance.prefect
 
 
+@pytest.mark.attack
 def test_without_credentials_nothing_is_listed_or_resumed(instance: ServedInstance) -> None:
     turn = paused_write(instance, "no-credentials.txt")
     run_id = turn["flow_run_id"]
@@ -120,6 +122,7 @@ def test_without_credentials_nothing_is_listed_or_resumed(instance: ServedInstan
     assert_untouched(instance, turn, "no-credentials.txt")
 
 
+@pytest.mark.attack
 def test_a_simple_cross_site_post_is_refused(instance: ServedInstance) -> None:
     """What a form or `fetch(..., {mode: "no-cors"})` on a foreign page can send: no
     preflight, text/plain, no custom header."""
@@ -130,6 +133,7 @@ def test_a_simple_cross_site_post_is_refused(instance: ServedInstance) -> None:
     assert_untouched(instance, turn, "simple-post.txt")
 
 
+@pytest.mark.attack
 def test_a_wrong_credential_is_refused(instance: ServedInstance) -> None:
     turn = paused_write(instance, "wrong-credential.txt")
     user, _, password = instance.prefect_credential().partition(":")
@@ -142,6 +146,7 @@ def test_a_wrong_credential_is_refused(instance: ServedInstance) -> None:
     assert_untouched(instance, turn, "wrong-credential.txt")
 
 
+@pytest.mark.attack
 def test_the_credential_without_the_csrf_token_cannot_resume(instance: ServedInstance) -> None:
     turn = paused_write(instance, "no-csrf.txt")
     credential = instance.prefect_credential()
@@ -155,6 +160,7 @@ def test_the_credential_without_the_csrf_token_cannot_resume(instance: ServedIns
     assert_untouched(instance, turn, "no-csrf.txt")
 
 
+@pytest.mark.attack
 def test_the_events_websocket_needs_the_credential(instance: ServedInstance) -> None:
     url = instance.prefect.replace("http://", "ws://") + "/api/events/out"
     with pytest.raises((InvalidStatus, ConnectionClosed)), connect(
@@ -185,6 +191,7 @@ def test_the_owner_approves_through_prefect_with_the_credential(
     assert ("approval", "prefect-ui", "approved") in lines
 
 
+@pytest.mark.attack
 def test_a_resume_for_a_changed_file_runs_nothing(instance: ServedInstance) -> None:
     turn = paused_write(instance, "changed.txt")
     target = instance.home / "workspace" / "changed.txt"
@@ -200,6 +207,7 @@ def test_a_resume_for_a_changed_file_runs_nothing(instance: ServedInstance) -> N
     assert ("fs_write", "metnos", "refused") in [(a, "metnos", o) for a, _, o in lines]
 
 
+@pytest.mark.attack
 def test_a_resume_after_expiry_runs_nothing(instance: ServedInstance) -> None:
     turn = paused_write(instance, "expired.txt")
     approval_id = turn["approvals"][0]["approval_id"]
@@ -214,6 +222,44 @@ def test_a_resume_after_expiry_runs_nothing(instance: ServedInstance) -> None:
     assert final["approvals"][0]["status"] == "expired"
     assert not (instance.home / "workspace" / "expired.txt").exists()
     assert any(outcome == "expired" for _, _, outcome in approval_lines(instance, approval_id))
+
+
+def test_the_owner_approves_in_the_prefect_ui(instance: ServedInstance) -> None:
+    """The Prefect UI, in headless Chromium: it asks for the credential (nothing is shown
+    before), then its Resume form approves the paused turn and the file is written."""
+    from playwright.sync_api import expect, sync_playwright
+
+    from tests.webchat.conftest import FLAGS, ensure_chromium
+
+    chromium = ensure_chromium()
+    if chromium is None:
+        assert not os.environ.get("CI"), "headless Chromium is missing in CI"
+        pytest.skip("headless Chromium is missing")
+    turn = paused_write(instance, "from-the-ui.txt")
+    target = instance.home / "workspace" / "from-the-ui.txt"
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=FLAGS)
+        page = browser.new_page()
+        page.goto(instance.prefect + "/")
+        expect(page).to_have_url(re.compile(r"/login"), timeout=30_000)
+        page.locator("input").first.fill(instance.prefect_credential())
+        page.keyboard.press("Enter")
+        expect(page).not_to_have_url(re.compile(r"/login"), timeout=30_000)
+        page.goto(f"{instance.prefect}/runs/flow-run/{turn['flow_run_id']}")
+        page.get_by_role("button", name="Resume").click()
+        card = page.locator(".p-modal__card")
+        expect(card).to_contain_text("fs_write", timeout=30_000)  # the exact action is shown
+        card.locator(".p-select-button__control").first.click()
+        page.keyboard.press("ArrowDown")
+        page.get_by_role("option", name="approve").click()
+        card.locator("textarea").first.fill("ok from the Prefect UI")
+        card.get_by_role("button", name="Submit").click()
+        final = wait_turn(instance, turn["turn_id"])
+        browser.close()
+    assert final["status"] == "completed", final
+    assert target.read_text() == "milk, bread"
+    assert ("approval", "prefect-ui", "approved") in approval_lines(
+        instance, turn["approvals"][0]["approval_id"])
 
 
 def wait_turn(inst: ServedInstance, turn_id: str, timeout_s: float = 60) -> dict[str, Any]:
