@@ -34,3 +34,4 @@ def login(as_json: JsonFlag = False) -> None:
         return
     typer.echo(i18n.get("MSG_WEB_LOGIN_LINK", count=math.ceil(link.ttl_s / 60)))
     typer.echo(link.url)
+    typer.echo(i18n.get("MSG_WEB_LOGIN_PREFECT_HINT"))

@@ -8,7 +8,7 @@ import sys
 import typer
 
 from metnos import i18n
-from metnos.cli import approvals, audit, chat, executors, login, pair, undo
+from metnos.cli import approvals, audit, chat, executors, login, pair, ui, undo
 from metnos.cli._common import exit_with
 from metnos.errors import MetnosError
 from metnos.settings import get_settings
@@ -22,6 +22,7 @@ app.add_typer(pair.app, name="pair")
 app.command(name="chat", help=i18n.get("CLI_CHAT_HELP"))(chat.chat)
 app.command(name="undo", help=i18n.get("CLI_UNDO_HELP"))(undo.undo)
 app.command(name="login", help=i18n.get("CLI_LOGIN_HELP"))(login.login)
+app.command(name="ui", help=i18n.get("CLI_UI_HELP"))(ui.ui)
 
 
 @app.command(help=i18n.get("CLI_INIT_HELP"))

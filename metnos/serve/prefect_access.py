@@ -62,6 +62,14 @@ def server_environment(*, auth_string: str, port: int) -> dict[str, str]:
     }
 
 
+def ui_url(settings: Settings, environ: Mapping[str, str] = os.environ) -> str:
+    """Where the Prefect UI is: Metnos's own server, or the one `PREFECT_API_URL` names."""
+    external = environ.get("PREFECT_API_URL")
+    if external:
+        return external.rstrip("/").removesuffix("/api")
+    return f"http://127.0.0.1:{settings.prefect.port}"
+
+
 def client_environment(settings: Settings,
                        environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     """The variables a Metnos process needs to talk to the Prefect API.

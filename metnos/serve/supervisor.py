@@ -24,7 +24,7 @@ from metnos.db.embedded import EmbeddedPostgres
 from metnos.db.engine import embedded_postgres, prefect_database_url, uses_embedded
 from metnos.errors import MetnosError
 from metnos.home import ensure_prefect_credential
-from metnos.serve.prefect_access import client_environment, read_credential
+from metnos.serve.prefect_access import client_environment, read_credential, ui_url
 from metnos.serve.processes import Service, base_environment, ensure_port_free, prefect_server
 from metnos.settings import Settings
 
@@ -62,9 +62,7 @@ class Supervisor:
                                     auth_string=read_credential(s) or "")
             self._launch(server, s.prefect.startup_timeout_s)
             env["PREFECT_API_URL"] = f"http://127.0.0.1:{s.prefect.port}/api"
-            urls["prefect_ui"] = f"http://127.0.0.1:{s.prefect.port}"
-        else:
-            urls["prefect_ui"] = os.environ["PREFECT_API_URL"].removesuffix("/api")
+        urls["prefect_ui"] = ui_url(s)
         env.setdefault("PREFECT_HOME", str(s.prefect_home))
         env.update(client_environment(s))  # gateway and runner talk to Prefect with it
         gateway = Service("gateway", [sys.executable, "-m", "flows.gateway"], env,

@@ -1,0 +1,40 @@
+"""`metnos ui`: how to open the Prefect UI, and where its credential is (issue 10).
+
+The Prefect UI shows every turn as a flow run and is one of the places where the owner
+approves a paused action, so it is locked (`metnos.serve.prefect_access`): it asks for a
+password, the whole content of `secrets/prefect.auth`. This prints the address and the path
+of that file, never the secret itself.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Annotated
+
+import typer
+
+from metnos import i18n
+from metnos.cli._common import settings_or_exit
+from metnos.errors import MetnosError
+from metnos.serve.prefect_access import CREDENTIAL_USER, credential_path, ui_url
+
+JsonFlag = Annotated[bool, typer.Option("--json", help=i18n.get("CLI_JSON_HELP"))]
+
+
+def ui(as_json: JsonFlag = False) -> None:
+    settings = settings_or_exit()
+    url = ui_url(settings)
+    external = bool(os.environ.get("PREFECT_API_URL"))
+    path = credential_path(settings)
+    if not external and not path.is_file():
+        typer.echo(MetnosError("ERR_PREFECT_CREDENTIAL_MISSING", path=str(path)).message(),
+                   err=True)
+        raise typer.Exit(1)
+    if as_json:
+        typer.echo(json.dumps({"url": url, "external": external,
+                               "credential_file": None if external else str(path),
+                               "user": None if external else CREDENTIAL_USER}))
+        return
+    key = "MSG_PREFECT_UI_EXTERNAL" if external else "MSG_PREFECT_UI"
+    typer.echo(i18n.get(key, url=url, path=str(path)))
