@@ -9,21 +9,25 @@ database row decides in the end (`metnos.turns.gate.resolve`), whichever surface
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any, Literal, cast
 from uuid import UUID
 
+import httpx
 from prefect import get_client
-from prefect.exceptions import FlowPauseTimeout, NotPausedError
+from prefect.exceptions import FlowPauseTimeout, NotPausedError, PrefectHTTPStatusError
 from prefect.flow_runs import apause_flow_run, aresume_flow_run
 from prefect.input import RunInput
 from prefect.states import Running
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from metnos.turns import gate
 from metnos.turns.service import CheckedStep, TurnContext, TurnService
 
 # how often a paused run checks whether it was resumed (s); Prefect's default is 10
 PAUSE_POLL_S = 0.5
-RESUME_RETRY_S = 10.0
+RESUME_RETRY_S = 10.0  # how long a failing resume is retried before the owner is told
+log = logging.getLogger(__name__)
 
 
 class ApprovalInput(RunInput):
@@ -36,16 +40,47 @@ class ApprovalInput(RunInput):
 async def resume_approval(flow_run_id: str, run_input: dict[str, Any]) -> None:
     """Resume a paused turn with the owner's decision (what the UI's Resume button does).
 
-    A decision can arrive between the turn's answer "awaiting approval" and the moment its
-    run is actually paused: then the run is still Running, and the resume is retried briefly.
+    Retried (tenacity) for up to RESUME_RETRY_S while the failure may pass: the run is still
+    Running (a decision can arrive between the turn's answer "awaiting approval" and the
+    moment its run is actually paused), the API is unreachable or answers 5xx/429. A run that
+    is finished, unknown or past its pause timeout fails at once. The last error is raised:
+    the caller tells the owner (`metnos.gateway.routes.approvals`).
     """
-    for _ in range(int(RESUME_RETRY_S / 0.1)):
-        try:
-            await aresume_flow_run(UUID(flow_run_id), run_input=run_input)
-            return
-        except NotPausedError:
-            await asyncio.sleep(0.1)
-    await aresume_flow_run(UUID(flow_run_id), run_input=run_input)
+    retrying = AsyncRetrying(
+        retry=retry_if_exception(_may_pass), stop=stop_after_delay(RESUME_RETRY_S),
+        wait=wait_exponential_jitter(initial=0.1, max=1.0), reraise=True,
+        before_sleep=lambda state: log.warning(
+            "approval.resume_retry flow_run_id=%s attempt=%d: %r", flow_run_id,
+            state.attempt_number, state.outcome.exception() if state.outcome else None))
+    async for attempt in retrying:
+        with attempt:
+            await _resume_once(UUID(flow_run_id), run_input)
+
+
+class RunFinished(NotPausedError):
+    """The run is over (completed, failed, cancelled...): it will never pause again."""
+
+
+async def _resume_once(run_id: UUID, run_input: dict[str, Any]) -> None:
+    try:
+        await aresume_flow_run(run_id, run_input=run_input)
+    except NotPausedError as exc:
+        async with get_client() as client:
+            state = (await client.read_flow_run(run_id)).state
+        if state is not None and state.is_final():
+            raise RunFinished(f"flow run {run_id} is {state.type.value}") from exc
+        raise
+
+
+def _may_pass(exc: BaseException) -> bool:
+    """Whether a resume that failed with `exc` may work if tried again soon."""
+    if isinstance(exc, RunFinished):
+        return False
+    if isinstance(exc, NotPausedError | httpx.TransportError):
+        return True
+    if isinstance(exc, PrefectHTTPStatusError):
+        return exc.response.status_code >= 500 or exc.response.status_code == 429
+    return False
 
 
 async def wait_for_owner(service: TurnService, ctx: TurnContext,

@@ -2,7 +2,8 @@
 
 A decision is recorded in the database first (single-use, bound to the user and, when the
 caller names one, the conversation; refused after its expiry), then the paused turn is
-resumed. Every decision and every refusal leaves exactly one audit line.
+resumed. Every decision and every refusal leaves exactly one audit line; a resume that fails
+after its retries leaves one more and answers 502 with the approval's state.
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ router = APIRouter(prefix="/api/approvals", tags=["approvals"])
 # resumes a paused turn flow: (flow_run_id, run input); `metnos.gateway.app.Resumer`
 Resumer = Callable[[str, dict[str, Any]], Awaitable[None]]
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorPublic} for code in (401, 403, 404, 409, 410, 422)}
+    code: {"model": ErrorPublic} for code in (401, 403, 404, 409, 410, 422, 502)}
+RESUME_FAILED = "ERR_APPROVAL_RESUME_FAILED"
 
 
 class DecisionBody(BaseModel):
@@ -79,17 +81,28 @@ async def decide_and_resume(service: TurnService, resumer: Resumer | None, appro
                             via: str = "api") -> tuple[approvals.Approval, bool]:
     """Record `user_id`'s decision (one audit line, ApprovalError when refused), then resume
     the paused turn flow through `resumer` (None: the plain path polls the row). Every
-    surface that decides an approval (the API, Telegram's buttons) goes through here."""
+    surface that decides an approval (the API, Telegram's buttons) goes through here.
+
+    The resumer retries what may pass (flows/approval.py); when the resume still fails, the
+    decision stays recorded and the caller gets ApprovalError(ERR_APPROVAL_RESUME_FAILED,
+    502) naming the approval's state, with one more audit line: never a silent success."""
     row = await asyncio.to_thread(_decide, service, approval_id, decision, user_id,
                                   session_id, reason, channel, via)
-    resumed = False
-    if resumer is not None and row.flow_run_id:
-        try:
-            await resumer(row.flow_run_id, {"decision": decision, "reason": reason})
-            resumed = True
-        except Exception as exc:  # the flow timed out or is gone: the row already says it
-            log.warning("approval.resume_failed id=%s: %s", row.id, exc)
-    return row, resumed
+    if resumer is None or not row.flow_run_id:
+        return row, False
+    try:
+        await resumer(row.flow_run_id, {"decision": decision, "reason": reason})
+    except Exception as exc:  # the resumer's last error, whatever Prefect raised: told below
+        log.error("approval.resume_failed id=%s flow_run_id=%s", row.id, row.flow_run_id,
+                  exc_info=exc)
+        await asyncio.to_thread(
+            service.audit.append, sender=user_id, channel=channel, action="approval",
+            approval_id=row.id, session_id=row.session_id, turn_id=row.turn_id,
+            decision="error", reason=RESUME_FAILED, outcome=row.status)
+        detail = f"{type(exc).__name__}: {exc}"[:200]
+        raise ApprovalError(RESUME_FAILED, 502, approval_id=row.id, status=row.status,
+                            detail=detail) from exc
+    return row, True
 
 
 def _decide(service: TurnService, approval_id: str, decision: str, user_id: str,
