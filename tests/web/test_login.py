@@ -303,8 +303,9 @@ def test_cli_prints_a_link_that_is_stored_as_a_digest(make_home: MakeHome) -> No
     home = make_home(lang="en")
     result = runner.invoke(cli, [])
     assert result.exit_code == 0, result.output
-    first, url = result.stdout.strip().splitlines()
+    first, url, hint = result.stdout.strip().splitlines()
     assert first == "Open this link in your browser within 10 minutes; it works only once:"
+    assert hint.endswith("asks for its own password: metnos ui")
     match = re.fullmatch(r"http://127\.0\.0\.1:(\d+)/login\?token=([A-Za-z0-9_-]{43})", url)
     assert match and int(match.group(1)) == home.settings.gateway.port
     data = json.loads(runner.invoke(cli, ["--json"]).stdout)
