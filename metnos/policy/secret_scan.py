@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
+from metnos.serve.prefect_access import read_credential
 from metnos.settings import Settings
 
 MIN_SECRET_CHARS = 8
@@ -78,6 +79,9 @@ class SecretScanner:
             found.append(("llm_api_key", settings.llm.api_key.get_secret_value()))
         if settings.telegram.bot_token is not None:  # it may live in metnos.toml
             found.append(("telegram_bot_token", settings.telegram.bot_token.get_secret_value()))
+        credential = read_credential(settings)  # `user:password`: the password alone too
+        if credential and ":" in credential:
+            found.append(("prefect_auth", credential.split(":", 1)[1]))
         found.extend(_env_secrets(environ))
         found.extend(_file_secrets(settings.secrets_dir, "secrets", private_only=False))
         found.extend(_file_secrets(settings.keys_dir, "keys", private_only=True))

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from metnos import keys
 from metnos.policy.laws import SecretScanner
+from metnos.serve.prefect_access import new_credential
 from metnos.settings import LLMSettings, Settings
 
 
@@ -35,6 +36,7 @@ def make_instance(root: Path) -> Instance:
     settings.owner_token_path.write_text(owner_token + "\n")
     pg_password = secrets.token_urlsafe(24)
     (settings.secrets_dir / "pg.password").write_text(pg_password)
+    (settings.secrets_dir / "prefect.auth").write_text(new_credential() + "\n")
     for purpose in ("executors", "audit"):
         keys.ensure_keypair(settings.keys_dir, purpose)
     env = {

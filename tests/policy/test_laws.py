@@ -28,6 +28,7 @@ def inst(tmp_path: Path) -> Instance:
 def test_every_kind_of_secret_is_known_by_name(inst: Instance) -> None:
     pem = inst.private_key_pem()
     body = pem.splitlines()[1]
+    prefect = (inst.settings.secrets_dir / "prefect.auth").read_text().strip()
     cases = {
         inst.owner_token: {"owner_token", "secrets/owner.token"},
         inst.api_key: {"llm_api_key"},
@@ -36,6 +37,8 @@ def test_every_kind_of_secret_is_known_by_name(inst: Instance) -> None:
         inst.env["AWS_SECRET"]: {"env:AWS_SECRET"},
         inst.pg_password: {"secrets/pg.password"},
         body: {"keys/executors.key"},
+        prefect: {"secrets/prefect.auth", "prefect_auth"},
+        prefect.split(":", 1)[1]: {"prefect_auth"},  # the password without its user
     }
     for value, names in cases.items():
         assert set(inst.scanner.find({"text": f"see: {value} ."})) == names, names
