@@ -19,6 +19,7 @@ from typing import Any
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from metnos import i18n
@@ -36,6 +37,7 @@ from metnos.gateway.routes import (
     undo,
     web,
 )
+from metnos.gateway.schemas import COMMON_ERRORS
 from metnos.gateway.security import HostGuard
 from metnos.i18n import intents, lint
 from metnos.i18n.instance import open_instance_store
@@ -94,7 +96,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
             store.close()
 
     app = FastAPI(title="Metnos", version="0.1.0", lifespan=lifespan,
-                  docs_url=None, redoc_url=None)
+                  docs_url=None, redoc_url=None, responses=COMMON_ERRORS)
     app.state.runner = runner or plain_runner
     app.state.resumer = resumer  # None: a turn waits by polling the database (plain path)
 
@@ -162,6 +164,14 @@ def _install_error_handlers(app: FastAPI) -> None:
         message = i18n.get("ERR_INTERNAL_UNEXPECTED", request_lang(request))
         return JSONResponse({"error": {"key": "ERR_INTERNAL_UNEXPECTED", "message": message}},
                             status_code=500)
+
+    @app.exception_handler(DataError)
+    async def unstorable(request: Request, exc: DataError) -> JSONResponse:
+        """A value the database cannot hold (a NUL character in a text): the caller's error."""
+        log.warning("gateway.unstorable path=%s detail=%s", request.url.path, exc.orig)
+        message = i18n.get("ERR_REQUEST_UNSTORABLE", request_lang(request))
+        return JSONResponse({"error": {"key": "ERR_REQUEST_UNSTORABLE", "message": message}},
+                            status_code=422)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:

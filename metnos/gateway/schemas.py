@@ -43,6 +43,16 @@ class ErrorPublic(BaseModel):
     error: ErrorBody
 
 
+def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI `responses` for these error statuses: each answers the JSON error body."""
+    return {code: {"model": ErrorPublic} for code in codes}
+
+
+# what any route may answer besides its own errors: an unreadable body (400), the HostGuard's
+# refusals (403 host or origin, 411 no length, 413 too large), invalid parameters (422)
+COMMON_ERRORS = error_responses(400, 403, 411, 413, 422)
+
+
 class HealthPublic(BaseModel):
     status: Literal["ok"]
     version: str

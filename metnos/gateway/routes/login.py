@@ -36,6 +36,7 @@ from metnos.gateway.deps import (
     OwnerDep,
     ServiceDep,
 )
+from metnos.gateway.schemas import error_responses
 from metnos.turns.service import TurnService
 from metnos.web import pages
 from metnos.web import service as web
@@ -79,7 +80,7 @@ def _redeem(service: TurnService, token: str, client: str,
     return result
 
 
-@router.post("/api/logout")
+@router.post("/api/logout", responses=error_responses(401))
 def logout(request: Request, service: ServiceDep, owner: OwnerDep, lang: LangDep) -> Response:
     """End this browser's web session (the row is revoked, the cookie cleared)."""
     with db_session(service.engine) as db:

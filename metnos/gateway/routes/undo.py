@@ -9,6 +9,7 @@ from fastapi import APIRouter, HTTPException
 
 from metnos import i18n, keys
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
+from metnos.gateway.schemas import error_responses
 from metnos.undo import UndoError, undo
 
 router = APIRouter(prefix="/api/actions", tags=["undo"])
@@ -17,7 +18,7 @@ _STATUS = {"ERR_UNDO_NOT_FOUND": 404, "ERR_UNDO_ALREADY_DONE": 409,
            "ERR_UNDO_MANIFEST_INVALID": 422, "ERR_UNDO_NOTHING_RECORDED": 422}
 
 
-@router.post("/{action_id}/undo")
+@router.post("/{action_id}/undo", responses=error_responses(401, 404, 409))
 async def undo_action(action_id: str, service: ServiceDep, owner: OwnerDep,
                       lang: LangDep) -> dict[str, Any]:
     """The undo's report: `outcome` is `done`, or `failed` with the paths that were not."""

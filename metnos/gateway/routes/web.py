@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from metnos import i18n
 from metnos.gateway.deps import SESSION_COOKIE, OwnerDep, ServiceDep, authenticate
+from metnos.gateway.schemas import error_responses
 from metnos.i18n.tags import match_language
 from metnos.settings import Settings
 from metnos.turns.language import ui_locale
@@ -77,7 +78,7 @@ async def static_file(name: str, owner: OwnerDep) -> Response:
                     headers={"Cache-Control": "no-cache", "X-Content-Type-Options": "nosniff"})
 
 
-@router.post("/api/ui-locale")
+@router.post("/api/ui-locale", responses=error_responses(401))
 async def set_ui_locale(body: LocaleChange, request: Request, response: Response,
                         service: ServiceDep, owner: OwnerDep) -> dict[str, str]:
     """The chrome's language for this browser; sessions keep their own language."""
