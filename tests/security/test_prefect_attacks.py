@@ -262,6 +262,35 @@ def test_the_owner_approves_in_the_prefect_ui(instance: ServedInstance) -> None:
         instance, turn["approvals"][0]["approval_id"])
 
 
+def test_the_served_deployments_run_behind_the_lock(instance: ServedInstance) -> None:
+    """The runner of `metnos serve` registered its deployments and runs them, CSRF and all."""
+    headers = csrf_headers(instance, instance.prefect_credential())
+    deadline = time.monotonic() + 90  # the runner registers them shortly after start-up
+    while True:
+        found = httpx.post(f"{instance.prefect}/api/deployments/filter", headers=headers,
+                           json={"deployments": {"name": {"any_": ["nightly"]}}})
+        assert found.status_code == 200, found.text
+        if len(found.json()) >= 2 or time.monotonic() > deadline:
+            break
+        time.sleep(1)
+    names = {d["name"] for d in found.json()}
+    assert names == {"nightly"} and len(found.json()) == 2
+    flows = {f["id"]: f["name"] for f in httpx.post(
+        f"{instance.prefect}/api/flows/filter", headers=headers, json={}).json()}
+    audit_check = next(d for d in found.json() if flows[d["flow_id"]] == "audit-check")
+    run = httpx.post(f"{instance.prefect}/api/deployments/{audit_check['id']}/create_flow_run",
+                     headers=headers, json={})
+    assert run.status_code == 201, run.text
+    deadline = time.monotonic() + 120
+    state = ""
+    while time.monotonic() < deadline:
+        state = run_state(instance, run.json()["id"])
+        if state in ("COMPLETED", "FAILED", "CRASHED", "CANCELLED"):
+            break
+        time.sleep(1)
+    assert state == "COMPLETED"
+
+
 def wait_turn(inst: ServedInstance, turn_id: str, timeout_s: float = 60) -> dict[str, Any]:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
