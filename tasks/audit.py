@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import asdict
 
 from prefect import task
@@ -13,4 +14,6 @@ from metnos.settings import get_settings
 
 @task(name="verify-audit", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=5)
 async def verify_audit_task() -> dict[str, object]:
-    return asdict(verify_instance(get_settings()))
+    # reading and hashing the whole log is blocking work: off the event loop (it may be the
+    # gateway's or the runner's, serving other flows meanwhile)
+    return asdict(await asyncio.to_thread(verify_instance, get_settings()))

@@ -11,12 +11,13 @@ dedicated unprivileged uid would make the workspace (owned by the gateway's user
 How: every sandbox has its own pid namespace, whose init is bwrap's child. `watch` finds it
 (`/proc/<bwrap>/task/<bwrap>/children`, checked by `NSpid` ending in 1 and its parent), opens
 the sandbox's own procfs through `/proc/<init>/root/proc` (which lists exactly the namespace's
-processes) and a pidfd on init, then every `POLL_S` counts the tasks (threads included, init
-included, as RLIMIT_NPROC does) and sums their resident memory. Over `max_processes` tasks, or
-over `memory_mb` of resident memory in total (file-backed pages shared by several processes are
-counted once per process: conservative), it SIGKILLs init's process group, which holds the
-executor and its children, then init itself through the pidfd: the kernel then kills every
-process of the namespace and allocates no new pid in it, so no fork can outrun the kill.
+processes) and a pidfd on init, then, in a thread of its own, every `POLL_S` counts the tasks
+(threads included, init included, as RLIMIT_NPROC does) and sums their resident memory. Over
+`max_processes` tasks, or over `memory_mb` of resident memory in total (file-backed pages
+shared by several processes are counted once per process: conservative), it SIGKILLs init's
+process group, which holds the executor and its children, then init itself through the pidfd:
+the kernel then kills every process of the namespace and allocates no new pid in it, so no
+fork can outrun the kill.
 
 Residual risk (documented, not hidden):
 - Between two polls a fork bomb keeps forking: the bound is `max_processes` plus whatever it
@@ -25,8 +26,9 @@ Residual risk (documented, not hidden):
   left behind. RLIMIT_NPROC still applies as a hard cap when the gateway is not root.
 - The summed resident memory counts shared file pages once per process and misses tmpfs
   pages (bounded by the /tmp `--size`): the aggregate bound is approximate, in both ways.
-- The polls run on the gateway's event loop: a loop blocked for seconds delays the kill (the
-  timeout and RLIMIT_CPU still end the run).
+- The polls run in a thread of their own (one per running sandbox), not on the gateway's
+  event loop: a blocked loop does not delay a kill. A poll can still wait for the GIL (about
+  5 ms per busy Python thread).
 - It needs pidfds (Linux >= 5.3) and access to `/proc/<init>/root` (root, or the owner of the
   sandbox's user namespace, i.e. the gateway's own uid); if it cannot attach within
   `ATTACH_TIMEOUT_S` it kills the run (fail closed). Verified here as root only.
@@ -41,6 +43,7 @@ import contextlib
 import os
 import select
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -94,22 +97,63 @@ def _alive(pidfd: int) -> bool:
 async def watch(bwrap_pid: int, max_tasks: int, max_rss_bytes: int) -> Breach | None:
     """Watch the sandbox started by `bwrap_pid` until it ends (None) or breaches a bound.
 
-    On a breach the namespace is already killed when this returns. Cancel it to stop watching.
-    Fails closed: a namespace it cannot attach to within `ATTACH_TIMEOUT_S` is killed too.
+    The polls run in a thread of their own, so a busy or blocked event loop never delays a
+    kill. On a breach the namespace is already killed when this returns. Cancel it to stop
+    watching: the thread is stopped and waited for (within one poll) before the cancellation
+    goes on, so nothing is signalled once the caller reaps bwrap. Fails closed: a namespace it
+    cannot attach to within `ATTACH_TIMEOUT_S` is killed too.
     """
-    ns = await _attach(bwrap_pid)
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[Breach | None] = loop.create_future()
+    stop = threading.Event()
+
+    def run() -> None:
+        outcome: Breach | BaseException | None
+        try:
+            outcome = _watch(bwrap_pid, max_tasks, max_rss_bytes, stop)
+        except BaseException as exc:  # handed to the awaiting task, which raises it
+            outcome = exc
+        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+            loop.call_soon_threadsafe(_settle, done, outcome)
+
+    threading.Thread(target=run, name=f"sandbox-watchdog-{bwrap_pid}", daemon=True).start()
+    try:
+        return await asyncio.shield(done)
+    finally:
+        stop.set()
+        if not done.done():
+            await asyncio.wait([done])
+        if not done.cancelled():
+            done.exception()  # retrieved: a cancelled watch has nobody else to raise it to
+
+
+def _settle(done: asyncio.Future[Breach | None], outcome: Breach | BaseException | None) -> None:
+    if done.done():
+        return
+    if isinstance(outcome, BaseException):
+        done.set_exception(outcome)
+    else:
+        done.set_result(outcome)
+
+
+def _watch(bwrap_pid: int, max_tasks: int, max_rss_bytes: int,
+           stop: threading.Event) -> Breach | None:
+    """The watchdog's thread: attach, then poll every POLL_S until the run ends, a bound is
+    breached (kill, then the Breach) or `stop` is set (None)."""
+    ns = _attach(bwrap_pid, stop)
     if not isinstance(ns, _Namespace):
         if ns is not None:
             _kill_bwrap(bwrap_pid)
         return ns
     try:
-        while True:
+        while not stop.is_set():
             breach = _check(ns.proc_fd, max_tasks, max_rss_bytes)
             if breach is not None:
                 ns.kill()
                 _kill_bwrap(bwrap_pid)
                 return breach
-            await asyncio.sleep(POLL_S)
+            stop.wait(POLL_S)
+        return None
     except OSError:
         return None  # the namespace is gone: the run ended
     finally:
@@ -123,10 +167,11 @@ def _kill_bwrap(bwrap_pid: int) -> None:
         os.killpg(bwrap_pid, signal.SIGKILL)
 
 
-async def _attach(bwrap_pid: int) -> _Namespace | Breach | None:
-    """Wait for bwrap's namespace init and open its handles; None if bwrap ends first."""
+def _attach(bwrap_pid: int, stop: threading.Event) -> _Namespace | Breach | None:
+    """Wait for bwrap's namespace init and open its handles; None if bwrap ends (or the
+    watch is stopped) first."""
     deadline = time.monotonic() + ATTACH_TIMEOUT_S
-    while True:
+    while not stop.is_set():
         try:
             children = _read(f"/proc/{bwrap_pid}/task/{bwrap_pid}/children").split()
             if _read(f"/proc/{bwrap_pid}/stat").rsplit(")", 1)[1].split()[0] in ("Z", "X"):
@@ -139,7 +184,8 @@ async def _attach(bwrap_pid: int) -> _Namespace | Breach | None:
                 return ns
         if time.monotonic() > deadline:
             return Breach("ERR_SANDBOX_UNAVAILABLE", {"reason": "process watchdog cannot attach"})
-        await asyncio.sleep(_ATTACH_POLL_S)
+        stop.wait(_ATTACH_POLL_S)
+    return None
 
 
 def _open_namespace(bwrap_pid: int, pid: int) -> _Namespace | None:

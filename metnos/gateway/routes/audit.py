@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import json
 from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 
 from metnos.gateway.deps import OwnerDep, ServiceDep
+from metnos.turns.service import TurnService
 
 router = APIRouter(prefix="/api/audit", tags=["audit"])
 
@@ -14,13 +17,21 @@ router = APIRouter(prefix="/api/audit", tags=["audit"])
 SCAN_LINES = 5000  # how far back a per-session view looks
 
 
-@router.get("")
+@router.get("", response_model=list[dict[str, Any]])
 async def audit_tail(service: ServiceDep, owner: OwnerDep,
-                     limit: int = Query(50, ge=1, le=1000),
-                     session_id: str | None = Query(None, max_length=64)) -> list[dict[str, Any]]:
+                     limit: int = Query(50, ge=1, le=SCAN_LINES),
+                     session_id: str | None = Query(None, max_length=64)) -> Response:
     """The latest lines; with `session_id`, the latest lines of that conversation (the web
-    chat's activity log), looking back at most SCAN_LINES lines."""
+    chat's activity log), looking back at most SCAN_LINES lines. Read, parsed and encoded
+    in a worker thread: a large log never stalls the event loop (other turns' streams)."""
+    body = await asyncio.to_thread(_tail_json, service, limit, session_id)
+    return Response(body, media_type="application/json")
+
+
+def _tail_json(service: TurnService, limit: int, session_id: str | None) -> bytes:
     if session_id is None:
-        return service.audit.tail(limit)
-    lines = [ln for ln in service.audit.tail(SCAN_LINES) if ln.get("session_id") == session_id]
-    return lines[-limit:]
+        lines = service.audit.tail(limit)
+    else:
+        lines = [ln for ln in service.audit.tail(SCAN_LINES)
+                 if ln.get("session_id") == session_id][-limit:]
+    return json.dumps(lines, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

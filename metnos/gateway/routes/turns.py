@@ -80,11 +80,19 @@ async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
 async def read_turn(turn_id: str, request: Request, service: ServiceDep,
                     owner: OwnerDep) -> TurnLanguages:
     locale = ui_locale(None, request.headers.get("accept-language"), service.settings)
+    found = await asyncio.to_thread(_read_turn, service, turn_id, locale)
+    if found is None:
+        raise HTTPException(404, detail={"key": "ERR_TURN_NOT_FOUND", "message": i18n.get(
+            "ERR_TURN_NOT_FOUND", locale, turn_id=turn_id[:64])})
+    return found
+
+
+def _read_turn(service: TurnService, turn_id: str, locale: str) -> TurnLanguages | None:
+    """The turn and its approvals from the database (blocking: called in a worker thread)."""
     with db_session(service.engine) as db:
         turn = models.get_turn(db, turn_id)
         if turn is None:
-            raise HTTPException(404, detail={"key": "ERR_TURN_NOT_FOUND", "message": i18n.get(
-                "ERR_TURN_NOT_FOUND", locale, turn_id=turn_id[:64])})
+            return None
         waiting = [approvals.public(a) for a in approvals.approvals_of_turn(db, turn.id)]
         return TurnLanguages(turn_id=turn.id, session_id=turn.session_id, status=turn.status,
                              reply=turn.reply, approvals=waiting, created_at=turn.created_at,
