@@ -14,14 +14,15 @@ import os
 import uvicorn
 from fastapi import FastAPI
 
-from flows.turn import resume_approval, run_turn
+from flows.turn import crash_runs, resume_approval, run_turn
 from metnos.gateway.app import create_app
 from metnos.settings import get_settings
 
 
 def app() -> FastAPI:
     """ASGI factory: `uvicorn flows.gateway:app --factory`."""
-    return create_app(get_settings(), runner=run_turn, resumer=resume_approval)
+    return create_app(get_settings(), runner=run_turn, resumer=resume_approval,
+                      close_runs=crash_runs)
 
 
 def main() -> None:

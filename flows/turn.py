@@ -10,15 +10,23 @@ A step that needs the owner's approval pauses the flow run (`flows/approval.py`)
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from contextvars import ContextVar
+from uuid import UUID
 
-from prefect import flow
+from prefect import flow, get_client
 from prefect.context import get_run_context
+from prefect.states import Crashed
 
 from flows.approval import resume_approval, wait_for_owner
+from metnos import i18n
+from metnos.turns import recovery
 from metnos.turns.pipeline import run_pipeline
 from metnos.turns.service import TurnContext, TurnService
 from tasks.turn import close_turn_task, executor_task, plan_task
+
+log = logging.getLogger(__name__)
 
 # Each turn runs in its own asyncio task, so concurrent turns each see their own value.
 _TURN: ContextVar[tuple[TurnService, TurnContext]] = ContextVar("metnos_turn")
@@ -39,6 +47,8 @@ async def run_turn(service: TurnService, ctx: TurnContext) -> None:
 async def turn(turn_id: str) -> str:
     service, ctx = _TURN.get()
     ctx.flow_run_id = str(get_run_context().flow_run.id)  # type: ignore[union-attr]
+    await asyncio.to_thread(recovery.link_flow_run, service.engine, ctx.turn_id,
+                            ctx.flow_run_id)
     try:
         reply = await run_pipeline(
             service, ctx,
@@ -53,4 +63,17 @@ async def turn(turn_id: str) -> str:
     return turn_id
 
 
-__all__ = ["resume_approval", "run_turn", "turn"]
+async def crash_runs(flow_run_ids: list[str]) -> None:
+    """At start-up: the runs of turns a dead gateway left Running or Paused end as Crashed
+    (their turns are failed already), so the Prefect UI no longer offers to resume them."""
+    message = i18n.get("ERR_TURN_INTERRUPTED", None)
+    async with get_client() as client:
+        for run_id in flow_run_ids:
+            try:
+                await client.set_flow_run_state(UUID(run_id), Crashed(message=message),
+                                                force=True)
+            except Exception:  # history only: the gateway starts even if Prefect says no
+                log.warning("turn.crash_mark_failed flow_run_id=%s", run_id, exc_info=True)
+
+
+__all__ = ["crash_runs", "resume_approval", "run_turn", "turn"]

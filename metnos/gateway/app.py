@@ -53,6 +53,8 @@ log = logging.getLogger(__name__)
 TurnRunner = Callable[[TurnService, TurnContext], Awaitable[None]]
 # resumes a paused turn flow with the owner's decision: (flow_run_id, run input)
 Resumer = Callable[[str, dict[str, Any]], Awaitable[None]]
+# ends the Prefect flow runs of turns a dead gateway left open (their ids), at start-up
+RunCloser = Callable[[list[str]], Awaitable[None]]
 DRAIN_TIMEOUT_S = 30.0
 
 
@@ -67,7 +69,7 @@ async def plain_runner(service: TurnService, ctx: TurnContext) -> None:
 
 
 def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = None,
-               resumer: Resumer | None = None) -> FastAPI:
+               resumer: Resumer | None = None, close_runs: RunCloser | None = None) -> FastAPI:
     settings = settings or get_settings()
     background: set[asyncio.Task[None]] = set()
 
@@ -78,7 +80,9 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         await asyncio.to_thread(intents.audit_policy, service.audit, settings)
         threading.Thread(target=lint.warm_up, args=(settings.active_languages,),
                          name="lint-warm-up", daemon=True).start()
-        await asyncio.to_thread(recover_at_start, service)  # after a crash, first
+        recovered = await asyncio.to_thread(recover_at_start, service)  # after a crash
+        if close_runs is not None and recovered.flow_runs:
+            await close_runs(recovered.flow_runs)
         app.state.service = service
         app.state.owner_token = settings.owner_token()
         telegram = await start_telegram(app, settings)

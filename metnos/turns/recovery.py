@@ -7,10 +7,13 @@ still `running` or `awaiting_approval` belongs to a process that died. `recover_
 - expires the approvals it left pending (`gate.recover_interrupted`);
 - fails each turn it left running, with a reply in the turn's language naming every action
   that had started (it may have changed files, and `metnos undo` puts them back) and an audit
-  line for the turn and for each such action whose outcome was never recorded.
+  line for the turn and for each such action whose outcome was never recorded;
+- and names their Prefect flow runs, which the caller ends (`flows.turn.crash_runs`: a run
+  left Paused would still offer its Resume form in the Prefect UI).
 
 `link_record` ties a before-record to its turn (the `before_manifest` row) right after it is
-written, so this sweep can name the actions of an interrupted turn.
+written, and `link_flow_run` a turn to its Prefect run when it starts, so this sweep can name
+the actions and the run of an interrupted turn.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
@@ -43,6 +47,7 @@ class Recovery:
     temporaries: list[str] = field(default_factory=list)
     approvals: int = 0
     turns: list[str] = field(default_factory=list)
+    flow_runs: list[str] = field(default_factory=list)  # of those turns, to end in Prefect
 
 
 def link_record(engine: Engine, *, action_id: str, turn_id: str, executor: str,
@@ -57,6 +62,15 @@ def link_record(engine: Engine, *, action_id: str, turn_id: str, executor: str,
                                       signature=signed["signature"])
 
 
+def link_flow_run(engine: Engine, turn_id: str, flow_run_id: str) -> None:
+    """Store the turn's Prefect flow run as soon as it starts, so that a restart after a
+    crash can end that run too."""
+    with db_session(engine) as db:
+        db.execute(update(models.Turn).where(col(models.Turn.id) == turn_id)
+                   .values(flow_run_id=flow_run_id))
+        db.commit()
+
+
 def recover_at_start(service: TurnService) -> Recovery:
     """Clean up after a dead gateway (blocking: call it in a worker thread, before serving)."""
     settings = service.settings
@@ -64,12 +78,20 @@ def recover_at_start(service: TurnService) -> Recovery:
     for folder in (settings.home, settings.state_dir, settings.keys_dir, settings.secrets_dir,
                    settings.audit_dir, settings.state_dir / "before"):
         found.temporaries += [f"{folder.name}/{n}" for n in durable.remove_temporaries(folder)]
+    found.flow_runs = _open_flow_runs(service.engine)
     found.approvals = gate.recover_interrupted(service)
     found.turns = _fail_open_turns(service)
     if found.partial_records or found.temporaries or found.approvals or found.turns:
         log.warning("gateway.recovered partial_records=%s temporaries=%s approvals=%d turns=%s",
                     found.partial_records, found.temporaries, found.approvals, found.turns)
     return found
+
+
+def _open_flow_runs(engine: Engine) -> list[str]:
+    with db_session(engine) as db:
+        rows = db.exec(select(models.Turn.flow_run_id).where(
+            col(models.Turn.status).in_(OPEN_STATUSES))).all()
+    return [str(run) for run in rows if run]
 
 
 def _fail_open_turns(service: TurnService) -> list[str]:

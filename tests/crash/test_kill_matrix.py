@@ -16,7 +16,8 @@ control (no fault hook in production code):
 
 After each restart: `metnos audit verify` passes; the file is unchanged, or changed and
 `metnos undo` makes it byte-identical; the turn is `failed` with a reply saying why (never
-`running`); every before-record verifies, and no partial record or temporary file is left.
+`running`) and its Prefect flow run Crashed (never Running or Paused); every before-record
+verifies, and no partial record or temporary file is left.
 """
 
 from __future__ import annotations
@@ -31,10 +32,13 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from uuid import UUID
 
 import httpx
 import psutil
 import pytest
+from prefect import get_client
+from prefect.client.schemas.objects import StateType
 
 from metnos import durable, i18n, keys, reversibility
 from metnos.executors.signing import sign_executor, signature_path
@@ -53,7 +57,7 @@ MATRIX: list[tuple[str, ...]] = []
 # the numbers of nanosleep and clock_nanosleep, for when /proc/<pid>/wchan is hidden
 NANOSLEEP_CALLS = {"x86_64": {"35", "230"}, "aarch64": {"101", "115"}}.get(
     platform.machine(), set())
-HEADER = ("case", "file after kill", "undo", "audit verify", "turn status")
+HEADER = ("case", "file after kill", "undo", "audit verify", "turn status", "prefect run")
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -309,7 +313,16 @@ def test_kill_9_loses_nothing(case: str, gateway: Callable[[str], Gateway],
         assert late.status_code in (409, 410) and records(gw) == [], late.text
         assert file_bytes(gw) == ORIGINAL.encode()
     assert (autonomy == "Supervised") == bool(turn["approvals"])
-    MATRIX.append((case, state, undo, "ok", turn["status"]))
+    MATRIX.append((case, state, undo, "ok", turn["status"], prefect_state(turn["flow_run_id"])))
+
+
+def prefect_state(flow_run_id: str | None) -> str:
+    """The turn's flow run as the Prefect server tells it: ended, never Running or Paused."""
+    assert flow_run_id, "the turn's flow run was not recorded"
+    with get_client(sync_client=True) as client:
+        state = client.read_flow_run(UUID(flow_run_id)).state
+    assert state is not None and state.type == StateType.CRASHED, state
+    return str(state.type.value).lower()
 
 
 def check_undo(gw: Gateway, ids: list[str], reply: str, idle: bool) -> str:
