@@ -11,12 +11,14 @@ closed before it is accepted (the client sees a 403). Then, one JSON object per 
   and `{"type": "error", "key", "message"}` for a request it refuses.
 
 Each turn's events stream in a task of its own, so the socket keeps reading: a decision can
-come on the same socket while its turn waits for it.
+come on the same socket while its turn waits for it. `POST /api/logout` closes the sockets
+of that web session (code 1008); a new handshake with its cookie is then refused.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from typing import Any
@@ -24,6 +26,7 @@ from typing import Any
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from metnos.errors import MetnosError
+from metnos.gateway.connections import connections_of
 from metnos.gateway.deps import authenticate
 from metnos.gateway.routes.approvals import decide_and_resume
 from metnos.turns.language import ui_locale
@@ -44,14 +47,30 @@ async def chat_socket(websocket: WebSocket) -> None:
     await websocket.accept()
     socket = _Socket(websocket, websocket.app.state.service,
                      auth.owner, "api" if auth.via == "bearer" else "web")
+    with connections_of(websocket.app.state).hold(auth.web_session_id) as ended:
+        reader = asyncio.ensure_future(_read(socket))
+        logout = asyncio.ensure_future(ended.wait())
+        try:
+            await asyncio.wait({reader, logout}, return_when=asyncio.FIRST_COMPLETED)
+            if not reader.done():  # the browser logged out: its socket ends now
+                reader.cancel()
+                await asyncio.wait({reader})
+                with contextlib.suppress(RuntimeError, OSError):  # unless it just went away
+                    await websocket.close(code=1008, reason="logged out")
+            elif not reader.cancelled():
+                reader.result()  # raise what broke the reader
+        finally:
+            for task in (reader, logout, *socket.streams):
+                task.cancel()
+
+
+async def _read(socket: _Socket) -> None:
+    """Handle frames until the client goes away."""
     try:
         while True:
-            await socket.handle(await websocket.receive_text())
+            await socket.handle(await socket.websocket.receive_text())
     except WebSocketDisconnect:
         pass
-    finally:
-        for task in socket.streams:
-            task.cancel()
 
 
 class _Socket:

@@ -29,6 +29,7 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from metnos import i18n
 from metnos.db.engine import session as db_session
+from metnos.gateway.connections import connections_of
 from metnos.gateway.deps import (
     CLEAR_COOKIE,
     SESSION_COOKIE,
@@ -82,9 +83,14 @@ def _redeem(service: TurnService, token: str, client: str,
 
 @router.post("/api/logout", responses=error_responses(401))
 def logout(request: Request, service: ServiceDep, owner: OwnerDep, lang: LangDep) -> Response:
-    """End this browser's web session (the row is revoked, the cookie cleared)."""
+    """End this browser's web session: the row is revoked, the cookie cleared, and the
+    session's open WebSockets and event streams are closed."""
+    cookie = request.cookies.get(SESSION_COOKIE)
     with db_session(service.engine) as db:
-        ended = web.end_session(db, request.cookies.get(SESSION_COOKIE), audit=service.audit)
+        live = web.session_owner(db, cookie)
+        ended = web.end_session(db, cookie, audit=service.audit)
+    if live is not None:
+        connections_of(request.app.state).end(live.id)
     response: Response
     if "text/html" in request.headers.get("accept", ""):  # the logout button's form
         response = _html(pages.logged_out(lang), 200)

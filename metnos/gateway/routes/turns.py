@@ -9,7 +9,8 @@ request's own chrome such as error messages.
 `GET /api/turns/{id}/events` streams the turn's progress as server-sent events (`status`,
 `step`, `approval`, `reply`, `end`; `id:` is the event's `seq`, so a client resumes with
 `Last-Event-ID`). Events come from the in-process bus `service.events`; a turn no longer in
-memory is told from the database: its status, its reply, `end`.
+memory is told from the database: its status, its reply, `end`. A stream opened with a web
+session's cookie ends when that session logs out.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from contextlib import AbstractContextManager
 from typing import Any
 
 from fastapi import APIRouter, Header, HTTPException, Query, Request
@@ -26,6 +28,7 @@ from metnos import approvals, i18n
 from metnos.db import models
 from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError
+from metnos.gateway.connections import connections_of
 from metnos.gateway.deps import OwnerDep, ServiceDep
 from metnos.gateway.schemas import ErrorPublic, TurnCreate, TurnPublic
 from metnos.turns.events import TurnEvent
@@ -115,7 +118,9 @@ async def turn_events(turn_id: str, request: Request, service: ServiceDep, owner
             "ERR_TURN_NOT_FOUND", locale, turn_id=turn_id[:64])})
     source = (service.events.subscribe(turn_id, after) if service.events.known(turn_id)
               else _replay([e for e in stored if e.seq > after]))
-    return StreamingResponse(_sse(source), media_type="text/event-stream",
+    auth = getattr(request.state, "auth", None)  # set by the owner dependency
+    held = connections_of(request.app.state).hold(getattr(auth, "web_session_id", None))
+    return StreamingResponse(_sse(source, held), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
@@ -143,27 +148,35 @@ async def _replay(events: list[TurnEvent]) -> AsyncIterator[TurnEvent]:
         yield event
 
 
-async def _sse(events: AsyncIterator[TurnEvent]) -> AsyncIterator[str]:
-    """`id:`/`event:`/`data:` frames, with a keep-alive comment when the turn is quiet."""
+async def _sse(events: AsyncIterator[TurnEvent],
+               held: AbstractContextManager[asyncio.Event]) -> AsyncIterator[str]:
+    """`id:`/`event:`/`data:` frames, with a keep-alive comment when the turn is quiet; the
+    stream ends when its turn ends, or at once when its web session logs out (`held`)."""
     yield "retry: 2000\n\n"
-    pending: asyncio.Task[TurnEvent] | None = None
-    try:
-        while True:
-            pending = pending or asyncio.ensure_future(anext(events))
-            done, _ = await asyncio.wait({pending}, timeout=KEEP_ALIVE_S)
-            if not done:
-                yield ": keep-alive\n\n"
-                continue
-            try:
-                event = pending.result()
-            except StopAsyncIteration:
-                return
-            pending = None
-            data = json.dumps(event.to_json(), ensure_ascii=False)
-            yield f"id: {event.seq}\nevent: {event.kind}\ndata: {data}\n\n"
-    finally:  # the client left: stop waiting for the turn
-        if pending is not None:
-            pending.cancel()
+    with held as ended:
+        logout = asyncio.ensure_future(ended.wait())
+        pending: asyncio.Task[TurnEvent] | None = None
+        try:
+            while True:
+                pending = pending or asyncio.ensure_future(anext(events))
+                done, _ = await asyncio.wait({pending, logout}, timeout=KEEP_ALIVE_S,
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if logout in done:
+                    return
+                if not done:
+                    yield ": keep-alive\n\n"
+                    continue
+                try:
+                    event = pending.result()
+                except StopAsyncIteration:
+                    return
+                pending = None
+                data = json.dumps(event.to_json(), ensure_ascii=False)
+                yield f"id: {event.seq}\nevent: {event.kind}\ndata: {data}\n\n"
+        finally:  # the client left or logged out: stop waiting for the turn
+            logout.cancel()
+            if pending is not None:
+                pending.cancel()
 
 
 def _channel(request: Request) -> str:
