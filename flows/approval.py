@@ -14,12 +14,12 @@ from typing import Any, Literal, cast
 from uuid import UUID
 
 import httpx
+import tenacity
 from prefect import get_client
 from prefect.exceptions import FlowPauseTimeout, NotPausedError, PrefectHTTPStatusError
 from prefect.flow_runs import apause_flow_run, aresume_flow_run
 from prefect.input import RunInput
 from prefect.states import Running
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_delay, wait_exponential_jitter
 
 from metnos.turns import gate
 from metnos.turns.service import CheckedStep, TurnContext, TurnService
@@ -41,17 +41,15 @@ async def resume_approval(flow_run_id: str, run_input: dict[str, Any]) -> None:
     """Resume a paused turn with the owner's decision (what the UI's Resume button does).
 
     Retried (tenacity) for up to RESUME_RETRY_S while the failure may pass: the run is still
-    Running (a decision can arrive between the turn's answer "awaiting approval" and the
-    moment its run is actually paused), the API is unreachable or answers 5xx/429. A run that
-    is finished, unknown or past its pause timeout fails at once. The last error is raised:
-    the caller tells the owner (`metnos.gateway.routes.approvals`).
+    Running (the decision came before the pause began), the API is unreachable or answers
+    5xx/429. A finished or unknown run fails at once. The last error is raised to the caller,
+    who tells the owner (`metnos.gateway.routes.approvals`).
     """
-    retrying = AsyncRetrying(
-        retry=retry_if_exception(_may_pass), stop=stop_after_delay(RESUME_RETRY_S),
-        wait=wait_exponential_jitter(initial=0.1, max=1.0), reraise=True,
-        before_sleep=lambda state: log.warning(
-            "approval.resume_retry flow_run_id=%s attempt=%d: %r", flow_run_id,
-            state.attempt_number, state.outcome.exception() if state.outcome else None))
+    retrying = tenacity.AsyncRetrying(
+        retry=tenacity.retry_if_exception(_may_pass),
+        stop=tenacity.stop_after_delay(RESUME_RETRY_S),
+        wait=tenacity.wait_exponential_jitter(initial=0.1, max=1.0), reraise=True,
+        before_sleep=tenacity.before_sleep_log(log, logging.WARNING))
     async for attempt in retrying:
         with attempt:
             await _resume_once(UUID(flow_run_id), run_input)
@@ -74,13 +72,10 @@ async def _resume_once(run_id: UUID, run_input: dict[str, Any]) -> None:
 
 def _may_pass(exc: BaseException) -> bool:
     """Whether a resume that failed with `exc` may work if tried again soon."""
-    if isinstance(exc, RunFinished):
-        return False
-    if isinstance(exc, NotPausedError | httpx.TransportError):
-        return True
     if isinstance(exc, PrefectHTTPStatusError):
         return exc.response.status_code >= 500 or exc.response.status_code == 429
-    return False
+    return isinstance(exc, NotPausedError | httpx.TransportError) and not isinstance(
+        exc, RunFinished)
 
 
 async def wait_for_owner(service: TurnService, ctx: TurnContext,
