@@ -8,8 +8,8 @@ failures are rate-limited per client address (429 with Retry-After), but a live 
 works, so a local process failing on purpose cannot lock the owner out. A link followed from
 a page of another site (`Sec-Fetch-Site: cross-site`/`same-site`) is not tried at all: the
 browser gets a page with a "log in" button on our own origin, so no site can spend the owner's
-failure budget
-or log a browser in behind its user's back (the page cannot be framed, CSP frame-ancestors).
+failure budget or log a browser in behind its user's back (the page cannot be framed, CSP
+frame-ancestors).
 
 The cookie is not `Secure`: the gateway speaks plain HTTP on loopback, where a Secure cookie is
 not reliably stored or sent (browsers differ on 127.0.0.1), and loopback traffic never leaves
