@@ -29,6 +29,7 @@ from sqlmodel import Session, col, select
 from metnos import durable, i18n, reversibility
 from metnos.db import models
 from metnos.db.engine import session as db_session
+from metnos.executors.registry import signatures_dir
 from metnos.turns import gate
 
 if TYPE_CHECKING:
@@ -75,8 +76,9 @@ def recover_at_start(service: TurnService) -> Recovery:
     """Clean up after a dead gateway (blocking: call it in a worker thread, before serving)."""
     settings = service.settings
     found = Recovery(partial_records=reversibility.remove_partial(settings.state_dir))
+    # where `metnos.durable` writes; never the workspace (the owner's, not ours to clean)
     for folder in (settings.home, settings.state_dir, settings.keys_dir, settings.secrets_dir,
-                   settings.audit_dir, settings.state_dir / "before"):
+                   signatures_dir(settings), settings.state_dir / "before"):
         found.temporaries += [f"{folder.name}/{n}" for n in durable.remove_temporaries(folder)]
     found.flow_runs = _open_flow_runs(service.engine)
     found.approvals = gate.recover_interrupted(service)

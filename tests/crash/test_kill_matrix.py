@@ -253,7 +253,7 @@ def kill_while_writing(gw: Gateway, scripted_llm: ScriptedLLM) -> str:
 
 
 def kill_before_the_audit_line(gw: Gateway, scripted_llm: ScriptedLLM) -> str:
-    turn_id = start_turn(gw, scripted_llm, pause_before=3)
+    turn_id = start_turn(gw, scripted_llm, pause_before=5)
     wait_for("the executor to have its arguments", lambda: gw.executor_pausing())
     gw.kill(signal.SIGSTOP)  # frozen: it cannot read the result nor write the audit line
     wait_for("the executor's whole write", lambda: file_bytes(gw) == NEW.encode())

@@ -59,7 +59,8 @@ async def test_start_up_fails_open_turns_and_clears_half_written_state(
     partial = settings.state_dir / "before" / f"{reversibility.PARTIAL_PREFIX}act3"
     (partial / "blobs").mkdir(parents=True)
     temporaries = [settings.secrets_dir / ".owner.token.x1y2z3.tmp",
-                   settings.audit_dir / ".audit.checkpoint.a1b2c3.tmp"]
+                   settings.state_dir / ".audit.checkpoint.a1b2c3.tmp",
+                   settings.home / "signatures" / ".fs_write.minisig.q8w7e6.tmp"]
     for path in temporaries:
         path.write_text("half")
 
