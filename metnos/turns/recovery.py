@@ -116,8 +116,6 @@ def _fail_turn(service: TurnService, db: Session, turn: models.Turn,
     lines = [i18n.get(INTERRUPTED_KEY, turn.lang)]
     lines += [i18n.get("MSG_TURN_INTERRUPTED_ACTION", turn.lang, executor=row.executor,
                        action_id=row.id) for row in started]
-    models.finish_turn(db, turn.id, status="failed", reply="\n".join(lines),
-                       error_key=INTERRUPTED_KEY)
     base = {"sender": "metnos", "channel": turn.channel, "session_id": turn.session_id,
             "turn_id": turn.id, "decision": "error", "reason": INTERRUPTED_KEY}
     for row in started:
@@ -125,6 +123,9 @@ def _fail_turn(service: TurnService, db: Session, turn: models.Turn,
             service.audit.append(**base, action=row.executor, action_id=row.id,
                                  outcome="interrupted")
     service.audit.append(**base, action="turn", outcome="failed")
+    # closed last: a crash during this sweep repeats a line, never loses one
+    models.finish_turn(db, turn.id, status="failed", reply="\n".join(lines),
+                       error_key=INTERRUPTED_KEY)
 
 
 def _reported_actions(service: TurnService) -> set[str]:
