@@ -84,3 +84,20 @@ async def test_concurrent_requests_share_one_new_session(
                 turns = db.exec(select(models.Turn).where(
                     models.Turn.session_id == session_id)).all()
             assert len(rows) == 1 and len(turns) == 8
+
+
+async def test_a_failed_llm_call_gives_its_reservation_back(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
+    """A cap that holds one call's reservation: a call that fails must give it back, or the
+    next turn would find the day's budget spent."""
+    home = make_home(llm=scripted_llm, lang="en", METNOS_POLICY_MAX_LLM_COST_PER_DAY_USD="0.05",
+                     METNOS_POLICY_LLM_CALL_RESERVE_USD="0.05")
+    scripted_llm.enqueue_error(400, "scripted refusal")  # not transient: no retry
+    scripted_llm.enqueue_text("hello again")
+    async with gateway_client(home) as client:
+        failed = (await client.post("/api/turns", json={"text": "hi", "lang": "en"})).json()
+        assert failed["status"] == "failed", failed
+        answered = (await client.post("/api/turns", json={"text": "hi", "lang": "en"})).json()
+    assert answered["status"] == "completed" and answered["reply"] == "hello again", answered
+    assert len(scripted_llm.requests) == 2  # the second turn reached the model
+    assert not [ln for ln in audit_lines(home.path) if ln["reason"] == "ERR_POLICY_COST_CAP"]
