@@ -9,6 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Query, Response
 
 from metnos.gateway.deps import OwnerDep, ServiceDep
+from metnos.gateway.schemas import error_responses
 from metnos.turns.service import TurnService
 
 router = APIRouter(prefix="/api/audit", tags=["audit"])
@@ -17,7 +18,7 @@ router = APIRouter(prefix="/api/audit", tags=["audit"])
 SCAN_LINES = 5000  # how far back a per-session view looks
 
 
-@router.get("", response_model=list[dict[str, Any]])
+@router.get("", responses=error_responses(401), response_model=list[dict[str, Any]])
 async def audit_tail(service: ServiceDep, owner: OwnerDep,
                      limit: int = Query(50, ge=1, le=SCAN_LINES),
                      session_id: str | None = Query(None, max_length=64)) -> Response:
