@@ -13,7 +13,6 @@ import shutil
 import signal
 import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -23,9 +22,8 @@ import httpx
 import psutil
 import pytest
 
-from tests.support.pg import free_port
-
-METNOS = [sys.executable, "-m", "metnos.cli.main"]
+from tests.support.serve_process import METNOS, stop_postgres, wait_ready
+from tests.support.serve_process import instance_env as fresh_instance_env
 
 
 @pytest.fixture
@@ -33,16 +31,7 @@ def instance_env() -> Iterator[dict[str, str]]:
     # Not under pytest's basetemp: pytest resets that tree to 0700 whenever a session starts,
     # and the embedded PostgreSQL (run as its own user when we are root) must traverse it.
     root = Path(tempfile.mkdtemp(prefix="metnos-serve-test-"))
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("PREFECT_", "METNOS_"))}
-    env.update({
-        "METNOS_HOME": str(root / "home"),
-        "METNOS_DATABASE_PORT": str(free_port()),
-        "METNOS_GATEWAY_PORT": str(free_port()),
-        "METNOS_PREFECT_PORT": str(free_port()),
-        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
-    })
-    yield env
+    yield fresh_instance_env(root)
     shutil.rmtree(root, ignore_errors=True)
 
 
@@ -61,25 +50,7 @@ def served(instance_env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
     finally:
         if proc.poll() is None:  # the test failed half-way: leave nothing running
             os.killpg(proc.pid, signal.SIGKILL)
-            home = Path(instance_env["METNOS_HOME"])
-            subprocess.run([sys.executable, "-m", "metnos.db.embedded", "stop", "--data-dir",
-                            str(home / "pg"), "--port", instance_env["METNOS_DATABASE_PORT"],
-                            "--password-file", str(home / "secrets" / "pg.password")],
-                           capture_output=True, timeout=60, check=False)
-
-
-def wait_ready(proc: subprocess.Popen[str], timeout_s: float = 240) -> str:
-    out = ""
-    deadline = time.monotonic() + timeout_s
-    assert proc.stdout is not None
-    while time.monotonic() < deadline:
-        line = proc.stdout.readline()
-        if not line and proc.poll() is not None:
-            break
-        out += line
-        if "Ctrl-C" in line:
-            return out
-    raise AssertionError(f"serve did not become ready:\n{out}")
+            stop_postgres(instance_env)
 
 
 def test_serve_answers_a_turn_and_stops_cleanly(

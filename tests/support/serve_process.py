@@ -110,6 +110,11 @@ def _stop(proc: subprocess.Popen[str], env: dict[str, str]) -> None:
             return
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
+    stop_postgres(env)
+
+
+def stop_postgres(env: dict[str, str]) -> None:
+    """Stop the embedded PostgreSQL a killed `metnos serve` left running (no-op otherwise)."""
     home = Path(env["METNOS_HOME"])
     subprocess.run([sys.executable, "-m", "metnos.db.embedded", "stop", "--data-dir",
                     str(home / "pg"), "--port", env["METNOS_DATABASE_PORT"],
