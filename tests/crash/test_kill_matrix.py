@@ -7,10 +7,11 @@ test into METNOS_HOME/executors: it writes the user's file in place, pausing bef
 and half-way, so the test can stop the gateway exactly where it wants with plain process
 control (no fault hook in production code):
 
-- (a) SIGKILL as soon as the sandbox appears: the before-record is complete, nothing written;
+- (a) SIGKILL once the executor is in the sandbox, before it writes: the before-record is
+  complete, nothing written;
 - (b) SIGKILL once the file holds half the new bytes: the executor is killed with its parent
   (bwrap `--die-with-parent`), the file is torn;
-- (c) SIGSTOP as soon as the sandbox appears, let the executor finish, then SIGKILL: the file
+- (c) SIGSTOP once the executor has its arguments, let it finish, then SIGKILL: the file
   is changed and no audit line says so;
 - (d) SIGKILL while the turn waits for the owner's approval.
 
@@ -140,6 +141,16 @@ class Gateway:
     def orphans_alive(self) -> list[psutil.Process]:
         return [p for p in self.orphans if _alive(p)]
 
+    def wait(self, what: str, check: Callable[[], bool], timeout_s: float = 90) -> None:
+        """Poll `check`; on a timeout, fail with what the gateway logged and what it left."""
+        deadline = time.monotonic() + timeout_s
+        while not check():
+            if time.monotonic() > deadline:
+                left = [" ".join(_cmdline(p)) for p in self.orphans_alive()]
+                raise AssertionError(f"timed out waiting for {what}; still running: {left}\n"
+                                     + self.log.read_text(errors="replace")[-4000:])
+            time.sleep(0.02)
+
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGTERM)
@@ -180,13 +191,6 @@ def _alive(proc: psutil.Process) -> bool:
         return bool(proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE)
     except psutil.Error:
         return False
-
-
-def wait_for(what: str, check: Callable[[], bool], timeout_s: float = 90) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not check():
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.02)
 
 
 def cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
@@ -240,24 +244,26 @@ def records(gw: Gateway) -> list[str]:
 
 def kill_at_executor_start(gw: Gateway, scripted_llm: ScriptedLLM) -> str:
     turn_id = start_turn(gw, scripted_llm, pause_before=120)
-    wait_for("the sandbox", lambda: bool(gw.sandboxes()))
+    # not the instant bwrap appears: a parent killed before bwrap arms --die-with-parent
+    # (early in its start) leaves the sandbox running on its own
+    gw.wait("the executor to have its arguments", lambda: gw.executor_pausing())
     gw.kill()
     return turn_id
 
 
 def kill_while_writing(gw: Gateway, scripted_llm: ScriptedLLM) -> str:
     turn_id = start_turn(gw, scripted_llm, pause_middle=120)
-    wait_for("half the new bytes", lambda: file_bytes(gw) == HALF)
+    gw.wait("half the new bytes", lambda: file_bytes(gw) == HALF)
     gw.kill()
     return turn_id
 
 
 def kill_before_the_audit_line(gw: Gateway, scripted_llm: ScriptedLLM) -> str:
     turn_id = start_turn(gw, scripted_llm, pause_before=5)
-    wait_for("the executor to have its arguments", lambda: gw.executor_pausing())
+    gw.wait("the executor to have its arguments", lambda: gw.executor_pausing())
     gw.kill(signal.SIGSTOP)  # frozen: it cannot read the result nor write the audit line
-    wait_for("the executor's whole write", lambda: file_bytes(gw) == NEW.encode())
-    wait_for("the sandbox to exit", lambda: not gw.sandboxes())
+    gw.wait("the executor's whole write", lambda: file_bytes(gw) == NEW.encode())
+    gw.wait("the sandbox to exit", lambda: not gw.sandboxes())
     gw.kill()
     lines = [r for r in gw.home.settings.audit_dir.joinpath("audit.jsonl").read_text()
              .splitlines() if '"slow_write"' in r and '"done"' in r]
@@ -267,7 +273,7 @@ def kill_before_the_audit_line(gw: Gateway, scripted_llm: ScriptedLLM) -> str:
 
 def kill_while_waiting_for_approval(gw: Gateway, scripted_llm: ScriptedLLM) -> str:
     turn_id = start_turn(gw, scripted_llm)
-    wait_for("the approval", lambda: gw.call("GET", f"/api/turns/{turn_id}").json()["status"]
+    gw.wait("the approval", lambda: gw.call("GET", f"/api/turns/{turn_id}").json()["status"]
              == "awaiting_approval")
     gw.kill()
     return turn_id
@@ -293,7 +299,7 @@ def test_kill_9_loses_nothing(case: str, gateway: Callable[[str], Gateway],
     state = ("unchanged" if after_kill == ORIGINAL.encode() else
              "changed" if after_kill == NEW.encode() else "torn")
     assert state == expected
-    wait_for("the sandbox to die with the gateway", lambda: not gw.orphans_alive())
+    gw.wait("the sandbox to die with the gateway", lambda: not gw.orphans_alive())
     assert file_bytes(gw) == after_kill  # nothing went on writing after the kill
 
     gw.start()  # the restart sweeps what the dead process left
