@@ -2,6 +2,8 @@
 
 Only the gateway runs turns, so when it starts no turn of its own is in flight yet: every turn
 still `running` or `awaiting_approval` belongs to a process that died. `recover_at_start`
+- kills the sandboxes the dead process left orphaned while starting them
+  (`metnos.sandbox.orphans`), before anything else: they could still be changing files;
 - removes the half-written before-records and temporary files of the dead process (its
   action never ran: an executor starts only once its record is whole, `metnos.reversibility`);
 - expires the approvals it left pending (`gate.recover_interrupted`);
@@ -30,6 +32,7 @@ from metnos import durable, i18n, reversibility
 from metnos.db import models
 from metnos.db.engine import session as db_session
 from metnos.executors.registry import signatures_dir
+from metnos.sandbox.orphans import kill_orphans
 from metnos.turns import gate
 
 if TYPE_CHECKING:
@@ -48,6 +51,7 @@ class Recovery:
     temporaries: list[str] = field(default_factory=list)
     approvals: int = 0
     turns: list[str] = field(default_factory=list)
+    orphans: list[int] = field(default_factory=list)
     flow_runs: list[str] = field(default_factory=list)  # of those turns, to end in Prefect
 
 
@@ -75,7 +79,9 @@ def link_flow_run(engine: Engine, turn_id: str, flow_run_id: str) -> None:
 def recover_at_start(service: TurnService) -> Recovery:
     """Clean up after a dead gateway (blocking: call it in a worker thread, before serving)."""
     settings = service.settings
-    found = Recovery(partial_records=reversibility.remove_partial(settings.state_dir))
+    orphans = kill_orphans()  # first: an orphaned sandbox could still be changing files
+    found = Recovery(partial_records=reversibility.remove_partial(settings.state_dir),
+                     orphans=orphans)
     # where `metnos.durable` writes; never the workspace (the owner's, not ours to clean)
     for folder in (settings.home, settings.state_dir, settings.keys_dir, settings.secrets_dir,
                    signatures_dir(settings), settings.state_dir / "before"):
@@ -83,9 +89,11 @@ def recover_at_start(service: TurnService) -> Recovery:
     found.flow_runs = _open_flow_runs(service.engine)
     found.approvals = gate.recover_interrupted(service)
     found.turns = _fail_open_turns(service)
-    if found.partial_records or found.temporaries or found.approvals or found.turns:
-        log.warning("gateway.recovered partial_records=%s temporaries=%s approvals=%d turns=%s",
-                    found.partial_records, found.temporaries, found.approvals, found.turns)
+    if (found.partial_records or found.temporaries or found.approvals or found.turns
+            or found.orphans):
+        log.warning("gateway.recovered partial_records=%s temporaries=%s approvals=%d turns=%s"
+                    " orphaned_sandboxes=%s", found.partial_records, found.temporaries,
+                    found.approvals, found.turns, found.orphans)
     return found
 
 
