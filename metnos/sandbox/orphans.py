@@ -9,8 +9,10 @@ made durable before the spawn, so `metnos undo` can put things back; what this m
 is that the next gateway start kills such orphans before anything else runs.
 
 An orphan is a `bwrap` process running a Metnos executor (`--die-with-parent` and the
-executor folder in its command line) whose parent is PID 1. A live gateway's sandboxes always
-have that gateway (or the outer bwrap) as parent, so they are never touched.
+executor folder in its command line) whose parent is neither a gateway (a Python process) nor
+the outer bwrap: PID 1, or whatever subreaper (a systemd user manager, say) adopted it. A
+live gateway's sandboxes always have that gateway or their outer bwrap as parent, so they are
+never touched.
 """
 
 from __future__ import annotations
@@ -32,11 +34,22 @@ def find_orphans() -> list[int]:
     for proc in psutil.process_iter(["name", "ppid", "cmdline"]):
         info = proc.info
         cmdline = info.get("cmdline") or []
-        if (info.get("name") == "bwrap" and info.get("ppid") == 1
-                and "--die-with-parent" in cmdline
-                and any(arg.startswith(EXECUTOR_DIR + "/") for arg in cmdline)):
+        if (info.get("name") == "bwrap" and "--die-with-parent" in cmdline
+                and any(arg.startswith(EXECUTOR_DIR + "/") for arg in cmdline)
+                and not _supervised(info.get("ppid"))):
             found.append(proc.pid)
     return found
+
+
+def _supervised(ppid: int | None) -> bool:
+    """Whether a sandbox's parent is one that watches it: a gateway or the outer bwrap."""
+    if not ppid or ppid == 1:
+        return False
+    try:
+        name = psutil.Process(ppid).name()
+    except psutil.Error:
+        return False  # gone meanwhile: nobody supervises it
+    return name == "bwrap" or name.startswith("python")
 
 
 def kill_orphans() -> list[int]:
