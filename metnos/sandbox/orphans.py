@@ -46,7 +46,7 @@ def _supervised(ppid: int | None) -> bool:
     if not ppid or ppid == 1:
         return False
     try:
-        name = psutil.Process(ppid).name()
+        name = str(psutil.Process(ppid).name())
     except psutil.Error:
         return False  # gone meanwhile: nobody supervises it
     return name == "bwrap" or name.startswith("python")
