@@ -26,6 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _targets import report  # noqa: E402  (bench/ is the script's folder)
+
 from metnos.db.embedded import EmbeddedPostgres  # noqa: E402
 from metnos.i18n import lint  # noqa: E402
 from metnos.llm import plan_embedded  # noqa: E402
@@ -137,13 +139,7 @@ def main() -> int:
         ("network guard refusal", guard_refusal(runs), 0.1),
         ("embedded PostgreSQL start, initialised cluster", pg_restart(runs), 10.0),
     ]
-    missed = 0
-    for name, seconds, target in figures:
-        ok = seconds < target
-        missed += not ok
-        print(f"{name}: median {seconds * 1000:.1f} ms (target < {target * 1000:.0f} ms)"
-              f"{'' if ok else '  MISSED'}")
-    return 1 if missed else 0
+    return report(figures, unit="ms")
 
 
 if __name__ == "__main__":

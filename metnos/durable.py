@@ -23,16 +23,16 @@ TMP_SUFFIX = ".tmp"
 
 def fsync_dir(path: Path) -> None:
     """Make the entries of folder `path` (names created, renamed, removed) durable."""
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    _fsync(path, os.O_DIRECTORY)
 
 
 def fsync_path(path: Path) -> None:
     """Flush a file's bytes (a copy made elsewhere) to disk."""
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    _fsync(path, os.O_NOFOLLOW)
+
+
+def _fsync(path: Path, flags: int) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | flags)
     try:
         os.fsync(fd)
     finally:

@@ -115,8 +115,11 @@ def _workspace_files(settings: Settings, report: InitReport) -> None:
     if not source.is_dir():
         source = settings.resources_root / "i18n" / "en" / "workspace"
     for name in WORKSPACE_FILES:
-        data = (source / name).read_bytes()
-        if durable.write_atomic(settings.workspace / name, data, mode=0o644, replace=False):
+        target = settings.workspace / name
+        if os.path.lexists(target):  # the household's own file: never read the template again
+            continue
+        if durable.write_atomic(target, (source / name).read_bytes(), mode=0o644,
+                                replace=False):
             report.created.append(f"workspace/{name}")
 
 

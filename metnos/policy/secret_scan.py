@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote, unquote
 
-from metnos.serve.prefect_access import read_credential
 from metnos.settings import Settings
 
 MIN_SECRET_CHARS = 8
@@ -79,9 +78,6 @@ class SecretScanner:
             found.append(("llm_api_key", settings.llm.api_key.get_secret_value()))
         if settings.telegram.bot_token is not None:  # it may live in metnos.toml
             found.append(("telegram_bot_token", settings.telegram.bot_token.get_secret_value()))
-        credential = read_credential(settings)  # `user:password`: the password alone too
-        if credential and ":" in credential:
-            found.append(("prefect_auth", credential.split(":", 1)[1]))
         found.extend(_env_secrets(environ))
         found.extend(_file_secrets(settings.secrets_dir, "secrets", private_only=False))
         found.extend(_file_secrets(settings.keys_dir, "keys", private_only=True))
@@ -206,7 +202,8 @@ def _env_secrets(environ: Mapping[str, str]) -> Iterator[tuple[str, str]]:
 def _file_secrets(
     folder: Path, label: str, *, private_only: bool, prefix: str = ""
 ) -> Iterator[tuple[str, str]]:
-    """Each file's whole content and each line of 8+ characters (PEM armour lines aside)."""
+    """Each file's whole content and each line of 8+ characters (PEM armour lines aside),
+    and, for a `user:password` line (`secrets/prefect.auth`), the password on its own."""
     try:
         paths = sorted(p for p in folder.rglob("*") if p.is_file() and not p.is_symlink())
     except OSError:
@@ -223,6 +220,9 @@ def _file_secrets(
             line = line.strip()
             if len(line) >= MIN_SECRET_CHARS and not line.startswith("-----"):
                 yield name, line
+                _, colon, secret = line.partition(":")  # `user:password`: the password too
+                if colon and len(secret) >= MIN_SECRET_CHARS:
+                    yield name, secret
 
 
 def _read_small(path: Path) -> str | None:

@@ -37,8 +37,8 @@ def test_every_kind_of_secret_is_known_by_name(inst: Instance) -> None:
         inst.env["AWS_SECRET"]: {"env:AWS_SECRET"},
         inst.pg_password: {"secrets/pg.password"},
         body: {"keys/executors.key"},
-        prefect: {"secrets/prefect.auth", "prefect_auth"},
-        prefect.split(":", 1)[1]: {"prefect_auth"},  # the password without its user
+        prefect: {"secrets/prefect.auth"},
+        prefect.split(":", 1)[1]: {"secrets/prefect.auth"},  # the password without its user
     }
     for value, names in cases.items():
         assert set(inst.scanner.find({"text": f"see: {value} ."})) == names, names

