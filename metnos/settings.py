@@ -30,6 +30,7 @@ from pydantic_settings import (
     SettingsConfigDict,
 )
 
+from metnos.agent_settings import AgentSettings
 from metnos.errors import ConfigError
 from metnos.intent_settings import (  # the [i18n] group's tables
     ArtifactsIntent,
@@ -228,6 +229,7 @@ class Settings(BaseSettings):
     i18n: I18nSettings = Field(default_factory=lambda: I18nSettings())
     telegram: TelegramSettings = Field(default_factory=lambda: TelegramSettings())
     web: WebSettings = Field(default_factory=lambda: WebSettings())
+    agent: AgentSettings = Field(default_factory=lambda: AgentSettings())
 
     @field_validator("lang")
     @classmethod
@@ -349,6 +351,7 @@ _GROUP_CLASSES: dict[str, type[BaseSettings]] = {
     "i18n": I18nSettings,
     "telegram": TelegramSettings,
     "web": WebSettings,
+    "agent": AgentSettings,
 }
 
 

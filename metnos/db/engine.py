@@ -77,6 +77,16 @@ def create_tables(engine: Engine) -> None:
 
 # (table, column) that later versions made nullable: legacy sessions keep NULL until pinned
 _NOW_NULLABLE = (("chat_session", "interaction_language"),)
+# (table, column, SQL type) added by later versions, all nullable
+_ADDED = (("chat_session", "title", "VARCHAR"), ("chat_session", "summary", "VARCHAR"),
+          ("chat_session", "summary_upto", "INTEGER"),
+          ("chat_session", "summary_sources", "JSON"), ("turn", "activity", "JSON"),
+          ("turn", "stop_reason", "VARCHAR"), ("turn_step", "think", "INTEGER DEFAULT 0"),
+          ("turn_step", "seen", "JSON"), ("turn_step", "call_id", "VARCHAR DEFAULT ''"),
+          ("turn_step", "action_id", "VARCHAR"),
+          ("turn_step", "started_at", "TIMESTAMP WITH TIME ZONE"),
+          ("turn_step", "finished_at", "TIMESTAMP WITH TIME ZONE"),
+          ("turn_step", "result", "JSON"))
 
 
 def _migrate(engine: Engine) -> None:
@@ -92,6 +102,8 @@ def _migrate(engine: Engine) -> None:
                 {"t": table, "c": column}).scalar()
             if nullable == "NO":
                 conn.execute(text(f'ALTER TABLE "{table}" ALTER COLUMN "{column}" DROP NOT NULL'))
+        for table, column, kind in _ADDED:
+            conn.execute(text(f'ALTER TABLE "{table}" ADD COLUMN IF NOT EXISTS "{column}" {kind}'))
 
 
 @contextmanager

@@ -56,6 +56,13 @@ class ChatSession(SQLModel, table=True):
     autonomy: str = "Supervised"
     created_at: datetime = _stamp(default_factory=utcnow)
     updated_at: datetime = _stamp(default_factory=utcnow)
+    title: str | None = Field(default=None, nullable=True)  # its first message, shortened
+    # the running summary of the messages up to `summary_upto` (a ChatMessage id), folded
+    # when the history no longer fits the budget of [agent] history_tokens
+    summary: str | None = Field(default=None, nullable=True)
+    summary_upto: int | None = Field(default=None, nullable=True)
+    # the untrusted sources (executor names) whose results the summary folded: data, never orders
+    summary_sources: list[str] = Field(default_factory=list, sa_column=Column(JSON, nullable=True))
 
 
 class Turn(SQLModel, table=True):
@@ -79,6 +86,10 @@ class Turn(SQLModel, table=True):
     created_at: datetime = _stamp(default_factory=utcnow)
     finished_at: datetime | None = _stamp(default=None, nullable=True)
     timings: dict[str, float] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
+    # what ran, beside the reply: one item per step (executor, status, i18n text, undo id...)
+    activity: list[dict[str, Any]] = Field(default_factory=list,
+                                           sa_column=Column(JSON, nullable=True))
+    stop_reason: str | None = None  # why the agent loop ended (an i18n key), when a budget did
 
 
 class TurnStep(SQLModel, table=True):
@@ -96,6 +107,37 @@ class TurnStep(SQLModel, table=True):
     outcome: str | None = None
     error_key: str | None = None
     audit_seq: int | None = None
+    created_at: datetime = _stamp(default_factory=utcnow)
+    # the step trace (hand-offs, SPEC §2 step 4): the model call that asked for it, the
+    # earlier steps whose results the model had seen then, the tool call id, the action id
+    think: int = 0
+    seen: list[int] = Field(default_factory=list, sa_column=Column(JSON, nullable=True))
+    call_id: str = ""
+    action_id: str | None = None
+    started_at: datetime | None = _stamp(default=None, nullable=True)
+    finished_at: datetime | None = _stamp(default=None, nullable=True)
+    # the whole (redacted) result; the model was sent at most [agent] max_tool_result_chars
+    result: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+
+
+class ChatMessage(SQLModel, table=True):
+    """One message of a conversation as the model sees it (SPEC §2 step 5): the user's
+    text, the assistant's text and tool calls, a tool result (capped, wrapped as data).
+    Ordered by `id`, which grows across all sessions."""
+
+    __tablename__ = "chat_message"
+
+    id: int | None = Field(default=None, primary_key=True)
+    session_id: str = Field(foreign_key="chat_session.id", index=True)
+    turn_id: str | None = Field(default=None, foreign_key="turn.id", index=True)
+    role: str  # "user" | "assistant" | "tool"
+    content: str | None = None
+    # the assistant's calls: [{"id", "name", "arguments"}] (arguments as the JSON text sent)
+    tool_calls: list[dict[str, Any]] = Field(default_factory=list,
+                                             sa_column=Column(JSON, nullable=True))
+    tool_call_id: str | None = None
+    name: str | None = None  # the executor of a tool message
+    full_chars: int = 0  # a tool result's length before the cap
     created_at: datetime = _stamp(default_factory=utcnow)
 
 

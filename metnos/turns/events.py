@@ -1,7 +1,8 @@
 """The progress of a turn as events, in process (SPEC §3 `GET /api/turns/{id}/events`, §11).
 
 `TurnEvents` is a small per-turn bus: the turn service publishes what happens (`status`,
-`step`, `approval`, `reply`, `end`) and any coroutine of the gateway's process subscribes —
+`step`, `approval`, `delta` (a piece of the model's text as it streams), `reply`, `end`)
+and any coroutine of the gateway's process subscribes —
 the SSE route, the web chat, the Telegram typing indicator:
 
     async for event in service.events.subscribe(turn_id):
@@ -25,8 +26,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-EventKind = Literal["status", "step", "approval", "reply", "end"]
-KINDS: tuple[str, ...] = ("status", "step", "approval", "reply", "end")
+EventKind = Literal["status", "step", "approval", "delta", "reply", "end"]
+KINDS: tuple[str, ...] = ("status", "step", "approval", "delta", "reply", "end")
 KEEP_S = 300.0  # a finished turn's history stays this long for late subscribers
 STALE_S = 24 * 3600.0  # a turn with no event for this long is forgotten even if it never ended
 MAX_EVENTS = 1000  # per turn; beyond it the oldest events are dropped (never `end`)
