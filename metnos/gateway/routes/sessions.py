@@ -1,4 +1,11 @@
-"""`/api/sessions/{id}`: read a conversation, set its autonomy level (SPEC §4).
+"""`/api/sessions`: the caller's conversations, their messages, their autonomy level (SPEC §4).
+
+`GET /api/sessions` lists the caller's own sessions, most recently active first
+(`offset`/`limit`); `GET /api/sessions/{id}/messages` gives a session's messages as the model
+saw them (the `chat_message` rows, oldest first; `before` a message id and `limit` page back
+in time), each turn's activity items on its last assistant message, and the running summary.
+Another user's session answers 404, like an unknown id. The web chat shows a conversation
+again after a reload, and past conversations, from these two.
 
 Autonomy is per session: `ReadOnly`, `Supervised` (the default of new sessions, from
 `policy.autonomy`) or `Full`. Only the owner token changes it, and each change is audited.
@@ -13,14 +20,17 @@ locale (Accept-Language, else METNOS_LANG), in which its error messages are writ
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, HTTPException, Request
-from pydantic import BaseModel, ConfigDict
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import Engine, func
+from sqlmodel import Session, col, select
 
 from metnos import i18n
 from metnos.db.engine import session as db_session
-from metnos.db.models import ChatSession, utcnow
+from metnos.db.models import ChatMessage, ChatSession, Turn, utcnow
 from metnos.gateway.deps import OwnerDep, ServiceDep
 from metnos.gateway.schemas import ErrorPublic
 from metnos.settings import Autonomy
@@ -36,6 +46,9 @@ def request_locale(request: Request) -> str:
 
 
 LocaleDep = Annotated[str, Depends(request_locale)]
+MAX_SESSIONS, MAX_OFFSET = 100, 1_000_000
+MAX_MESSAGES, MAX_MESSAGE_ID = 200, 2**53
+TITLE_CHARS = 80
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorPublic} for code in (401, 404, 422)}
 
@@ -48,10 +61,68 @@ class SessionPublic(BaseModel):
     ui_locale: str | None = None
 
 
+class SessionSummary(BaseModel):
+    session_id: str
+    title: str | None = Field(description="Its title, else its first message, shortened.")
+    channel: str
+    interaction_language: str | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class SessionList(BaseModel):
+    sessions: list[SessionSummary]
+    next_offset: int | None = Field(description="The next page's offset; null on the last.")
+
+
+class MessagePublic(BaseModel):
+    id: int = Field(description="Grows with time: the order of the messages.")
+    role: str = Field(description="user, assistant or tool.")
+    content: str | None
+    name: str | None = Field(description="The executor, for a tool message.")
+    turn_id: str | None
+    created_at: datetime
+    activity: list[dict[str, Any]] | None = Field(
+        None, description="What ran in the turn, on the turn's last assistant message.")
+
+
+class MessagesPublic(BaseModel):
+    session_id: str
+    summary: str | None = Field(description="The running summary of the older messages.")
+    messages: list[MessagePublic]
+    next_before: int | None = Field(
+        description="Pass as `before` for the older messages; null when none is left.")
+
+
 class SessionUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     autonomy: Autonomy
+
+
+@router.get("", response_model=SessionList, responses=_ERRORS)
+async def list_sessions(service: ServiceDep, owner: OwnerDep,
+                        offset: int = Query(0, ge=0, le=MAX_OFFSET),
+                        limit: int = Query(20, ge=1, le=MAX_SESSIONS)) -> SessionList:
+    """The caller's own sessions, the most recently active first; `next_offset` is null on
+    the last page."""
+    return await asyncio.to_thread(_list_sessions, service.engine, owner,
+                                   offset=offset, limit=limit)
+
+
+@router.get("/{session_id}/messages", response_model=MessagesPublic, responses=_ERRORS)
+async def read_messages(session_id: str, service: ServiceDep, owner: OwnerDep,
+                        lang: LocaleDep,
+                        before: int | None = Query(None, ge=1, le=MAX_MESSAGE_ID),
+                        limit: int = Query(50, ge=1, le=MAX_MESSAGES)
+                        ) -> MessagesPublic:
+    """The latest `limit` messages (older than message `before` when given), oldest first;
+    `next_before` pages further back, null when nothing older is left."""
+    def read() -> MessagesPublic:
+        with db_session(service.engine) as db:
+            chat = _own(db.get(ChatSession, session_id[:64]), owner, session_id, lang)
+            return _messages_page(db, chat, before=before, limit=limit)
+    return await asyncio.to_thread(read)
 
 
 @router.get("/{session_id}", response_model=SessionPublic, responses=_ERRORS)
@@ -93,3 +164,50 @@ def _public(chat: ChatSession, locale: str) -> SessionPublic:
     return SessionPublic(session_id=chat.id, channel=chat.channel,
                          interaction_language=chat.interaction_language, autonomy=chat.autonomy,
                          ui_locale=locale)
+
+
+def _list_sessions(engine: Engine, owner: str, *, offset: int, limit: int) -> SessionList:
+    first_text = (select(Turn.text).where(col(Turn.session_id) == col(ChatSession.id))
+                  .order_by(col(Turn.created_at)).limit(1).scalar_subquery())
+    query = (select(ChatSession, first_text).where(col(ChatSession.user_id) == owner)
+             .order_by(col(ChatSession.updated_at).desc(), col(ChatSession.id))
+             .offset(offset).limit(limit + 1))
+    with db_session(engine) as db:
+        rows = list(db.exec(query).all())
+    sessions = [SessionSummary(
+        session_id=chat.id, title=_title(chat.title or text), channel=chat.channel,
+        interaction_language=chat.interaction_language, created_at=chat.created_at,
+        updated_at=chat.updated_at) for chat, text in rows[:limit]]
+    return SessionList(sessions=sessions,
+                       next_offset=offset + limit if len(rows) > limit else None)
+
+
+def _title(text: str | None) -> str | None:
+    line = " ".join((text or "").split())
+    return (line[:TITLE_CHARS - 1] + "…" if len(line) > TITLE_CHARS else line) or None
+
+
+def _messages_page(db: Session, chat: ChatSession, *, before: int | None,
+                   limit: int) -> MessagesPublic:
+    """The latest `limit` messages before `before`, oldest first, with each turn's activity
+    on its last assistant message (found over the whole session, not only this page)."""
+    query = select(ChatMessage).where(col(ChatMessage.session_id) == chat.id)
+    if before is not None:
+        query = query.where(col(ChatMessage.id) < before)
+    rows = list(db.exec(query.order_by(col(ChatMessage.id).desc()).limit(limit + 1)).all())
+    more, rows = len(rows) > limit, rows[:limit][::-1]
+    turn_ids = {m.turn_id for m in rows if m.turn_id is not None}
+    last_reply: dict[int, list[dict[str, Any]]] = {}
+    if turn_ids:
+        ends = db.exec(select(func.max(ChatMessage.id), Turn.activity)
+                       .join(Turn, col(Turn.id) == col(ChatMessage.turn_id))
+                       .where(col(ChatMessage.session_id) == chat.id,
+                              col(ChatMessage.role) == "assistant",
+                              col(ChatMessage.turn_id).in_(turn_ids))
+                       .group_by(col(Turn.id))).all()
+        last_reply = {end: list(activity or []) for end, activity in ends if end is not None}
+    messages = [MessagePublic(id=m.id or 0, role=m.role, content=m.content, name=m.name,
+                              turn_id=m.turn_id, created_at=m.created_at,
+                              activity=last_reply.get(m.id or 0)) for m in rows]
+    return MessagesPublic(session_id=chat.id, summary=chat.summary, messages=messages,
+                          next_before=rows[0].id if more and rows else None)
