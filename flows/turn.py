@@ -24,7 +24,7 @@ from metnos import i18n
 from metnos.turns import recovery
 from metnos.turns.pipeline import run_pipeline
 from metnos.turns.service import TurnContext, TurnService
-from tasks.turn import close_turn_task, executor_task, plan_task
+from tasks.turn import close_turn_task, executor_task, think_task
 
 log = logging.getLogger(__name__)
 
@@ -52,8 +52,8 @@ async def turn(turn_id: str) -> str:
     try:
         reply = await run_pipeline(
             service, ctx,
-            plan=lambda svc, c: plan_task(svc, c),
-            execute=lambda svc, c, chk: executor_task(svc, c, chk),
+            think=think_task,
+            execute=executor_task,
             await_approval=wait_for_owner, via="prefect-ui",
         )
     except Exception as exc:  # the outermost boundary of a turn: tell the user, keep the turn

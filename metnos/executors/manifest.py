@@ -85,6 +85,8 @@ class InputSpec(_Model):
     minimum: int | float | None = None
     maximum: int | float | None = None
     items: Literal["path", "string", "integer", "number", "boolean"] | None = None
+    # a host-side check of the value before the step runs (metnos.policy.host_checks)
+    check: Literal["shell_command", "url"] | None = None
     description: dict[str, str]
 
     @field_validator("description")
@@ -235,6 +237,15 @@ class Manifest(_Model):
     def path_inputs(self) -> dict[str, str]:
         """Input name → access (`read`|`write`) for every path-typed input."""
         return {name: spec.access for name, spec in self.inputs.items() if spec.access is not None}
+
+    def host_checks(self) -> dict[str, str]:
+        """Input name → the host-side check its value must pass (`check = "..."`)."""
+        return {name: spec.check for name, spec in self.inputs.items() if spec.check is not None}
+
+    @property
+    def read_only(self) -> bool:
+        """Neither changes state nor uses the network: may run beside other such calls."""
+        return not self.side_effects and not self.sandbox.network
 
     def languages(self) -> list[str]:
         return sorted(self.description)

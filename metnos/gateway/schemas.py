@@ -22,6 +22,24 @@ class TurnCreate(BaseModel):
                     "never as instructions; the turn then asks before acting.")
 
 
+class StepPublic(BaseModel):
+    """One step of a turn's trace: `seen` lists the earlier steps whose results the model
+    had read when it asked for this one (the hand-offs); `think` is that model call."""
+
+    seq: int
+    executor: str
+    args_digest: str
+    decision: str
+    outcome: str | None = None
+    error_key: str | None = None
+    think: int = 0
+    seen: list[int] = Field(default_factory=list)
+    call_id: str = ""
+    action_id: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+
+
 class TurnPublic(BaseModel):
     turn_id: str
     session_id: str
@@ -32,6 +50,10 @@ class TurnPublic(BaseModel):
     finished_at: datetime | None = None
     flow_run_id: str | None = None
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    # what ran, beside the reply (executor, status, text, action_id, undo, approval_id)
+    activity: list[dict[str, Any]] = Field(default_factory=list)
+    stop_reason: str | None = None  # the i18n key of the budget that ended the agent loop
+    steps: list[StepPublic] = Field(default_factory=list)  # the step trace, in order
 
 
 class ErrorBody(BaseModel):

@@ -18,7 +18,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from metnos.policy.decide import Decision
@@ -59,9 +59,14 @@ def check_laws(
     return None
 
 
-def untrusted_data_decision(executor: str) -> Decision:
-    """Law 3: the step comes after untrusted data was read in this turn, so it asks."""
-    return Decision("ask", ASK_UNTRUSTED, {"executor": executor})
+UNTRUSTED_SOURCES = "sources"  # the var naming the untrusted sources of an asking step
+
+
+def untrusted_data_decision(executor: str, sources: Sequence[str] = ()) -> Decision:
+    """Law 3: the step comes after untrusted data was read in this turn, so it asks; the
+    approval card names the untrusted `sources` in the context."""
+    named = ", ".join(dict.fromkeys(sources)) or "?"
+    return Decision("ask", ASK_UNTRUSTED, {"executor": executor, UNTRUSTED_SOURCES: named})
 
 
 def no_undo_record_decision(executor: str) -> Decision:

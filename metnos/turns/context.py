@@ -40,6 +40,11 @@ class TurnContext:
     untrusted: tuple[tuple[str, str], ...] = ()
     tainted: bool = False  # untrusted content entered this turn: acting steps then ask (Law 3)
     ui_locale: str = ""  # the client's UI locale of the request that opened the turn
+    # the untrusted sources read so far ("fs_read (logs/x.log)", "web_fetch (https://...)"):
+    # an approval card asked because of them names them
+    sources: list[str] = field(default_factory=list)
+    activity: list[dict[str, Any]] = field(default_factory=list)  # what ran, beside the reply
+    stop_reason: str | None = None  # the i18n key of the budget that ended the loop, if any
 
     def mark(self, name: str, started: float) -> None:
         self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - started) * 1000
@@ -58,6 +63,9 @@ class CheckedStep:
     approval: Approval | None = None  # set when the step waits for the owner's decision
     ask: Decision | None = None  # why the policy asks
     run_slot: Reservation | None = None  # its reserved run, until spent or given back
+    seq: int = 0  # its place in the turn's step trace (1, 2, ...)
+    think: int = 0  # the model call that asked for it (0: the embedded planner)
+    malformed: bool = False  # refused because the call itself was unusable (the model may fix it)
 
 
 @dataclass(frozen=True)
@@ -67,3 +75,5 @@ class Published:
     reply: str
     status: str
     approvals: list[dict[str, Any]]
+    activity: list[dict[str, Any]] = field(default_factory=list)
+    stop_reason: str | None = None

@@ -21,10 +21,12 @@ from metnos.approvals import ApprovalError, NewApproval
 from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
 from metnos.policy.decide import Decision
+from metnos.policy.laws import ASK_UNTRUSTED, UNTRUSTED_SOURCES
 from metnos.turns.reply import StepOutcome
 
 if TYPE_CHECKING:
-    from metnos.turns.service import CheckedStep, TurnContext, TurnService
+    from metnos.turns.context import CheckedStep, TurnContext
+    from metnos.turns.service import TurnService
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ def open_approval(service: TurnService, ctx: TurnContext, checked: CheckedStep,
                                flow_run_id=ctx.flow_run_id)
     checked.approval = row
     checked.ask = verdict
-    service.audit_line(ctx, action=checked.step.executor, decision="ask", reason=verdict.key,
+    service.record.audit_line(ctx, action=checked.step.executor, decision="ask", reason=verdict.key,
                        outcome="awaiting_approval", args_digest=checked.args_digest,
                        action_id=checked.action_id, approval_id=row.id)
 
@@ -76,7 +78,11 @@ def why(checked: CheckedStep, lang: str) -> str:
     """Why the policy asks, in `lang` (what an approval card shows above the action)."""
     verdict = checked.ask
     assert verdict is not None
-    return i18n.get(verdict.key, lang, **{**verdict.vars, "executor": checked.step.executor})
+    text = i18n.get(verdict.key, lang, **{**verdict.vars, "executor": checked.step.executor})
+    sources = verdict.vars.get(UNTRUSTED_SOURCES)
+    if sources and verdict.key != ASK_UNTRUSTED:  # asks anyway: the sources are named too
+        text += " " + i18n.get("MSG_APPROVAL_UNTRUSTED_SOURCES", lang, sources=sources)
+    return text
 
 
 def pending_message(checked: CheckedStep, lang: str) -> str:
@@ -132,7 +138,7 @@ def resolve(service: TurnService, ctx: TurnContext, checked: CheckedStep,
                 current = approvals.decide(db, row.id, str(run_input["decision"]),
                                            user_id=row.user_id, via=via,
                                            note=str(run_input.get("reason", "")))
-                service.audit_line(ctx, sender=via, action="approval", decision="info",
+                service.record.audit_line(ctx, sender=via, action="approval", decision="info",
                                    reason="MSG_APPROVAL_DECIDED", outcome=current.status,
                                    approval_id=row.id)
             except ApprovalError as exc:
@@ -142,7 +148,8 @@ def resolve(service: TurnService, ctx: TurnContext, checked: CheckedStep,
             approvals.expire(db, row.id)
             return _closed(service, ctx, checked, "ERR_APPROVAL_EXPIRED", "expired")
         if current.status == "denied":
-            return _closed(service, ctx, checked, "MSG_APPROVAL_DENIED", "denied")
+            return _closed(service, ctx, checked, "MSG_APPROVAL_DENIED", "denied",
+                           note=current.note or "")
         if current.status != "approved":  # expired by the clock, or used elsewhere
             return _closed(service, ctx, checked, "ERR_APPROVAL_EXPIRED"
                            if current.status == "expired" else "ERR_APPROVAL_NOT_APPROVED",
@@ -157,16 +164,16 @@ def resolve(service: TurnService, ctx: TurnContext, checked: CheckedStep,
 
 
 def _closed(service: TurnService, ctx: TurnContext, checked: CheckedStep, key: str,
-            outcome: str) -> StepOutcome:
+            outcome: str, note: str = "") -> StepOutcome:
     service.guard.release_run(checked)  # denied, expired or refused: it never runs
-    seq = service.audit_line(ctx, action=checked.step.executor,
+    seq = service.record.audit_line(ctx, action=checked.step.executor,
                              decision="deny",
                              reason=key, outcome=outcome, args_digest=checked.args_digest,
                              action_id=checked.action_id,
                              approval_id=checked.approval.id if checked.approval else None)
     row = checked.approval
     vars = {"executor": checked.step.executor, "action": describe(checked),
-            "approval_id": row.id if row else "", "status": outcome}
+            "approval_id": row.id if row else "", "status": outcome, "note": note}
     return StepOutcome(checked.step.executor, "refused", key=key, vars=vars, audit_seq=seq)
 
 

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +23,10 @@ from sqlalchemy.engine import Engine
 
 from metnos.db.engine import session as db_session
 from metnos.executors.manifest import Manifest
-from metnos.llm.tools import Plan, PlanStep
+from metnos.llm.tools import PlanStep
 from metnos.policy import limits
 from metnos.policy.decide import Decision
-from metnos.policy.laws import check_laws, untrusted_data_decision
+from metnos.policy.laws import UNTRUSTED_SOURCES, check_laws, untrusted_data_decision
 from metnos.policy.secret_scan import SecretScanner
 from metnos.settings import Settings
 
@@ -47,9 +48,16 @@ class Guard:
                           scanner=self.scanner)
 
     def taint(self, ctx: TurnContext, manifest: Manifest, verdict: Decision) -> Decision:
+        """Law 3: once outside data is in the context, an acting step asks whatever the
+        autonomy level; a step that asks anyway keeps its reason and names the sources too."""
         acts = manifest.side_effects or manifest.sandbox.network
-        if ctx.tainted and acts and verdict.verdict == "allow":
-            return untrusted_data_decision(manifest.name)
+        if not (ctx.tainted and acts):
+            return verdict
+        if verdict.verdict == "allow":
+            return untrusted_data_decision(manifest.name, ctx.sources)
+        if verdict.verdict == "ask":
+            named = untrusted_data_decision(manifest.name, ctx.sources).vars["sources"]
+            return replace(verdict, vars={**verdict.vars, UNTRUSTED_SOURCES: named})
         return verdict
 
     def reserve_run(self, ctx: TurnContext) -> limits.Reservation | Decision:
@@ -81,15 +89,15 @@ class Guard:
             return limits.reserve_llm(db, cap_usd_per_day=policy.max_llm_cost_per_day_usd,
                                       estimate_usd=policy.llm_call_reserve_usd)
 
-    def settle_llm(self, ctx: TurnContext, slot: limits.Reservation, plan: Plan | None,
+    def settle_llm(self, ctx: TurnContext, slot: limits.Reservation, cost_usd: float | None,
                    model: str) -> None:
-        """The call's real cost replaces its estimate; no plan (the call failed): given back."""
+        """The call's real cost replaces its estimate; None (the call failed): given back."""
         with db_session(self.engine) as db:
-            if plan is None:
+            if cost_usd is None:
                 limits.release(db, slot)
             else:
                 limits.settle_llm(db, slot, turn_id=ctx.turn_id, user_id=ctx.user_id,
-                                  model=model, cost_usd=plan.cost_usd)
+                                  model=model, cost_usd=cost_usd)
 
     def redact(self, value: Any) -> tuple[Any, list[str]]:
         return self.scanner.redact(value)

@@ -1,71 +1,115 @@
-"""The turn pipeline (SPEC §2): plan → policy → (approval) → sandbox → audit → reply.
+"""A turn end to end (SPEC §2): with a model, the agent loop; without one, the embedded
+planner, one step, as before the loop existed. Both keep the session's history.
 
-`run_pipeline` composes the `TurnService` steps; `flows/turn.py` runs the same composition
-with the planner call and each executor run as Prefect tasks and the approval wait as a
-Prefect pause, so the logic lives here once and the flow stays thin.
+`run_pipeline` is the composition; `flows/turn.py` runs the same composition with each model
+call (`think`) and each executor run as Prefect tasks and the approval wait as a Prefect
+pause, so the logic lives here once and the flow stays thin. The bench and the plain path
+pass nothing and get the same pipeline as plain function calls (an approval then waits on
+the database).
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import replace
 
-from metnos.llm.tools import Plan
-from metnos.turns import gate
-from metnos.turns.context import CheckedStep, TurnContext
+from metnos import i18n
+from metnos.db.models import utcnow
+from metnos.llm.embedded import plan_embedded
+from metnos.turns import gate, history
+from metnos.turns.budget import Budget
+from metnos.turns.context import TurnContext
+from metnos.turns.conversation import Conversation
+from metnos.turns.loop import (
+    AgentLoop,
+    AwaitFn,
+    ExecuteFn,
+    ModelBudgetSpent,
+    Steps,
+    ThinkFn,
+    run_checked,
+    step_row,
+)
 from metnos.turns.reply import StepOutcome, compose
 from metnos.turns.service import TurnService
-
-PlanFn = Callable[[TurnService, TurnContext], Awaitable[Plan]]
-ExecuteFn = Callable[[TurnService, TurnContext, CheckedStep], Awaitable[StepOutcome]]
-# waits for the owner's decision on `checked.approval`: the resume input, or None on timeout
-AwaitFn = Callable[[TurnService, TurnContext, CheckedStep], Awaitable[dict[str, Any] | None]]
+from metnos.turns.thinking import think as plain_think
+from metnos.workspace import prompt_context
 
 
 async def run_pipeline(service: TurnService, ctx: TurnContext, *,
-                       plan: PlanFn | None = None, execute: ExecuteFn | None = None,
+                       think: ThinkFn | None = None, execute: ExecuteFn | None = None,
                        await_approval: AwaitFn | None = None, via: str = "api") -> str:
-    """One turn end to end. The flow passes Prefect tasks as `plan`/`execute` and Prefect's
-    pause as `await_approval`; the bench and the plain path pass nothing and get the same
-    pipeline as plain function calls (an approval then waits on the database)."""
-    plan_fn: PlanFn = plan or (lambda svc, c: svc.plan(c))
-    execute_fn: ExecuteFn = execute or (lambda svc, c, chk: svc.execute(c, chk))
-    wait_fn: AwaitFn = await_approval or gate.wait_in_db
-    the_plan = await plan_fn(service, ctx)
+    """One turn; the reply is published to the waiting channel and returned."""
+    how = Steps(execute or (lambda svc, c, chk: svc.runner.execute(c, chk)),
+                await_approval or gate.wait_in_db, via)
+    ctx.tainted = ctx.tainted or bool(ctx.untrusted)
+    added: list[dict[str, object]] = [{"role": "user", "content": ctx.text}]
+    try:
+        if service.port is not None:
+            try:
+                reply, added = await _agent(service, ctx, think or plain_think, how)
+            except ModelBudgetSpent as exc:  # the day's LLM budget is spent: the planner serves
+                reply = await _embedded(service, ctx, how, i18n.get(exc.key, ctx.lang,
+                                                                    **exc.vars))
+                added.append({"role": "assistant", "content": reply})
+        else:
+            reply = await _embedded(service, ctx, how)
+            added.append({"role": "assistant", "content": reply})
+        service.record.publish(ctx, reply)
+        return reply
+    finally:  # what this turn said stays in the session, even when it failed half-way
+        await asyncio.to_thread(history.record, service.engine, session_id=ctx.session_id,
+                                turn_id=ctx.turn_id, messages=added)
+
+
+async def _agent(service: TurnService, ctx: TurnContext, think: ThinkFn,
+                 how: Steps) -> tuple[str, list[dict[str, object]]]:
+    started = time.perf_counter()
+    settings = service.settings
+    window = await history.window(
+        service.engine, settings, ctx.session_id, port=service.port,
+        untrusted=lambda name: _untrusted(service, name), audit=service.audit,
+        turn_id=ctx.turn_id)
+    if window.sources:  # earlier outside data is still in what the model reads
+        ctx.tainted = True
+        ctx.sources.extend(window.sources)
+    workspace = await asyncio.to_thread(prompt_context, settings.workspace)
+    convo = Conversation.open(ctx.text, ctx.lang, service.tools(ctx), history=window.messages,
+                              workspace_context=workspace, untrusted=ctx.untrusted,
+                              intents=settings.i18n,
+                              result_chars=settings.agent.max_tool_result_chars)
+    ctx.mark("history", started)
+    how.budget = Budget(settings.agent)
+    loop = AgentLoop(service, ctx, convo, think, how, how.budget)
+    reply = await loop.run()
+    return reply, list(convo.added)
+
+
+def _untrusted(service: TurnService, executor: str) -> bool:
+    spec = service.registry.find(executor)
+    return spec is None or spec.manifest.untrusted_output
+
+
+async def _embedded(service: TurnService, ctx: TurnContext, how: Steps,
+                    said: str | None = None) -> str:
+    """The embedded planner's single step (no model, or the day's model budget is spent)."""
+    started = time.perf_counter()
+    plan = plan_embedded(ctx.text, ctx.lang, service.tools(ctx))
+    if said is not None:
+        plan = replace(plan, text=said)
+    ctx.mark("plan", started)
     service.events.publish(ctx.turn_id, "status", status="running")
     outcomes: list[StepOutcome] = []
-    for step in the_plan.steps:
-        checked = await asyncio.to_thread(service.check, ctx, step)
-        try:
-            outcome = await _run_step(service, ctx, checked, outcomes, execute_fn, wait_fn,
-                                      via)
-        finally:
-            if checked.run_slot is not None:  # it never started: its reserved run goes back
-                await asyncio.to_thread(service.guard.release_run, checked)
+    for seq, step in enumerate(plan.steps, start=1):
+        checked = await asyncio.to_thread(service.checker.check, ctx, step, seq=seq)
+        began = utcnow()
+        outcome = await run_checked(service, ctx, checked, how,
+                                    compose(outcomes, None, ctx.lang) if outcomes else "")
+        row = step_row(ctx, checked, outcome, began, utcnow(), seen=[])
+        await asyncio.to_thread(service.record.record_step, ctx, row)
         outcomes.append(outcome)
     started = time.perf_counter()
-    reply = compose(outcomes, the_plan.text, ctx.lang)
+    reply = compose(outcomes, plan.text, ctx.lang)
     ctx.mark("compose", started)
-    service.publish(ctx, reply)
     return reply
-
-
-async def _run_step(service: TurnService, ctx: TurnContext, checked: CheckedStep,
-                    outcomes: list[StepOutcome], execute_fn: ExecuteFn, wait_fn: AwaitFn,
-                    via: str) -> StepOutcome:
-    """One checked step: the owner's decision when it asks, then the run (or its refusal)."""
-    if checked.outcome is None and checked.approval is not None:
-        await service.await_owner(ctx, checked, outcomes)
-        answer = await wait_fn(service, ctx, checked)
-        checked.outcome = await asyncio.to_thread(gate.resolve, service, ctx, checked,
-                                                  answer, via)
-        await service.resume_after_owner(ctx)
-    if checked.outcome is not None:  # refused by the policy, denied or expired
-        service.step_event(ctx, checked, "refused", checked.outcome)
-        return checked.outcome
-    service.step_event(ctx, checked, "started")
-    outcome = await execute_fn(service, ctx, checked)
-    service.step_event(ctx, checked, outcome.status, outcome)  # done, failed or refused
-    return outcome

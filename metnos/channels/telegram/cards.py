@@ -66,6 +66,8 @@ def card(approval: dict[str, Any], lang: str, outcome: str | None = None) -> str
 
 def _why(approval: dict[str, Any], lang: str) -> str | None:
     """Why the policy asks, when its message can be filled from what the approval keeps."""
+    if approval.get("why"):  # the turn's own words (they name the untrusted sources)
+        return str(approval["why"])
     key = str(approval.get("reason_key") or "")
     raw = i18n.lookup(key, lang) or i18n.lookup(key, i18n.FALLBACK_LANG)
     if not isinstance(raw, str):

@@ -7,7 +7,7 @@ the locale of this request (`lang`, else Accept-Language, else METNOS_LANG), use
 request's own chrome such as error messages.
 
 `GET /api/turns/{id}/events` streams the turn's progress as server-sent events (`status`,
-`step`, `approval`, `reply`, `end`; `id:` is the event's `seq`, so a client resumes with
+`step`, `approval`, `delta`, `reply`, `end`; `id:` is the event's `seq`, so a client resumes with
 `Last-Event-ID`). Events come from the in-process bus `service.events`; a turn no longer in
 memory is told from the database: its status, its reply, `end`. A stream opened with a web
 session's cookie ends when that session logs out.
@@ -30,7 +30,7 @@ from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError
 from metnos.gateway.connections import connections_of
 from metnos.gateway.deps import OwnerDep, ServiceDep
-from metnos.gateway.schemas import ErrorPublic, TurnCreate, TurnPublic
+from metnos.gateway.schemas import ErrorPublic, StepPublic, TurnCreate, TurnPublic
 from metnos.turns.events import TurnEvent
 from metnos.turns.language import ui_locale
 from metnos.turns.service import TurnService
@@ -76,7 +76,8 @@ async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
     return TurnLanguages(turn_id=ctx.turn_id, session_id=ctx.session_id,
                          status=answered.status, reply=answered.reply,
                          approvals=answered.approvals, flow_run_id=ctx.flow_run_id,
-                         timings_ms=dict(ctx.timings), **langs)
+                         timings_ms=dict(ctx.timings), activity=answered.activity,
+                         stop_reason=answered.stop_reason, **langs)
 
 
 @router.get("/{turn_id}", response_model=TurnLanguages, responses=_ERRORS)
@@ -97,11 +98,14 @@ def _read_turn(service: TurnService, turn_id: str, locale: str) -> TurnLanguages
         if turn is None:
             return None
         waiting = [approvals.public(a) for a in approvals.approvals_of_turn(db, turn.id)]
+        steps = [StepPublic.model_validate({**step.model_dump(), "seen": step.seen or []})
+                 for step in models.turn_steps(db, turn.id)]
         return TurnLanguages(turn_id=turn.id, session_id=turn.session_id, status=turn.status,
                              reply=turn.reply, approvals=waiting, created_at=turn.created_at,
                              finished_at=turn.finished_at, flow_run_id=turn.flow_run_id,
                              timings_ms=turn.timings or {}, interaction_language=turn.lang,
-                             ui_locale=locale)
+                             ui_locale=locale, activity=turn.activity or [],
+                             stop_reason=turn.stop_reason, steps=steps)
 
 
 @router.get("/{turn_id}/events", response_class=StreamingResponse, responses={

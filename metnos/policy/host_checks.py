@@ -1,0 +1,47 @@
+"""Host-side checks of arguments that are more than paths, declared by the executor manifest.
+
+An input declares `check = "<name>"` in its manifest (`[inputs.command] check =
+"shell_command"`); the turn's step checker applies the named check before the step can run,
+whichever executor declares it. The checks themselves are code (SPEC §4: security is code):
+- `shell_command`: the command passes `policy.shell.check_command` (allow-list, no pipes,
+  redirections, variables or absolute paths);
+- `url`: the URL passes `policy.urls.check_url` (http/https only, no credentials, no private
+  address unless the host allows it); the host, never the model, adds `allow_private`.
+A failing check raises `PolicyDenied` with its i18n key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from metnos.policy.shell import check_command
+from metnos.policy.urls import check_url
+from metnos.settings import Settings
+
+# (settings, input name, value) -> the arguments to set (the checked value, and any the host adds)
+HostCheck = Callable[[Settings, str, Any], dict[str, Any]]
+
+
+def _shell_command(settings: Settings, name: str, value: Any) -> dict[str, Any]:
+    check_command(str(value), settings.policy.shell_allow)
+    return {name: value}
+
+
+def _url(settings: Settings, name: str, value: Any) -> dict[str, Any]:
+    allow = settings.sandbox.web_allow_private
+    return {name: check_url(str(value), allow_private=allow), "allow_private": allow}
+
+
+HOST_CHECKS: dict[str, HostCheck] = {"shell_command": _shell_command, "url": _url}
+
+
+def apply_host_checks(settings: Settings, checks: dict[str, str],
+                      args: dict[str, Any]) -> dict[str, Any]:
+    """`args` after every check its manifest declares (`checks`: input name → check name);
+    an input left out of `args` (optional, not given) is not checked."""
+    out = dict(args)
+    for name, check in checks.items():
+        if name in args:
+            out.update(HOST_CHECKS[check](settings, name, args[name]))
+    return out

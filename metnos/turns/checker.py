@@ -1,0 +1,125 @@
+"""The step checker: every step a planner asks for passes the policy before it may run.
+
+In order: the call itself must be usable (arguments a JSON object), the Laws (a step carrying
+a secret never goes further), the executor must be admitted, its arguments must fit the
+manifest's schema, paths are resolved inside the workspace, the host-side checks the
+manifest declares run (`metnos.policy.host_checks`), then the autonomy decision, the taint
+of untrusted data (Law 3), the hourly run budget and the hard artifact intent. The result is
+a `CheckedStep`: a sandbox request to run (perhaps after an approval), or a final refusal
+with exactly one audit line.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from metnos import i18n
+from metnos.audit import digest_args
+from metnos.errors import ModelRetryError, PolicyDenied
+from metnos.executors.manifest import Manifest
+from metnos.llm.tools import PlanStep
+from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
+from metnos.policy.decide import Decision
+from metnos.policy.host_checks import apply_host_checks
+from metnos.sandbox import SandboxRequest
+from metnos.turns import gate, language
+from metnos.turns.context import CheckedStep, TurnContext
+from metnos.turns.reply import StepOutcome
+
+if TYPE_CHECKING:
+    from metnos.turns.service import TurnService
+
+# refusals that mean the call itself was wrong (the model may correct it), not the policy
+MALFORMED_KEYS = frozenset({"ERR_PLAN_ARGS_NOT_JSON", "ERR_EXECUTOR_NOT_FOUND"})
+
+
+class StepChecker:
+    def __init__(self, service: TurnService) -> None:
+        self.service = service
+        self.settings = service.settings
+
+    def check(self, ctx: TurnContext, step: PlanStep, *, seq: int = 0,
+              think: int = 0) -> CheckedStep:
+        """Every step passes the policy; a refusal leaves exactly one audit line."""
+        started = time.perf_counter()
+        try:
+            checked = CheckedStep(step, None, args_digest=digest_args(step.args), seq=seq,
+                                  think=think)
+            return self._check(ctx, checked)
+        finally:
+            ctx.mark("policy", started)
+
+    def _check(self, ctx: TurnContext, checked: CheckedStep) -> CheckedStep:
+        step, service = checked.step, self.service
+        if step.error:
+            return self.refuse(ctx, checked, step.error, {"executor": step.executor})
+        law = service.guard.laws(ctx, step)  # first: a step carrying a secret never goes on
+        if law is not None:
+            return self.refuse(ctx, checked, law.key, law.vars)
+        spec = service.registry.find(step.executor)
+        if spec is None:
+            refused = service.registry.refusal(step.executor)
+            if refused is not None:
+                return self.refuse(ctx, checked, "ERR_EXECUTOR_NOT_ADMITTED",
+                                   {"executor": step.executor,
+                                    "reason": i18n.get(refused[0], ctx.lang, **refused[1])})
+            return self.refuse(ctx, checked, "ERR_EXECUTOR_NOT_FOUND",
+                               {"executor": step.executor})
+        checked.spec = spec
+        manifest = spec.manifest
+        try:
+            schema = manifest.input_schema()
+            args = resolve_path_args(schema, validate_args(schema, step.args), self._resolve)
+            args = apply_host_checks(self.settings, manifest.host_checks(), args)
+        except (ModelRetryError, PolicyDenied) as exc:
+            checked.malformed = isinstance(exc, ModelRetryError)
+            return self.refuse(ctx, checked, exc.key, {**exc.vars, "executor": step.executor})
+        verdict = service.guard.taint(ctx, manifest, decide(
+            risk=manifest.risk, side_effects=manifest.side_effects,
+            reversible=manifest.reversible, autonomy=ctx.autonomy,
+            sandbox_ok=service.sandbox_ok, executor=step.executor))
+        if verdict.verdict == "deny":
+            return self.refuse(ctx, checked, verdict.key,
+                               {**verdict.vars, "executor": step.executor})
+        slot = service.guard.reserve_run(ctx)  # held until the run starts, else given back
+        if isinstance(slot, Decision):
+            return self.refuse(ctx, checked, slot.key, slot.vars)
+        checked.run_slot = slot
+        verdict = self._artifact_language(ctx, checked, manifest, args, verdict)
+        checked.request = SandboxRequest(
+            exec_dir=spec.folder, entry=manifest.entry, profile=manifest.sandbox,
+            workspace=self.settings.workspace, args=args, action_id=checked.action_id,
+            max_output_bytes=self.settings.sandbox.max_output_bytes,
+            max_processes=self.settings.sandbox.max_processes)
+        if verdict.verdict == "ask":
+            gate.open_approval(service, ctx, checked, verdict)
+        return checked
+
+    def _artifact_language(self, ctx: TurnContext, checked: CheckedStep, manifest: Manifest,
+                           args: dict[str, Any], verdict: Decision) -> Decision:
+        """The hard artifact intent (SPEC §9.7): writing a file in another language than the
+        one it must keep asks the owner (never a silent denial), with an audit line."""
+        found = language.check_artifact(self.settings, ctx.lang, manifest, args)
+        if found is None:
+            return verdict
+        self.service.record.audit_line(
+            ctx, action=language.AUDIT_ACTION, decision="info", reason=found.audit_reason(),
+            outcome="ask", args_digest=checked.args_digest, action_id=checked.action_id)
+        return found.decision(manifest.name, ctx.lang)
+
+    def _resolve(self, raw: str) -> str:
+        return resolve_in_workspace(raw, self.settings.workspace, home_dir=Path.home(),
+                                    metnos_home=self.settings.home)
+
+    def refuse(self, ctx: TurnContext, checked: CheckedStep, key: str, vars: dict[str, Any],
+               *, decision: str = "deny") -> CheckedStep:
+        self.service.guard.release_run(checked)  # a refused step never runs: its run goes back
+        rec = self.service.record.audit_line(
+            ctx, action=checked.step.executor, decision=decision, reason=key,
+            outcome="refused", args_digest=checked.args_digest)
+        checked.malformed = checked.malformed or key in MALFORMED_KEYS
+        checked.outcome = StepOutcome(checked.step.executor, "refused", key=key, vars=vars,
+                                      audit_seq=rec)
+        return checked

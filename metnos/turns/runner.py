@@ -1,0 +1,115 @@
+"""The step runner: one admitted step in the sandbox, with its before-record and audit line.
+
+Right before the run, on the host: the executor's code must still be what its signature
+vouches for; a step that may change files gets its signed before-record (Law 1: no undo, no
+action), tied to the turn so a restart after a crash can name it for an undo; the step's
+reserved run is spent. After it: the result passes Law 2's redaction, and one audit line says
+how it went. The turn is tainted once an executor whose output is outside data has run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING
+
+from metnos import keys, reversibility
+from metnos.errors import MetnosError
+from metnos.executors.registry import ExecutorSpec
+from metnos.executors.signing import code_hash
+from metnos.policy.laws import no_undo_record_decision
+from metnos.sandbox import SandboxResult, run_sandboxed
+from metnos.turns import recovery
+from metnos.turns.context import CheckedStep, TurnContext
+from metnos.turns.reply import StepOutcome
+
+if TYPE_CHECKING:
+    from metnos.turns.service import TurnService
+
+log = logging.getLogger(__name__)
+
+
+class StepRunner:
+    def __init__(self, service: TurnService) -> None:
+        self.service = service
+        self.settings = service.settings
+
+    async def execute(self, ctx: TurnContext, checked: CheckedStep) -> StepOutcome:
+        """Run one admitted step in the sandbox; record the before state of what it may change."""
+        if checked.request is None or checked.spec is None:
+            raise ValueError("execute() takes a step the policy admitted")
+        refused = await asyncio.to_thread(self._prepare_run, ctx, checked)
+        if refused is not None:
+            return refused
+        started = time.perf_counter()
+        result = await run_sandboxed(checked.request)
+        ctx.mark("sandbox_total", started)
+        ctx.timings["sandbox_spawn"] = ctx.timings.get("sandbox_spawn", 0.0) + result.spawn_s * 1000
+        return await asyncio.to_thread(self._record_result, ctx, checked, result)
+
+    def _prepare_run(self, ctx: TurnContext, checked: CheckedStep) -> StepOutcome | None:
+        """Host-side work right before a run (blocking I/O: called in a worker thread)."""
+        spec, request = checked.spec, checked.request
+        assert spec is not None and request is not None  # checked by execute()
+        checker = self.service.checker
+        if not self._code_unchanged(spec):
+            # admitted at start-up, changed since: its signature no longer vouches for it
+            return checker.refuse(ctx, checked, "ERR_EXECUTOR_CODE_CHANGED",
+                                  {"name": spec.name}).outcome
+        if spec.manifest.side_effects:
+            written = [request.args[n] for n, acc in spec.manifest.path_inputs().items()
+                       if acc == "write" and isinstance(request.args.get(n), str)]
+            try:  # kept even when the run then fails: a crash may have changed files already
+                signed = reversibility.record_before(
+                    self.settings.state_dir, checked.action_id, self.settings.workspace,
+                    spec.name, written, keys.load_private_key(self.settings.keys_dir, "audit"),
+                    copy=not spec.manifest.sandbox.trash)
+            except (OSError, ValueError, MetnosError) as exc:  # Law 1: no undo, no action
+                log.error("turn.before_record_failed action_id=%s: %s", checked.action_id, exc)
+                law = no_undo_record_decision(spec.name)
+                return checker.refuse(ctx, checked, law.key, law.vars).outcome
+            # tied to the turn, so that a restart after a crash can name it for an undo
+            recovery.link_record(self.service.engine, action_id=checked.action_id,
+                                 turn_id=ctx.turn_id, executor=spec.name, signed=signed)
+        self.service.guard.record_action(ctx, checked)
+        return None
+
+    def _code_unchanged(self, spec: ExecutorSpec) -> bool:
+        try:
+            return code_hash(spec.folder) == self.service.registry.signed[spec.name].code_sha256
+        except (OSError, MetnosError, KeyError):
+            return False
+
+    def _record_result(self, ctx: TurnContext, checked: CheckedStep,
+                       result: SandboxResult) -> StepOutcome:
+        name, action_id = checked.step.executor, checked.action_id
+        assert checked.spec is not None
+        record = self.service.record
+        if checked.spec.manifest.untrusted_output:  # outside data is in the context now
+            ctx.tainted = True
+            ctx.sources.append(source_label(checked))
+        if result.ok:
+            shown, secrets = self.service.guard.redact(result.result)  # Law 2 on the way out
+            seq = record.audit_line(ctx, action=name, decision="allow",
+                                    reason="MSG_LAW_OUTPUT_REDACTED" if secrets else "ok",
+                                    outcome="done", args_digest=checked.args_digest,
+                                    action_id=action_id)
+            return StepOutcome(name, "done", result=shown, audit_seq=seq, action_id=action_id)
+        key = result.error_key or "ERR_SANDBOX_FAILED"
+        seq = record.audit_line(ctx, action=name, decision="allow", reason=key, outcome="failed",
+                                args_digest=checked.args_digest, action_id=action_id)
+        return StepOutcome(name, "failed", key=key, vars={**result.error_vars, "executor": name},
+                           audit_seq=seq, action_id=action_id)
+
+
+MAX_SOURCE_ARG = 80
+
+
+def source_label(checked: CheckedStep) -> str:
+    """How an approval card names an untrusted source: the executor and what it read."""
+    args = checked.request.args if checked.request is not None else checked.step.args
+    what = next((str(args[k]) for k in ("path", "url", "command", "folder") if k in args), "")
+    if len(what) > MAX_SOURCE_ARG:
+        what = what[:MAX_SOURCE_ARG] + "…"
+    return f"{checked.step.executor} ({what})" if what else checked.step.executor
