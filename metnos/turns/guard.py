@@ -31,8 +31,7 @@ from metnos.policy.secret_scan import SecretScanner
 from metnos.settings import Settings
 
 if TYPE_CHECKING:
-    from metnos.turns.context import CheckedStep
-    from metnos.turns.service import TurnContext
+    from metnos.turns.context import CheckedStep, TurnContext
 
 
 class Guard:
