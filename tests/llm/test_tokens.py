@@ -25,7 +25,7 @@ from metnos.paths import repo_path
 MODELS = ("ollama/llama3.1:8b", "huggingface/meta-llama/Llama-3-8B", "openai/gpt-4o",
           "openai/scripted", "anthropic/claude-3-5-sonnet-20240620", "cohere/command-r",
           "replicate/meta/llama-2-70b-chat", "deepseek/deepseek-chat", "")
-MESSAGES = [
+MESSAGES: list[dict[str, Any]] = [
     {"role": "user", "content": "La lista della spesa: latte, pane, uova. What is left?"},
     {"role": "assistant", "content": None, "tool_calls": [
         {"id": "c1", "type": "function",
