@@ -5,6 +5,10 @@ errors (rate limits, connection problems, timeouts, 5xx). litellm's own retries 
 (`num_retries=0`), so retry layers never stack (notes/prefect.md §5). Tiers `fast` and `wise`
 default to `METNOS_LLM_MODEL`; `frontier` is opt-in: it must be configured *and* asked for.
 
+With `on_delta`, the call streams (`_stream.py`): each piece of text goes to `on_delta` as it
+arrives and the same whole `LLMReply` comes back, with `first_token_s`. A stream is retried
+only while no piece was delivered; a failure after that is an LLMError at once.
+
 litellm is imported lazily, on the first call: importing it takes seconds, and the embedded
 planner (no LLM configured) must never pay for it.
 """
@@ -14,7 +18,8 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import dataclass, field
+import time
+from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import Any, Literal
 
@@ -27,6 +32,7 @@ from tenacity import (
 )
 
 from metnos.errors import LLMError
+from metnos.llm._stream import DeltaStream, OnDelta
 from metnos.settings import LLMSettings
 
 log = logging.getLogger(__name__)
@@ -53,6 +59,8 @@ class LLMReply:
     model: str = ""
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    first_token_s: float | None = None  # streamed calls: from the request to the first text
+
 
 
 def configured(settings: LLMSettings) -> bool:
@@ -98,25 +106,38 @@ class LLMPort:
         *,
         tools: list[dict[str, Any]] | None = None,
         tier: str = "fast",
+        on_delta: OnDelta | None = None,
     ) -> LLMReply:
-        """One chat completion (OpenAI message/tool format); LLMError when it cannot be had."""
+        """One chat completion (OpenAI message/tool format); LLMError when it cannot be had.
+        With `on_delta`, it streams and calls `on_delta(piece)` for each piece of text."""
         model = self.resolve(tier)
         if model is None:
             raise LLMError("ERR_LLM_NOT_CONFIGURED")
         litellm = _litellm()
         kwargs = self._request(model, messages, tools)
+        stream = None if on_delta is None else DeltaStream(on_delta, time.perf_counter())
+
+        def retryable(exc: BaseException) -> bool:
+            return _is_transient(exc) and not (stream is not None and stream.delivered)
+
         retrying = AsyncRetrying(
-            retry=retry_if_exception(_is_transient),
+            retry=retry_if_exception(retryable),
             wait=self._wait,
             stop=stop_after_attempt(self.settings.max_attempts),
             before_sleep=_log_retry,
             reraise=True,
         )
         try:
-            response: Any = await retrying(litellm.acompletion, **kwargs)
+            if stream is None:
+                response: Any = await retrying(litellm.acompletion, **kwargs)
+            else:
+                response = await retrying(stream.run, litellm, **kwargs)
         except Exception as exc:  # the third-party boundary: every failure becomes an LLMError
+            if stream is not None and exc is stream.callback_error:
+                raise  # the caller's own callback failed: not the model's fault
             raise _to_llm_error(exc, model) from exc
-        return _reply(litellm, response, model, self.settings)
+        reply = _reply(litellm, response, model, self.settings)
+        return reply if stream is None else replace(reply, first_token_s=stream.first_token_s)
 
     def _request(
         self, model: str, messages: list[dict[str, Any]], tools: list[dict[str, Any]] | None

@@ -5,12 +5,17 @@ does; each `POST /v1/chat/completions` pops one. An empty queue answers HTTP 500
 message, so a test never silently gets an answer it did not script. `always(...)` turns the
 server into an attacker model that emits the same tool call forever.
 
+A request with `"stream": true` is answered in OpenAI's chunk format, a word (or a piece of
+tool-call arguments) per chunk, `chunk_delay_s` apart (so a browser can see tokens arrive);
+`enqueue_cut` scripts a stream that breaks after some chunks.
+
 Point litellm at it with `model="openai/scripted"`, `api_base=server.base_url + "/v1"`, any key.
 """
 
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 import uuid
@@ -20,6 +25,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
+from metnos.testing._llm_stream import stream_chunks
 from metnos.testing._loopback import LoopbackServer
 
 EMPTY_QUEUE_MESSAGE = "ScriptedLLM: no reply enqueued for this request"
@@ -41,6 +47,13 @@ class _Reply:
     status: int = 200
     error: str = ""
     headers: tuple[tuple[str, str], ...] = ()
+    cut_after: int | None = None  # chunks sent before the connection is dropped
+
+
+@dataclass(frozen=True)
+class _Route:
+    call: ToolCall
+    final_text: str
 
 
 class ScriptedLLM(LoopbackServer):
@@ -48,13 +61,15 @@ class ScriptedLLM(LoopbackServer):
 
     name = "scripted-llm"
 
-    def __init__(self, model: str = "scripted") -> None:
+    def __init__(self, model: str = "scripted", *, chunk_delay_s: float = 0.0) -> None:
         super().__init__()
         self.model = model
+        self.chunk_delay_s = chunk_delay_s  # pause before each streamed chunk (settable)
+        self._default_delay_s = chunk_delay_s
         self.requests: list[dict[str, Any]] = []
         self._queue: deque[_Reply] = deque()
         self._always: _Reply | None = None
-        self._routes: dict[str, _Reply] = {}
+        self._routes: dict[str, _Route] = {}
         self._responder: Callable[[dict[str, Any]], str | None] | None = None
         self._lock = threading.Lock()
 
@@ -84,6 +99,11 @@ class ScriptedLLM(LoopbackServer):
         """An HTTP error in OpenAI's error format (e.g. 500, 429 with Retry-After, 400)."""
         self._push(_Reply(status=status, error=message, headers=tuple((headers or {}).items())))
 
+    def enqueue_cut(self, text: str, after_chunks: int) -> None:
+        """A reply whose connection drops after `after_chunks` chunks (0: right after the
+        headers); a request that does not stream gets the drop before any answer."""
+        self._push(_Reply(text=text, cut_after=after_chunks))
+
     def always(self, tool_call: ToolCall | None) -> None:
         """Answer every request the queue does not cover with this tool call (None: stop)."""
         with self._lock:
@@ -95,6 +115,7 @@ class ScriptedLLM(LoopbackServer):
             self._always = None
             self._responder = None
             self.requests.clear()
+            self.chunk_delay_s = self._default_delay_s
 
     @property
     def pending(self) -> int:
@@ -105,11 +126,13 @@ class ScriptedLLM(LoopbackServer):
         with self._lock:
             self._queue.append(reply)
 
-    def route(self, token: str, tool_call: ToolCall) -> None:
-        """Answer every request whose user message contains `token` with this tool call,
-        before the queue: concurrent turns (each with its own token) never swap calls."""
+    def route(self, token: str, tool_call: ToolCall, *, final_text: str) -> None:
+        """Answer requests whose last user message contains `token`, before the queue:
+        with this tool call, or with `final_text` once the request ends with a `tool`
+        message (the loop came back with the call's result). Concurrent turns (each with its
+        own token) never swap calls, and a routed turn ends."""
         with self._lock:
-            self._routes[token] = _Reply(tool_calls=(tool_call,))
+            self._routes[token] = _Route(tool_call, final_text)
 
     def respond_with(self, responder: Callable[[dict[str, Any]], str | None] | None) -> None:
         """Answer requests the routes do not cover with `responder(body)` as text, before
@@ -118,13 +141,16 @@ class ScriptedLLM(LoopbackServer):
             self._responder = responder
 
     def _next(self, body: dict[str, Any]) -> _Reply | None:
-        said = " ".join(str(m.get("content")) for m in body.get("messages", [])
-                        if m.get("role") == "user")
+        messages = [m for m in body.get("messages", []) if isinstance(m, dict)]
+        said = next((str(m.get("content")) for m in reversed(messages)
+                     if m.get("role") == "user"), "")
+        answered = bool(messages) and messages[-1].get("role") == "tool"
         with self._lock:
             self.requests.append(body)
             routed = next((r for token, r in self._routes.items() if token in said), None)
             if routed is not None:
-                return routed
+                return (_Reply(text=routed.final_text) if answered
+                        else _Reply(tool_calls=(routed.call,)))
             responder = self._responder
         answer = responder(body) if responder is not None else None
         with self._lock:
@@ -208,7 +234,11 @@ def _handler_for(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
             elif reply.status != 200:
                 self._send(reply.status, _error_json(reply.error, reply.status), reply.headers)
             elif body.get("stream"):
-                self._send_stream(llm._completion(reply, body))
+                usage = bool((body.get("stream_options") or {}).get("include_usage"))
+                chunks = stream_chunks(llm._completion(reply, body), include_usage=usage)
+                self._send_stream(chunks, reply.cut_after)
+            elif reply.cut_after is not None:
+                self._drop()
             else:
                 self._send(200, llm._completion(reply, body))
 
@@ -224,22 +254,32 @@ def _handler_for(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _send_stream(self, completion: dict[str, Any]) -> None:
-            """Minimal SSE: one chunk with the whole message as a delta, then [DONE]."""
-            choice = completion["choices"][0]
-            delta = dict(choice["message"])
-            for index, call in enumerate(delta.get("tool_calls") or []):
-                call["index"] = index
-            chunk = {
-                **completion,
-                "object": "chat.completion.chunk",
-                "choices": [{"index": 0, "delta": delta, "finish_reason": choice["finish_reason"]}],
-            }
-            data = f"data: {json.dumps(chunk)}\n\ndata: [DONE]\n\n".encode()
+        def _send_stream(self, chunks: list[dict[str, Any]], cut_after: int | None) -> None:
+            """Server-sent events, one chunk per write (chunked transfer encoding), then
+            `[DONE]`; with `cut_after`, the connection drops after that many chunks."""
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Content-Length", str(len(data)))
+            self.send_header("Cache-Control", "no-cache")
+            self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            self.wfile.write(data)
+            frames = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks]
+            frames.append("data: [DONE]\n\n")
+            try:
+                for sent, frame in enumerate(frames):
+                    if cut_after is not None and sent >= cut_after:
+                        self._drop()
+                        return
+                    if llm.chunk_delay_s > 0:
+                        time.sleep(llm.chunk_delay_s)
+                    data = frame.encode()
+                    self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
+                self.wfile.write(b"0\r\n\r\n")
+            except (BrokenPipeError, ConnectionResetError):
+                self.close_connection = True  # the client gave up mid-stream
+
+        def _drop(self) -> None:
+            """Close the connection at once, mid-answer (a provider that fell over)."""
+            self.close_connection = True
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     return _Handler

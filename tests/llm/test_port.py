@@ -10,9 +10,10 @@ import time
 import pytest
 
 from metnos.errors import LLMError
-from metnos.llm.port import LLMPort, configured
+from metnos.llm.port import LLMPort, LLMReply, configured
 from metnos.settings import LLMSettings
 from metnos.testing import ScriptedLLM
+from metnos.testing.llm_server import ToolCall
 from tests.llm.conftest import llm_settings
 
 HELLO = [{"role": "user", "content": "ciao"}]
@@ -158,3 +159,116 @@ def test_embedded_path_never_imports_litellm() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["False", "False"]
+
+
+# -- streaming (on_delta) ---------------------------------------------------------------------
+
+
+class Deltas(list[str]):
+    """The pieces `on_delta` received, with the time each one came."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times: list[float] = []
+
+    def __call__(self, piece: str) -> None:
+        self.append(piece)
+        self.times.append(time.perf_counter())
+
+
+async def test_streamed_text_arrives_in_pieces_and_as_a_whole(
+        port: LLMPort, scripted_llm: ScriptedLLM) -> None:
+    text = "Buongiorno, come stai oggi?"
+    plain = await _plain_reply(port, scripted_llm, text)
+    assert plain.first_token_s is None
+    scripted_llm.enqueue_text("warm")  # litellm's first stream in a process pays its set-up
+    await port.complete(HELLO, on_delta=Deltas())
+    scripted_llm.chunk_delay_s = 0.03
+    scripted_llm.enqueue_text(text)
+    deltas = Deltas()
+    started = time.perf_counter()
+    reply = await port.complete(HELLO, on_delta=deltas)
+    done = time.perf_counter()
+    assert deltas == ["Buongiorno, ", "come ", "stai ", "oggi?"]
+    assert reply.text == text and reply.tool_calls == []
+    assert deltas.times[-1] - deltas.times[0] >= 0.03 * 3 * 0.9  # handed on as they arrived
+    assert reply.first_token_s is not None
+    assert 0 < reply.first_token_s <= deltas.times[0] - started + 0.001
+    assert reply.first_token_s < done - started - 0.05  # well before the end of the stream
+    assert scripted_llm.requests[-1]["stream"] is True
+    assert scripted_llm.requests[-1]["stream_options"] == {"include_usage": True}
+    assert (reply.prompt_tokens, reply.completion_tokens) == (
+        plain.prompt_tokens, plain.completion_tokens)  # the usage of the last chunk
+
+
+async def _plain_reply(port: LLMPort, llm: ScriptedLLM, text: str) -> LLMReply:
+    llm.enqueue_text(text)
+    return await port.complete(HELLO)
+
+
+async def test_streamed_tool_calls_are_rebuilt_from_pieces(
+        port: LLMPort, scripted_llm: ScriptedLLM) -> None:
+    long_text = "x" * 100
+    scripted_llm.enqueue_tool_calls(
+        [ToolCall("fs_write", {"path": "out.md", "content": long_text}, call_id="c1"),
+         ToolCall("fs_read", {"path": "in.md"}, call_id="c2")], text="I will write it.")
+    deltas = Deltas()
+    reply = await port.complete(HELLO, on_delta=deltas)
+    assert "".join(deltas) == "I will write it." == reply.text  # the text of a tool turn too
+    assert [(c.id, c.name, json.loads(c.arguments_json)) for c in reply.tool_calls] == [
+        ("c1", "fs_write", {"path": "out.md", "content": long_text}),
+        ("c2", "fs_read", {"path": "in.md"})]
+
+
+async def test_streamed_tool_call_alone_has_no_first_token(
+        port: LLMPort, scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.enqueue_tool_call("fs_read", '{"path": "note.md"')  # malformed, kept raw
+    deltas = Deltas()
+    reply = await port.complete(HELLO, on_delta=deltas)
+    assert deltas == [] and reply.text is None and reply.first_token_s is None
+    assert reply.tool_calls[0].arguments_json == '{"path": "note.md"'
+
+
+async def test_streamed_cost_from_usage_and_prices(scripted_llm: ScriptedLLM) -> None:
+    port = LLMPort(llm_settings(scripted_llm, input_cost_per_token=1e-6,
+                                output_cost_per_token=3e-6), wait_initial_s=0.01)
+    scripted_llm.enqueue_text("Hi there!")
+    reply = await port.complete(HELLO, on_delta=Deltas())
+    assert reply.prompt_tokens > 0 and reply.completion_tokens > 0
+    expected = reply.prompt_tokens * 1e-6 + reply.completion_tokens * 3e-6
+    assert reply.cost_usd == pytest.approx(expected) and reply.cost_usd > 0
+
+
+async def test_stream_retried_before_the_first_delta(
+        port: LLMPort, scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.enqueue_error(503, "overloaded")
+    scripted_llm.enqueue_cut("never shown", after_chunks=1)  # only the role chunk: no text
+    scripted_llm.enqueue_text("eccomi qui")
+    deltas = Deltas()
+    reply = await port.complete(HELLO, on_delta=deltas)
+    assert reply.text == "eccomi qui" and deltas == ["eccomi ", "qui"]
+    assert len(scripted_llm.requests) == 3
+
+
+async def test_error_mid_stream_is_an_llm_error_at_once(
+        port: LLMPort, scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.enqueue_cut("one two three four", after_chunks=3)  # role, "one ", "two "
+    scripted_llm.enqueue_text("a retry would get this")
+    deltas = Deltas()
+    with pytest.raises(LLMError) as info:
+        await port.complete(HELLO, on_delta=deltas)
+    assert info.value.key == "ERR_LLM_UNAVAILABLE"
+    assert deltas == ["one ", "two "]
+    assert len(scripted_llm.requests) == 1 and scripted_llm.pending == 1  # not retried
+
+
+async def test_a_failing_callback_is_not_an_llm_error(
+        port: LLMPort, scripted_llm: ScriptedLLM) -> None:
+    scripted_llm.enqueue_text("one two")
+
+    def broken(piece: str) -> None:
+        raise KeyError(piece)
+
+    with pytest.raises(KeyError):
+        await port.complete(HELLO, on_delta=broken)
+    assert len(scripted_llm.requests) == 1

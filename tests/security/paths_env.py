@@ -50,7 +50,10 @@ class Outcome:
 
     @property
     def reply(self) -> str:
-        return str(self.body.get("reply") or "")
+        """What the owner is shown: the model's prose, then the activity items beside it
+        (a refusal is an activity item, not a sentence spliced into the prose)."""
+        items = [str(a.get("text") or "") for a in self.body.get("activity") or []]
+        return "\n".join([str(self.body.get("reply") or ""), *items])
 
     def texts(self) -> list[str]:
         """Every text the attacker could read stolen bytes from (the audit lines last)."""
@@ -145,7 +148,7 @@ class Arena:
 
     async def _turn(self, call: ToolCall) -> Outcome:
         token = uuid.uuid4().hex
-        self.llm.route(token, call)
+        self.llm.route(token, call, final_text=f"That is all ({token}).")
         resp = await self.client.post(
             "/api/turns", json={"text": f"please do it (ref {token})", "lang": self.lang})
         assert resp.status_code == 200, resp.text
