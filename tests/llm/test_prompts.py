@@ -117,6 +117,23 @@ def test_translator_renders_each_kind_in_both_languages() -> None:
         assert all("Metnos" in t and "`fr`" in t for t in texts.values())
 
 
+def test_summary_renders_its_material_in_both_languages() -> None:
+    material = [
+        {"role": "user", "name": "", "text": "My cat is called Miso.", "calls": ""},
+        {"role": "assistant", "name": "", "text": "", "calls": 'fs_read {"path": "a"}'},
+        {"role": "tool", "name": "fs_read", "text": "<untrusted-data ...>", "calls": ""},
+    ]
+    for lang in LANGS:
+        bare = prompts.get("summary", lang, previous="", messages=material,
+                           session_lang=lang, max_words=120)
+        full = prompts.get("summary", lang, previous="EARLIER-SUMMARY", messages=material,
+                           session_lang=lang, max_words=120)
+        assert "EARLIER-SUMMARY" in full and "EARLIER-SUMMARY" not in bare
+        assert "120" in bare and f"`{lang}`" in bare and "My cat is called Miso." in bare
+        assert 'fs_read {"path": "a"}' in bare and "`fs_read`" in bare
+        assert bare.index("Miso") < bare.index("<untrusted-data ...>")  # oldest first
+
+
 # -- the loader on a copy of the resources --------------------------------------------------
 
 
@@ -138,7 +155,7 @@ def test_paths_languages_and_roles(resources: Path) -> None:
     (resources / "_drafts").mkdir()
     (resources / "it" / "_pending").mkdir()
     assert prompts.prompt_languages() == ["en", "it"]
-    assert prompts.roles() == ["planner", "translator"] == prompts.roles("it")
+    assert prompts.roles() == ["planner", "summary", "translator"] == prompts.roles("it")
     assert prompts.prompt_path("planner", "it") == resources / "it" / "planner.j2"
     assert prompts.pending_path("planner", "fr") == \
         resources / "fr" / "_pending" / "planner.j2.candidate"
