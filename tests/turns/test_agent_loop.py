@@ -4,6 +4,7 @@ conversation's earlier turns; budgets and the loop detector stop runaways, loudl
 
 from __future__ import annotations
 
+import asyncio
 import json
 from datetime import datetime
 from typing import Any
@@ -206,3 +207,63 @@ async def test_read_only_calls_run_together_and_a_mixed_batch_in_order(
     together = [_span(s) for s in steps[2:]]
     assert max(start for start, _ in together) < min(end for _, end in together)
     assert (home.workspace / "notes.txt").read_text() == "two logs\n"
+
+
+async def test_results_are_capped_for_the_model_and_whole_in_the_trace(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
+    home = make_home(llm=scripted_llm, lang="en", METNOS_AGENT_MAX_TOOL_RESULT_CHARS="2000")
+    big = "BEGIN " + "lorem ipsum " * 3000 + " END"
+    (home.workspace / "big.txt").write_text(big)
+    scripted_llm.enqueue_tool_call("fs_read", {"path": "big.txt", "max_bytes": 262144})
+    scripted_llm.enqueue_tool_call("fs_read", {"path": "missing.txt"})
+    scripted_llm.enqueue_text("It is long.")
+    async with gateway_client(home) as client:
+        body = await send(client, "read big.txt")
+        turn = await wait_closed(client, body["turn_id"])
+    sent, failed = tool_messages(scripted_llm.requests[-1])
+    assert len(sent["content"]) < 2000 + 200  # the cap, plus the data envelope
+    assert "BEGIN" in sent["content"] and "END" in sent["content"]
+    assert "characters cut" in sent["content"]
+    assert '"status": "failed"' in failed["content"]  # a failing executor's error: to the model
+    assert turn["steps"][1]["outcome"] == "failed" and turn["steps"][1]["error_key"]
+    from metnos.db.engine import session as db_session
+    from metnos.db.models import turn_steps
+    from metnos.turns.runtime import build_service
+
+    service = await build_service(home.settings)
+    with db_session(service.engine) as db:
+        [whole, _] = turn_steps(db, body["turn_id"])
+    assert whole.result is not None and whole.result["content"] == big
+    service.engine.dispose()
+    service.audit.close()
+
+
+async def test_approval_waits_do_not_count_against_the_deadline(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
+    home = make_home(llm=scripted_llm, lang="en", METNOS_AGENT_DEADLINE_S="3")
+    scripted_llm.enqueue_tool_call("fs_write", {"path": "a.txt", "content": "alpha\n"})
+    scripted_llm.enqueue_text("Written.")
+    async with gateway_client(home) as client:
+        body = await send(client, "write alpha to a.txt")
+        assert body["status"] == "awaiting_approval", body
+        await asyncio.sleep(4)  # the owner takes longer than the turn's whole deadline
+        resp = await client.post(f"/api/approvals/{body['approvals'][0]['approval_id']}",
+                                 json={"decision": "approve"})
+        assert resp.status_code == 200, resp.text
+        turn = await wait_status(client, body["turn_id"], "completed")
+    assert turn["reply"] == "Written." and turn["stop_reason"] is None
+    assert (home.workspace / "a.txt").read_text() == "alpha\n"
+
+
+async def test_the_turn_cost_cap_stops_without_another_call(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
+    home = make_home(llm=scripted_llm, lang="en", METNOS_AGENT_MAX_COST_PER_TURN_USD="0.01",
+                     METNOS_LLM_INPUT_COST_PER_TOKEN="0.001",
+                     METNOS_POLICY_MAX_LLM_COST_PER_DAY_USD="100")
+    scripted_llm.enqueue_tool_call("fs_find", {"pattern": "*.md"})
+    scripted_llm.enqueue_text("never asked")
+    async with gateway_client(home) as client:
+        body = await send(client, "find my notes")
+    assert body["stop_reason"] == "MSG_AGENT_STOP_COST"
+    assert body["reply"] == i18n.get("MSG_AGENT_STOP_COST", "en", usd="0.01")
+    assert len(scripted_llm.requests) == 1 and scripted_llm.pending == 1
