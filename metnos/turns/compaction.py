@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["ROLE", "Exchange", "Summary", "summarise", "trim", "wrapped"]
+__all__ = ["MAX_ROUNDS", "ROLE", "Exchange", "Summary", "clip", "summarise", "trim", "wrapped"]
 
 ROLE = "summary"
 MAX_ROUNDS = 4
@@ -152,7 +152,7 @@ async def _round(engine: Engine, settings: Settings, who: _Session, previous: Su
         await _audit(audit, who, turn_id, decision="error", reason="ERR_HISTORY_SUMMARY_EMPTY",
                      outcome="failed")
         return None
-    summary = Summary(_clip(text, cap, model), chunk[-1].ids[-1], tuple(sorted(sources)))
+    summary = Summary(clip(text, cap, model), chunk[-1].ids[-1], tuple(sorted(sources)))
     if await asyncio.to_thread(_persist, engine, who.id, previous, summary):
         count = sum(len(e.ids) for e in chunk)
         await _audit(audit, who, turn_id, decision="info", reason="MSG_HISTORY_FOLDED",
@@ -183,7 +183,7 @@ def _material(chunk: list[Exchange], marker: Callable[[int], str]) -> list[dict[
     return items
 
 
-def _clip(text: str, cap: int, model: str) -> str:
+def clip(text: str, cap: int, model: str | None) -> str:
     """`text` within `cap` tokens: a summariser that writes too much is cut, never sent whole."""
     while tokens.count_text(text, model) > cap:
         text = text[: max(1, int(len(text) * 0.9))].rstrip() + "…"

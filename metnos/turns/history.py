@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine
+from sqlalchemy import Engine, func
 from sqlmodel import col, select
 
 from metnos import i18n
@@ -32,7 +32,15 @@ from metnos.db.models import ChatMessage, ChatSession
 from metnos.llm import tokens
 from metnos.policy.untrusted import wrap_untrusted
 from metnos.settings import Settings
-from metnos.turns.compaction import Exchange, Summary, summarise, trim, wrapped
+from metnos.turns.compaction import (
+    MAX_ROUNDS,
+    Exchange,
+    Summary,
+    clip,
+    summarise,
+    trim,
+    wrapped,
+)
 
 if TYPE_CHECKING:
     from metnos.audit import AuditLog
@@ -130,18 +138,21 @@ async def window(engine: Engine, settings: Settings, session_id: str, *,
                  audit: AuditLog | None = None, turn_id: str | None = None) -> Window:
     """The history of `session_id` to send with the current turn (`turn_id`, whose own rows
     are left out). Folds what does not fit with `port` (None: drop instead)."""
-    chat, rows = await asyncio.to_thread(_load, engine, session_id, turn_id)
+    budget = settings.agent.history_tokens
+    cap = (MAX_ROUNDS + 1) * budget // tokens.PER_MESSAGE  # more could never be sent or folded
+    chat, rows, skipped = await asyncio.to_thread(_load, engine, session_id, turn_id, cap)
     if chat is None:
         return Window()
     lang = chat.interaction_language or settings.lang
     model = (port.resolve("fast") if port is not None else None) or settings.llm.model
     marker = _marker(lang)
     exchanges = _exchanges(rows, marker, model)
-    summary = Summary(chat.summary, chat.summary_upto, tuple(chat.summary_sources or ()))
-    budget = settings.agent.history_tokens
+    summary = Summary(clip(chat.summary, budget // 4, model) if chat.summary else None,
+                      chat.summary_upto, tuple(chat.summary_sources or ()))
     head = _summary_messages(summary, lang)
     if tokens.count_messages(head, model) + sum(e.tokens for e in exchanges) <= budget:
-        return _done(head, exchanges, summary, untrusted, model)
+        return _fallback(head, exchanges, summary, untrusted, model, budget=budget, lang=lang,
+                         folded=0, skipped=skipped, marker=marker)  # all of it, or a note
     kept = _keep(exchanges, soft=budget // 2, hard=budget - budget // 4 - 64, marker=marker,
                  model=model)
     older = exchanges[: len(exchanges) - len(kept)]
@@ -153,24 +164,27 @@ async def window(engine: Engine, settings: Settings, session_id: str, *,
         folded = sum(len(e.ids) for e in older[:done])
         older = older[done:]
     head = _summary_messages(summary, lang)
-    if not older:
-        return _done(head, kept, summary, untrusted, model, folded=folded)
-    return _fallback(head, exchanges[len(exchanges) - len(kept) - len(older):], summary,
-                     untrusted, model, budget=budget, lang=lang, folded=folded, marker=marker)
+    return _fallback(head, [*older, *kept], summary, untrusted, model, budget=budget,
+                     lang=lang, folded=folded, skipped=skipped, marker=marker)
 
 
-def _load(engine: Engine, session_id: str,
-          turn_id: str | None) -> tuple[ChatSession | None, list[ChatMessage]]:
+def _load(engine: Engine, session_id: str, turn_id: str | None,
+          cap: int) -> tuple[ChatSession | None, list[ChatMessage], int]:
+    """The session, its newest `cap` rows after the summary (the current turn's left out),
+    oldest first, and how many older ones were not loaded."""
     with db_session(engine) as db:
         chat = db.get(ChatSession, session_id)
         if chat is None:
-            return None, []
-        query = select(ChatMessage).where(col(ChatMessage.session_id) == session_id)
+            return None, [], 0
+        where = [col(ChatMessage.session_id) == session_id]
         if chat.summary_upto is not None:
-            query = query.where(col(ChatMessage.id) > chat.summary_upto)
+            where.append(col(ChatMessage.id) > chat.summary_upto)
         if turn_id is not None:
-            query = query.where(col(ChatMessage.turn_id).is_distinct_from(turn_id))
-        return chat, list(db.exec(query.order_by(col(ChatMessage.id))).all())
+            where.append(col(ChatMessage.turn_id).is_distinct_from(turn_id))
+        query = select(ChatMessage).where(*where).order_by(col(ChatMessage.id).desc())
+        rows = list(reversed(db.exec(query.limit(cap)).all()))
+        total = db.exec(select(func.count()).select_from(ChatMessage).where(*where)).one()
+        return chat, rows, int(total) - len(rows)
 
 
 def _exchanges(rows: list[ChatMessage], marker: Callable[[int], str],
@@ -269,14 +283,18 @@ def _keep(exchanges: list[Exchange], *, soft: int, hard: int, marker: Callable[[
 
 def _fallback(head: list[dict[str, Any]], exchanges: list[Exchange], summary: Summary,
               untrusted: Callable[[str], bool], model: str | None, *, budget: int, lang: str,
-              folded: int, marker: Callable[[int], str]) -> Window:
-    """Drop the oldest of `exchanges` until the rest fits, with a note the model reads."""
+              folded: int, skipped: int, marker: Callable[[int], str]) -> Window:
+    """`head` and `exchanges` when they fit; else without the oldest exchanges, and a note
+    the model reads (`skipped`: older messages not even loaded)."""
+    whole = _done(head, exchanges, summary, untrusted, model, folded=folded)
+    if not skipped and whole.tokens <= budget:
+        return whole
     room = budget - tokens.count_messages(head, model) - PER_NOTE
     room -= tokens.count_text(i18n.get(NOTE_DROPPED, lang, count=10**6), model)
     kept = _keep(exchanges, soft=room, hard=room, marker=marker, model=model)
-    dropped = sum(len(e.ids) for e in exchanges[: len(exchanges) - len(kept)])
+    dropped = skipped + sum(len(e.ids) for e in exchanges[: len(exchanges) - len(kept)])
     result = _done(head, kept, summary, untrusted, model, folded=folded)
-    if not dropped:  # what was left unfolded fits after all
+    if not dropped:  # the newest turn fits once its tool results are trimmed
         return result
     note = i18n.get(NOTE_DROPPED, lang, count=dropped)
     first = result.messages[0] if result.messages else None

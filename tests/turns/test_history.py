@@ -34,6 +34,7 @@ from metnos.policy.usage_models import LLMUsage
 from metnos.settings import Settings
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns import history
+from metnos.turns.compaction import MAX_ROUNDS
 from metnos.turns.history import NOTE_DROPPED, Window
 from tests.support.home import MakeHome
 
@@ -348,3 +349,23 @@ async def test_tool_results_older_than_two_turns_are_trimmed_in_what_is_sent(
     stored = [r.content for r in history.session_messages(chat.engine, chat.session_id)
               if r.role == "tool"]
     assert stored == [big] * 4  # the rows stay whole
+
+
+async def test_a_huge_backlog_is_never_loaded_whole(chat: Chat) -> None:
+    budget = 500
+    settings = chat.settings.model_copy(
+        update={"agent": chat.settings.agent.model_copy(update={"history_tokens": budget})})
+    history.record(chat.engine, session_id=chat.session_id, turn_id=None, messages=[
+        {"role": role, "content": f"{role} {i}"} for i in range(400)
+        for role in ("user", "assistant")])
+    cap = (MAX_ROUNDS + 1) * budget // tokens.PER_MESSAGE  # 625 of the 800 rows
+    shown = await history.window(chat.engine, settings, chat.session_id, port=None,
+                                 untrusted=untrusted)
+    assert shown.tokens <= budget and shown.note == NOTE_DROPPED
+    assert shown.dropped >= 800 - cap and shown.dropped + len(shown.messages) == 800
+    assert shown.messages[-1]["content"] == "assistant 399"
+    chat.llm.respond_with(keep_facts)
+    folding = await history.window(chat.engine, settings, chat.session_id,
+                                   port=chat.port(), untrusted=untrusted)
+    assert folding.folded > 0 and folding.tokens <= budget
+    assert folding.note == NOTE_DROPPED and folding.dropped >= 800 - cap  # said, not hidden
