@@ -1,5 +1,7 @@
-"""Attacks through the whole turn: an adversarial scripted LLM always asks for the forbidden
-thing; the policy refuses it in the user's language and leaves exactly one audit line.
+"""Attacks through the whole turn: an adversarial scripted LLM asks for the forbidden thing
+(once, or again and again: the agent loop checks every attempt on its own, until the loop
+detector stops it); the policy refuses each attempt in the user's language and leaves exactly
+one audit line per attempt.
 
 These run without Prefect (`prefect=False`): the policy path is the same function either way,
 and the flow itself is covered by test_turns.py.
@@ -26,6 +28,18 @@ def audit_lines(home: Home) -> list[dict[str, object]]:
     return [x for x in lines if x["action"] != "i18n.intent_policy"]  # one per start-up
 
 
+def attempts(body: dict[str, object]) -> list[dict[str, object]]:
+    """What the turn tried, one activity item per tool call the loop checked."""
+    activity = body["activity"]
+    assert isinstance(activity, list)
+    return activity
+
+
+def shown(body: dict[str, object], llm: ScriptedLLM) -> str:
+    """Everything the user or the model saw: the reply, the activity, every model request."""
+    return json.dumps([body, llm.requests], ensure_ascii=False)
+
+
 async def ask(home: Home, text: str = "do it", lang: str = "en") -> dict[str, object]:
     async with gateway_client(home, prefect=False) as client:
         resp = await client.post("/api/turns", json={"text": text, "lang": lang})
@@ -45,15 +59,19 @@ async def ask(home: Home, text: str = "do it", lang: str = "en") -> dict[str, ob
 async def test_fs_read_of_a_forbidden_path_is_refused_and_audited(
         make_home: MakeHome, scripted_llm: ScriptedLLM, path: str) -> None:
     home = make_home(llm=scripted_llm, lang="en")
-    scripted_llm.always(ToolCall("fs_read", {"path": path}))
+    scripted_llm.always(ToolCall("fs_read", {"path": path}))  # it never gives up
     body = await ask(home)
-    reply = str(body["reply"])
     assert body["status"] == "completed"
-    assert "root:" not in reply and "PRIVATE KEY" not in reply
+    assert body["stop_reason"] == "MSG_AGENT_STOP_REPEAT"  # the loop detector ended it
+    seen = shown(body, scripted_llm)
+    assert "root:" not in seen and "PRIVATE KEY" not in seen
     lines = audit_lines(home)
-    assert len(lines) == 1, lines
-    assert lines[0]["action"] == "fs_read" and lines[0]["decision"] == "deny"
-    assert str(lines[0]["reason"]).startswith("ERR_PATH_")
+    tried = attempts(body)
+    assert len(tried) >= 1 and all(a["status"] == "refused" for a in tried), tried
+    assert len(lines) == len(tried), lines  # one audit line per attempt, none unrecorded
+    for line in lines:
+        assert line["action"] == "fs_read" and line["decision"] == "deny"
+        assert str(line["reason"]).startswith("ERR_PATH_")
 
 
 async def test_workspace_symlink_pointing_outside_is_refused(
@@ -64,9 +82,11 @@ async def test_workspace_symlink_pointing_outside_is_refused(
     (home.workspace / "innocent.md").symlink_to(secret)
     scripted_llm.always(ToolCall("fs_read", {"path": "innocent.md"}))
     body = await ask(home, "leggi innocent.md", lang="it")
-    assert "TOP SECRET" not in str(body["reply"])
+    assert "TOP SECRET" not in shown(body, scripted_llm)
     lines = audit_lines(home)
-    assert [(ln["decision"], ln["reason"]) for ln in lines] == [("deny", lines[0]["reason"])]
+    assert len(lines) == len(attempts(body)) >= 1
+    assert [(ln["decision"], ln["reason"]) for ln in lines] == \
+        [("deny", lines[0]["reason"])] * len(lines)
     assert str(lines[0]["reason"]).startswith("ERR_PATH_")
 
 
@@ -76,9 +96,12 @@ async def test_unknown_executor_and_malformed_arguments_are_refused(
     scripted_llm.enqueue_tool_calls([ToolCall("rm_rf", {"path": "/"}),
                                      ToolCall("fs_read", "{not json"),
                                      ToolCall("fs_read", {"path": 42})])
+    scripted_llm.enqueue_text("None of those calls worked.")
     body = await ask(home)
-    reply = str(body["reply"])
-    assert "rm_rf" in reply
+    assert body["stop_reason"] == "MSG_AGENT_STOP_MALFORMED"  # three unusable calls in a row
+    tried = attempts(body)
+    assert [a["status"] for a in tried] == ["refused"] * 3
+    assert "rm_rf" in str(tried[0]["text"])
     reasons = [ln["reason"] for ln in audit_lines(home)]
     assert reasons[:2] == ["ERR_EXECUTOR_NOT_FOUND", "ERR_PLAN_ARGS_NOT_JSON"]
     assert reasons[2] == "ERR_ARGS_INVALID"
@@ -88,18 +111,21 @@ async def test_unknown_executor_and_malformed_arguments_are_refused(
 async def test_readonly_session_cannot_write(
         make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
     home = make_home(llm=scripted_llm, autonomy="ReadOnly", lang="en")
-    scripted_llm.always(ToolCall("fs_write", {"path": "x.txt", "content": "hi"}))
-    await ask(home)
+    scripted_llm.enqueue_tool_call("fs_write", {"path": "x.txt", "content": "hi"})
+    scripted_llm.enqueue_text("I could not write it.")
+    body = await ask(home)
     assert not (home.workspace / "x.txt").exists()
     [line] = audit_lines(home)
     assert line["decision"] == "deny"
+    assert [a["status"] for a in attempts(body)] == ["refused"]
 
 
 async def test_full_autonomy_writes_and_records_the_before_state(
         make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
     home = make_home(llm=scripted_llm, autonomy="Full", lang="en")
     (home.workspace / "list.txt").write_text("old\n")
-    scripted_llm.always(ToolCall("fs_write", {"path": "list.txt", "content": "new\n"}))
+    scripted_llm.enqueue_tool_call("fs_write", {"path": "list.txt", "content": "new\n"})
+    scripted_llm.enqueue_text("Written.")
     body = await ask(home)
     assert (home.workspace / "list.txt").read_text() == "new\n", body
     [line] = audit_lines(home)
@@ -133,14 +159,19 @@ async def test_code_changed_while_running_is_refused_at_run_time(
     home = make_home(llm=scripted_llm, autonomy="Full", lang="en")
     folder = install_owner_executor(home)
     (home.workspace / "a.md").write_text("hello")
-    scripted_llm.always(ToolCall("echo_note", {"path": "a.md"}))
+    for _ in range(2):
+        scripted_llm.enqueue_tool_call("echo_note", {"path": "a.md"})
+        scripted_llm.enqueue_text("That is all.")
     async with gateway_client(home, prefect=False) as client:
         first = (await client.post("/api/turns", json={"text": "x", "lang": "en"})).json()
-        assert first["reply"].startswith("Done: echo_note.")  # admitted at start-up, it runs
-        assert "content: hello" in first["reply"]
+        [ran] = attempts(first)  # admitted at start-up, it runs
+        assert ran["executor"] == "echo_note" and ran["status"] == "done"
+        assert "hello" in json.dumps(scripted_llm.requests[1]["messages"][-1])
         (folder / "main.py").write_text("print('{\"ok\": true, \"result\": {\"pwned\": 1}}')\n")
         second = (await client.post("/api/turns", json={"text": "x", "lang": "en"})).json()
-    assert "pwned" not in second["reply"] and "echo_note" in second["reply"]
+    [refused] = attempts(second)
+    assert refused["status"] == "refused" and "echo_note" in str(refused["text"])
+    assert "pwned" not in json.dumps(second) + json.dumps(scripted_llm.requests[3])
     assert [ln["reason"] for ln in audit_lines(home)] == ["ok", "ERR_EXECUTOR_CODE_CHANGED"]
 
 
@@ -155,9 +186,10 @@ async def test_tampered_executor_is_refused_by_the_gateway(
     data[at] ^= 0x20  # one byte: a letter changes case inside a text
     target.write_bytes(bytes(data))
     (home.workspace / "a.md").write_text("hello")
-    scripted_llm.always(ToolCall("echo_note", {"path": "a.md"}))
+    scripted_llm.enqueue_tool_call("echo_note", {"path": "a.md"})
+    scripted_llm.enqueue_text("It did not run.")
     body = await ask(home)
-    assert "hello" not in str(body["reply"])
+    assert "hello" not in shown(body, scripted_llm)
     [line] = audit_lines(home)
     assert line["decision"] == "deny" and line["reason"] == "ERR_EXECUTOR_NOT_ADMITTED"
 
@@ -200,12 +232,16 @@ async def test_failed_canary_lets_only_side_effect_free_executors_run(
     home = make_home(llm=scripted_llm, autonomy="Full", lang="it")
     scripted_llm.enqueue_tool_calls([ToolCall("fs_write", {"path": "x.txt", "content": "x"}),
                                      ToolCall("fs_find", {"pattern": "*.md"})])
+    scripted_llm.enqueue_text("Non ho potuto scrivere; ho trovato i file.")
     async with gateway_client(home, prefect=False) as client:
         client.app.state.service.sandbox_ok = False  # type: ignore[attr-defined]
         assert (await client.get("/healthz")).json()["sandbox"] == "degraded"
         body = (await client.post("/api/turns", json={"text": "scrivi", "lang": "it"})).json()
     assert not (home.workspace / "x.txt").exists()
-    assert "sola lettura" in body["reply"] and "USER.md" in body["reply"]
+    write, find = attempts(body)
+    assert write["status"] == "refused" and "sola lettura" in str(write["text"])
+    assert find["status"] == "done"
+    assert "USER.md" in json.dumps(scripted_llm.requests[1]["messages"][-1])  # fs_find's result
     assert [ln["decision"] for ln in audit_lines(home)] == ["deny", "allow"]
 
 
@@ -216,6 +252,7 @@ async def test_hostile_tool_name_is_refused_with_its_own_audit_line(
     home = make_home(llm=scripted_llm, lang="en")
     scripted_llm.enqueue_tool_calls([ToolCall("fs_read\ud800\n\u009b", {"path": "a.md"}),
                                      ToolCall("fs_find", {"pattern": "*.md"})])
+    scripted_llm.enqueue_text("Found them.")
     body = await ask(home)
     assert body["status"] == "completed", body
     lines = audit_lines(home)
@@ -232,7 +269,8 @@ async def test_hostile_tool_name_is_refused_with_its_own_audit_line(
 async def test_hostile_surrogates_still_complete_the_turn(
         make_home: MakeHome, scripted_llm: ScriptedLLM, call: ToolCall, decision: str) -> None:
     home = make_home(llm=scripted_llm, lang="en")
-    scripted_llm.always(call)
+    scripted_llm.enqueue_tool_calls([call])
+    scripted_llm.enqueue_text("Done.")
     async with gateway_client(home, prefect=False) as client:
         # the same from the user's own JSON is refused as bad input, before anything runs
         raw = await client.post("/api/turns", content=b'{"text": "read \\ud800", "lang": "en"}',

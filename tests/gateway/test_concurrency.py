@@ -12,7 +12,7 @@ from sqlmodel import select
 
 from metnos.db import models
 from metnos.db.engine import session as db_session
-from metnos.testing.llm_server import ScriptedLLM
+from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.approvals.test_approval_flow import wait_status
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import MakeHome, gateway_client
@@ -20,12 +20,15 @@ from tests.support.home import MakeHome, gateway_client
 
 async def _turns(client: httpx.AsyncClient, llm: ScriptedLLM, n: int) -> list[dict[str, Any]]:
     """`n` turns at once, each writing a file of its own (an approved write must not change
-    the file another approval is bound to)."""
-    for _ in range(n):
-        llm.enqueue_tool_call("fs_write", {"path": f"{uuid.uuid4().hex}.txt", "content": "hi\n"})
+    the file another approval is bound to). Each turn has its own route in the scripted
+    model (its call, then its final text), so concurrent turns never swap replies."""
+    tokens = [uuid.uuid4().hex for _ in range(n)]
+    for token in tokens:
+        llm.route(token, ToolCall("fs_write", {"path": f"{token}.txt", "content": "hi\n"}),
+                  final_text=f"done {token}")
     replies = await asyncio.gather(*[
-        client.post("/api/turns", json={"text": f"write note {i}", "lang": "en"})
-        for i in range(n)])
+        client.post("/api/turns", json={"text": f"write note {token}", "lang": "en"})
+        for token in tokens])
     assert all(r.status_code == 200 for r in replies), [r.text for r in replies]
     return [r.json() for r in replies]
 
@@ -49,7 +52,10 @@ async def test_concurrent_turns_cannot_pass_the_rate_limit(
         waiting = [b for b in bodies if b["status"] == "awaiting_approval"]
         refused = [b for b in bodies if b["status"] != "awaiting_approval"]
         assert len(waiting) == 3, [b["status"] for b in bodies]
-        assert all(b["status"] == "completed" and "hour" in b["reply"] for b in refused)
+        for body in refused:  # refused by the hour's budget, said beside the model's words
+            assert body["status"] == "completed", body
+            [item] = body["activity"]
+            assert item["status"] == "refused" and "hour" in item["text"], item
         await _decide(client, waiting[0], "approve")
         await _decide(client, waiting[1], "approve")
         await _decide(client, waiting[2], "deny")  # its run goes back to the hour's budget

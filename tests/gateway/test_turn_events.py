@@ -79,20 +79,28 @@ def test_a_turn_with_a_step_streams_status_step_reply_end_in_order(
     home, client, _ = served
     (home.workspace / "note.md").write_text("buy milk\n")
     scripted_llm.enqueue_tool_call("fs_read", {"path": "note.md"})
+    scripted_llm.enqueue_text("Your note says: buy milk.")
     turn_id = start(client, "what is in my note?")["turn_id"]
     got = list(events(client, turn_id))
     assert [seq for seq, _, _ in got] == list(range(1, len(got) + 1))
-    assert [(kind, d.get("status") or d.get("state")) for _, kind, d in got] == [
+    deltas = [d for _, kind, d in got if kind == "delta"]  # the final text, as it streamed
+    assert "".join(d["text"] for d in deltas) == "Your note says: buy milk."
+    assert {d["think"] for d in deltas} == {2}  # the second model call's words
+    assert [(kind, d.get("status") or d.get("state")) for _, kind, d in got
+            if kind != "delta"] == [
         ("status", "planning"), ("status", "running"), ("step", "started"), ("step", "done"),
-        ("reply", "completed"), ("status", "completed"), ("end", "completed")]
+        ("status", "running"), ("reply", "completed"), ("status", "completed"),
+        ("end", "completed")]
     step = got[2][2]
     assert step["executor"] == "fs_read" and step["args_digest"] and "args" not in step
-    assert "buy milk" in got[4][2]["text"]
+    [(reply_seq, _, reply)] = [e for e in got if e[1] == "reply"]
+    assert reply["text"] == "Your note says: buy milk."
+    assert [(a["executor"], a["status"]) for a in reply["activity"]] == [("fs_read", "done")]
 
     # Last-Event-ID resumes after what the client has seen (history kept in memory)
-    resumed = list(events(client, turn_id, headers={"Last-Event-ID": "4"}))
+    resumed = list(events(client, turn_id, headers={"Last-Event-ID": str(reply_seq - 1)}))
     assert [(seq, kind) for seq, kind, _ in resumed] == [
-        (5, "reply"), (6, "status"), (7, "end")]
+        (reply_seq, "reply"), (reply_seq + 1, "status"), (reply_seq + 2, "end")]
 
 
 def test_a_turn_waiting_for_an_approval_streams_it_then_the_rest(
@@ -101,6 +109,7 @@ def test_a_turn_waiting_for_an_approval_streams_it_then_the_rest(
     home, client, _ = served
     monkeypatch.setattr(turns_route, "KEEP_ALIVE_S", 0.1)
     scripted_llm.enqueue_tool_call("fs_write", {"path": "hello.txt", "content": "hi\n"})
+    scripted_llm.enqueue_text("I wrote hi to hello.txt.")
     turn_id = start(client, "write hi to hello.txt")["turn_id"]
     comments: list[str] = []
     stream = events(client, turn_id, comments=comments)
@@ -123,11 +132,15 @@ def test_a_turn_waiting_for_an_approval_streams_it_then_the_rest(
     resp = client.post(f"/api/approvals/{card['approval_id']}", json={"decision": "approve"})
     assert resp.status_code == 200, resp.text
     after = list(stream)
-    assert [(kind, d.get("status") or d.get("state")) for _, kind, d in after] == [
+    assert [(kind, d.get("status") or d.get("state")) for _, kind, d in after
+            if kind != "delta"] == [
         ("status", "running"), ("step", "started"),
-        ("step", "done"), ("reply", "completed"), ("status", "completed"),
-        ("end", "completed")]
-    assert "hello.txt" in after[3][2]["text"]
+        ("step", "done"), ("status", "running"), ("reply", "completed"),
+        ("status", "completed"), ("end", "completed")]
+    [reply] = [d for _, kind, d in after if kind == "reply"]
+    assert reply["text"] == "I wrote hi to hello.txt."
+    [wrote] = reply["activity"]
+    assert wrote["status"] == "done" and "hello.txt" in wrote["text"] and wrote["undo"]
     assert (home.workspace / "hello.txt").read_text() == "hi\n"
     assert ": keep-alive" in comments
 

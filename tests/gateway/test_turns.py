@@ -64,11 +64,15 @@ async def test_scripted_llm_tool_call_reads_a_file(
     home = make_home(llm=scripted_llm, lang="en")
     (home.workspace / "note.md").write_text("buy milk\n")
     scripted_llm.enqueue_tool_call("fs_read", {"path": "note.md"})
+    scripted_llm.enqueue_text("Your note says: buy milk.")
     async with gateway_client(home) as client:
         resp = await client.post("/api/turns", json={"text": "what is in my note?", "lang": "en"})
     body = resp.json()
     assert body["status"] == "completed", body
-    assert "buy milk" in body["reply"]
+    assert body["reply"] == "Your note says: buy milk."
+    assert [(a["executor"], a["status"]) for a in body["activity"]] == [("fs_read", "done")]
+    result = scripted_llm.requests[1]["messages"][-1]  # the file went back to the model
+    assert result["role"] == "tool" and "buy milk" in result["content"]
     offered = {t["function"]["name"] for t in scripted_llm.requests[0]["tools"]}
     assert {"fs_find", "fs_read", "fs_write", "fs_move"} <= offered
     system = scripted_llm.requests[0]["messages"][0]["content"]
