@@ -24,6 +24,7 @@ import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -63,6 +64,7 @@ _ENCODINGS = {
 DEFAULT = "cl100k_base"
 PER_MESSAGE = 4  # the role and the separators a chat template adds around each message
 _CHARS_PER_TOKEN = 3
+_CACHED = 4096
 
 _lock = threading.Lock()
 _counters: dict[str, Callable[[str], int]] = {}
@@ -145,6 +147,7 @@ def _load(name: str) -> Callable[[str], int]:
                     name, exc, _CHARS_PER_TOKEN)
         return _estimate
 
+    @lru_cache(maxsize=_CACHED)  # a session's earlier messages are counted at every turn
     def encode(text: str) -> int:
         return len(encoding.encode_ordinary(text)) if text else 0
 

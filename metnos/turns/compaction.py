@@ -49,12 +49,13 @@ _WORDS_PER_TOKEN = 0.6
 class Exchange:
     """One earlier turn as it is sent: its messages (OpenAI format, valid on their own: no
     tool call without its result), the ChatMessage ids they came from, the executors whose
-    results it holds and its token count."""
+    results it holds, its token count and the id of its last row."""
 
     messages: list[dict[str, Any]]
     ids: list[int]
     tools: list[str] = field(default_factory=list)
     tokens: int = 0
+    upto: int = 0  # the turn's last row (a row left out of `messages` included)
 
 
 @dataclass(frozen=True)
@@ -152,11 +153,10 @@ async def _round(engine: Engine, settings: Settings, who: _Session, previous: Su
         await _audit(audit, who, turn_id, decision="error", reason="ERR_HISTORY_SUMMARY_EMPTY",
                      outcome="failed")
         return None
-    summary = Summary(clip(text, cap, model), chunk[-1].ids[-1], tuple(sorted(sources)))
+    summary = Summary(clip(text, cap, model), chunk[-1].upto, tuple(sorted(sources)))
     if await asyncio.to_thread(_persist, engine, who.id, previous, summary):
-        count = sum(len(e.ids) for e in chunk)
         await _audit(audit, who, turn_id, decision="info", reason="MSG_HISTORY_FOLDED",
-                     outcome="done", cost_usd=cost, args={"upto": summary.upto, "messages": count})
+                     outcome="done", cost_usd=cost)
     return summary
 
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, func
+from sqlalchemy import select as sa_select
 from sqlmodel import col, select
 
 from metnos import i18n
@@ -70,6 +71,22 @@ class Window:
     folded: int = 0
     note: str | None = None
     dropped: int = 0
+
+
+@dataclass(frozen=True)
+class _Row:
+    """The columns of a ChatMessage the window reads."""
+
+    id: int
+    turn_id: str | None
+    role: str
+    content: str | None
+    tool_calls: list[dict[str, Any]] | None
+    tool_call_id: str | None
+    name: str | None
+
+
+_FIELDS = ("id", "turn_id", "role", "content", "tool_calls", "tool_call_id", "name")
 
 
 # -- persisting ----------------------------------------------------------------------------
@@ -169,7 +186,7 @@ async def window(engine: Engine, settings: Settings, session_id: str, *,
 
 
 def _load(engine: Engine, session_id: str, turn_id: str | None,
-          cap: int) -> tuple[ChatSession | None, list[ChatMessage], int]:
+          cap: int) -> tuple[ChatSession | None, list[_Row], int]:
     """The session, its newest `cap` rows after the summary (the current turn's left out),
     oldest first, and how many older ones were not loaded."""
     with db_session(engine) as db:
@@ -181,17 +198,21 @@ def _load(engine: Engine, session_id: str, turn_id: str | None,
             where.append(col(ChatMessage.id) > chat.summary_upto)
         if turn_id is not None:
             where.append(col(ChatMessage.turn_id).is_distinct_from(turn_id))
-        query = select(ChatMessage).where(*where).order_by(col(ChatMessage.id).desc())
-        rows = list(reversed(db.exec(query.limit(cap)).all()))
+        query = (sa_select(*(col(getattr(ChatMessage, name)) for name in _FIELDS))
+                 .where(*where).order_by(col(ChatMessage.id).desc()).limit(cap))
+        # plain rows, not SQLModel objects: building those costs ~0.2 ms each
+        rows = [_Row(*values) for values in reversed(db.connection().execute(query).all())]
+        if len(rows) < cap:
+            return chat, rows, 0
         total = db.exec(select(func.count()).select_from(ChatMessage).where(*where)).one()
         return chat, rows, int(total) - len(rows)
 
 
-def _exchanges(rows: list[ChatMessage], marker: Callable[[int], str],
+def _exchanges(rows: list[_Row], marker: Callable[[int], str],
                model: str | None) -> list[Exchange]:
     """The rows as whole turns (a turn starts at a user message or a new turn id), each
     valid to send, tool results trimmed but in the last RECENT_TURNS."""
-    groups: list[list[ChatMessage]] = []
+    groups: list[list[_Row]] = []
     for row in rows:
         if not groups or row.role == "user" or row.turn_id != groups[-1][-1].turn_id:
             groups.append([])
@@ -205,7 +226,7 @@ def _exchanges(rows: list[ChatMessage], marker: Callable[[int], str],
     return exchanges
 
 
-def _exchange(group: list[ChatMessage]) -> Exchange:
+def _exchange(group: list[_Row]) -> Exchange:
     """One turn's rows as OpenAI messages; a tool call whose result is missing (a turn cut
     short) loses its call and its partial results, a result without its call is left out."""
     messages: list[dict[str, Any]] = []
@@ -218,7 +239,7 @@ def _exchange(group: list[ChatMessage]) -> Exchange:
         if row.role == "tool":
             continue  # orphaned: its call is not right before it
         calls = (row.tool_calls or []) if row.role == "assistant" else []
-        results: list[ChatMessage] = []
+        results: list[_Row] = []
         while calls and i < len(group) and group[i].role == "tool":
             results.append(group[i])
             i += 1
@@ -227,16 +248,16 @@ def _exchange(group: list[ChatMessage]) -> Exchange:
         message = _message(row, calls if complete else [])
         if message is not None:
             messages.append(message)
-            ids.append(int(row.id or 0))
+            ids.append(row.id)
         if calls and complete:
             for result in results:
                 messages.append(_tool_message(result))
-                ids.append(int(result.id or 0))
+                ids.append(result.id)
                 tools.append(str(result.name or ""))
-    return Exchange(messages, ids, tools)
+    return Exchange(messages, ids, tools, upto=group[-1].id)
 
 
-def _message(row: ChatMessage, calls: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _message(row: _Row, calls: list[dict[str, Any]]) -> dict[str, Any] | None:
     if not calls and not row.content:
         return None
     message: dict[str, Any] = {"role": row.role, "content": row.content or ""}
@@ -249,7 +270,7 @@ def _message(row: ChatMessage, calls: list[dict[str, Any]]) -> dict[str, Any] | 
     return message
 
 
-def _tool_message(row: ChatMessage) -> dict[str, Any]:
+def _tool_message(row: _Row) -> dict[str, Any]:
     name = str(row.name or "")
     content = row.content or ""
     if not wrapped(content):  # every tool result is data (the loop stores them wrapped)
@@ -299,10 +320,13 @@ def _fallback(head: list[dict[str, Any]], exchanges: list[Exchange], summary: Su
     note = i18n.get(NOTE_DROPPED, lang, count=dropped)
     first = result.messages[0] if result.messages else None
     if first is not None and first["role"] == "user" and isinstance(first["content"], str):
-        result.messages[0] = {**first, "content": f"{note}\n\n{first['content']}"}
+        noted = {**first, "content": f"{note}\n\n{first['content']}"}
+        result.messages[0] = noted
+        result.tokens += (tokens.count_messages([noted], model)
+                          - tokens.count_messages([first], model))
     else:
         result.messages.insert(0, {"role": "user", "content": note})
-    result.tokens = tokens.count_messages(result.messages, model)
+        result.tokens += tokens.count_messages(result.messages[:1], model)
     result.note, result.dropped = NOTE_DROPPED, dropped
     return result
 
@@ -313,7 +337,8 @@ def _done(head: list[dict[str, Any]], kept: list[Exchange], summary: Summary,
     sources = list(dict.fromkeys(n for e in kept for n in e.tools if untrusted(n)))
     if head and summary.sources:
         sources.append("summary")
-    return Window(messages, sources, tokens.count_messages(messages, model), folded)
+    count = tokens.count_messages(head, model) + sum(e.tokens for e in kept)  # additive
+    return Window(messages, sources, count, folded)
 
 
 def _summary_messages(summary: Summary, lang: str) -> list[dict[str, Any]]:
