@@ -1,19 +1,23 @@
-"""Turn latency: 200 turns through the HTTP API, with and without Prefect, in one run.
+"""Turn latency of the agent loop: one-tool and three-tool turns, with and without Prefect.
 
     make bench                       # starts PostgreSQL and a Prefect server, then runs this
-    python -m tests.support.services -- python bench/turn_latency.py --turns 200
+    python -m tests.support.services -- python bench/turn_latency.py --turns 100
 
-Each turn: the scripted LLM answers at once with one `fs_read` tool call, the policy admits
-it, the executor runs in the bubblewrap sandbox, an audit line is written, the reply returns.
-Three pipelines run interleaved in the same process, so their medians compare:
+The scripted LLM (loopback, instant) answers a one-tool turn with an `fs_read` call, then the
+answer (two model calls); a three-tool turn with three `fs_read` calls one after the other,
+then the answer (four model calls). Every model call streams (the answer arrives as `delta`
+events on `service.events`). Each call passes the policy, runs in the bubblewrap sandbox, is
+audited, and its result goes back to the model. Three pipelines run interleaved in one process:
 
-- `prefect`: HTTP → gateway → Prefect `turn` flow (in-process) → tasks → sandbox;
-- `plain`:   HTTP → gateway → the same pipeline as plain function calls;
-- `direct`:  the same pipeline called as functions, no HTTP.
+- `prefect`: HTTP → gateway → Prefect `turn` flow (in-process) → `think`/executor tasks;
+- `plain`:   HTTP → gateway → `run_pipeline` as plain function calls;
+- `direct`:  `run_pipeline` called as functions, no HTTP.
 
-Prefect's share = prefect − plain (whole turn); the gateway's share = plain − direct
-(time to reply). Sandbox start is measured apart: our full bwrap argv running `true` against
-a bare `bwrap --ro-bind / / --dev /dev --proc /proc --unshare-all --die-with-parent true`.
+Time to first token (TTFT) = from the request to the first `delta` of the FINAL model call.
+Prefect's share = prefect − plain, paired turn by turn; the gateway's = plain − direct. The
+Prefect API requests of each turn are counted and timed at the Prefect client's transport
+(`bench/_probes.py`); "before the first token" are those that started before it. Sandbox
+start is measured apart: our bwrap argv running `true` against a bare bwrap `true`.
 """
 
 from __future__ import annotations
@@ -33,6 +37,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx  # noqa: E402
 import uvicorn  # noqa: E402
 
+from bench._probes import DeltaClock, PrefectCalls, busy_ms, endpoint_table  # noqa: E402
+from bench._targets import report as report_targets  # noqa: E402
 from metnos.db.embedded import EmbeddedPostgres  # noqa: E402
 from metnos.sandbox import (  # noqa: E402
     SandboxRequest,
@@ -42,7 +48,15 @@ from metnos.sandbox import (  # noqa: E402
     find_python_runtime,
 )
 from metnos.sandbox._pins import pin  # noqa: E402
-from metnos.testing.llm_server import ScriptedLLM, ToolCall  # noqa: E402
+from metnos.testing.llm_server import ScriptedLLM  # noqa: E402
+from tests.support.pg import free_port  # noqa: E402
+
+NOTES = {"milk.md": "buy milk\n", "plumber.md": "call the plumber\n",
+         "plants.md": "water the plants\n"}
+CASES = {"one-tool": ["milk.md"], "three-tool": ["milk.md", "plumber.md", "plants.md"]}
+ANSWER = "Your notes say: buy milk, call the plumber and water the plants."
+PIPELINES = ("prefect", "plain", "direct")
+Sample = dict[str, float]
 
 
 def pct(values: list[float], q: float) -> float:
@@ -51,7 +65,8 @@ def pct(values: list[float], q: float) -> float:
 
 
 def row(name: str, values: list[float]) -> str:
-    return f"  {name:<34} p50 {statistics.median(values):8.1f} ms   p95 {pct(values, 0.95):8.1f} ms"
+    return (f"  {name:<44} p50 {statistics.median(values):7.1f} ms"
+            f"   p90 {pct(values, 0.9):7.1f} ms")
 
 
 def setup_home(root: Path, llm: ScriptedLLM) -> Any:
@@ -74,23 +89,73 @@ def setup_home(root: Path, llm: ScriptedLLM) -> Any:
     get_settings.cache_clear()
     settings = get_settings()
     initialise(settings)
-    (settings.workspace / "note.md").write_text("buy milk\n" * 20)
+    for name, line in NOTES.items():
+        (settings.workspace / name).write_text(line * 20)
     return settings
 
 
-class Clock:
-    """Records when each turn's runner finished (the whole turn, bookkeeping included)."""
+class Probes:
+    """The bench's instruments: when each turn's runner finished, its Prefect requests, the
+    first text of each model call."""
 
     def __init__(self) -> None:
         self.done: dict[str, float] = {}
+        self.calls = PrefectCalls()
+        self.deltas = DeltaClock()
+        self.last = ""  # the turn of the latest sample
+        self.turn_ids: dict[str, list[str]] = {case: [] for case in CASES}  # prefect turns
 
     def wrap(self, runner: Any) -> Any:
         async def timed(service: Any, ctx: Any) -> None:
             try:
-                await runner(service, ctx)
+                with self.calls.turn(ctx.turn_id):
+                    await runner(service, ctx)
             finally:
                 self.done[ctx.turn_id] = time.perf_counter()
         return timed
+
+    def sample(self, turn_id: str, t0: float, t_reply: float, timings: dict[str, float]
+               ) -> Sample:
+        self.last = turn_id
+        first = self.deltas.final(turn_id)
+        before = self.calls.of(turn_id, before=first)
+        every = self.calls.of(turn_id)
+        return {"ttft": (first - t0) * 1000, "reply": (t_reply - t0) * 1000,
+                "whole": (self.done[turn_id] - t0) * 1000, **timings,
+                "api_n_ttft": len(before), "api_ms_ttft": busy_ms(before, until=first),
+                "api_n": len(every), "api_ms": busy_ms(every)}
+
+
+def script(llm: ScriptedLLM, case: str) -> None:
+    for path in CASES[case]:
+        llm.enqueue_tool_call("fs_read", {"path": path})
+    llm.enqueue_text(ANSWER)
+
+
+async def http_turn(client: httpx.AsyncClient, probes: Probes) -> Sample:
+    t0 = time.perf_counter()
+    resp = await client.post("/api/turns", json={"text": "what do my notes say?", "lang": "en"})
+    t_reply = time.perf_counter()
+    body = resp.json()
+    assert resp.status_code == 200 and body["status"] == "completed", body
+    assert body["reply"] == ANSWER, body["reply"][:300]
+    while body["turn_id"] not in probes.done:
+        await asyncio.sleep(0.001)
+    return probes.sample(body["turn_id"], t0, t_reply, body["timings_ms"])
+
+
+async def direct_turn(service: Any, probes: Probes) -> Sample:
+    from metnos.turns.pipeline import run_pipeline
+
+    t0 = time.perf_counter()
+    ctx = await service.open_turn("what do my notes say?", session_id=None, lang="en",
+                                  channel="bench", sender="owner")
+    reply = await run_pipeline(service, ctx)
+    t_reply = time.perf_counter()
+    assert reply == ANSWER, reply[:300]
+    await service.close_turn(ctx, reply, "completed")
+    probes.done[ctx.turn_id] = time.perf_counter()
+    return probes.sample(ctx.turn_id, t0, t_reply, ctx.timings)
 
 
 async def serve(app: Any, port: int) -> uvicorn.Server:
@@ -100,33 +165,6 @@ async def serve(app: Any, port: int) -> uvicorn.Server:
     while not server.started:
         await asyncio.sleep(0.05)
     return server
-
-
-async def http_turn(client: httpx.AsyncClient, clock: Clock) -> dict[str, float]:
-    t0 = time.perf_counter()
-    resp = await client.post("/api/turns", json={"text": "read my note", "lang": "en"})
-    t_reply = time.perf_counter()
-    body = resp.json()
-    assert resp.status_code == 200 and body["status"] == "completed", body
-    assert "buy milk" in body["reply"], body["reply"][:200]
-    while body["turn_id"] not in clock.done:
-        await asyncio.sleep(0.001)
-    out = {"reply": (t_reply - t0) * 1000, "whole": (clock.done[body["turn_id"]] - t0) * 1000}
-    out.update({k: v for k, v in body["timings_ms"].items()})
-    return out
-
-
-async def direct_turn(service: Any) -> dict[str, float]:
-    from metnos.turns.pipeline import run_pipeline
-
-    t0 = time.perf_counter()
-    ctx = await service.open_turn("read my note", session_id=None, lang="en", channel="bench",
-                            sender="owner")
-    reply = await run_pipeline(service, ctx)
-    t_reply = time.perf_counter()
-    await service.close_turn(ctx, reply, "completed")
-    return {"reply": (t_reply - t0) * 1000, "whole": (time.perf_counter() - t0) * 1000,
-            **ctx.timings}
 
 
 async def sandbox_start(settings: Any, runs: int) -> tuple[list[float], list[float]]:
@@ -161,79 +199,115 @@ async def sandbox_start(settings: Any, runs: int) -> tuple[list[float], list[flo
     return ours, base
 
 
-def report(results: dict[str, list[dict[str, float]]], ours: list[float],
-           base: list[float]) -> None:
-    med = {mode: {k: statistics.median([r.get(k, 0.0) for r in rows]) for k in rows[0]}
-           for mode, rows in results.items()}
-    n = len(results["prefect"])
-    print(f"\nturn latency, {n} turns per pipeline (scripted LLM, one fs_read step)\n")
-    for mode in ("prefect", "plain", "direct"):
+def paired(a: list[Sample], b: list[Sample], key: str) -> list[float]:
+    return [x[key] - y[key] for x, y in zip(a, b, strict=True)]
+
+
+def med(rows: list[Sample], key: str) -> float:
+    return statistics.median([r.get(key, 0.0) for r in rows])
+
+
+def report_case(case: str, res: dict[str, list[Sample]], probes: Probes) -> dict[str, float]:
+    thinks = len(CASES[case]) + 1
+    p, pl, d = res["prefect"], res["plain"], res["direct"]
+    print(f"\n== {case} turn: {len(CASES[case])} fs_read, {thinks} model calls, "
+          f"{len(p)} turns per pipeline ==")
+    for mode in PIPELINES:
         print(f"[{mode}]")
-        print(row("time to reply", [r["reply"] for r in results[mode]]))
-        print(row("whole turn", [r["whole"] for r in results[mode]]))
-    p, pl, d = med["prefect"], med["plain"], med["direct"]
-    print("\nsplit of a turn (medians, prefect pipeline unless noted)")
-    print(f"  gateway (plain HTTP reply - direct reply)  {pl['reply'] - d['reply']:8.1f} ms")
-    print(f"  prefect (prefect whole - plain whole)      {p['whole'] - pl['whole']:8.1f} ms")
-    print(f"  prefect before the reply (reply - reply)   {p['reply'] - pl['reply']:8.1f} ms")
-    print(f"  planner (scripted LLM round trip)          {p.get('plan', 0):8.1f} ms")
-    print(f"  policy                                     {p.get('policy', 0):8.1f} ms")
-    print(f"  sandbox spawn                              {p.get('sandbox_spawn', 0):8.1f} ms")
-    executor = p.get("sandbox_total", 0) - p.get("sandbox_spawn", 0)
-    print(f"  executor (sandbox total - spawn)           {executor:8.1f} ms")
-    ratio = statistics.median(ours) / statistics.median(base)
-    print(f"\nsandbox start, {len(ours)} interleaved runs each")
-    print(row("bare bwrap (ro /, dev, proc, unshare-all)", base))
-    print(row("metnos sandbox argv, true", ours))
-    print(f"  ratio (target <= 1.3)                      {ratio:8.2f}")
-    print("\ntargets: whole-turn p50 <= 400 ms:",
-          "yes" if statistics.median([r["whole"] for r in results["prefect"]]) <= 400 else "NO",
-          "| prefect share p50 <= 250 ms:", "yes" if p["whole"] - pl["whole"] <= 250 else "NO",
-          "| sandbox start <= 1.3x bare:", "yes" if ratio <= 1.3 else "NO")
+        for key, label in (("ttft", "time to first token (final call)"),
+                           ("reply", "time to reply (HTTP answer)"), ("whole", "whole turn")):
+            print(row(label, [r[key] for r in res[mode]]))
+    share_ttft, share_whole = paired(p, pl, "ttft"), paired(p, pl, "whole")
+    print("[shares, paired turn by turn]")
+    print(row("prefect share of TTFT (prefect - plain)", share_ttft))
+    print(row("prefect share of whole turn", share_whole))
+    print(row("gateway share of TTFT (plain - direct)", paired(pl, d, "ttft")))
+    print("[split of a prefect turn, medians]")
+    print(f"  {'history window + conversation':<44} {med(p, 'history'):7.1f} ms")
+    for i in range(1, thinks + 1):
+        print(f"  {f'model call {i} (think_{i}, scripted LLM)':<44} {med(p, f'think_{i}'):7.1f} ms")
+    print(f"  {'policy (all steps)':<44} {med(p, 'policy'):7.1f} ms")
+    print(f"  {'sandbox spawn (all steps)':<44} {med(p, 'sandbox_spawn'):7.1f} ms")
+    executor = [r.get("sandbox_total", 0) - r.get("sandbox_spawn", 0) for r in p]
+    print(f"  {'executor (sandbox total - spawn)':<44} {statistics.median(executor):7.1f} ms")
+    print(f"  {'Prefect API requests before first token':<44} {med(p, 'api_ms_ttft'):7.1f} ms"
+          f"  ({med(p, 'api_n_ttft'):.0f} requests)")
+    print(f"  {'Prefect API requests, whole turn':<44} {med(p, 'api_ms'):7.1f} ms"
+          f"  ({med(p, 'api_n'):.0f} requests)")
+    print("  Prefect API requests per turn (requests/turn, median ms each):")
+    turns = [probes.calls.of(tid) for tid in probes.turn_ids[case]]
+    for name, per_turn, ms in endpoint_table(turns):
+        print(f"    {name:<50} {per_turn:4.1f} x {ms:6.1f} ms")
+    return {"share_ttft": statistics.median(share_ttft), "ttft": med(p, "ttft"),
+            "whole": med(p, "whole")}
 
 
-async def main(turns: int, warmup: int) -> None:
+async def main(turns: int, warmup: int) -> int:
     if not os.environ.get("PREFECT_API_URL") or not os.environ.get("METNOS_TEST_PG_DATA"):
         sys.exit("run through `make bench` (it starts PostgreSQL and a Prefect server)")
     from flows.turn import run_turn
     from metnos.gateway.app import create_app, plain_runner
 
     root = Path(tempfile.mkdtemp(prefix="metnos-bench-"))
+    probes = Probes()
+    probes.calls.install()
     with ScriptedLLM() as llm:
-        llm.always(ToolCall("fs_read", {"path": "note.md"}))
         settings = setup_home(root, llm)
-        clock = Clock()
-        apps = {"prefect": create_app(settings, runner=clock.wrap(run_turn)),
-                "plain": create_app(settings, runner=clock.wrap(plain_runner))}
+        apps = {"prefect": create_app(settings, runner=probes.wrap(run_turn)),
+                "plain": create_app(settings, runner=probes.wrap(plain_runner))}
         servers, clients = [], {}
-        for port, (mode, app) in enumerate(apps.items(), start=42700):
+        for mode, app in apps.items():
+            port = free_port()
             servers.append(await serve(app, port))
+            probes.deltas.attach(app.state.service)
             clients[mode] = httpx.AsyncClient(
                 base_url=f"http://127.0.0.1:{port}", timeout=60,
                 headers={"Authorization": f"Bearer {settings.owner_token()}"})
         service = apps["plain"].state.service
-        results: dict[str, list[dict[str, float]]] = {"prefect": [], "plain": [], "direct": []}
+        results: dict[str, dict[str, list[Sample]]] = {
+            case: {mode: [] for mode in PIPELINES} for case in CASES}
         for i in range(warmup + turns):
-            samples = {"prefect": await http_turn(clients["prefect"], clock),
-                       "plain": await http_turn(clients["plain"], clock),
-                       "direct": await direct_turn(service)}
-            if i >= warmup:
-                for mode, sample in samples.items():
-                    results[mode].append(sample)
-            if (i + 1) % 50 == 0:
-                print(f"  {i + 1 - warmup if i >= warmup else 0}/{turns} turns", flush=True)
-        ours, base = await sandbox_start(settings, 100)
+            for case in CASES:
+                samples: dict[str, Sample] = {}
+                for mode in PIPELINES:
+                    script(llm, case)
+                    samples[mode] = (await direct_turn(service, probes) if mode == "direct"
+                                     else await http_turn(clients[mode], probes))
+                    if mode == "prefect" and i >= warmup:
+                        probes.turn_ids[case].append(probes.last)
+                if i >= warmup:
+                    for mode, sample in samples.items():
+                        results[case][mode].append(sample)
+            if (i + 1) % 25 == 0:
+                print(f"  {max(0, i + 1 - warmup)}/{turns} rounds", flush=True)
+        ours, base = await sandbox_start(settings, 50)
         for client in clients.values():
             await client.aclose()
         for server in servers:
             server.should_exit = True
         await asyncio.sleep(0.5)
-    report(results, ours, base)
+    figures = {case: report_case(case, results[case], probes) for case in CASES}
+    ratio = statistics.median(ours) / statistics.median(base)
+    print(f"\nsandbox start, {len(ours)} interleaved runs each")
+    print(row("bare bwrap (ro /, dev, proc, unshare-all)", base))
+    print(row("metnos sandbox argv, true", ours))
+    print(f"  ratio (target <= 1.3)                        {ratio:7.2f}")
+    one, three = figures["one-tool"], figures["three-tool"]
+    per_step = (three["share_ttft"] - one["share_ttft"]) / (len(CASES["three-tool"]) - 1)
+    print("\ntargets")
+    return report_targets([
+        ("one-tool turn, Prefect's share of TTFT", one["share_ttft"] / 1000, 0.060),
+        ("Prefect's share of TTFT per further step", per_step / 1000, 0.010),
+        ("one-tool turn, time to first token", one["ttft"] / 1000, 0.110),
+        ("one-tool turn, whole turn", one["whole"] / 1000, 0.400),
+    ], prefix="  ") | report_targets([("sandbox start / bare bwrap", ratio, 1.3)], unit="x",
+                                     prefix="  ")
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--turns", type=int, default=200)
+    parser.add_argument("--turns", type=int, default=100, help="rounds (each: every case, "
+                        "every pipeline)")
     parser.add_argument("--warmup", type=int, default=10)
     args = parser.parse_args()
-    asyncio.run(main(args.turns, args.warmup))
+    sys.exit(asyncio.run(main(args.turns, args.warmup)))
