@@ -74,6 +74,9 @@ def _decide(approval_id: str, decision: str, reason: str, as_json: bool) -> None
                         status=row["status"]))
     if turn is not None and turn.get("reply"):
         typer.echo(turn["reply"])
+        for item in turn.get("activity") or []:  # what ran, beside the model's words
+            if isinstance(item, dict) and item.get("text"):
+                typer.echo(str(item["text"]))
     else:
         typer.echo(i18n.get("MSG_APPROVALS_STILL_RUNNING", turn_id=row["turn_id"]))
 

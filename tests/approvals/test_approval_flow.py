@@ -13,7 +13,8 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import FlowRun
 from prefect.flow_runs import aresume_flow_run
 
-from metnos.testing.llm_server import ScriptedLLM
+from metnos import i18n
+from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import Home, MakeHome, gateway_client
 
@@ -38,10 +39,17 @@ async def paused(flow_run_id: str) -> FlowRun:
     raise AssertionError(f"flow run {flow_run_id} never paused: {run.state}")
 
 
+FINAL = "That is all I did."
+
+
 async def ask_move(client: httpx.AsyncClient, home: Home, llm: ScriptedLLM) -> dict[str, Any]:
+    """A turn whose model asks for one move (Supervised: it waits for the owner), then,
+    once it has the move's result (or its denial), answers with `FINAL`. Routed by its text,
+    so other turns of the test (and their queued replies) never take its answers."""
     (home.workspace / "a.txt").write_text("alpha\n")
-    llm.enqueue_tool_call("fs_move", {"src": "a.txt", "dst": "b.txt"})
-    resp = await client.post("/api/turns", json={"text": "rename a.txt to b.txt", "lang": "en"})
+    text = "rename a.txt to b.txt"
+    llm.route(text, ToolCall("fs_move", {"src": "a.txt", "dst": "b.txt"}), final_text=FINAL)
+    resp = await client.post("/api/turns", json={"text": text, "lang": "en"})
     assert resp.status_code == 200, resp.text
     body: dict[str, Any] = resp.json()
     return body
@@ -71,7 +79,10 @@ async def test_api_approval_resumes_the_paused_flow(
         assert resp.json()["resumed"] is True
 
         turn = await wait_status(client, body["turn_id"], "completed")
-        assert "b.txt" in turn["reply"]
+        assert turn["reply"] == FINAL
+        [moved] = turn["activity"]
+        assert moved["status"] == "done" and "b.txt" in moved["text"]
+        assert moved["approval_id"] == pending["approval_id"] and moved["undo"]
         assert turn["approvals"][0]["status"] == "used"
     assert not (home.workspace / "a.txt").exists()
     assert (home.workspace / "b.txt").read_text() == "alpha\n"
@@ -99,7 +110,11 @@ async def test_prefect_ui_form_and_resume(
             assert "fs_move" in description and "a.txt" in description
             await aresume_flow_run(run.id, run_input={"decision": "deny", "reason": "not now"})
         turn = await wait_status(client, body["turn_id"], "completed")
-        assert "denied" in turn["reply"]
+        assert turn["reply"] == FINAL
+        assert [a["status"] for a in turn["activity"]] == ["denied"]
+        denied = scripted_llm.requests[-1]["messages"][-1]  # the model learnt why
+        assert denied["role"] == "tool"
+        assert i18n.get("MSG_AGENT_DENIED", "en", reason="not now") in denied["content"]
         assert turn["approvals"][0]["status"] == "denied"
         assert turn["approvals"][0]["via"] == "prefect-ui"
     assert (home.workspace / "a.txt").exists() and not (home.workspace / "b.txt").exists()
@@ -116,7 +131,8 @@ async def test_timeout_is_expired_not_denied(
         body = await ask_move(client, home, scripted_llm)
         turn = await wait_status(client, body["turn_id"], "completed")
         assert turn["approvals"][0]["status"] == "expired"
-        assert "expired" in turn["reply"]
+        [expired] = turn["activity"]
+        assert expired["status"] == "expired" and "expired" in expired["text"]
         resp = await client.post(f"/api/approvals/{body['approvals'][0]['approval_id']}",
                                  json={"decision": "approve"})
         assert resp.status_code == 409  # too late: it is not pending any more

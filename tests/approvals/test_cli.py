@@ -17,6 +17,7 @@ runner = CliRunner()
 def _ask(home: Home, llm: ScriptedLLM, name: str) -> dict[str, object]:
     (home.workspace / f"{name}.txt").write_text(name)
     llm.enqueue_tool_call("fs_move", {"src": f"{name}.txt", "dst": f"{name}-moved.txt"})
+    llm.enqueue_text(f"Finished with {name}.")
     url = f"http://127.0.0.1:{home.settings.gateway.port}/api/turns"
     resp = httpx.post(url, json={"text": "move it", "lang": "en"}, headers=home.auth(),
                       timeout=60)
@@ -38,7 +39,8 @@ def test_list_approve_deny(served: Home, scripted_llm: ScriptedLLM) -> None:
     result = runner.invoke(app, ["approve", approval_id])
     assert result.exit_code == 0, result.output
     assert f"Approval {approval_id}: approved." in result.stdout
-    assert "I moved one.txt to one-moved.txt" in result.stdout  # the resumed turn's reply
+    assert "Finished with one." in result.stdout  # the resumed turn's reply
+    assert "I moved one.txt to one-moved.txt" in result.stdout  # and what ran, beside it
     assert (served.workspace / "one-moved.txt").exists()
 
     again = runner.invoke(app, ["approve", approval_id])
@@ -48,7 +50,8 @@ def test_list_approve_deny(served: Home, scripted_llm: ScriptedLLM) -> None:
     denied_id = second["approvals"][0]["approval_id"]  # type: ignore[index]
     result = runner.invoke(app, ["deny", denied_id, "--reason", "no", "--json"])
     data = json.loads(result.stdout)
-    assert data["approval"]["status"] == "denied" and "denied" in data["turn"]["reply"]
+    assert data["approval"]["status"] == "denied" and data["turn"]["reply"] == "Finished with two."
+    assert [a["status"] for a in data["turn"]["activity"]] == ["denied"]
     assert (served.workspace / "two.txt").exists()
 
     result = runner.invoke(app, ["list", "--all", "--json"])
