@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine, update
@@ -28,8 +28,9 @@ from metnos.errors import LLMError
 from metnos.llm import tokens
 from metnos.policy import limits
 from metnos.policy.decide import Decision
-from metnos.policy.untrusted import TAG, wrap_untrusted
+from metnos.policy.untrusted import wrap_untrusted
 from metnos.settings import Settings
+from metnos.turns.exchanges import Exchange, trim
 
 if TYPE_CHECKING:
     from metnos.audit import AuditLog
@@ -37,25 +38,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MAX_ROUNDS", "ROLE", "Exchange", "Summary", "clip", "summarise", "trim", "wrapped"]
+__all__ = ["MAX_ROUNDS", "ROLE", "Summary", "clip", "summarise"]
 
 ROLE = "summary"
 MAX_ROUNDS = 4
 _TRANSCRIPT_CHARS = 4000  # one message's text in the summariser's material, head and tail
 _WORDS_PER_TOKEN = 0.6
-
-
-@dataclass
-class Exchange:
-    """One earlier turn as it is sent: its messages (OpenAI format, valid on their own: no
-    tool call without its result), the ChatMessage ids they came from, the executors whose
-    results it holds, its token count and the id of its last row."""
-
-    messages: list[dict[str, Any]]
-    ids: list[int]
-    tools: list[str] = field(default_factory=list)
-    tokens: int = 0
-    upto: int = 0  # the turn's last row (a row left out of `messages` included)
 
 
 @dataclass(frozen=True)
@@ -74,20 +62,6 @@ class _Session:
     user_id: str
     channel: str
     lang: str
-
-
-def trim(text: str, limit: int, marker: Callable[[int], str]) -> str:
-    """`text` cut to about `limit` characters, head and tail kept, `marker(cut)` between."""
-    if len(text) <= limit:
-        return text
-    head = limit * 3 // 5
-    tail = limit - head
-    return f"{text[:head]}\n{marker(len(text) - limit)}\n{text[-tail:]}"
-
-
-def wrapped(text: str) -> bool:
-    """True when `text` is already an untrusted-data block (as the loop stores tool results)."""
-    return text.lstrip().startswith(f"<{TAG} ")
 
 
 async def summarise(engine: Engine, settings: Settings, chat: ChatSession, previous: Summary,

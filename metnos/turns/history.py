@@ -7,8 +7,8 @@
   the running summary first (as data when it folded untrusted content), then whole earlier
   turns, oldest first, within `[agent] history_tokens` (counted offline, `metnos.llm.tokens`).
   A turn is never split: an assistant message with tool calls travels with all its results
-  or not at all. Tool results older than the last two turns are trimmed in what is sent;
-  the rows stay whole. What does not fit is folded into the summary by the `fast` tier
+  or not at all (`metnos.turns.exchanges`). Tool results older than the last two turns are
+  trimmed in what is sent; the rows stay whole. What does not fit is folded into the summary by the `fast` tier
   (`metnos.turns.compaction`); with no model, or when folding fails, the oldest turns are
   dropped and the window says so (`note`, and a line in its first message), so the history
   never grows without bound.
@@ -23,8 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, func
-from sqlalchemy import select as sa_select
+from sqlalchemy import Engine
 from sqlmodel import col, select
 
 from metnos import i18n
@@ -33,26 +32,16 @@ from metnos.db.models import ChatMessage, ChatSession
 from metnos.llm import tokens
 from metnos.policy.untrusted import wrap_untrusted
 from metnos.settings import Settings
-from metnos.turns.compaction import (
-    MAX_ROUNDS,
-    Exchange,
-    Summary,
-    clip,
-    summarise,
-    trim,
-    wrapped,
-)
+from metnos.turns.compaction import MAX_ROUNDS, Summary, clip, summarise
+from metnos.turns.exchanges import Exchange, exchanges, load, trim_results
 
 if TYPE_CHECKING:
     from metnos.audit import AuditLog
     from metnos.llm.port import LLMPort
 
-__all__ = ["NOTE_DROPPED", "OLD_RESULT_CHARS", "Window", "record", "session_messages",
-           "title_of", "window"]
+__all__ = ["NOTE_DROPPED", "Window", "record", "session_messages", "title_of", "window"]
 
 NOTE_DROPPED = "MSG_HISTORY_DROPPED"
-OLD_RESULT_CHARS = 500  # a tool result older than the last two turns, as sent
-RECENT_TURNS = 2
 TITLE_CHARS = 60
 PER_NOTE = 8  # the separator a note adds to the first message
 _SPACES = re.compile(r"\s+")
@@ -71,22 +60,6 @@ class Window:
     folded: int = 0
     note: str | None = None
     dropped: int = 0
-
-
-@dataclass(frozen=True)
-class _Row:
-    """The columns of a ChatMessage the window reads."""
-
-    id: int
-    turn_id: str | None
-    role: str
-    content: str | None
-    tool_calls: list[dict[str, Any]] | None
-    tool_call_id: str | None
-    name: str | None
-
-
-_FIELDS = ("id", "turn_id", "role", "content", "tool_calls", "tool_call_id", "name")
 
 
 # -- persisting ----------------------------------------------------------------------------
@@ -157,22 +130,22 @@ async def window(engine: Engine, settings: Settings, session_id: str, *,
     are left out). Folds what does not fit with `port` (None: drop instead)."""
     budget = settings.agent.history_tokens
     cap = (MAX_ROUNDS + 1) * budget // tokens.PER_MESSAGE  # more could never be sent or folded
-    chat, rows, skipped = await asyncio.to_thread(_load, engine, session_id, turn_id, cap)
+    chat, rows, skipped = await asyncio.to_thread(load, engine, session_id, turn_id, cap)
     if chat is None:
         return Window()
     lang = chat.interaction_language or settings.lang
     model = (port.resolve("fast") if port is not None else None) or settings.llm.model
     marker = _marker(lang)
-    exchanges = _exchanges(rows, marker, model)
+    turns = exchanges(rows, marker, model)
     summary = Summary(clip(chat.summary, budget // 4, model) if chat.summary else None,
                       chat.summary_upto, tuple(chat.summary_sources or ()))
     head = _summary_messages(summary, lang)
-    if tokens.count_messages(head, model) + sum(e.tokens for e in exchanges) <= budget:
-        return _fallback(head, exchanges, summary, untrusted, model, budget=budget, lang=lang,
+    if tokens.count_messages(head, model) + sum(e.tokens for e in turns) <= budget:
+        return _fallback(head, turns, summary, untrusted, model, budget=budget, lang=lang,
                          folded=0, skipped=skipped, marker=marker)  # all of it, or a note
-    kept = _keep(exchanges, soft=budget // 2, hard=budget - budget // 4 - 64, marker=marker,
+    kept = _keep(turns, soft=budget // 2, hard=budget - budget // 4 - 64, marker=marker,
                  model=model)
-    older = exchanges[: len(exchanges) - len(kept)]
+    older = turns[: len(turns) - len(kept)]
     folded = 0
     if port is not None and older:
         summary, done = await summarise(engine, settings, chat, summary, older, port=port,
@@ -185,106 +158,6 @@ async def window(engine: Engine, settings: Settings, session_id: str, *,
                      lang=lang, folded=folded, skipped=skipped, marker=marker)
 
 
-def _load(engine: Engine, session_id: str, turn_id: str | None,
-          cap: int) -> tuple[ChatSession | None, list[_Row], int]:
-    """The session, its newest `cap` rows after the summary (the current turn's left out),
-    oldest first, and how many older ones were not loaded."""
-    with db_session(engine) as db:
-        chat = db.get(ChatSession, session_id)
-        if chat is None:
-            return None, [], 0
-        where = [col(ChatMessage.session_id) == session_id]
-        if chat.summary_upto is not None:
-            where.append(col(ChatMessage.id) > chat.summary_upto)
-        if turn_id is not None:
-            where.append(col(ChatMessage.turn_id).is_distinct_from(turn_id))
-        query = (sa_select(*(col(getattr(ChatMessage, name)) for name in _FIELDS))
-                 .where(*where).order_by(col(ChatMessage.id).desc()).limit(cap))
-        # plain rows, not SQLModel objects: building those costs ~0.2 ms each
-        rows = [_Row(*values) for values in reversed(db.connection().execute(query).all())]
-        if len(rows) < cap:
-            return chat, rows, 0
-        total = db.exec(select(func.count()).select_from(ChatMessage).where(*where)).one()
-        return chat, rows, int(total) - len(rows)
-
-
-def _exchanges(rows: list[_Row], marker: Callable[[int], str],
-               model: str | None) -> list[Exchange]:
-    """The rows as whole turns (a turn starts at a user message or a new turn id), each
-    valid to send, tool results trimmed but in the last RECENT_TURNS."""
-    groups: list[list[_Row]] = []
-    for row in rows:
-        if not groups or row.role == "user" or row.turn_id != groups[-1][-1].turn_id:
-            groups.append([])
-        groups[-1].append(row)
-    exchanges = [_exchange(group) for group in groups]
-    exchanges = [e for e in exchanges if e.messages]
-    for exchange in exchanges[:-RECENT_TURNS]:
-        _trim_results(exchange, marker)
-    for exchange in exchanges:
-        exchange.tokens = tokens.count_messages(exchange.messages, model)
-    return exchanges
-
-
-def _exchange(group: list[_Row]) -> Exchange:
-    """One turn's rows as OpenAI messages; a tool call whose result is missing (a turn cut
-    short) loses its call and its partial results, a result without its call is left out."""
-    messages: list[dict[str, Any]] = []
-    ids: list[int] = []
-    tools: list[str] = []
-    i = 0
-    while i < len(group):
-        row = group[i]
-        i += 1
-        if row.role == "tool":
-            continue  # orphaned: its call is not right before it
-        calls = (row.tool_calls or []) if row.role == "assistant" else []
-        results: list[_Row] = []
-        while calls and i < len(group) and group[i].role == "tool":
-            results.append(group[i])
-            i += 1
-        wanted = {str(call.get("id")) for call in calls}
-        complete = wanted == {str(r.tool_call_id) for r in results} and len(results) == len(wanted)
-        message = _message(row, calls if complete else [])
-        if message is not None:
-            messages.append(message)
-            ids.append(row.id)
-        if calls and complete:
-            for result in results:
-                messages.append(_tool_message(result))
-                ids.append(result.id)
-                tools.append(str(result.name or ""))
-    return Exchange(messages, ids, tools, upto=group[-1].id)
-
-
-def _message(row: _Row, calls: list[dict[str, Any]]) -> dict[str, Any] | None:
-    if not calls and not row.content:
-        return None
-    message: dict[str, Any] = {"role": row.role, "content": row.content or ""}
-    if calls:
-        message["content"] = row.content or None
-        message["tool_calls"] = [
-            {"id": str(c.get("id")), "type": "function",
-             "function": {"name": str(c.get("name")), "arguments": str(c.get("arguments"))}}
-            for c in calls]
-    return message
-
-
-def _tool_message(row: _Row) -> dict[str, Any]:
-    name = str(row.name or "")
-    content = row.content or ""
-    if not wrapped(content):  # every tool result is data (the loop stores them wrapped)
-        content = wrap_untrusted(content, source=name or "tool")
-    return {"role": "tool", "tool_call_id": str(row.tool_call_id), "name": name,
-            "content": content}
-
-
-def _trim_results(exchange: Exchange, marker: Callable[[int], str]) -> None:
-    for message in exchange.messages:
-        if message["role"] == "tool":
-            message["content"] = trim(message["content"], OLD_RESULT_CHARS, marker)
-
-
 def _keep(exchanges: list[Exchange], *, soft: int, hard: int, marker: Callable[[int], str],
           model: str | None) -> list[Exchange]:
     """The newest exchanges within `soft` tokens (the newest alone within `hard`, its tool
@@ -293,7 +166,7 @@ def _keep(exchanges: list[Exchange], *, soft: int, hard: int, marker: Callable[[
     total = 0
     for exchange in reversed(exchanges):
         if not kept and exchange.tokens > hard:
-            _trim_results(exchange, marker)
+            trim_results(exchange, marker)
             exchange.tokens = tokens.count_messages(exchange.messages, model)
         if exchange.tokens + total > (soft if kept else hard):
             break
