@@ -1,10 +1,12 @@
 """`metnos chat`: the CLI channel, a client of the running instance's gateway (SPEC §11).
 
 A message opens a turn (`POST /api/turns?wait=false`), then the CLI follows the turn's events
-(`GET /api/turns/{id}/events`): a status line on stderr while it plans and runs, an approval
-card with an inline question when a step needs the owner's yes (answered through
-`POST /api/approvals/{id}`), and the reply. Without a terminal on stdin (or with `--no-ask`)
-nothing is asked: the approval stays pending and the CLI says how to decide it.
+(`GET /api/turns/{id}/events`): a status line on stderr while it plans and runs, the model's
+text on stdout as it streams (`delta` events), an approval card with an inline question when a
+step needs the owner's yes (answered through `POST /api/approvals/{id}`), and the reply: only
+what was not streamed already, then what ran (the activity items), one per line. Without a
+terminal on stdin (or with `--no-ask`) nothing is asked: the approval stays pending and the
+CLI says how to decide it.
 """
 
 from __future__ import annotations
@@ -70,24 +72,81 @@ def chat(
 
 @dataclass
 class _View:
-    """What the owner sees: the status line (stderr), cards, questions and replies."""
+    """What the owner sees: the status line (stderr), the streamed text, cards, questions
+    and replies (stdout). The streamed text of the latest model call is kept, so the reply
+    prints only what it adds."""
 
     lang: str | None
     as_json: bool
     ask: bool
+    _status: bool = False  # a status line is shown on the terminal
+    _open: bool = False  # stdout holds a line of streamed text without its newline
+    _think: object = None  # the model call whose text is streaming
+    _streamed: str = ""  # that call's text, as printed
 
     def progress(self, text: str) -> None:
         """The status line: rewritten in place on a terminal, plain lines otherwise."""
+        if text:
+            self._end_line()
         if sys.stderr.isatty():
-            sys.stderr.write("\r\033[K" + text)
-            sys.stderr.flush()
+            if text or self._status:
+                sys.stderr.write("\r\033[K" + text)
+                sys.stderr.flush()
+            self._status = bool(text)
         elif text:
             typer.echo(text, err=True)
 
     def say(self, text: str) -> None:
         """A message for the person (stderr with --json, whose stdout is the turn's JSON)."""
         self.progress("")
+        self._end_line()
         typer.echo(text, err=self.as_json)
+
+    def delta(self, text: str, think: object) -> None:
+        """A piece of the model's text, printed as it comes (not with --json)."""
+        if self.as_json or not text:
+            return
+        if think != self._think:  # a new model call: its text starts on a fresh line
+            self.progress("")
+            self._end_line()
+            self._think, self._streamed = think, ""
+        self._write(text)
+        self._streamed += text
+
+    def reply(self, text: str, activity: list[dict[str, Any]]) -> None:
+        """The final text, minus what was streamed of it; then the activity items."""
+        self.progress("")
+        if not self.as_json:
+            rest = unstreamed(text, self._streamed)
+            if rest is None:  # the final text is not what streamed: shown whole, apart
+                self._end_line()
+                rest = text
+            self._write(rest)
+            self._end_line()
+            for item in activity:
+                if item.get("text"):
+                    typer.echo(str(item["text"]))
+        self._think, self._streamed = None, ""
+
+    def _write(self, text: str) -> None:
+        if text:
+            sys.stdout.write(text)
+            sys.stdout.flush()
+            self._open = not text.endswith("\n")
+
+    def _end_line(self) -> None:
+        if self._open:
+            self._write("\n")
+
+
+def unstreamed(final: str, streamed: str) -> str | None:
+    """What of `final` is still to print after `streamed` was ("" when all of it); None
+    when `final` does not continue what streamed (it must then be printed whole)."""
+    if final.startswith(streamed):
+        return final[len(streamed):]
+    if final.strip() == streamed.strip():
+        return ""
+    return None
 
 
 def _one(settings: Settings, text: str, session: str | None, view: _View) -> str | None:
@@ -131,10 +190,11 @@ def _follow(settings: Settings, turn_id: str, session_id: str | None, view: _Vie
 def _show(event: ServerEvent, view: _View) -> bool:
     """Show one progress event; True when it was the reply."""
     data, lang = event.data, view.lang
-    if event.kind == "reply":
-        view.progress("")
-        if not view.as_json:
-            typer.echo(str(data.get("text", "")))
+    if event.kind == "delta":
+        view.delta(str(data.get("text") or ""), data.get("think"))
+    elif event.kind == "reply":
+        activity = [a for a in data.get("activity") or [] if isinstance(a, dict)]
+        view.reply(str(data.get("text") or ""), activity)
         return True
     if event.kind == "step" and data.get("state") == "started":
         view.progress(i18n.get("MSG_CHAT_PROGRESS_STEP", lang, executor=data.get("executor")))

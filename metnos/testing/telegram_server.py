@@ -30,12 +30,13 @@ MAX_POLL_S = 2.0  # a long poll never blocks longer than this (keeps shutdowns q
 
 @dataclass(frozen=True)
 class Call:
-    """One request the bot made: the method, its parameters (JSON fields decoded) and what
-    the server answered."""
+    """One request the bot made: the method, its parameters (JSON fields decoded), what
+    the server answered and when (`time.monotonic()`, to check how often the bot edits)."""
 
     method: str
     params: dict[str, Any]
     result: Any = None
+    at: float = 0.0
 
 
 class FakeTelegram(LoopbackServer):
@@ -108,6 +109,14 @@ class FakeTelegram(LoopbackServer):
             found = [c for c in found if str(c.params.get("chat_id")) == str(chat_id)]
         return found
 
+    def calls_of_any(self, methods: tuple[str, ...], chat_id: int | None = None) -> list[Call]:
+        """The calls of any of `methods` (to `chat_id`, if given), in the order they came."""
+        with self._cond:
+            found = [c for c in self.calls if c.method in methods]
+        if chat_id is not None:
+            found = [c for c in found if str(c.params.get("chat_id")) == str(chat_id)]
+        return found
+
     def sent_texts(self, chat_id: int) -> list[str]:
         """The texts of every `sendMessage` to `chat_id`, in order."""
         return [str(c.params.get("text", "")) for c in self.calls_of("sendMessage", chat_id)]
@@ -163,7 +172,7 @@ class FakeTelegram(LoopbackServer):
         elif method in ("sendMessage", "editMessageText", "editMessageReplyMarkup"):
             result = self._sent_message(method, params)
         with self._cond:
-            self.calls.append(Call(method, params, result))
+            self.calls.append(Call(method, params, result, time.monotonic()))
             self._cond.notify_all()
         return result
 

@@ -56,3 +56,15 @@ def buttons(call: Call) -> list[dict[str, Any]]:
     if isinstance(markup, str):
         markup = json.loads(markup)
     return [b for row in markup.get("inline_keyboard", []) for b in row]
+
+
+def shown_texts(tg: FakeTelegram, chat_id: int) -> list[str]:
+    """What each message the bot sent to `chat_id` says now (its latest edit), in order:
+    a streamed reply is sent at its first words and edited to its final text."""
+    texts: dict[str, str] = {}
+    for call in tg.calls_of_any(("sendMessage", "editMessageText"), chat_id):
+        key = str(call.result["message_id"] if call.method == "sendMessage"
+                  else call.params.get("message_id"))
+        if call.method == "sendMessage" or key in texts:
+            texts[key] = str(call.params.get("text", ""))
+    return list(texts.values())

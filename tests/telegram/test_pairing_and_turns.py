@@ -10,7 +10,7 @@ from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from metnos.testing.telegram_server import FakeTelegram
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import MakeHome
-from tests.telegram.support import CODE, pair, telegram_gateway, until
+from tests.telegram.support import CODE, pair, shown_texts, telegram_gateway, until
 
 STRANGER = 5551
 ANNA = 7001
@@ -41,8 +41,8 @@ async def test_a_stranger_gets_one_code_for_ten_messages_then_is_paired(
         assert resp.status_code == 200 and resp.json()["role"] == "owner"
         scripted_llm.enqueue_text("Eccomi: come posso aiutarti?")
         telegram.push_message(STRANGER, "ciao", language_code="it")
-        await until(telegram, lambda t: len(t.sent_texts(STRANGER)) == 2, "the reply")
-    assert telegram.sent_texts(STRANGER)[1] == "Eccomi: come posso aiutarti?"
+        await until(telegram, lambda t: shown_texts(t, STRANGER)[1:] == [
+            "Eccomi: come posso aiutarti?"], "the reply")
     assert telegram.calls_of("sendChatAction", STRANGER)  # "typing…" while the turn ran
 
 
@@ -54,10 +54,12 @@ async def test_a_turn_answers_in_the_users_telegram_language(
     async with telegram_gateway(home, telegram) as (client, _):
         await pair(client, telegram, ANNA, language_code=lang)
         scripted_llm.enqueue_tool_call("fs_read", {"path": "missing.txt"})
+        scripted_llm.enqueue_text("404")  # the model's words; the failure is told beside them
         telegram.push_message(ANNA, "read missing.txt", language_code=lang)
-        await until(telegram, lambda t: len(t.sent_texts(ANNA)) == 2, "the reply")
-    expected = i18n.get("ERR_FILE_NOT_FOUND", lang, path="missing.txt")
-    assert expected in telegram.sent_texts(ANNA)[1]
+        expected = i18n.get("ERR_FILE_NOT_FOUND", lang, path="missing.txt")
+        await until(telegram, lambda t: expected in "".join(shown_texts(t, ANNA)[1:]),
+                    "the reply")
+    assert len(shown_texts(telegram, ANNA)) == 2  # the pairing code, the reply
 
 
 async def test_group_messages_and_edits_are_ignored(
@@ -95,7 +97,7 @@ async def test_a_long_reply_is_split_within_telegrams_limit(
         telegram.push_message(ANNA, "tell me a long story", language_code="en")
         await until(telegram, lambda t: "Paragraph 25" in "".join(t.sent_texts(ANNA)),
                     "the long reply")
-    pieces = telegram.sent_texts(ANNA)[1:]
+    pieces = shown_texts(telegram, ANNA)[1:]  # the first piece is the streamed message
     assert len(pieces) >= 3  # counted on the escaped HTML: an upper bound of the shown text
     assert all(len(p) <= 4096 for p in pieces)
     assert all(p.startswith("Paragraph ") for p in pieces)  # split between paragraphs

@@ -3,8 +3,9 @@
 An unknown sender goes through DM pairing: the code is sent once per request and nothing it
 says is processed. A paired sender's message becomes a turn of the gateway's runner; what the
 user forwards or quotes travels with it as untrusted data, never as their words. While the
-turn runs the chat shows "typing…"; approvals it waits for become cards with buttons; the
-reply, split within Telegram's limit, follows when the turn ends.
+turn runs the chat shows "typing…" and the model's text streams into one message edited about
+once a second (`live.py`); approvals it waits for become cards with buttons; the reply (the
+prose, then what ran), split within Telegram's limit, replaces the streamed text at the end.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from aiogram.types import LinkPreviewOptions, Message
 from metnos import approvals, i18n, pairing
 from metnos.channels.render import render
 from metnos.channels.telegram.cards import CHANNEL, card, keyboard
+from metnos.channels.telegram.live import LiveReply, follow_deltas
 from metnos.channels.telegram.split import split_html
 from metnos.db import models
 from metnos.db.engine import session as db_session
@@ -46,6 +48,7 @@ class TurnState:
     finished: bool
     reply: str | None
     approvals: list[dict[str, Any]]
+    activity: list[dict[str, Any]]
 
 
 async def handle_message(ch: TelegramChannel, message: Message) -> None:
@@ -73,15 +76,20 @@ async def handle_message(ch: TelegramChannel, message: Message) -> None:
         await send_html(ch, message.chat.id, render(CHANNEL, "reply", lang,
                                                     text=exc.message(lang)))
         return
+    live = LiveReply(ch, message.chat.id, ctx.lang)
+    streaming = asyncio.get_running_loop().create_task(follow_deltas(ch, ctx.turn_id, live))
     ch.host.launch(ch.host.runner(ch.service, ctx))
-    async with typing(ch, message.chat.id):
-        published = await ch.service.wait_reply(ctx.turn_id, REPLY_WAIT_S)
-    if published is not None and published.status in ("completed", "failed"):
-        await send_reply(ch, message.chat.id, published.reply, ctx.lang)
-        return
-    if published is not None:
-        await send_cards(ch, message.chat.id, published.approvals, ctx.lang)
-    await watch_turn(ch, message.chat.id, ctx.turn_id, ctx.lang)
+    try:
+        async with typing(ch, message.chat.id):
+            published = await ch.service.wait_reply(ctx.turn_id, REPLY_WAIT_S)
+        if published is not None and published.status in ("completed", "failed"):
+            await live.finish(published.reply, published.activity)
+            return
+        if published is not None:
+            await _cards_below(ch, live, published.approvals, ctx.lang)
+        await watch_turn(ch, message.chat.id, ctx.turn_id, ctx.lang, live)
+    finally:
+        await _stop(streaming)
 
 
 def _admit(service: TurnService, sender: str) -> pairing.Admission:
@@ -107,9 +115,12 @@ def _content(message: Message, lang: str) -> tuple[str, list[tuple[str, str]]] |
     return own or i18n.get("MSG_TELEGRAM_FORWARDED_TEXT", lang), untrusted
 
 
-async def watch_turn(ch: TelegramChannel, chat_id: int, turn_id: str, lang: str) -> None:
+async def watch_turn(ch: TelegramChannel, chat_id: int, turn_id: str, lang: str,
+                     live: LiveReply | None = None) -> None:
     """Follow a turn that waits for approvals until it ends, whoever decides them: new
-    approvals become cards, decided ones close their card, then the reply is sent."""
+    approvals become cards, decided ones close their card, then the reply is shown (in the
+    message `live` streamed, if any)."""
+    live = live or LiveReply(ch, chat_id, lang)
     typing_task: asyncio.Task[None] | None = None
     try:
         while True:
@@ -120,7 +131,7 @@ async def watch_turn(ch: TelegramChannel, chat_id: int, turn_id: str, lang: str)
             if state.finished:
                 break
             pending = [a for a in state.approvals if a["status"] == "pending"]
-            await send_cards(ch, chat_id, pending, lang)
+            await _cards_below(ch, live, pending, lang)
             if state.status == "running" and typing_task is None:
                 typing_task = asyncio.get_running_loop().create_task(_typing(ch, chat_id))
             elif state.status != "running" and typing_task is not None:
@@ -130,16 +141,25 @@ async def watch_turn(ch: TelegramChannel, chat_id: int, turn_id: str, lang: str)
     finally:
         await _stop(typing_task)
     ch.shown.difference_update(a["approval_id"] for a in state.approvals)
-    await send_reply(ch, chat_id, state.reply, lang)
+    await live.finish(state.reply, state.activity)
 
 
 def _turn_state(service: TurnService, turn_id: str) -> TurnState:
     with db_session(service.engine) as db:
         turn = models.get_turn(db, turn_id)
         if turn is None:
-            return TurnState("failed", True, None, [])
+            return TurnState("failed", True, None, [], [])
         rows = [approvals.public(a) for a in approvals.approvals_of_turn(db, turn_id)]
-        return TurnState(turn.status, turn.finished_at is not None, turn.reply, rows)
+        return TurnState(turn.status, turn.finished_at is not None, turn.reply, rows,
+                         list(turn.activity or []))
+
+
+async def _cards_below(ch: TelegramChannel, live: LiveReply, pending: list[dict[str, Any]],
+                       lang: str) -> None:
+    """Cards for approvals not shown yet; the text streamed after them reads below them."""
+    if any(str(a["approval_id"]) not in ch.shown for a in pending):
+        await live.restart()
+    await send_cards(ch, live.chat_id, pending, lang)
 
 
 async def send_cards(ch: TelegramChannel, chat_id: int, pending: list[dict[str, Any]],
@@ -171,11 +191,6 @@ async def close_card(ch: TelegramChannel, approval: dict[str, Any], outcome: str
                                        link_preview_options=_NO_PREVIEW)
     except Exception as exc:  # the card was deleted, or is too old to edit: the reply says it
         log.info("telegram.card_edit_failed approval_id=%s: %s", approval["approval_id"], exc)
-
-
-async def send_reply(ch: TelegramChannel, chat_id: int, reply: str | None, lang: str) -> None:
-    if reply:
-        await send_html(ch, chat_id, render(CHANNEL, "reply", lang, text=reply))
 
 
 async def send_html(ch: TelegramChannel, chat_id: int, html: str) -> None:

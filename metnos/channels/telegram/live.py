@@ -1,0 +1,160 @@
+"""The reply as it streams: one Telegram message, edited while the model writes (SPEC §11).
+
+The first piece of text sends a message; later pieces edit it with the text so far, at most
+once every `EDIT_EVERY_S` and never with more than one request in flight (Telegram limits
+edits, and a chat flickering ten times a second helps nobody). The reply then edits it to the
+final text with the activity items after the prose, split as every reply is: the first piece
+in the streamed message, the rest as new messages. A text beyond one message's limit shows
+its first piece while it streams. Each new model call of the turn streams into the same
+message (the contract: deltas are replaced by what comes next, then by the reply); after an
+approval card, a new message starts below the card.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from typing import TYPE_CHECKING, Any
+
+from aiogram.enums import ParseMode
+from aiogram.types import LinkPreviewOptions
+
+from metnos.channels.render import render
+from metnos.channels.telegram.cards import CHANNEL
+from metnos.channels.telegram.split import split_html
+
+if TYPE_CHECKING:
+    from metnos.channels.telegram.bot import TelegramChannel
+
+log = logging.getLogger(__name__)
+
+EDIT_EVERY_S = 1.0
+_NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
+
+
+def reply_html(text: str, activity: list[dict[str, Any]], lang: str) -> str:
+    """The reply as Telegram HTML: the prose, then what ran (one line per activity item)."""
+    items = [str(a["text"]) for a in activity if isinstance(a, dict) and a.get("text")]
+    return render(CHANNEL, "reply", lang, text=text, activity=items)
+
+
+class LiveReply:
+    """The streamed message of one chat's turn."""
+
+    def __init__(self, ch: TelegramChannel, chat_id: int, lang: str,
+                 every_s: float = EDIT_EVERY_S) -> None:
+        self.ch, self.chat_id, self.lang, self.every_s = ch, chat_id, lang, every_s
+        self.message_id: int | None = None
+        self.shown = ""  # the HTML the message holds now
+        self._text = ""  # the text so far (plain)
+        self._last = 0.0  # when the message was last sent or edited
+        self._closed = False
+        self._wake = asyncio.Event()
+        self._busy = asyncio.Lock()  # held while a request is in flight
+        self._pump: asyncio.Task[None] | None = None
+
+    def update(self, text: str) -> None:
+        """The text so far changed: shown now, or at the next slot."""
+        if self._closed or not text.strip():
+            return
+        self._text = text
+        if self._pump is None:
+            self._pump = asyncio.get_running_loop().create_task(self._run())
+        self._wake.set()
+
+    async def restart(self) -> None:
+        """Show what streamed so far, then let the next text start a new message (after an
+        approval card, so the rest of the turn reads below it)."""
+        async with self._busy:
+            await self._stop_pump()
+            if self._text and self.message_id is not None:
+                await self._show(self._first_piece(self._text))
+            self.message_id, self.shown, self._text = None, "", ""
+
+    async def finish(self, text: str | None, activity: list[dict[str, Any]]) -> None:
+        """The final reply: the streamed message edited to it (or sent, if nothing streamed),
+        the pieces beyond Telegram's limit as new messages."""
+        async with self._busy:
+            self._closed = True
+            await self._stop_pump()
+            pieces = split_html(reply_html(text or "", activity, self.lang)) if (
+                text or activity) else []
+            if not pieces:
+                return
+            if self.message_id is not None and not await self._edit(pieces[0]):
+                self.message_id = None  # the streamed message cannot be edited: send anew
+            rest = pieces[1:] if self.message_id is not None else pieces
+            for piece in rest:
+                await self.ch.bot.send_message(self.chat_id, piece, parse_mode=ParseMode.HTML,
+                                               link_preview_options=_NO_PREVIEW)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            wait = self._last + self.every_s - time.monotonic()
+            if self.message_id is not None and wait > 0:
+                await asyncio.sleep(wait)
+            self._wake.clear()
+            async with self._busy:
+                if self._closed:
+                    return
+                await self._show(self._first_piece(self._text))
+
+    async def _stop_pump(self) -> None:
+        """Cancel the pump (called with `_busy` held: no request of it is in flight)."""
+        if self._pump is not None:
+            self._pump.cancel()
+            await asyncio.gather(self._pump, return_exceptions=True)
+            self._pump = None
+        self._wake.clear()
+
+    def _first_piece(self, text: str) -> str:
+        pieces = split_html(reply_html(text, [], self.lang))
+        return pieces[0] if pieces else ""
+
+    async def _show(self, html: str) -> None:
+        """Send or edit the message to `html`; a failure is logged, the turn goes on."""
+        if not html or html == self.shown:
+            return
+        if self.message_id is not None:
+            await self._edit(html)
+            return
+        try:
+            sent = await self.ch.bot.send_message(self.chat_id, html, parse_mode=ParseMode.HTML,
+                                                  link_preview_options=_NO_PREVIEW)
+        except Exception as exc:  # only a preview of the reply: the final one says it all
+            log.info("telegram.stream_send_failed chat=%s: %s", self.chat_id, exc)
+            return
+        self.message_id, self.shown, self._last = sent.message_id, html, time.monotonic()
+
+    async def _edit(self, html: str) -> bool:
+        if html == self.shown:
+            return True
+        assert self.message_id is not None
+        try:
+            await self.ch.bot.edit_message_text(text=html, chat_id=self.chat_id,
+                                                message_id=self.message_id,
+                                                parse_mode=ParseMode.HTML,
+                                                link_preview_options=_NO_PREVIEW)
+        except Exception as exc:  # too many edits, or the user deleted it
+            log.info("telegram.stream_edit_failed chat=%s: %s", self.chat_id, exc)
+            return False
+        finally:
+            self._last = time.monotonic()
+        self.shown = html
+        return True
+
+
+async def follow_deltas(ch: TelegramChannel, turn_id: str, live: LiveReply) -> None:
+    """Feed the turn's `delta` events to `live` (the text of the latest model call) until
+    the turn ends."""
+    think: object = None
+    text = ""
+    async for event in ch.service.events.subscribe(turn_id):
+        if event.kind != "delta":
+            continue
+        if event.data.get("think") != think:
+            think, text = event.data.get("think"), ""
+        text += str(event.data.get("text") or "")
+        live.update(text)
