@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-__all__ = ["MAX_ROUNDS", "ROLE", "Summary", "clip", "summarise"]
+__all__ = ["MAX_ROUNDS", "ROLE", "Folding", "Summary", "clip", "summarise"]
 
 ROLE = "summary"
 MAX_ROUNDS = 4
@@ -57,6 +57,16 @@ class Summary:
 
 
 @dataclass(frozen=True)
+class Folding:
+    """What `summarise` reached: the summary, how many of the exchanges it folded and what
+    its calls cost (USD)."""
+
+    summary: Summary
+    done: int
+    cost_usd: float
+
+
+@dataclass(frozen=True)
 class _Session:
     id: str
     user_id: str
@@ -67,24 +77,25 @@ class _Session:
 async def summarise(engine: Engine, settings: Settings, chat: ChatSession, previous: Summary,
                     exchanges: list[Exchange], *, port: LLMPort,
                     untrusted: Callable[[str], bool], audit: AuditLog | None,
-                    turn_id: str | None, marker: Callable[[int], str]) -> tuple[Summary, int]:
-    """Fold `exchanges` (oldest first) into `previous`, round by round; the summary reached
-    and how many exchanges it folded (fewer than given when a round failed)."""
+                    turn_id: str | None, marker: Callable[[int], str]) -> Folding:
+    """Fold `exchanges` (oldest first) into `previous`, round by round, until they are all
+    folded, MAX_ROUNDS were made or a round failed."""
     who = _Session(chat.id, chat.user_id, chat.channel,
                    chat.interaction_language or settings.lang)
     budget = settings.agent.history_tokens
-    summary, done = previous, 0
+    summary, done, cost = previous, 0, 0.0
     for _ in range(MAX_ROUNDS):
         chunk = _chunk(exchanges[done:], budget)
         if not chunk:
             break
-        folded = await _round(engine, settings, who, summary, chunk, port=port,
-                              untrusted=untrusted, audit=audit, turn_id=turn_id,
-                              marker=marker)
+        folded, spent = await _round(engine, settings, who, summary, chunk, port=port,
+                                     untrusted=untrusted, audit=audit, turn_id=turn_id,
+                                     marker=marker)
+        cost += spent
         if folded is None:
             break
         summary, done = folded, done + len(chunk)
-    return summary, done
+    return Folding(summary, done, cost)
 
 
 def _chunk(exchanges: list[Exchange], budget: int) -> list[Exchange]:
@@ -102,7 +113,8 @@ def _chunk(exchanges: list[Exchange], budget: int) -> list[Exchange]:
 async def _round(engine: Engine, settings: Settings, who: _Session, previous: Summary,
                  chunk: list[Exchange], *, port: LLMPort, untrusted: Callable[[str], bool],
                  audit: AuditLog | None, turn_id: str | None,
-                 marker: Callable[[int], str]) -> Summary | None:
+                 marker: Callable[[int], str]) -> tuple[Summary | None, float]:
+    """One summary call: the new summary (None when it failed) and what it cost."""
     sources = set(previous.sources) | {n for e in chunk for n in e.tools if untrusted(n)}
     cap = max(1, settings.agent.history_tokens // 4)
     prompt = prompts.get(ROLE, who.lang, previous=_previous(previous),
@@ -112,26 +124,26 @@ async def _round(engine: Engine, settings: Settings, who: _Session, previous: Su
     slot = await asyncio.to_thread(_reserve, engine, settings)
     if isinstance(slot, Decision):
         await _audit(audit, who, turn_id, decision="deny", reason=slot.key, outcome="refused")
-        return None
+        return None, 0.0
     reply: LLMReply | None = None
     try:
         reply = await port.complete([{"role": "user", "content": prompt}], tier="fast")
     except LLMError as exc:
         log.warning("history.summary_failed session=%s key=%s", who.id, exc.key)
         await _audit(audit, who, turn_id, decision="error", reason=exc.key, outcome="failed")
-        return None
+        return None, 0.0
     finally:  # the real cost replaces the estimate; a failed call gives it back
         await asyncio.to_thread(_settle, engine, slot, who, turn_id, model, reply)
     text, cost = (reply.text or "").strip() or None, reply.cost_usd
     if text is None:
         await _audit(audit, who, turn_id, decision="error", reason="ERR_HISTORY_SUMMARY_EMPTY",
-                     outcome="failed")
-        return None
+                     outcome="failed", cost_usd=cost)
+        return None, cost
     summary = Summary(clip(text, cap, model), chunk[-1].upto, tuple(sorted(sources)))
     if await asyncio.to_thread(_persist, engine, who.id, previous, summary):
         await _audit(audit, who, turn_id, decision="info", reason="MSG_HISTORY_FOLDED",
                      outcome="done", cost_usd=cost)
-    return summary
+    return summary, cost
 
 
 def _previous(summary: Summary) -> str:

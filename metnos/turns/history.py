@@ -8,10 +8,10 @@
   turns, oldest first, within `[agent] history_tokens` (counted offline, `metnos.llm.tokens`).
   A turn is never split: an assistant message with tool calls travels with all its results
   or not at all (`metnos.turns.exchanges`). Tool results older than the last two turns are
-  trimmed in what is sent; the rows stay whole. What does not fit is folded into the summary by the `fast` tier
-  (`metnos.turns.compaction`); with no model, or when folding fails, the oldest turns are
-  dropped and the window says so (`note`, and a line in its first message), so the history
-  never grows without bound.
+  trimmed in what is sent; the rows stay whole. What does not fit is folded into the
+  summary by the `fast` tier (`metnos.turns.compaction`); with no model, or when folding
+  fails, the oldest turns are dropped and the window says so (`note`, and a line in its first
+  message), so the history never grows without bound.
 """
 
 from __future__ import annotations
@@ -51,8 +51,8 @@ _SPACES = re.compile(r"\s+")
 class Window:
     """The history to send: `messages` (OpenAI format), the untrusted `sources` among them
     (executors, and "summary" when the summary folded any), their `tokens`, how many messages
-    this call `folded` into the summary, and `note` (NOTE_DROPPED) with the `dropped` count
-    when the fallback left messages out."""
+    this call `folded` into the summary (and the `cost_usd` of doing it), and `note`
+    (NOTE_DROPPED) with the `dropped` count when the fallback left messages out."""
 
     messages: list[dict[str, Any]] = field(default_factory=list)
     sources: list[str] = field(default_factory=list)
@@ -60,6 +60,7 @@ class Window:
     folded: int = 0
     note: str | None = None
     dropped: int = 0
+    cost_usd: float = 0.0  # what the summary calls of this window cost (charged already)
 
 
 # -- persisting ----------------------------------------------------------------------------
@@ -146,16 +147,19 @@ async def window(engine: Engine, settings: Settings, session_id: str, *,
     kept = _keep(turns, soft=budget // 2, hard=budget - budget // 4 - 64, marker=marker,
                  model=model)
     older = turns[: len(turns) - len(kept)]
-    folded = 0
+    folded, cost = 0, 0.0
     if port is not None and older:
-        summary, done = await summarise(engine, settings, chat, summary, older, port=port,
-                                        untrusted=untrusted, audit=audit, turn_id=turn_id,
-                                        marker=marker)
-        folded = sum(len(e.ids) for e in older[:done])
-        older = older[done:]
+        folding = await summarise(engine, settings, chat, summary, older, port=port,
+                                  untrusted=untrusted, audit=audit, turn_id=turn_id,
+                                  marker=marker)
+        summary, cost = folding.summary, folding.cost_usd
+        folded = sum(len(e.ids) for e in older[: folding.done])
+        older = older[folding.done:]
     head = _summary_messages(summary, lang)
-    return _fallback(head, [*older, *kept], summary, untrusted, model, budget=budget,
-                     lang=lang, folded=folded, skipped=skipped, marker=marker)
+    shown = _fallback(head, [*older, *kept], summary, untrusted, model, budget=budget,
+                      lang=lang, folded=folded, skipped=skipped, marker=marker)
+    shown.cost_usd = cost
+    return shown
 
 
 def _keep(exchanges: list[Exchange], *, soft: int, hard: int, marker: Callable[[int], str],

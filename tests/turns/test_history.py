@@ -131,7 +131,8 @@ def assert_valid(messages: list[dict[str, Any]]) -> None:
 
 @pytest.fixture
 def chat(make_home: MakeHome, scripted_llm: ScriptedLLM) -> Iterator[Chat]:
-    home = make_home(llm=scripted_llm, lang="en", METNOS_AGENT_HISTORY_TOKENS="1200")
+    home = make_home(llm=scripted_llm, lang="en", METNOS_AGENT_HISTORY_TOKENS="1200",
+                     METNOS_LLM_INPUT_COST_PER_TOKEN="0.000001")  # summaries cost something
     engine = make_engine(database_url(home.settings))
     create_tables(engine)
     with db_session(engine) as db:
@@ -177,6 +178,7 @@ async def test_sixty_turns_stay_under_budget_and_turn_ones_fact_survives(chat: C
     chat.llm.respond_with(keep_facts)
     budget = chat.settings.agent.history_tokens
     sizes: list[int] = []
+    spent = 0.0
     last = Window()
     for i in range(1, 61):
         text = "Please remember FACT-1: my cat is called Miso." if i == 1 else filler(i)
@@ -189,6 +191,7 @@ async def test_sixty_turns_stay_under_budget_and_turn_ones_fact_survives(chat: C
         assert last.note is None, i  # the model folded, nothing was dropped
         assert_valid(last.messages)
         sizes.append(last.tokens)
+        spent += last.cost_usd
         calls = [("fs_read", f'{{"path": "notes/{i}.md"}}', "note text " * 150)] \
             if i % 5 == 0 else []
         history.record(chat.engine, session_id=chat.session_id, turn_id=turn_id,
@@ -207,7 +210,11 @@ async def test_sixty_turns_stay_under_budget_and_turn_ones_fact_survives(chat: C
     assert len(lines) == len(folds) and {line["outcome"] for line in lines} == {"done"}
     assert all(line["session_id"] == chat.session_id and line["turn_id"] for line in lines)
     with db_session(chat.engine) as db:  # each fold was charged to the day's LLM budget
-        assert len(db.exec(select(LLMUsage)).all()) == len(folds)
+        charged = db.exec(select(LLMUsage)).all()
+        assert len(charged) == len(folds) and spent > 0
+        assert sum(u.cost_usd for u in charged) == pytest.approx(spent)
+        assert day_spent_usd(db) == pytest.approx(spent)
+    assert sum(float(line["cost_usd"]) for line in lines) == pytest.approx(spent)
 
 
 async def test_the_current_turns_own_messages_are_left_out(chat: Chat) -> None:
