@@ -80,10 +80,23 @@ async def _agent(service: TurnService, ctx: TurnContext, think: ThinkFn,
                               intents=settings.i18n,
                               result_chars=settings.agent.max_tool_result_chars)
     ctx.mark("history", started)
+    ctx.activity.extend(_history_items(window, ctx.lang))
     how.budget = Budget(settings.agent)
+    how.budget.cost_usd = window.cost_usd  # a fold's call is this turn's spend too
     loop = AgentLoop(service, ctx, convo, think, how, how.budget)
     reply = await loop.run()
     return reply, list(convo.added)
+
+
+def _history_items(window: history.Window, lang: str) -> list[dict[str, object]]:
+    """The activity of the history itself: a fold into the summary, or dropped messages."""
+    items = []
+    if window.folded:
+        items.append(i18n.get("MSG_HISTORY_FOLDED", lang, count=window.folded))
+    if window.note:
+        items.append(i18n.get("MSG_AGENT_HISTORY_DROPPED", lang, count=window.dropped))
+    return [{"executor": "history", "status": "done", "text": text, "action_id": None,
+             "undo": False, "approval_id": None} for text in items]
 
 
 def _untrusted(service: TurnService, executor: str) -> bool:
