@@ -1,0 +1,55 @@
+"""`metnos chat` against a served gateway (uvicorn on loopback, the agent loop, the real
+sandbox): the model's text is printed as it streams, once, then what ran."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from typer.testing import CliRunner
+
+from metnos.cli.main import app
+from metnos.testing.llm_server import ScriptedLLM
+from tests.support.home import Home
+
+runner = CliRunner()
+METNOS = [sys.executable, "-m", "metnos.cli.main"]
+
+
+def test_a_streamed_answer_is_printed_once_then_what_ran(
+        served: Home, scripted_llm: ScriptedLLM) -> None:
+    (served.workspace / "log.txt").write_text("22:14 backup finished without errors\n")
+    answer = "Tonight's log says the backup finished without errors."
+    scripted_llm.enqueue_tool_call("fs_read", {"path": "log.txt"})
+    scripted_llm.enqueue_text(answer)
+    result = runner.invoke(app, ["chat", "what does log.txt say?"])
+    assert result.exit_code == 0, result.output
+    prose, *activity = result.stdout.splitlines()
+    assert prose == answer and result.stdout.count(answer) == 1  # streamed, not repeated
+    assert activity and "log.txt" in activity[0]  # what ran, after the prose
+    assert "22:14 backup" in scripted_llm.requests[1]["messages"][-1]["content"]
+    assert "… using fs_read" in result.stderr and answer not in result.stderr
+
+
+def test_tokens_are_printed_as_they_arrive(served: Home, scripted_llm: ScriptedLLM) -> None:
+    words = [f"word{i}" for i in range(20)]
+    scripted_llm.chunk_delay_s = 0.1  # two seconds of streaming
+    scripted_llm.enqueue_text(" ".join(words))
+    proc = subprocess.Popen([*METNOS, "chat", "--no-ask", "talk to me"], env=dict(os.environ),
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    assert proc.stdout is not None
+    seen: list[tuple[float, bytes]] = []
+    try:
+        while chunk := os.read(proc.stdout.fileno(), 4096):
+            seen.append((time.monotonic(), chunk))
+    finally:
+        proc.wait(timeout=60)
+    assert proc.returncode == 0
+    out = b"".join(c for _, c in seen).decode()
+    assert out == " ".join(words) + "\n"
+    first = next(t for t, c in seen if b"word0" in c)
+    last = next(t for t, c in seen if b"word19" in c)
+    assert last - first >= 1.0, seen  # printed while it streamed, not at the end
+    assert len(seen) >= 5
