@@ -17,8 +17,10 @@ from uuid import UUID
 
 from prefect import flow, get_client
 from prefect.context import get_run_context
+from prefect.settings import get_current_settings
 from prefect.states import Crashed
 
+from flows._clients import shared_clients
 from flows.approval import resume_approval, wait_for_owner
 from metnos import i18n
 from metnos.turns import recovery
@@ -36,14 +38,18 @@ async def run_turn(service: TurnService, ctx: TurnContext) -> None:
     """Entry point for the gateway: run the flow for a turn already opened by `service`."""
     _TURN.set((service, ctx))
     try:
-        await turn(ctx.turn_id)
+        async with shared_clients():
+            await turn(ctx.turn_id)
     except Exception as exc:  # e.g. the Prefect API is unreachable: the flow never ran
         if not ctx.closed:
             await service.fail_turn(ctx, exc)
 
 
+# result_storage: never written (persist_result=False), but given, Prefect does not ask the
+# server for its default storage (a blocking request) at each run
 @flow(name="turn", flow_run_name="turn-{turn_id}", persist_result=False, log_prints=False,
-      validate_parameters=False)
+      validate_parameters=False,
+      result_storage=get_current_settings().results.local_storage_path)
 async def turn(turn_id: str) -> str:
     service, ctx = _TURN.get()
     ctx.flow_run_id = str(get_run_context().flow_run.id)  # type: ignore[union-attr]
