@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from metnos.testing.llm_server import ScriptedLLM
+from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from metnos.testing.telegram_server import Call, FakeTelegram
 from tests.support.home import MakeHome
-from tests.telegram.support import pair, telegram_gateway, until
+from tests.telegram.support import buttons, pair, shown_texts, telegram_gateway, until
 
 ANNA = 7001
 WORDS = 40
@@ -87,3 +87,34 @@ async def test_a_streamed_tool_turn_ends_with_the_prose_then_what_ran(
     assert prose == answer
     assert activity.startswith("• <i>") and "note.txt" in activity  # what ran, after it
     assert "boiler" in scripted_llm.requests[1]["messages"][-1]["content"]  # the tool result
+
+
+async def test_after_an_approval_card_the_rest_streams_below_it(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, telegram: FakeTelegram,
+        prefect_api: str) -> None:
+    home = make_home(llm=scripted_llm, lang="en", autonomy="Supervised")
+    done = "Your note is written and ready."
+    async with telegram_gateway(home, telegram) as (client, _):
+        await pair(client, telegram, ANNA, language_code="en")
+        before = len(telegram.calls_of("sendMessage", ANNA))
+        scripted_llm.chunk_delay_s = 0.02
+        scripted_llm.enqueue_tool_calls(
+            [ToolCall("fs_write", {"path": "note.txt", "content": "hello\n"})],
+            text="I will write the note.")
+        scripted_llm.enqueue_text(done)
+        telegram.push_message(ANNA, "write hello in note.txt", language_code="en")
+        await until(telegram, lambda t: any(buttons(c) for c in t.calls_of("sendMessage", ANNA)),
+                    "the approval card")
+        card = next(c for c in telegram.calls_of("sendMessage", ANNA) if buttons(c))
+        approve = buttons(card)[0]["callback_data"]
+        telegram.push_callback(ANNA, approve, card.result["message_id"], language_code="en")
+        await until(telegram, lambda t: any(done in text for text in shown_texts(t, ANNA)),
+                    "the resumed reply")
+    sends = telegram.calls_of("sendMessage", ANNA)[before:]
+    assert len(sends) == 3  # the streamed text, the card, the reply below the card
+    assert sends[1] is card
+    messages = shown_texts(telegram, ANNA)[-3:]
+    assert messages[0] == "I will write the note."  # what streamed before the card stays
+    prose, _, activity = messages[2].partition("\n\n")
+    assert prose == done and "note.txt" in activity
+    assert (home.workspace / "note.txt").read_text() == "hello\n"
