@@ -19,7 +19,10 @@ runner = CliRunner()
 
 
 def write_asked(llm: ScriptedLLM, name: str) -> None:
+    """The model asks to write `name` (Supervised: it asks the owner), then, with the
+    write's result or its denial, answers in words."""
     llm.enqueue_tool_call("fs_write", {"path": name, "content": "hi\n"})
+    llm.enqueue_text(f"Handled {name}.")
 
 
 def pending(home: Home) -> list[dict[str, object]]:
@@ -38,7 +41,8 @@ def test_yes_approves_inline_and_prints_the_resumed_reply(
     assert 'path = "hello.txt"' in out and 'content = "hi\\n"' in out
     assert "File hello.txt: does not exist yet" in out
     assert "Approve? [y/N]" in out
-    assert "I wrote 3 bytes to hello.txt" in out.split("Approve? [y/N]")[1]  # after the answer
+    after = out.split("Approve? [y/N]")[1]  # after the answer: the model's words, what ran
+    assert "Handled hello.txt." in after and "I wrote 3 bytes to hello.txt" in after
     assert (served.workspace / "hello.txt").read_text() == "hi\n"
     assert "… thinking" in result.stderr and "… using fs_write" in result.stderr
     assert "… waiting for your approval" in result.stderr
@@ -61,7 +65,9 @@ def test_no_denies_and_json_prints_the_final_turn(
                            input="n\n")
     assert result.exit_code == 0, result.output
     turn = json.loads(result.stdout)  # stdout is only the turn's JSON
-    assert turn["status"] == "completed" and "You denied" in turn["reply"]
+    assert turn["status"] == "completed" and turn["reply"] == "Handled nope.txt."
+    [denied] = turn["activity"]
+    assert denied["status"] == "denied" and "You denied" in denied["text"]
     assert [a["status"] for a in turn["approvals"]] == ["denied"]
     assert "Action: fs_write" in result.stderr and "Approve? [y/N]" in result.stderr
     assert not (served.workspace / "nope.txt").exists()

@@ -77,6 +77,7 @@ async def test_a_turn_of_renames_then_undo_through_the_gateway(
         ToolCall("fs_move", {"src": "a.md", "dst": "renamed/a-2024.md"}),
         ToolCall("fs_move", {"src": "photos", "dst": "renamed/photos"}),
         ToolCall("fs_write", {"path": "notes/n1.md", "content": "rewritten"})])
+    scripted_llm.enqueue_text("Tidied up: two moves and a rewrite.")
     async with client_for(home) as client:
         resp = await client.post("/api/turns", json={"text": "tidy up", "lang": "en"})
         assert resp.json()["status"] == "completed", resp.text
