@@ -81,16 +81,24 @@ async def test_a_resumed_session_keeps_its_language_when_the_ui_locale_changes(
         make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
     home = make_home(llm=scripted_llm, lang="it", METNOS_GATEWAY_MAX_MESSAGE_CHARS="200")
     (home.workspace / "note.md").write_text("buy milk\n")
+    # what ran is told in the session's language (the model's words are its own)
+    looked = i18n.get("MSG_AGENT_ACTIVITY_READ", "en", executor="fs_read",
+                      source="fs_read (note.md)")
+    assert looked != i18n.get("MSG_AGENT_ACTIVITY_READ", "it", executor="fs_read",
+                              source="fs_read (note.md)")
     async with gateway_client(home) as client:
         scripted_llm.enqueue_tool_call("fs_read", {"path": "note.md"})
+        scripted_llm.enqueue_text("Your note says: buy milk.")
         first = await turn(client, {"text": "what is in my note?", "lang": "en"})
         sid = first["session_id"]
-        assert first["status"] == "completed" and first["reply"].startswith("Content of")
+        assert first["status"] == "completed"
+        assert [a["text"] for a in first["activity"]] == [looked]
         scripted_llm.enqueue_tool_call("fs_read", {"path": "note.md"})
+        scripted_llm.enqueue_text("Still: buy milk.")
         again = await turn(client, {"text": "cosa c'è nella nota?", "lang": "it",
                                     "session_id": sid}, **{"Accept-Language": "it"})
         assert again["session_id"] == sid and again["status"] == "completed"
-        assert again["reply"].startswith("Content of"), again["reply"]  # still English
+        assert [a["text"] for a in again["activity"]] == [looked]  # still English
         assert (again["interaction_language"], again["ui_locale"]) == ("en", "it")
         # the planner too was asked in the session's language, with its language block
         system = scripted_llm.requests[-1]["messages"][0]["content"]
@@ -160,6 +168,7 @@ async def test_writing_an_italian_file_in_english_asks_the_owner(
     target = home.workspace / "spesa.md"
     target.write_text(IT_TEXT, encoding="utf-8")
     scripted_llm.enqueue_tool_call("fs_write", {"path": "spesa.md", "content": EN_TEXT})
+    scripted_llm.enqueue_text("Non l'ho riscritta.")
     async with gateway_client(home, prefect=False) as client:
         body = await turn(client, {"text": "riscrivi la lista della spesa", "lang": "it"})
         assert body["status"] == "awaiting_approval", body  # in Full it would just run
@@ -194,6 +203,7 @@ async def test_writing_in_the_file_language_runs_without_asking(
     target.write_text(IT_TEXT, encoding="utf-8")
     better = IT_TEXT.replace("latte", "latte di avena")
     scripted_llm.enqueue_tool_call("fs_write", {"path": "spesa.md", "content": better})
+    scripted_llm.enqueue_text("Added.")
     async with gateway_client(home, prefect=False) as client:
         body = await turn(client, {"text": "add oat milk to the list", "lang": "en"})
     assert body["status"] == "completed", body
