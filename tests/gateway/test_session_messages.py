@@ -151,8 +151,7 @@ async def test_the_owners_sessions_newest_first(home: Home, engine: Engine) -> N
     assert [s["session_id"] for s in rest["sessions"]] == [old] and rest["next_offset"] is None
     titles = {s["session_id"]: s["title"] for s in first["sessions"] + rest["sessions"]}
     assert titles[old] == "Shopping" and titles[new] is None
-    assert titles[mid].startswith("what is in tonight's log? xxx") and len(titles[mid]) == 80
-    assert titles[mid].endswith("…")
+    assert titles[mid] == "what is in tonight's log? " + "x" * 34 + "…"  # a legacy session
     assert {s["channel"] for s in rest["sessions"]} == {"web"}
     assert rest["sessions"][0]["interaction_language"] == "en"
     assert anonymous.status_code == 401

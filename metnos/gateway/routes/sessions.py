@@ -34,6 +34,7 @@ from metnos.db.models import ChatMessage, ChatSession, Turn, utcnow
 from metnos.gateway.deps import OwnerDep, ServiceDep
 from metnos.gateway.schemas import ErrorPublic
 from metnos.settings import Autonomy
+from metnos.turns import history
 from metnos.turns.language import ui_locale
 from metnos.turns.service import TurnService
 
@@ -48,7 +49,6 @@ def request_locale(request: Request) -> str:
 LocaleDep = Annotated[str, Depends(request_locale)]
 MAX_SESSIONS, MAX_OFFSET = 100, 1_000_000
 MAX_MESSAGES, MAX_MESSAGE_ID = 200, 2**53
-TITLE_CHARS = 80
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorPublic} for code in (401, 404, 422)}
 
@@ -63,7 +63,7 @@ class SessionPublic(BaseModel):
 
 class SessionSummary(BaseModel):
     session_id: str
-    title: str | None = Field(description="Its title, else its first message, shortened.")
+    title: str | None = Field(description="Its title: its first message, shortened.")
     channel: str
     interaction_language: str | None
     created_at: datetime
@@ -121,7 +121,7 @@ async def read_messages(session_id: str, service: ServiceDep, owner: OwnerDep,
     def read() -> MessagesPublic:
         with db_session(service.engine) as db:
             chat = _own(db.get(ChatSession, session_id[:64]), owner, session_id, lang)
-            return _messages_page(db, chat, before=before, limit=limit)
+            return _messages_page(db, service.engine, chat, before=before, limit=limit)
     return await asyncio.to_thread(read)
 
 
@@ -175,27 +175,20 @@ def _list_sessions(engine: Engine, owner: str, *, offset: int, limit: int) -> Se
     with db_session(engine) as db:
         rows = list(db.exec(query).all())
     sessions = [SessionSummary(
-        session_id=chat.id, title=_title(chat.title or text), channel=chat.channel,
+        session_id=chat.id, title=chat.title or (history.title_of(text) if text else None),
+        channel=chat.channel,
         interaction_language=chat.interaction_language, created_at=chat.created_at,
         updated_at=chat.updated_at) for chat, text in rows[:limit]]
     return SessionList(sessions=sessions,
                        next_offset=offset + limit if len(rows) > limit else None)
 
 
-def _title(text: str | None) -> str | None:
-    line = " ".join((text or "").split())
-    return (line[:TITLE_CHARS - 1] + "…" if len(line) > TITLE_CHARS else line) or None
-
-
-def _messages_page(db: Session, chat: ChatSession, *, before: int | None,
+def _messages_page(db: Session, engine: Engine, chat: ChatSession, *, before: int | None,
                    limit: int) -> MessagesPublic:
     """The latest `limit` messages before `before`, oldest first, with each turn's activity
     on its last assistant message (found over the whole session, not only this page)."""
-    query = select(ChatMessage).where(col(ChatMessage.session_id) == chat.id)
-    if before is not None:
-        query = query.where(col(ChatMessage.id) < before)
-    rows = list(db.exec(query.order_by(col(ChatMessage.id).desc()).limit(limit + 1)).all())
-    more, rows = len(rows) > limit, rows[:limit][::-1]
+    rows = history.session_messages(engine, chat.id, limit=limit + 1, before=before)
+    more, rows = len(rows) > limit, rows[-limit:]
     turn_ids = {m.turn_id for m in rows if m.turn_id is not None}
     last_reply: dict[int, list[dict[str, Any]]] = {}
     if turn_ids:

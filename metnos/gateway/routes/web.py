@@ -32,7 +32,10 @@ WEBCHAT = Path(__file__).resolve().parent.parent / "webchat"
 LOCALE_COOKIE = "metnos_ui_locale"
 LOCALE_MAX_AGE_S = 365 * 24 * 3600
 STATIC_FILES = {"chat.js": "text/javascript; charset=utf-8", "chat.css": "text/css; charset=utf-8",
-                "favicon.svg": "image/svg+xml"}
+                "favicon.svg": "image/svg+xml", "render.js": "text/javascript; charset=utf-8",
+                # vendored, unchanged: versions and sha256 in webchat/static/README.md
+                "markdown-it.min.js": "text/javascript; charset=utf-8",
+                "purify.min.js": "text/javascript; charset=utf-8"}
 _JS_KEYS = {
     "you": "WEB_CHAT_YOU", "metnos": "WEB_CHAT_METNOS", "session": "WEB_CHAT_SESSION",
     "httpError": "WEB_CHAT_HTTP_ERROR", "approvalTitle": "WEB_CHAT_APPROVAL_TITLE",
@@ -42,6 +45,9 @@ _JS_KEYS = {
     "fileExists": "WEB_CHAT_FILE_EXISTS", "fileNew": "WEB_CHAT_FILE_NEW",
     "pairingWaiting": "WEB_CHAT_PAIRING_WAITING", "pairingMember": "WEB_CHAT_PAIRING_MEMBER",
     "pairingNone": "WEB_CHAT_PAIRING_NONE",
+    "sessionsEmpty": "WEB_CHAT_SESSIONS_EMPTY", "sessionsMore": "WEB_CHAT_SESSIONS_MORE",
+    "earlier": "WEB_CHAT_EARLIER", "toolResult": "WEB_CHAT_TOOL_RESULT",
+    "activity": "WEB_CHAT_ACTIVITY", "summary": "WEB_CHAT_SUMMARY",
 }
 _STATUSES = ("planning", "running", "awaiting_approval", "completed", "failed")
 

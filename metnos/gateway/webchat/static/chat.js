@@ -9,8 +9,16 @@
   const statusLine = $("status");
   const form = $("composer");
   const input = $("text");
+  const R = window.MetnosRender;
   const SESSION_KEY = "metnos.session";
+  // the turn still running, {turn, session, text}: followed again after a reload (its messages
+  // are stored when it ends)
+  const TURN_KEY = "metnos.turn";
+  const STREAM_RENDER_MS = 60;
   let sessionId = sessionStorage.getItem(SESSION_KEY) || null;
+  let source = null; // the EventSource of the turn on screen
+  let earlierBefore = null; // `before` for the older messages of the conversation on screen
+  let sessionsOffset = 0;
 
   function fill(template, vars) {
     return template.replace(/\{(\w+)\}/g, (m, name) => (name in vars ? String(vars[name]) : m));
@@ -20,7 +28,8 @@
     $("session-line").textContent = sessionId ? fill(S.session, { id: sessionId.slice(0, 8) }) : "";
   }
 
-  function bubble(who, text) {
+  // A message item: the user's text as typed, Metnos's as sanitised markdown.
+  function makeBubble(who, text) {
     const item = document.createElement("li");
     item.className = "msg " + who;
     const label = document.createElement("span");
@@ -28,11 +37,51 @@
     label.textContent = who === "me" ? S.you : S.metnos;
     const body = document.createElement("div");
     body.className = "text";
-    body.textContent = text;
+    if (who === "metnos") { body.classList.add("md"); R.markdown(body, text); }
+    else body.textContent = text;
     item.append(label, body);
+    return item;
+  }
+
+  function bubble(who, text) {
+    const item = makeBubble(who, text);
     messages.append(item);
     item.scrollIntoView({ block: "end" });
     return item;
+  }
+
+  function addActivity(item, activity) {
+    if (activity && activity.length) item.append(R.activity(activity, S.activity));
+  }
+
+  // A tool message: collapsed, its content as plain text (it is data, never markup).
+  function makeToolItem(message) {
+    const item = document.createElement("li");
+    item.className = "msg tool";
+    const details = document.createElement("details");
+    const summary = document.createElement("summary");
+    summary.textContent = fill(S.toolResult, { executor: message.name || "?" });
+    const pre = document.createElement("pre");
+    pre.textContent = message.content || "";
+    details.append(summary, pre);
+    item.append(details);
+    return item;
+  }
+
+  // The stored messages as items, oldest first.
+  function historyItems(list) {
+    const fragment = document.createDocumentFragment();
+    for (const m of list) {
+      if (m.role === "user") fragment.append(makeBubble("me", m.content || ""));
+      else if (m.role === "tool") fragment.append(makeToolItem(m));
+      else if (m.role === "assistant" && (m.content || (m.activity && m.activity.length))) {
+        const item = makeBubble("metnos", m.content || "");
+        item.dataset.turn = m.turn_id || "";
+        addActivity(item, m.activity);
+        fragment.append(item);
+      }
+    }
+    return fragment;
   }
 
   function setStatus(text) {
@@ -50,7 +99,7 @@
     try { data = await response.json(); } catch (e) { data = null; }
     if (!response.ok) {
       const message = data && data.error ? data.error.message : fill(S.httpError, { status: response.status });
-      throw new Error(message);
+      throw Object.assign(new Error(message), { status: response.status });
     }
     return data;
   }
@@ -115,29 +164,153 @@
     }
   }
 
+  function closeStream() {
+    if (source) { source.close(); source = null; }
+  }
+
   function follow(turnId, seen) {
-    // Server-sent events of the turn: status lines, approval cards, the reply.
-    const source = new EventSource(`/api/turns/${encodeURIComponent(turnId)}/events`);
-    source.addEventListener("status", (e) => {
+    // Server-sent events of the turn: status lines, approval cards, the text as it streams
+    // (`delta`), then the reply that replaces it, with what ran beside it.
+    closeStream();
+    const events = new EventSource(`/api/turns/${encodeURIComponent(turnId)}/events`);
+    source = events;
+    let live = null; // the streaming bubble: {item, text}
+    const done = () => {
+      events.close();
+      if (source === events) { source = null; setStatus(""); }
+      const stored = JSON.parse(sessionStorage.getItem(TURN_KEY) || "null");
+      if (stored && stored.turn === turnId) sessionStorage.removeItem(TURN_KEY);
+    };
+    events.addEventListener("status", (e) => {
       const data = JSON.parse(e.data);
       setStatus(S.status[data.status] || "");
     });
-    source.addEventListener("step", (e) => {
+    events.addEventListener("step", (e) => {
       const data = JSON.parse(e.data);
       if (data.state === "started") setStatus(fill(S.using, { executor: data.executor }));
     });
-    source.addEventListener("approval", (e) => {
+    events.addEventListener("approval", (e) => {
       const data = JSON.parse(e.data);
       if (!seen.has(data.approval_id)) { seen.add(data.approval_id); approvalCard(data); }
       setStatus(S.status.awaiting_approval);
     });
-    source.addEventListener("reply", (e) => {
+    events.addEventListener("delta", (e) => {
       const data = JSON.parse(e.data);
-      if (data.text && !seen.has("reply:" + data.text)) { seen.add("reply:" + data.text); bubble("metnos", data.text); }
+      if (!live) {
+        const item = bubble("metnos", "");
+        item.classList.add("streaming");
+        live = { item, text: R.streaming(item.querySelector(".text"), STREAM_RENDER_MS) };
+      }
+      live.text.add(String(data.text || ""), data.think);
+      live.item.scrollIntoView({ block: "end" });
     });
-    source.addEventListener("end", () => { source.close(); setStatus(""); input.focus(); });
-    source.onerror = () => { source.close(); setStatus(""); };
+    events.addEventListener("reply", (e) => {
+      const data = JSON.parse(e.data);
+      if (!data.text || seen.has("reply:" + data.text)) return;
+      seen.add("reply:" + data.text);
+      let item = live ? live.item : null;
+      if (live) { live.text.finish(data.text); item.classList.remove("streaming"); live = null; }
+      else item = bubble("metnos", data.text);
+      item.dataset.turn = turnId;
+      addActivity(item, data.activity);
+      item.scrollIntoView({ block: "end" });
+    });
+    events.addEventListener("end", () => { done(); input.focus(); });
+    events.onerror = done;
   }
+
+  function showSummary(text) {
+    $("summary").hidden = !text;
+    $("summary-text").textContent = text || "";
+  }
+
+  // Show conversation `id` from its stored messages, and follow its turn if one still runs.
+  async function openSession(id) {
+    const page = await api("GET", `/api/sessions/${encodeURIComponent(id)}/messages?limit=100`);
+    closeStream();
+    sessionId = id;
+    sessionStorage.setItem(SESSION_KEY, id);
+    messages.replaceChildren(historyItems(page.messages));
+    showSummary(page.summary);
+    earlierBefore = page.next_before;
+    $("earlier").hidden = earlierBefore === null;
+    showSession();
+    setStatus("");
+    const last = messages.lastElementChild;
+    if (last) last.scrollIntoView({ block: "end" });
+    await resumeTurn(id, page.messages);
+  }
+
+  async function resumeTurn(id, shown) {
+    const stored = JSON.parse(sessionStorage.getItem(TURN_KEY) || "null");
+    if (!stored || stored.session !== id) return;
+    const turn = await api("GET", `/api/turns/${encodeURIComponent(stored.turn)}`);
+    if (turn.status !== "running" && turn.status !== "awaiting_approval") {
+      sessionStorage.removeItem(TURN_KEY);
+      return;
+    }
+    const own = shown.filter((m) => m.turn_id === stored.turn);
+    if (!own.length && stored.text) bubble("me", stored.text);
+    follow(stored.turn, new Set(own.filter((m) => m.role === "assistant").map((m) => "reply:" + m.content)));
+  }
+
+  $("earlier").addEventListener("click", async () => {
+    if (earlierBefore === null || !sessionId) return;
+    try {
+      const page = await api("GET", `/api/sessions/${encodeURIComponent(sessionId)}/messages?limit=100&before=${earlierBefore}`);
+      messages.prepend(historyItems(page.messages));
+      earlierBefore = page.next_before;
+      $("earlier").hidden = earlierBefore === null;
+    } catch (error) { bubble("error", error.message); }
+  });
+
+  function sessionItem(s) {
+    const li = document.createElement("li");
+    const button = document.createElement("button");
+    button.type = "button";
+    button.className = "secondary session";
+    button.dataset.session = s.session_id;
+    if (s.session_id === sessionId) button.setAttribute("aria-current", "true");
+    const title = document.createElement("span");
+    title.className = "session-title";
+    title.textContent = s.title || fill(S.session, { id: s.session_id.slice(0, 8) });
+    const when = document.createElement("span");
+    when.className = "muted session-when";
+    when.textContent = new Date(s.updated_at).toLocaleString(S.locale);
+    button.append(title, when);
+    button.addEventListener("click", async () => {
+      try { await openSession(s.session_id); toggleSessions(false); input.focus(); }
+      catch (error) { bubble("error", error.message); }
+    });
+    li.append(button);
+    return li;
+  }
+
+  async function loadSessions(reset) {
+    const list = $("session-list");
+    if (reset) { list.replaceChildren(); sessionsOffset = 0; }
+    const page = await api("GET", `/api/sessions?limit=20&offset=${sessionsOffset}`);
+    for (const s of page.sessions) list.append(sessionItem(s));
+    if (!list.children.length) list.append(Object.assign(document.createElement("li"), { textContent: S.sessionsEmpty }));
+    sessionsOffset = page.next_offset === null ? sessionsOffset : page.next_offset;
+    $("sessions-more").hidden = page.next_offset === null;
+  }
+
+  function toggleSessions(open) {
+    $("sessions").hidden = !open;
+    $("show-sessions").setAttribute("aria-expanded", String(open));
+  }
+
+  $("show-sessions").addEventListener("click", async () => {
+    const open = $("sessions").hidden;
+    toggleSessions(open);
+    if (!open) return;
+    try { await loadSessions(true); } catch (error) { bubble("error", error.message); }
+  });
+
+  $("sessions-more").addEventListener("click", async () => {
+    try { await loadSessions(false); } catch (error) { bubble("error", error.message); }
+  });
 
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
@@ -153,6 +326,7 @@
                              { text, session_id: sessionId, lang: S.locale });
       sessionId = turn.session_id;
       sessionStorage.setItem(SESSION_KEY, sessionId);
+      sessionStorage.setItem(TURN_KEY, JSON.stringify({ turn: turn.turn_id, session: sessionId, text }));
       showSession();
       follow(turn.turn_id, new Set());
     } catch (error) {
@@ -176,10 +350,15 @@
   });
 
   $("new-session").addEventListener("click", () => {
+    closeStream();
     sessionId = null;
     sessionStorage.removeItem(SESSION_KEY);
     messages.replaceChildren();
+    showSummary(null);
+    earlierBefore = null;
+    $("earlier").hidden = true;
     showSession();
+    setStatus("");
     input.focus();
   });
 
@@ -245,9 +424,21 @@
   $("logout").addEventListener("click", async () => {
     try { await api("POST", "/api/logout"); } catch (error) { /* already logged out */ }
     sessionStorage.removeItem(SESSION_KEY);
+    sessionStorage.removeItem(TURN_KEY);
     window.location.reload();
   });
 
   showSession();
   input.focus();
+  if (sessionId) {
+    // after a reload: the conversation again, from its stored messages
+    openSession(sessionId).catch((error) => {
+      if (error.status === 404) {
+        sessionId = null;
+        sessionStorage.removeItem(SESSION_KEY);
+        sessionStorage.removeItem(TURN_KEY);
+        showSession();
+      } else bubble("error", error.message);
+    });
+  }
 })();
