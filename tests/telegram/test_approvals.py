@@ -20,6 +20,13 @@ def cards(tg: FakeTelegram, chat_id: int) -> list[Call]:
     return [c for c in tg.calls_of("sendMessage", chat_id) if buttons(c)]
 
 
+def said(tg: FakeTelegram, chat_id: int) -> list[str]:
+    """Every text sent or edited into the chat (a streamed reply is edited to its end)."""
+    return [str(c.params.get("text") or "") for c in tg.calls
+            if c.method in ("sendMessage", "editMessageText")
+            and str(c.params.get("chat_id")) == str(chat_id)]
+
+
 def answers(tg: FakeTelegram, query_id: str) -> list[Call]:
     return [c for c in tg.calls_of("answerCallbackQuery")
             if c.params.get("callback_query_id") == query_id]
@@ -33,6 +40,7 @@ async def test_approve_by_button_only_from_the_approver(
         await pair(client, telegram, ANNA, language_code="en")  # the first one: the owner
         await pair(client, telegram, BOB, language_code="en")  # a member
         scripted_llm.enqueue_tool_call("fs_write", {"path": "note.txt", "content": "hello\n"})
+        scripted_llm.enqueue_text("Your note is written.")
         telegram.push_message(ANNA, "write hello in note.txt", language_code="en")
         await until(telegram, lambda t: bool(cards(t, ANNA)), "the approval card")
         [card] = cards(telegram, ANNA)
@@ -55,14 +63,14 @@ async def test_approve_by_button_only_from_the_approver(
 
         query = telegram.push_callback(ANNA, approve["callback_data"], message_id,
                                        language_code="en")
-        await until(telegram, lambda t: len(t.sent_texts(ANNA)) >= 3, "the resumed reply")
+        await until(telegram, lambda t: any("Your note is written." in x and "note.txt" in x
+                                            for x in said(t, ANNA)), "the resumed reply")
     assert (home.workspace / "note.txt").read_text() == "hello\n"
     [answer] = answers(telegram, query)
     assert answer.params["text"] == i18n.get("MSG_TELEGRAM_DECIDED_APPROVED", "en")
-    [edit] = telegram.calls_of("editMessageText", ANNA)
-    assert edit.params["message_id"] in (message_id, str(message_id))
+    [edit] = [c for c in telegram.calls_of("editMessageText", ANNA)  # the card's own edit
+              if str(c.params["message_id"]) == str(message_id)]
     assert "Approved" in str(edit.params["text"]) and not edit.params.get("reply_markup")
-    assert "note.txt" in telegram.sent_texts(ANNA)[-1]
     refused = [(ln["sender"], ln["reason"]) for ln in audit_lines(home.path)
                if ln["action"] == "approval" and ln["decision"] == "deny"]
     assert refused == [(f"telegram:{BOB}", "ERR_APPROVAL_WRONG_USER"),
@@ -81,6 +89,7 @@ async def test_forwarded_or_quoted_instructions_are_data_not_orders(
         await pair(client, telegram, ANNA, language_code="en")
         # the model "obeys" the forwarded text
         scripted_llm.enqueue_tool_call("fs_write", {"path": "pwned.txt", "content": "secrets"})
+        scripted_llm.enqueue_text("I did not write it.")
         if how == "forward":
             telegram.push_message(ANNA, INJECTION, forward=True, language_code="en")
         else:
@@ -88,12 +97,14 @@ async def test_forwarded_or_quoted_instructions_are_data_not_orders(
                                   language_code="en")
         await until(telegram, lambda t: bool(cards(t, ANNA)), "the approval card")
         [card] = cards(telegram, ANNA)
-        why = i18n.get("ASK_LAW_UNTRUSTED_DATA", "en", executor="fs_write")
+        why = i18n.get("ASK_LAW_UNTRUSTED_DATA", "en", executor="fs_write",
+                       sources="forwarded" if how == "forward" else "quoted")
         assert why in str(card.params["text"])
         assert not (home.workspace / "pwned.txt").exists()
         deny = buttons(card)[1]["callback_data"]
         telegram.push_callback(ANNA, deny, card.result["message_id"], language_code="en")
-        await until(telegram, lambda t: len(t.sent_texts(ANNA)) >= 3, "the final reply")
+        await until(telegram, lambda t: any("I did not write it." in x and "You denied" in x
+                                            for x in said(t, ANNA)), "the final reply")
     assert not (home.workspace / "pwned.txt").exists()
     user_message = scripted_llm.requests[0]["messages"][-1]["content"]
     source = "forwarded" if how == "forward" else "quoted"
@@ -101,7 +112,9 @@ async def test_forwarded_or_quoted_instructions_are_data_not_orders(
     own_words = (i18n.get("MSG_TELEGRAM_FORWARDED_TEXT", "en") if how == "forward"
                  else "what is this about?")
     assert user_message.index(own_words) < user_message.index("<untrusted-data")
-    assert "Denied" in str(telegram.calls_of("editMessageText", ANNA)[0].params["text"])
+    card_id = str(card.result["message_id"])
+    assert any("Denied" in str(c.params["text"]) for c in telegram.calls_of("editMessageText", ANNA)
+               if str(c.params["message_id"]) == card_id)
     reasons = [(ln["action"], ln["reason"]) for ln in audit_lines(home.path)
                if ln["action"] == "fs_write"]
     assert reasons == [("fs_write", "ASK_LAW_UNTRUSTED_DATA"), ("fs_write", "MSG_APPROVAL_DENIED")]

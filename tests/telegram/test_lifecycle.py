@@ -56,6 +56,7 @@ async def test_stop_while_a_turn_waits_leaves_nothing_running(
     async with telegram_gateway(home, telegram) as (client, channel):
         await pair(client, telegram, ANNA, language_code="en")
         scripted_llm.enqueue_tool_call("fs_write", {"path": "n.txt", "content": "x"})
+        scripted_llm.enqueue_text("Not written.")
         telegram.push_message(ANNA, "write n.txt", language_code="en")
         await until(telegram, lambda t: any(buttons(c) for c in t.calls_of("sendMessage")),
                     "the card")
