@@ -9,7 +9,7 @@ answers `awaiting_approval` and its Prefect flow run pauses; once Prefect shows 
 - `approve call`: the POST itself (decision recorded, audit line, Prefect resume);
 - `pause → resumed`: POST sent → the flow's pause returns the decision (Prefect's resume plus
   the paused run's polling, every `flows.approval.PAUSE_POLL_S`);
-- `pause → turn done`: POST sent → the step ran and the turn closed.
+- `pause → turn done`: POST sent → the step ran, the model answered and the turn closed.
 """
 
 from __future__ import annotations
@@ -28,13 +28,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import httpx  # noqa: E402
 from prefect.client.orchestration import get_client  # noqa: E402
-from turn_latency import Clock, pct, row, serve, setup_home  # noqa: E402
+from turn_latency import pct, row, serve, setup_home  # noqa: E402
 
 import flows.approval  # noqa: E402
 import flows.turn  # noqa: E402
 from metnos.testing.llm_server import ScriptedLLM  # noqa: E402
 
 _resumed: dict[str, float] = {}
+
+
+class Clock:
+    """Records when each turn's runner finished (the whole turn, bookkeeping included)."""
+
+    def __init__(self) -> None:
+        self.done: dict[str, float] = {}
+
+    def wrap(self, runner: Any) -> Any:
+        async def timed(service: Any, ctx: Any) -> None:
+            try:
+                await runner(service, ctx)
+            finally:
+                self.done[ctx.turn_id] = time.perf_counter()
+        return timed
 
 
 def _instrument() -> None:
@@ -55,6 +70,7 @@ async def one_run(client: httpx.AsyncClient, llm: ScriptedLLM, workspace: Path, 
                   clock: Clock) -> dict[str, float]:
     (workspace / f"a{n}.txt").write_text(f"file {n}\n")
     llm.enqueue_tool_call("fs_move", {"src": f"a{n}.txt", "dst": f"b{n}.txt"})
+    llm.enqueue_text("Renamed.")  # the agent loop's second model call, after the move
     body = (await client.post("/api/turns", json={"text": "rename", "lang": "en"})).json()
     assert body["status"] == "awaiting_approval", body
     async with get_client() as prefect:
