@@ -56,12 +56,15 @@ async def test_french_is_added_translated_reviewed_and_spoken(
     scripted_llm.respond_with(None)
     scripted_llm.requests.clear()
     scripted_llm.enqueue_tool_call("fs_find", {"pattern": "*.md"})
+    scripted_llm.enqueue_text("Voilà vos fichiers.")
     async with gateway_client(speaker) as client:
         resp = await client.post("/api/turns", json={"text": "trouve mes fichiers markdown"})
         body = resp.json()
         session = (await client.get(f"/api/sessions/{body['session_id']}")).json()
     assert body["status"] == "completed", body
-    assert body["reply"].startswith("[fr] "), body["reply"]
+    assert body["reply"] == "Voilà vos fichiers."  # the model's words
+    [found] = body["activity"]  # what ran, told from the French messages
+    assert found["text"].startswith("[fr] "), found
     assert session["interaction_language"] == "fr"
     system = scripted_llm.requests[0]["messages"][0]["content"]
     assert "\n[fr] " in system and "\n1. When" not in system  # the French planner
