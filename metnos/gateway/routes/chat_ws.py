@@ -7,8 +7,11 @@ closed before it is accepted (the client sees a 403). Then, one JSON object per 
 - the client sends `{"type": "message", "text", "session_id"?, "lang"?}` to start a turn, or
   `{"type": "decision", "approval_id", "decision": "approve"|"deny", "reason"?}`;
 - Metnos answers `{"type": "turn", "turn_id", "session_id"}`, then the turn's events as
-  `GET /api/turns/{id}/events` gives them (`status`, `step`, `approval`, `reply`, `end`),
-  and `{"type": "error", "key", "message"}` for a request it refuses.
+  `GET /api/turns/{id}/events` gives them (`status`, `step`, `approval`, `delta`, `reply`,
+  `end`), and `{"type": "error", "key", "message"}` for a request it refuses. `delta`
+  (`{"text", "think"}`) is a piece of the model's text as it streams, every one forwarded in
+  order; `reply` (`{"text", "status", "activity", "stop_reason"}`) replaces what streamed,
+  with what ran beside it as activity items.
 
 Each turn's events stream in a task of its own, so the socket keeps reading: a decision can
 come on the same socket while its turn waits for it. `POST /api/logout` closes the sockets

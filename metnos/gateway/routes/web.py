@@ -45,9 +45,8 @@ _JS_KEYS = {
     "fileExists": "WEB_CHAT_FILE_EXISTS", "fileNew": "WEB_CHAT_FILE_NEW",
     "pairingWaiting": "WEB_CHAT_PAIRING_WAITING", "pairingMember": "WEB_CHAT_PAIRING_MEMBER",
     "pairingNone": "WEB_CHAT_PAIRING_NONE",
-    "sessionsEmpty": "WEB_CHAT_SESSIONS_EMPTY", "sessionsMore": "WEB_CHAT_SESSIONS_MORE",
-    "earlier": "WEB_CHAT_EARLIER", "toolResult": "WEB_CHAT_TOOL_RESULT",
-    "activity": "WEB_CHAT_ACTIVITY", "summary": "WEB_CHAT_SUMMARY",
+    "sessionsEmpty": "WEB_CHAT_SESSIONS_EMPTY", "toolResult": "WEB_CHAT_TOOL_RESULT",
+    "activity": "WEB_CHAT_ACTIVITY",
 }
 _STATUSES = ("planning", "running", "awaiting_approval", "completed", "failed")
 
