@@ -26,7 +26,7 @@ from metnos import i18n
 from metnos.turns import recovery
 from metnos.turns.pipeline import run_pipeline
 from metnos.turns.service import TurnContext, TurnService
-from tasks.turn import close_turn_task, executor_task, think_task
+from tasks.turn import close_turn, execute_step, think_step
 
 log = logging.getLogger(__name__)
 
@@ -58,14 +58,14 @@ async def turn(turn_id: str) -> str:
     try:
         reply = await run_pipeline(
             service, ctx,
-            think=think_task,
-            execute=executor_task,
+            think=think_step,
+            execute=execute_step,
             await_approval=wait_for_owner, via="prefect-ui",
         )
     except Exception as exc:  # the outermost boundary of a turn: tell the user, keep the turn
         await service.fail_turn(ctx, exc)
         raise  # the flow run shows as Failed in the Prefect UI
-    await close_turn_task(service, ctx, reply, "completed")
+    await close_turn(service, ctx, reply, "completed")
     return turn_id
 
 

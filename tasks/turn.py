@@ -5,12 +5,21 @@ Each wraps one plain function of `metnos.turns`. Retries only where safe:
 - an executor run is never retried by Prefect: a side-effecting action must not run twice
   blindly, and the sandbox owns its timeout and kills its process group itself;
 - closing the turn is an idempotent database update, retried on a transient failure.
+
+The flow calls them through `think_step`, `execute_step` and `close_turn`, which `quote` the
+runtime objects (service, turn context, conversation, checked step): Prefect then neither
+walks them looking for futures to resolve nor records them as task inputs, work it did at
+every task run on the turn's critical path. Plain values (`tools`, `index`, `reply`...) stay
+visible as the task's inputs in the UI.
 """
 
 from __future__ import annotations
 
+from typing import TypeVar, cast
+
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from prefect.utilities.annotations import quote
 
 from metnos.llm.port import LLMReply
 from metnos.turns.conversation import Conversation
@@ -38,3 +47,25 @@ async def executor_task(service: TurnService, ctx: TurnContext,
 async def close_turn_task(service: TurnService, ctx: TurnContext, reply: str,
                           status: str) -> None:
     await service.close_turn(ctx, reply, status)
+
+
+T = TypeVar("T")
+
+
+def _opaque(value: T) -> T:
+    """`value` passed to a task untouched by Prefect (unwrapped before the task's body)."""
+    return cast(T, quote(value))
+
+
+async def think_step(service: TurnService, ctx: TurnContext, convo: Conversation, tools: bool,
+                     index: int) -> LLMReply:
+    return await think_task(_opaque(service), _opaque(ctx), _opaque(convo), tools, index)
+
+
+async def execute_step(service: TurnService, ctx: TurnContext,
+                       checked: CheckedStep) -> StepOutcome:
+    return await executor_task(_opaque(service), _opaque(ctx), _opaque(checked))
+
+
+async def close_turn(service: TurnService, ctx: TurnContext, reply: str, status: str) -> None:
+    await close_turn_task(_opaque(service), _opaque(ctx), reply, status)
