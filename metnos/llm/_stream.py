@@ -9,7 +9,9 @@ so the port reads it, and prices it, the way it reads a reply that did not strea
 was delivered the stream cannot be replayed: `delivered` tells the port to stop retrying.
 
 The accumulation is ours rather than `litellm.stream_chunk_builder`: a few string joins
-instead of ~4 ms of rebuilding per call, on the path to the user's first token.
+instead of ~4 ms of rebuilding per call, on the path to the user's first token; and the
+stream is closed after the usage chunk (which follows the finish), saving litellm's end-of-
+stream logging (~5 ms) the port does not use.
 """
 
 from __future__ import annotations
@@ -107,6 +109,11 @@ class DeltaStream:
             piece = whole.add(chunk)
             if piece:
                 self._deliver(piece)
+            if whole.finish is not None and whole.usage is not None and not chunk.choices:
+                break  # OpenAI's last chunk: what litellm does after it is its own bookkeeping
+        closing = getattr(response, "aclose", None)
+        if closing is not None:
+            await closing()
         return whole.response(litellm, str(kwargs.get("model", "")))
 
     def _deliver(self, piece: str) -> None:
