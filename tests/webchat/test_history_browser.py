@@ -13,6 +13,7 @@ import asyncio
 import json
 import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -221,3 +222,32 @@ async def turn_of(home: Home, session_id: str) -> dict[str, Any]:
                 return turn
             await asyncio.sleep(0.1)
     raise AssertionError(f"turn {turn_id} never closed")
+
+
+async def test_a_reload_while_a_step_waits_shows_its_card_again(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, browser: Any, tmp_path: Path) -> None:
+    from playwright.async_api import expect
+
+    home = make_home(llm=scripted_llm, lang="en", METNOS_GATEWAY_PORT=str(free_port()))
+    scripted_llm.enqueue_tool_call("fs_write", {"path": "todo.md", "content": "call mum\n"})
+    scripted_llm.enqueue_text("Done: **todo.md** has your note.")
+    with served_gateway(home):
+        context, page, errors = await open_chat(browser, home)
+        await page.fill("#text", "note: call mum")
+        await page.keyboard.press("Enter")
+        card = page.locator(".msg.card")
+        await expect(card).to_contain_text("fs_write", timeout=60_000)
+        await page.reload()
+        await expect(page.locator(".msg.me .text")).to_have_text(["note: call mum"])
+        await expect(card).to_contain_text("fs_write", timeout=30_000)
+        await card.get_by_role("button", name=i18n.get("WEB_CHAT_APPROVE", "en")).click()
+        reply = page.locator(".msg.metnos").last
+        await expect(reply.locator("strong")).to_have_text("todo.md", timeout=60_000)
+        await expect(reply.locator(".activity li")).to_have_count(1)
+        assert (home.workspace / "todo.md").read_text() == "call mum\n"
+        await page.screenshot(path=str(tmp_path / "approved.png"), full_page=True)
+        await page.reload()  # the finished turn comes back from its stored messages
+        await expect(page.locator(".msg.metnos").last.locator("strong")).to_have_text("todo.md")
+        await expect(page.locator(".msg.card")).to_have_count(0)
+        await context.close()
+    assert errors == []

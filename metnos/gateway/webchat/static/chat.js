@@ -175,11 +175,12 @@
     const events = new EventSource(`/api/turns/${encodeURIComponent(turnId)}/events`);
     source = events;
     let live = null; // the streaming bubble: {item, text}
-    const done = () => {
+    const done = (ended) => {
       events.close();
       if (source === events) { source = null; setStatus(""); }
+      // only its end forgets the turn: an error may be the page going away (a reload)
       const stored = JSON.parse(sessionStorage.getItem(TURN_KEY) || "null");
-      if (stored && stored.turn === turnId) sessionStorage.removeItem(TURN_KEY);
+      if (ended && stored && stored.turn === turnId) sessionStorage.removeItem(TURN_KEY);
     };
     events.addEventListener("status", (e) => {
       const data = JSON.parse(e.data);
@@ -215,8 +216,8 @@
       addActivity(item, data.activity);
       item.scrollIntoView({ block: "end" });
     });
-    events.addEventListener("end", () => { done(); input.focus(); });
-    events.onerror = done;
+    events.addEventListener("end", () => { done(true); input.focus(); });
+    events.onerror = () => done(false);
   }
 
   function showSummary(text) {
