@@ -24,25 +24,31 @@ from flows._clients import shared_clients
 from flows.approval import resume_approval, wait_for_owner
 from metnos import i18n
 from metnos.turns import recovery
-from metnos.turns.pipeline import run_pipeline
+from metnos.turns.pipeline import HeadStart, discard, head_start, run_pipeline
 from metnos.turns.service import TurnContext, TurnService
-from tasks.turn import close_turn, execute_step, think_step
+from tasks.turn import close_turn, execute_step, thinking
 
 log = logging.getLogger(__name__)
 
 # Each turn runs in its own asyncio task, so concurrent turns each see their own value.
-_TURN: ContextVar[tuple[TurnService, TurnContext]] = ContextVar("metnos_turn")
+_TURN: ContextVar[tuple[TurnService, TurnContext, asyncio.Task[HeadStart | None]]] = (
+    ContextVar("metnos_turn"))
 
 
 async def run_turn(service: TurnService, ctx: TurnContext) -> None:
-    """Entry point for the gateway: run the flow for a turn already opened by `service`."""
-    _TURN.set((service, ctx))
+    """Entry point for the gateway: run the flow for a turn already opened by `service`.
+    The conversation opens and the first model call starts while Prefect creates the flow
+    run (the run's first `think` task awaits that call): off the path to the first token."""
+    head = asyncio.create_task(head_start(service, ctx))
+    _TURN.set((service, ctx, head))
     try:
         async with shared_clients():
             await turn(ctx.turn_id)
     except Exception as exc:  # e.g. the Prefect API is unreachable: the flow never ran
         if not ctx.closed:
             await service.fail_turn(ctx, exc)
+    finally:
+        await discard(head)
 
 
 # result_storage: never written (persist_result=False), but given, Prefect does not ask the
@@ -51,16 +57,15 @@ async def run_turn(service: TurnService, ctx: TurnContext) -> None:
       validate_parameters=False,
       result_storage=get_current_settings().results.local_storage_path)
 async def turn(turn_id: str) -> str:
-    service, ctx = _TURN.get()
+    service, ctx, head = _TURN.get()
     ctx.flow_run_id = str(get_run_context().flow_run.id)  # type: ignore[union-attr]
     await asyncio.to_thread(recovery.link_flow_run, service.engine, ctx.turn_id,
                             ctx.flow_run_id)
     try:
         reply = await run_pipeline(
             service, ctx,
-            think=think_step,
-            execute=execute_step,
-            await_approval=wait_for_owner, via="prefect-ui",
+            think=thinking(head), execute=execute_step,
+            await_approval=wait_for_owner, via="prefect-ui", head=head,
         )
     except Exception as exc:  # the outermost boundary of a turn: tell the user, keep the turn
         await service.fail_turn(ctx, exc)

@@ -15,6 +15,7 @@ visible as the task's inputs in the UI.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
 from typing import TypeVar, cast
 
 from prefect import task
@@ -23,6 +24,8 @@ from prefect.utilities.annotations import quote
 
 from metnos.llm.port import LLMReply
 from metnos.turns.conversation import Conversation
+from metnos.turns.loop import ThinkFn
+from metnos.turns.pipeline import HeadStart
 from metnos.turns.reply import StepOutcome
 from metnos.turns.service import CheckedStep, TurnContext, TurnService
 from metnos.turns.thinking import think
@@ -31,7 +34,10 @@ from metnos.turns.thinking import think
 @task(name="think", cache_policy=NO_CACHE, persist_result=False,
       task_run_name="think-{index}")
 async def think_task(service: TurnService, ctx: TurnContext, convo: Conversation,
-                     tools: bool, index: int) -> LLMReply:
+                     tools: bool, index: int,
+                     started: Awaitable[LLMReply] | None = None) -> LLMReply:
+    if started is not None:  # the call began while the flow run was being created
+        return await started
     return await think(service, ctx, convo, tools, index)
 
 
@@ -57,9 +63,15 @@ def _opaque(value: T) -> T:
     return cast(T, quote(value))
 
 
-async def think_step(service: TurnService, ctx: TurnContext, convo: Conversation, tools: bool,
-                     index: int) -> LLMReply:
-    return await think_task(_opaque(service), _opaque(ctx), _opaque(convo), tools, index)
+def thinking(head: Awaitable[HeadStart | None]) -> ThinkFn:
+    """The flow's model calls as `think` tasks; the first awaits the call `head` started."""
+    async def think_step(service: TurnService, ctx: TurnContext, convo: Conversation,
+                         tools: bool, index: int) -> LLMReply:
+        started = await head if index == 1 else None
+        first = started.first if started is not None else None
+        return await think_task(_opaque(service), _opaque(ctx), _opaque(convo), tools, index,
+                                _opaque(first))
+    return think_step
 
 
 async def execute_step(service: TurnService, ctx: TurnContext,

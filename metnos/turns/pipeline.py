@@ -6,17 +6,23 @@ call (`think`) and each executor run as Prefect tasks and the approval wait as a
 pause, so the logic lives here once and the flow stays thin. The bench and the plain path
 pass nothing and get the same pipeline as plain function calls (an approval then waits on
 the database).
+
+`head_start` is the flow's head start: it opens the conversation and starts the first model
+call while Prefect is still creating the flow run; the pipeline then takes the conversation
+from it (`head=`), and the flow's first `think` task awaits that call.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from dataclasses import replace
+from collections.abc import Awaitable
+from dataclasses import dataclass, replace
 
 from metnos import i18n
 from metnos.db.models import utcnow
 from metnos.llm.embedded import plan_embedded
+from metnos.llm.port import LLMReply
 from metnos.turns import gate, history
 from metnos.turns.budget import Budget
 from metnos.turns.context import TurnContext
@@ -37,10 +43,45 @@ from metnos.turns.thinking import think as plain_think
 from metnos.workspace import prompt_context
 
 
+@dataclass
+class HeadStart:
+    """A turn's conversation, opened, and its first model call under way."""
+
+    convo: Conversation
+    window: history.Window
+    first: asyncio.Task[LLMReply]
+
+
+async def head_start(service: TurnService, ctx: TurnContext) -> HeadStart | None:
+    """Open the conversation and start the first model call (None without a model)."""
+    if service.port is None:
+        return None
+    convo, window = await _open(service, ctx)
+    return HeadStart(convo, window,
+                     asyncio.create_task(plain_think(service, ctx, convo, True, 1)))
+
+
+async def discard(head: asyncio.Task[HeadStart | None]) -> None:
+    """Stop what a head start left running when its turn never took it (the runner failed
+    first); a head start the turn took is left as it is."""
+    if not head.done():
+        head.cancel()
+    await asyncio.wait([head])
+    if head.cancelled() or head.exception() is not None or (started := head.result()) is None:
+        return
+    if not started.first.done():
+        started.first.cancel()
+    await asyncio.wait([started.first])
+    if not started.first.cancelled():
+        started.first.exception()  # retrieved: a failure there is the turn's, told already
+
+
 async def run_pipeline(service: TurnService, ctx: TurnContext, *,
                        think: ThinkFn | None = None, execute: ExecuteFn | None = None,
-                       await_approval: AwaitFn | None = None, via: str = "api") -> str:
-    """One turn; the reply is published to the waiting channel and returned."""
+                       await_approval: AwaitFn | None = None, via: str = "api",
+                       head: Awaitable[HeadStart | None] | None = None) -> str:
+    """One turn; the reply is published to the waiting channel and returned. With `head`,
+    the conversation comes from a head start (whose first call `think` must take)."""
     how = Steps(execute or (lambda svc, c, chk: svc.runner.execute(c, chk)),
                 await_approval or gate.wait_in_db, via)
     ctx.tainted = ctx.tainted or bool(ctx.untrusted)
@@ -48,7 +89,7 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
     try:
         if service.port is not None:
             try:
-                reply, added = await _agent(service, ctx, think or plain_think, how)
+                reply, added = await _agent(service, ctx, think or plain_think, how, head)
             except ModelBudgetSpent as exc:  # the day's LLM budget is spent: the planner serves
                 reply = await _embedded(service, ctx, how, i18n.get(exc.key, ctx.lang,
                                                                     **exc.vars))
@@ -63,8 +104,21 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
                                 turn_id=ctx.turn_id, messages=added)
 
 
-async def _agent(service: TurnService, ctx: TurnContext, think: ThinkFn,
-                 how: Steps) -> tuple[str, list[dict[str, object]]]:
+async def _agent(service: TurnService, ctx: TurnContext, think: ThinkFn, how: Steps,
+                 head: Awaitable[HeadStart | None] | None) -> tuple[str, list[dict[str, object]]]:
+    started = await head if head is not None else None
+    convo, window = (started.convo, started.window) if started else await _open(service, ctx)
+    ctx.activity.extend(_history_items(window, ctx.lang))
+    how.budget = Budget(service.settings.agent)
+    how.budget.cost_usd = window.cost_usd  # a fold's call is this turn's spend too
+    loop = AgentLoop(service, ctx, convo, think, how, how.budget)
+    reply = await loop.run()
+    return reply, list(convo.added)
+
+
+async def _open(service: TurnService, ctx: TurnContext) -> tuple[Conversation, history.Window]:
+    """The conversation the model sees: the session's history window, then this message."""
+    ctx.tainted = ctx.tainted or bool(ctx.untrusted)
     started = time.perf_counter()
     settings = service.settings
     window = await history.window(
@@ -80,12 +134,7 @@ async def _agent(service: TurnService, ctx: TurnContext, think: ThinkFn,
                               intents=settings.i18n,
                               result_chars=settings.agent.max_tool_result_chars)
     ctx.mark("history", started)
-    ctx.activity.extend(_history_items(window, ctx.lang))
-    how.budget = Budget(settings.agent)
-    how.budget.cost_usd = window.cost_usd  # a fold's call is this turn's spend too
-    loop = AgentLoop(service, ctx, convo, think, how, how.budget)
-    reply = await loop.run()
-    return reply, list(convo.added)
+    return convo, window
 
 
 def _history_items(window: history.Window, lang: str) -> list[dict[str, object]]:
