@@ -12,8 +12,10 @@ is reentrant and never closes a client it did not open.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from prefect.context import AsyncClientContext, SyncClientContext
 
@@ -26,8 +28,28 @@ async def _start() -> Clients:
     async_ctx, sync_ctx = AsyncClientContext(), SyncClientContext()
     await async_ctx.client.__aenter__()  # open for the life of the loop: no __aexit__
     sync_ctx.client.__enter__()
+    _one_csrf_fetch_at_a_time(async_ctx.client._client, sync_ctx.client._client)
     await async_ctx.client.raise_for_api_version_mismatch_once()
     return async_ctx, sync_ctx
+
+
+def _one_csrf_fetch_at_a_time(http: Any, sync_http: Any) -> None:
+    """A shared client serves concurrent turns; Prefect fetches its CSRF token lazily, and
+    each fetch replaces the server's token for the client's id, so two turns fetching at
+    once leave one holding a dead token (403 "Invalid CSRF token"). One fetch at a time: the
+    turns that waited find the fresh token and reuse it."""
+    fetch, sync_fetch = http._add_csrf_headers, sync_http._add_csrf_headers
+    lock, sync_lock = asyncio.Lock(), threading.Lock()
+
+    async def add(request: Any) -> None:
+        async with lock:
+            await fetch(request)
+
+    def sync_add(request: Any) -> None:
+        with sync_lock:
+            sync_fetch(request)
+
+    http._add_csrf_headers, sync_http._add_csrf_headers = add, sync_add
 
 
 async def _clients() -> Clients:
