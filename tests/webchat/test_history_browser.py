@@ -251,3 +251,36 @@ async def test_a_reload_while_a_step_waits_shows_its_card_again(
         await expect(page.locator(".msg.card")).to_have_count(0)
         await context.close()
     assert errors == []
+
+
+async def test_earlier_messages_are_loaded_on_request(make_home: MakeHome, browser: Any) -> None:
+    from playwright.async_api import expect
+
+    home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()))
+    engine = make_engine(database_url(home.settings))
+    with db_session(engine) as db:
+        chat = ChatSession(user_id="owner", channel="web", interaction_language="en",
+                           title="Long", summary="Before all this: the user likes tea.")
+        db.add(chat)
+        db.commit()
+        for n in range(130):  # one at a time: ids in this order
+            db.add(ChatMessage(session_id=chat.id, role="user" if n % 2 == 0 else "assistant",
+                               content=f"m{n}"))
+            db.commit()
+    engine.dispose()
+    with served_gateway(home):
+        context, page, errors = await open_chat(browser, home)
+        await page.get_by_role("button", name=i18n.get("WEB_CHAT_SESSIONS", "en")).click()
+        await page.locator("#session-list button.session").first.click()
+        texts = page.locator("#messages .text")
+        await expect(texts).to_have_count(100)  # the latest page
+        await expect(texts.first).to_have_text("m30")
+        await expect(page.locator("#summary")).to_contain_text("the user likes tea")
+        earlier = page.get_by_role("button", name=i18n.get("WEB_CHAT_EARLIER", "en"))
+        await earlier.click()
+        await expect(texts).to_have_count(130)
+        await expect(texts.first).to_have_text("m0")
+        await expect(texts.last).to_have_text("m129")
+        await expect(earlier).to_be_hidden()
+        await context.close()
+    assert errors == []
