@@ -18,10 +18,11 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from prefect.context import AsyncClientContext, SyncClientContext
+from prefect.settings import get_current_settings
 
 Clients = tuple[AsyncClientContext, SyncClientContext]
-# the open pair, for one event loop at a time (a gateway has one; tests start several)
-_open: tuple[asyncio.AbstractEventLoop, asyncio.Task[Clients]] | None = None
+# the open pair, for one event loop and API at a time (a gateway has one; tests start several)
+_open: tuple[tuple[object, ...], asyncio.Task[Clients]] | None = None
 
 
 async def _start() -> Clients:
@@ -54,9 +55,10 @@ def _one_csrf_fetch_at_a_time(http: Any, sync_http: Any) -> None:
 
 async def _clients() -> Clients:
     global _open
-    loop = asyncio.get_running_loop()
-    if _open is None or _open[0] is not loop:
-        _open = (loop, loop.create_task(_start()))
+    loop, api = asyncio.get_running_loop(), get_current_settings().api
+    where = (loop, api.url, api.auth_string, api.key)  # a loop equals only itself
+    if _open is None or _open[0] != where:
+        _open = (where, loop.create_task(_start()))
     opening = _open[1]
     try:
         return await asyncio.shield(opening)

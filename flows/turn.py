@@ -1,9 +1,10 @@
 """The `turn` flow (SPEC §2): one user message, end to end, visible in the Prefect UI.
 
-Run in-process by the gateway (`await turn(turn_id)`, about 0.2 s of Prefect overhead). The
-runtime objects (database, registry, audit log, LLM port) are not flow parameters — Prefect
-stores parameters as JSON — but reach the flow through a context variable set by `run_turn`
-(the flow's `turn_id` parameter names the turn in the UI).
+Run in-process by the gateway. The runtime objects (database, registry, audit log, LLM port)
+are not flow parameters — Prefect stores parameters as JSON — but reach the flow through a
+context variable set by `run_turn` (the flow's `turn_id` parameter names the turn in the UI).
+Off the path to the first token (`bench/turn_latency.py`): the process's open Prefect clients
+(`flows/_clients.py`), the head start, the link and the run's name beside the pipeline.
 
 A step that needs the owner's approval pauses the flow run (`flows/approval.py`).
 """
@@ -31,14 +32,13 @@ from tasks.turn import close_turn, execute_step, thinking
 log = logging.getLogger(__name__)
 
 # Each turn runs in its own asyncio task, so concurrent turns each see their own value.
-_TURN: ContextVar[tuple[TurnService, TurnContext, asyncio.Task[HeadStart | None]]] = (
-    ContextVar("metnos_turn"))
+_Turn = tuple[TurnService, TurnContext, asyncio.Task[HeadStart | None]]
+_TURN: ContextVar[_Turn] = ContextVar("metnos_turn")
 
 
 async def run_turn(service: TurnService, ctx: TurnContext) -> None:
     """Entry point for the gateway: run the flow for a turn already opened by `service`.
-    The conversation opens and the first model call starts while Prefect creates the flow
-    run (the run's first `think` task awaits that call): off the path to the first token."""
+    The head start (conversation, first model call) runs while Prefect creates the run."""
     head = asyncio.create_task(head_start(service, ctx))
     _TURN.set((service, ctx, head))
     try:
@@ -53,14 +53,16 @@ async def run_turn(service: TurnService, ctx: TurnContext) -> None:
 
 # result_storage: never written (persist_result=False), but given, Prefect does not ask the
 # server for its default storage (a blocking request) at each run
-@flow(name="turn", flow_run_name="turn-{turn_id}", persist_result=False, log_prints=False,
-      validate_parameters=False,
+@flow(name="turn", persist_result=False, log_prints=False, validate_parameters=False,
       result_storage=get_current_settings().results.local_storage_path)
 async def turn(turn_id: str) -> str:
     service, ctx, head = _TURN.get()
-    ctx.flow_run_id = str(get_run_context().flow_run.id)  # type: ignore[union-attr]
-    await asyncio.to_thread(recovery.link_flow_run, service.engine, ctx.turn_id,
-                            ctx.flow_run_id)
+    run_id = get_run_context().flow_run.id  # type: ignore[union-attr]
+    ctx.flow_run_id = str(run_id)
+    # beside the pipeline, not before it: the turn's link (crash recovery) and the run's name
+    books = asyncio.gather(
+        asyncio.to_thread(recovery.link_flow_run, service.engine, turn_id, ctx.flow_run_id),
+        get_client().set_flow_run_name(run_id, f"turn-{turn_id}"))
     try:
         reply = await run_pipeline(
             service, ctx,
@@ -69,7 +71,9 @@ async def turn(turn_id: str) -> str:
         )
     except Exception as exc:  # the outermost boundary of a turn: tell the user, keep the turn
         await service.fail_turn(ctx, exc)
+        await asyncio.gather(books, return_exceptions=True)
         raise  # the flow run shows as Failed in the Prefect UI
+    await books  # a failed link or rename fails the turn, as it did before the loop began
     await close_turn(service, ctx, reply, "completed")
     return turn_id
 
