@@ -22,7 +22,7 @@ from metnos import i18n
 from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.db.models import ChatMessage, ChatSession, Turn, utcnow
-from metnos.testing.llm_server import ScriptedLLM
+from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from metnos.web.link import create_login_link
 from tests.support.home import Home, MakeHome, served_gateway
 from tests.support.pg import free_port
@@ -229,7 +229,10 @@ async def test_a_reload_while_a_step_waits_shows_its_card_again(
     from playwright.async_api import expect
 
     home = make_home(llm=scripted_llm, lang="en", METNOS_GATEWAY_PORT=str(free_port()))
-    scripted_llm.enqueue_tool_call("fs_write", {"path": "todo.md", "content": "call mum\n"})
+    scripted_llm.chunk_delay_s = 0.02
+    scripted_llm.enqueue_tool_calls(
+        [ToolCall("fs_write", {"path": "todo.md", "content": "call mum\n"})],
+        text="I will write it down.")  # streamed, then the call waits for the owner
     scripted_llm.enqueue_text("Done: **todo.md** has your note.")
     with served_gateway(home):
         context, page, errors = await open_chat(browser, home)
@@ -237,6 +240,10 @@ async def test_a_reload_while_a_step_waits_shows_its_card_again(
         await page.keyboard.press("Enter")
         card = page.locator(".msg.card")
         await expect(card).to_contain_text("fs_write", timeout=60_000)
+        said = page.locator(".msg.metnos")
+        await expect(said).to_have_count(1)  # what streamed stays above the card, settled
+        await expect(said.locator(".text")).to_have_text("I will write it down.")
+        await expect(page.locator(".streaming")).to_have_count(0)
         await page.reload()
         await expect(page.locator(".msg.me .text")).to_have_text(["note: call mum"])
         await expect(card).to_contain_text("fs_write", timeout=30_000)
@@ -245,7 +252,10 @@ async def test_a_reload_while_a_step_waits_shows_its_card_again(
         await expect(reply.locator("strong")).to_have_text("todo.md", timeout=60_000)
         await expect(reply.locator(".activity li")).to_have_count(1)
         assert (home.workspace / "todo.md").read_text() == "call mum\n"
-        await page.screenshot(path=str(tmp_path / "approved.png"), full_page=True)
+        await page.screenshot(path=str(tmp_path / "approved.png"))
+        last = await reply.bounding_box()
+        composer = await page.locator("#composer").bounding_box()
+        assert last and composer and last["y"] + last["height"] <= composer["y"]  # not under it
         await page.reload()  # the finished turn comes back from its stored messages
         await expect(page.locator(".msg.metnos").last.locator("strong")).to_have_text("todo.md")
         await expect(page.locator(".msg.card")).to_have_count(0)

@@ -175,6 +175,14 @@
     const events = new EventSource(`/api/turns/${encodeURIComponent(turnId)}/events`);
     source = events;
     let live = null; // the streaming bubble: {item, text}
+    const settle = () => {
+      // what streamed stays as it is (a step waits, or the turn ended without a reply)
+      if (!live) return;
+      live.text.finish(live.text.text);
+      live.item.classList.remove("streaming");
+      if (!live.text.text.trim()) live.item.remove();
+      live = null;
+    };
     const done = (ended) => {
       events.close();
       if (source === events) { source = null; setStatus(""); }
@@ -192,6 +200,7 @@
     });
     events.addEventListener("approval", (e) => {
       const data = JSON.parse(e.data);
+      settle();
       if (!seen.has(data.approval_id)) { seen.add(data.approval_id); approvalCard(data); }
       setStatus(S.status.awaiting_approval);
     });
@@ -207,7 +216,11 @@
     });
     events.addEventListener("reply", (e) => {
       const data = JSON.parse(e.data);
-      if (!data.text || seen.has("reply:" + data.text)) return;
+      if (!data.text) { settle(); return; }
+      if (seen.has("reply:" + data.text)) {
+        if (live) { live.item.remove(); live = null; } // shown already, from the stored messages
+        return;
+      }
       seen.add("reply:" + data.text);
       let item = live ? live.item : null;
       if (live) { live.text.finish(data.text); item.classList.remove("streaming"); live = null; }
@@ -216,7 +229,7 @@
       addActivity(item, data.activity);
       item.scrollIntoView({ block: "end" });
     });
-    events.addEventListener("end", () => { done(true); input.focus(); });
+    events.addEventListener("end", () => { settle(); done(true); input.focus(); });
     events.onerror = () => done(false);
   }
 
