@@ -42,7 +42,7 @@ async def test_french_is_added_translated_reviewed_and_spoken(
     assert written > 300, swept
     review = await asyncio.to_thread(cli, "review", "planner", "--lang", "fr")
     assert "+[fr]" in review
-    for role in ("planner", "translator"):
+    for role in sorted(p.stem for p in (root / "prompts" / "en").glob("*.j2")):  # every prompt
         await asyncio.to_thread(cli, "mark-synced", role, "--lang", "fr")
     await asyncio.to_thread(cli, "manifests", "mark-synced", "--lang", "fr", "--all")
     await asyncio.to_thread(cli, "messages", "mark-synced", "--lang", "fr", "--all")
