@@ -30,10 +30,14 @@ async def test_a_conversation_with_an_approval(
     from playwright.async_api import expect
 
     home = make_home(llm=scripted_llm, lang=lang, METNOS_GATEWAY_PORT=str(free_port()))
+    # each turn: the model's tool call, then its text once it has read the result
     scripted_llm.enqueue_tool_call("fs_find", {"pattern": "*.md"})
+    scripted_llm.enqueue_text("IDENTITY.md and five more files.")
     scripted_llm.enqueue_tool_call("fs_write", {"path": "shopping.md",
                                                 "content": "milk\nbread\n"})
+    scripted_llm.enqueue_text("Saved **shopping.md**.")
     scripted_llm.enqueue_tool_call("fs_find", {"pattern": "shopping*"})
+    scripted_llm.enqueue_text("- shopping.md")
     with served_gateway(home):
         link = create_login_link(home.settings).url
         context = await browser.new_context(locale=lang)
@@ -63,7 +67,9 @@ async def test_a_conversation_with_an_approval(
                                                      path="shopping.md"))
         await card.get_by_role("button", name=i18n.get("WEB_CHAT_APPROVE", lang)).click()
         await expect(card).to_contain_text(i18n.get("WEB_CHAT_APPROVED", lang))
-        await expect(replies.last).to_contain_text("metnos undo", timeout=30_000)  # fs_write done
+        await expect(replies.last.locator(".activity")).to_contain_text(
+            "metnos undo", timeout=30_000)  # fs_write done, its undo beside the prose
+        await expect(replies.last.locator(".text strong")).to_have_text("shopping.md")
         assert (home.workspace / "shopping.md").read_text() == "milk\nbread\n"
         await page.screenshot(path=str(tmp_path / f"chat-{lang}.png"), full_page=True)
 
@@ -75,8 +81,10 @@ async def test_a_conversation_with_an_approval(
         # the chrome changed; the conversation keeps its own language (SPEC §9.6)
         await page.fill("#text", "again")
         await page.keyboard.press("Enter")
-        found = i18n.get("EX_REPLY_fs_find", lang, count=1, files="- shopping.md")
-        await expect(page.locator(".msg.metnos .text").last).to_have_text(found, timeout=30_000)
+        await expect(replies.last.locator(".text li")).to_have_text("shopping.md",
+                                                                    timeout=30_000)
+        found = i18n.get("MSG_AGENT_ACTIVITY_READ", lang, executor="fs_find", source="fs_find (.)")
+        await expect(replies.last.locator(".activity li")).to_have_text([found])
         await page.get_by_role("button", name=i18n.get("WEB_CHAT_AUDIT", other)).click()
         await expect(page.locator("#audit-lines")).to_contain_text("fs_write")
 

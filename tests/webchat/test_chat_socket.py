@@ -33,6 +33,7 @@ async def test_a_turn_and_its_approval_over_one_socket(
         make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
     home = make_home(llm=scripted_llm, lang="en", METNOS_GATEWAY_PORT=str(free_port()))
     scripted_llm.enqueue_tool_call("fs_write", {"path": "todo.md", "content": "call mum\n"})
+    scripted_llm.enqueue_text("Noted in todo.md.")  # the model's text after the write
     port = home.settings.gateway.port
     with served_gateway(home):
         headers = {"Cookie": f"metnos_session={cookie_of(home)}",
@@ -48,8 +49,9 @@ async def test_a_turn_and_its_approval_over_one_socket(
             await socket.send(json.dumps({"type": "decision", "decision": "approve",
                                           "approval_id": frames[-1]["approval_id"]}))
             rest = await frames_until(socket, "end")
-    replies = [f["text"] for f in rest if f["type"] == "reply"]
-    assert replies and "metnos undo" in replies[-1]
+    replies = [f for f in rest if f["type"] == "reply"]
+    assert replies and replies[-1]["text"] == "Noted in todo.md."
+    assert "metnos undo" in replies[-1]["activity"][0]["text"]
     assert (home.workspace / "todo.md").read_text() == "call mum\n"
     lines = [json.loads(ln) for ln in
              (home.settings.audit_dir / "audit.jsonl").read_text().splitlines()]
