@@ -1,10 +1,6 @@
-"""The approval wait of a turn flow: Prefect's `pause_flow_run` with a typed run input.
-
-A step that needs the owner's approval pauses the `turn` flow run: the Prefect UI shows the
-exact action and an approve/deny form (`ApprovalInput`, validated by the server), and
-`POST /api/approvals/{id}` or `metnos approvals` resume it through `resume_approval`. The
-database row decides in the end (`metnos.turns.gate.resolve`), whichever surface resumed.
-"""
+"""The approval wait of a turn flow: Prefect's `pause_flow_run` with a typed run input (the
+UI's approve/deny form, `ApprovalInput`); the API and `metnos approvals` resume it through
+`resume_approval`. The database row decides (`metnos.turns.gate.resolve`)."""
 
 from __future__ import annotations
 
@@ -24,8 +20,7 @@ from prefect.states import Running
 from metnos.turns import gate
 from metnos.turns.service import CheckedStep, TurnContext, TurnService
 
-# how often a paused run checks whether it was resumed (s); Prefect's default is 10
-PAUSE_POLL_S = 0.5
+PAUSE_POLL_S = 0.5  # how often a paused run checks whether it was resumed (Prefect: 10 s)
 RESUME_RETRY_S = 10.0  # how long a failing resume is retried before the owner is told
 log = logging.getLogger(__name__)
 
@@ -38,28 +33,31 @@ class ApprovalInput(RunInput):
 
 
 async def resume_approval(flow_run_id: str, run_input: dict[str, Any]) -> None:
-    """Resume a paused turn with the owner's decision (what the UI's Resume button does).
-
-    Retried (tenacity) for up to RESUME_RETRY_S while the failure may pass: the run is still
-    Running (the decision came before the pause began), the API is unreachable or answers
-    5xx/429. A finished or unknown run fails at once. The last error is raised to the caller,
-    who tells the owner (`metnos.gateway.routes.approvals`).
-    """
+    """Resume a paused turn with the owner's decision (the UI's Resume button). Retried for
+    RESUME_RETRY_S while the run is still Running (the decision came before the pause), or
+    the API fails or answers 5xx/429. A run seen Running that then finishes took the decision
+    in without pausing (`gate.decided`); one finished at once, or unknown, fails: the last
+    error goes to the caller (`metnos.gateway.routes.approvals`)."""
     retrying = tenacity.AsyncRetrying(
         retry=tenacity.retry_if_exception(_may_pass),
         stop=tenacity.stop_after_delay(RESUME_RETRY_S),
         wait=tenacity.wait_exponential_jitter(initial=0.1, max=1.0), reraise=True,
         before_sleep=tenacity.before_sleep_log(log, logging.WARNING))
-    async for attempt in retrying:
-        with attempt:
-            await _resume_once(UUID(flow_run_id), run_input)
+    seen: set[str] = set()  # {"running"}: alive after the decision was recorded
+    try:
+        async for attempt in retrying:
+            with attempt:
+                await _resume_once(UUID(flow_run_id), run_input, seen)
+    except RunFinished:
+        if "running" not in seen:
+            raise  # over before the decision was made: nobody took it in
 
 
 class RunFinished(NotPausedError):
     """The run is over (completed, failed, cancelled...): it will never pause again."""
 
 
-async def _resume_once(run_id: UUID, run_input: dict[str, Any]) -> None:
+async def _resume_once(run_id: UUID, run_input: dict[str, Any], seen: set[str]) -> None:
     try:
         await aresume_flow_run(run_id, run_input=run_input)
     except NotPausedError as exc:
@@ -67,6 +65,7 @@ async def _resume_once(run_id: UUID, run_input: dict[str, Any]) -> None:
             state = (await client.read_flow_run(run_id)).state
         if state is not None and state.is_final():
             raise RunFinished(f"flow run {run_id} is {state.type.value}") from exc
+        seen.add("running")
         raise
 
 

@@ -159,13 +159,12 @@ class TurnRecord:
     def _record_close(self, ctx: TurnContext, reply: str, status: str,
                       error_key: str | None) -> None:
         with db_session(self.engine) as db:
-            models.finish_turn(db, ctx.turn_id, status=status, reply=reply, error_key=error_key,
-                               timings=ctx.timings, flow_run_id=ctx.flow_run_id)
             turn = models.get_turn(db, ctx.turn_id)
-            if turn is not None:
+            if turn is not None:  # with the status, in one commit: never finished without it
                 turn.activity = list(ctx.activity)
                 turn.stop_reason = ctx.stop_reason
-                db.add(turn)
+            models.finish_turn(db, ctx.turn_id, status=status, reply=reply, error_key=error_key,
+                               timings=ctx.timings, flow_run_id=ctx.flow_run_id)
 
     async def fail_turn(self, ctx: TurnContext, exc: BaseException) -> str:
         """Terminal failure: tell the user in their language first, then audit it and close

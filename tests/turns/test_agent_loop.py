@@ -267,3 +267,34 @@ async def test_the_turn_cost_cap_stops_without_another_call(
     assert body["stop_reason"] == "MSG_AGENT_STOP_COST"
     assert body["reply"] == i18n.get("MSG_AGENT_STOP_COST", "en", usd="0.01")
     assert len(scripted_llm.requests) == 1 and scripted_llm.pending == 1
+
+
+@pytest.mark.attack
+async def test_a_secret_in_a_refused_call_is_never_stored_or_sent_again(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
+    home = make_home(llm=scripted_llm, lang="en")
+    secret = home.token
+    scripted_llm.enqueue_tool_call("fs_write", {"path": "leak.txt", "content": f"t={secret}"})
+    scripted_llm.enqueue_text("I could not do that.")
+    scripted_llm.enqueue_text("Hello again.")
+    async with gateway_client(home) as client:
+        first = await send(client, "save my token")
+        assert [a["status"] for a in first["activity"]] == ["refused"]
+        await wait_closed(client, first["turn_id"])
+        await send(client, "hi", session_id=first["session_id"])
+        stored = (await client.get(f"/api/sessions/{first['session_id']}/messages")).json()
+    assert secret not in said(scripted_llm.requests[-1])  # the next turn's history
+    assert secret not in json.dumps(stored)
+    from metnos.db.engine import session as db_session
+    from metnos.db.models import ChatMessage
+    from metnos.turns.runtime import build_service
+
+    service = await build_service(home.settings)
+    try:
+        with db_session(service.engine) as db:
+            rows = db.query(ChatMessage).all()
+        assert rows and all(secret not in json.dumps(r.model_dump(mode="json")) for r in rows)
+    finally:
+        service.engine.dispose()
+        service.audit.close()
+    assert not (home.workspace / "leak.txt").exists()
