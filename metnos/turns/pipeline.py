@@ -102,9 +102,14 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
     finally:  # what this turn said stays in the session, even when it failed half-way;
         # a known secret (the model may have put one in a refused call) is never stored or
         # sent again with a later turn's history (Law 2)
-        kept, _ = service.guard.redact(added)
-        await asyncio.to_thread(history.record, service.engine, session_id=ctx.session_id,
-                                turn_id=ctx.turn_id, messages=kept)
+        await asyncio.to_thread(_remember, service, ctx, added)
+
+
+def _remember(service: TurnService, ctx: TurnContext, added: list[dict[str, object]]) -> None:
+    """Store this turn's messages, known secrets redacted (blocking: a worker thread)."""
+    kept, _ = service.guard.redact(added)
+    history.record(service.engine, session_id=ctx.session_id, turn_id=ctx.turn_id,
+                   messages=kept)
 
 
 async def _agent(service: TurnService, ctx: TurnContext, think: ThinkFn, how: Steps,
