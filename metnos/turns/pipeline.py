@@ -84,7 +84,6 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
     the conversation comes from a head start (whose first call `think` must take)."""
     how = Steps(execute or (lambda svc, c, chk: svc.runner.execute(c, chk)),
                 await_approval or gate.wait_in_db, via)
-    ctx.tainted = ctx.tainted or bool(ctx.untrusted)
     added: list[dict[str, object]] = [{"role": "user", "content": ctx.text}]
     try:
         if service.port is not None:
@@ -126,7 +125,6 @@ async def _agent(service: TurnService, ctx: TurnContext, think: ThinkFn, how: St
 
 async def _open(service: TurnService, ctx: TurnContext) -> tuple[Conversation, history.Window]:
     """The conversation the model sees: the session's history window, then this message."""
-    ctx.tainted = ctx.tainted or bool(ctx.untrusted)
     started = time.perf_counter()
     settings = service.settings
     window = await history.window(

@@ -57,6 +57,7 @@ class TurnRecord:
                                       sender)
         ctx.untrusted = tuple(untrusted)
         ctx.sources = [source for source, _ in untrusted]
+        ctx.tainted = bool(untrusted)  # outside content from the start: acting steps ask
         self._replies[ctx.turn_id] = asyncio.get_running_loop().create_future()
         self.events.publish(ctx.turn_id, "status", status="planning")
         return ctx

@@ -24,6 +24,7 @@ from metnos.db.engine import session as db_session
 from metnos.db.models import ChatMessage, ChatSession, Turn, utcnow
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from metnos.web.link import create_login_link
+from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, served_gateway
 from tests.support.pg import free_port
 
@@ -215,13 +216,7 @@ async def turn_of(home: Home, session_id: str) -> dict[str, Any]:
     base = f"http://127.0.0.1:{home.settings.gateway.port}"
     async with httpx.AsyncClient(base_url=base, headers=home.auth(), timeout=30) as client:
         messages = (await client.get(f"/api/sessions/{session_id}/messages")).json()
-        turn_id = messages["messages"][-1]["turn_id"]
-        for _ in range(100):
-            turn: dict[str, Any] = (await client.get(f"/api/turns/{turn_id}")).json()
-            if turn["finished_at"]:
-                return turn
-            await asyncio.sleep(0.1)
-    raise AssertionError(f"turn {turn_id} never closed")
+        return await wait_closed(client, messages["messages"][-1]["turn_id"])
 
 
 async def test_a_reload_while_a_step_waits_shows_its_card_again(
