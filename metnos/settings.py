@@ -11,11 +11,13 @@ a changed environment.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     BaseModel,
@@ -39,6 +41,29 @@ from metnos.intent_settings import (  # the [i18n] group's tables
 )
 
 Autonomy = Literal["ReadOnly", "Supervised", "Full"]
+
+
+def system_timezone() -> str:
+    """The machine's IANA time zone: `TZ`, else the `/etc/localtime` link, else
+    `/etc/timezone`, else UTC."""
+    candidates = [os.environ.get("TZ", "").lstrip(":")]
+    with contextlib.suppress(OSError):
+        target = os.readlink("/etc/localtime")
+        candidates.append(target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else "")
+    with contextlib.suppress(OSError):
+        candidates.append(Path("/etc/timezone").read_text(encoding="utf-8").strip())
+    for name in candidates:
+        if name and _known_zone(name):
+            return name
+    return "UTC"
+
+
+def _known_zone(name: str) -> bool:
+    try:
+        ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        return False
+    return True
 
 
 def default_home() -> Path:
@@ -220,6 +245,10 @@ class Settings(BaseSettings):
 
     home: Path = Field(default_factory=default_home, description="Everything the instance owns.")
     lang: str = Field("it", description="Process language (BCP-47), fixed at boot.")
+    timezone: str = Field(
+        default_factory=system_timezone,
+        description="The household's IANA time zone (the time of day, reminders, local times "
+        "in lists); default: the machine's.")
     gateway: GatewaySettings = Field(default_factory=lambda: GatewaySettings())
     database: DatabaseSettings = Field(default_factory=lambda: DatabaseSettings())
     prefect: PrefectSettings = Field(default_factory=lambda: PrefectSettings())
@@ -235,6 +264,18 @@ class Settings(BaseSettings):
     @classmethod
     def _lang_tag(cls, value: str) -> str:
         return bcp47(value)
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, value: str) -> str:
+        if not _known_zone(value):
+            raise ValueError(f"unknown time zone {value!r} (an IANA name, e.g. Europe/Rome)")
+        return value
+
+    @property
+    def tz(self) -> ZoneInfo:
+        """The household's time zone."""
+        return ZoneInfo(self.timezone)
 
     @classmethod
     def settings_customise_sources(
