@@ -13,6 +13,8 @@ class ToolSpec:
     `parameters` is a JSON Schema object (OpenAI tool-calling `function.parameters`).
     `utterances` are hassil sentence templates for the embedded planner, and `slot_values`
     maps a slot name to {spoken phrase: argument value} (e.g. "markdown" → "*.md").
+    `risk` and `side_effects` come from the manifest: the embedded planner's hints never rank
+    a riskier tool above a safer one.
     """
 
     name: str
@@ -21,6 +23,8 @@ class ToolSpec:
     utterances: tuple[str, ...] = ()
     affinity: tuple[str, ...] = ()
     slot_values: dict[str, dict[str, Any]] = field(default_factory=dict)
+    risk: str = "low"
+    side_effects: bool = False
 
     def openai_tool(self) -> dict[str, Any]:
         return {
@@ -52,7 +56,9 @@ class Plan:
     """A planner's answer: steps to run, and/or text to say (a direct answer or a question).
 
     `source` is "llm" or "embedded". `understood` is False when the embedded planner matched
-    nothing (the reply then names what to configure). `cost_usd` is litellm's estimate.
+    nothing (the reply then says so in two lines). `cost_usd` is litellm's estimate.
+    `lang` is the language the request was understood in when that is not necessarily the
+    session's (the embedded planner matches every active language); None: the session's.
     """
 
     steps: tuple[PlanStep, ...]
@@ -60,3 +66,4 @@ class Plan:
     source: str
     understood: bool = True
     cost_usd: float = 0.0
+    lang: str | None = None
