@@ -2,10 +2,9 @@
 
 Run in-process by the gateway. The runtime objects (database, registry, audit log, LLM port)
 are not flow parameters — Prefect stores parameters as JSON — but reach the flow through a
-context variable set by `run_turn` (the flow's `turn_id` parameter names the turn in the UI).
+context variable set by `run_turn`. How the run reads in the UI: `flows/_runview.py`.
 Off the path to the first token (`bench/turn_latency.py`): the process's open Prefect clients
 (`flows/_clients.py`), the head start, the link and the run's name beside the pipeline.
-
 A step that needs the owner's approval pauses the flow run (`flows/approval.py`).
 """
 
@@ -16,15 +15,16 @@ import logging
 from contextvars import ContextVar
 from uuid import UUID
 
-from prefect import flow, get_client
+from prefect import State, flow, get_client, tags
 from prefect.context import get_run_context
 from prefect.settings import get_current_settings
 from prefect.states import Crashed
 
 from flows._clients import shared_clients
+from flows._runview import describe_run, name_run
 from flows.approval import resume_approval, wait_for_owner
 from metnos import i18n
-from metnos.turns import recovery
+from metnos.turns import recovery, runview
 from metnos.turns.pipeline import HeadStart, discard, head_start, run_pipeline
 from metnos.turns.service import TurnContext, TurnService
 from tasks.turn import close_turn, execute_step, thinking
@@ -43,7 +43,8 @@ async def run_turn(service: TurnService, ctx: TurnContext) -> None:
     _TURN.set((service, ctx, head))
     try:
         async with shared_clients():
-            await turn(ctx.turn_id)
+            with tags(*runview.run_tags(ctx)):  # sent with the run's creation: no request
+                await turn(ctx.turn_id)
     except Exception as exc:  # e.g. the Prefect API is unreachable: the flow never ran
         if not ctx.closed:
             await service.fail_turn(ctx, exc)
@@ -55,14 +56,14 @@ async def run_turn(service: TurnService, ctx: TurnContext) -> None:
 # server for its default storage (a blocking request) at each run
 @flow(name="turn", persist_result=False, log_prints=False, validate_parameters=False,
       result_storage=get_current_settings().results.local_storage_path)
-async def turn(turn_id: str) -> str:
+async def turn(turn_id: str) -> State[str]:
     service, ctx, head = _TURN.get()
     run_id = get_run_context().flow_run.id  # type: ignore[union-attr]
     ctx.flow_run_id = str(run_id)
     # beside the pipeline, not before it: the turn's link (crash recovery) and the run's name
     books = asyncio.gather(
         asyncio.to_thread(recovery.link_flow_run, service.engine, turn_id, ctx.flow_run_id),
-        get_client().set_flow_run_name(run_id, f"turn-{turn_id}"))
+        name_run(service, ctx, run_id))
     try:
         reply = await run_pipeline(
             service, ctx,
@@ -75,7 +76,7 @@ async def turn(turn_id: str) -> str:
         raise  # the flow run shows as Failed in the Prefect UI
     await books  # a failed link or rename fails the turn, as it did before the loop began
     await close_turn(service, ctx, reply, "completed")
-    return turn_id
+    return await describe_run(service, ctx, run_id, reply)  # the state named after the outcome
 
 
 async def crash_runs(flow_run_ids: list[str]) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 from metnos.approvals import Approval
@@ -20,9 +21,11 @@ from metnos.turns.reply import StepOutcome
 class TurnContext:
     """One turn in flight: who asked what, where, and the figures measured along the way.
 
-    `lang` is the session's persisted interaction language: the turn's replies and the
-    planner speak it. `ui_locale` is the requesting client's locale, for that request's
-    chrome (error messages) only; it never changes `lang` (SPEC §9.6).
+    `lang` is the turn's language, which its replies and the planner speak: the session's
+    persisted interaction language, or for this turn only the language a message is clearly
+    written in (`language.turn_language`; the session keeps its own). `ui_locale` is the
+    requesting client's locale, for that request's chrome (error messages) only; it never
+    changes `lang` (SPEC §9.6).
     """
 
     turn_id: str
@@ -45,6 +48,8 @@ class TurnContext:
     sources: list[str] = field(default_factory=list)
     activity: list[dict[str, Any]] = field(default_factory=list)  # what ran, beside the reply
     stop_reason: str | None = None  # the i18n key of the budget that ended the loop, if any
+    understood: bool = True  # False: the embedded planner matched nothing (nothing ran)
+    opened_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def mark(self, name: str, started: float) -> None:
         self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - started) * 1000

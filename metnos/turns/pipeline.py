@@ -34,6 +34,7 @@ from metnos.turns.loop import (
     ModelBudgetSpent,
     Steps,
     ThinkFn,
+    activity_item,
     run_checked,
     step_row,
 )
@@ -166,6 +167,7 @@ async def _embedded(service: TurnService, ctx: TurnContext, how: Steps,
     plan = plan_embedded(ctx.text, ctx.lang, service.tools(ctx))
     if said is not None:
         plan = replace(plan, text=said)
+    ctx.understood = plan.understood
     ctx.mark("plan", started)
     service.events.publish(ctx.turn_id, "status", status="running")
     outcomes: list[StepOutcome] = []
@@ -176,6 +178,7 @@ async def _embedded(service: TurnService, ctx: TurnContext, how: Steps,
                                     compose(outcomes, None, ctx.lang) if outcomes else "")
         row = step_row(ctx, checked, outcome, began, utcnow(), seen=[])
         await asyncio.to_thread(service.record.record_step, ctx, row)
+        ctx.activity.append(activity_item(checked, outcome, ctx.lang))  # its Undo button
         outcomes.append(outcome)
     started = time.perf_counter()
     reply = compose(outcomes, plan.text, ctx.lang)

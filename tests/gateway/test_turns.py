@@ -51,9 +51,14 @@ async def test_embedded_planner_finds_markdown_files_through_prefect(
         assert turn["status"] == "completed"
         assert turn["flow_run_id"]
     async with get_client() as prefect:
-        run = await prefect.read_flow_run(turn["flow_run_id"])
-        assert run.name == f"turn-{turn_id}"
+        for _ in range(100):  # the run's name and state come after the turn is closed
+            run = await prefect.read_flow_run(turn["flow_run_id"])
+            if run.state is not None and run.state.is_final():
+                break
+            await asyncio.sleep(0.05)
+        assert run.name.startswith("api · ") and run.name.endswith(" · fs_find")
         assert run.state is not None and run.state.is_completed()
+        assert run.state.name == "Answered"
     lines = audit_lines(home.path)
     assert [(ln["action"], ln["decision"], ln["outcome"]) for ln in lines] == [
         ("fs_find", "allow", "done")]

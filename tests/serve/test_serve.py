@@ -90,7 +90,7 @@ def test_serve_answers_a_turn_and_stops_cleanly(
     assert httpx.get(f"{prefect}/api/flow_runs/{flow_run_id}").status_code == 401  # locked
     run = httpx.get(f"{prefect}/api/flow_runs/{flow_run_id}",
                     auth=tuple(credential.strip().split(":", 1))).json()  # type: ignore[arg-type]
-    assert run["name"] == f"turn-{turn['turn_id']}"
+    assert run["name"].startswith("api · ") and "metnos-turn" in run["tags"]
     assert httpx.get(prefect).status_code == 200  # the UI is served
     browse_the_web_chat(instance_env, gateway)
 

@@ -1,0 +1,132 @@
+"""How a turn's flow run reads in the Prefect UI (SPEC §2): a name and tags a person can find
+it by, the outcome as the final state's name, and a Markdown card with the question, the
+steps, the reply and the undo ids.
+
+Plain functions of the turn's context: `flows/turn.py` hands the results to Prefect. Names
+never carry the message's text (the run list is glanced at by anyone at the screen); the card
+does, with known secrets already redacted by the caller and Markdown/HTML neutralised, since
+the Prefect UI renders it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from zoneinfo import ZoneInfo
+
+from metnos import i18n
+from metnos.turns.context import TurnContext
+
+TAG = "metnos-turn"
+MAX_NAME_EXECUTORS = 3
+_UNSAFE = re.compile(r"[\\`*_{}\[\]<>()#+!|~&]")
+_KEY = re.compile(r"[^a-z0-9-]")
+_NAME = re.compile(r"[^A-Za-z0-9_.-]")  # an executor's name or an action id, as code
+
+
+# The state names, in Prefect's own (English) vocabulary beside Completed, Failed, Paused;
+# the state's message says it in the turn's language.
+NAMES = {"MSG_RUN_ANSWERED": "Answered", "MSG_RUN_NOT_UNDERSTOOD": "Not understood",
+         "MSG_RUN_DENIED": "Denied", "MSG_RUN_EXPIRED": "Expired", "MSG_RUN_STOPPED": "Stopped",
+         "MSG_RUN_REFUSED": "Refused", "MSG_RUN_FAILED_STEPS": "Failed steps"}
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The final state of a turn's run: its name ("Answered"...) and a sentence."""
+
+    name: str
+    message: str
+
+
+def executors_used(ctx: TurnContext) -> list[str]:
+    """The executors the turn asked for, in order, each once (the history's own items left
+    out)."""
+    seen: list[str] = []
+    for item in ctx.activity:
+        name = str(item.get("executor") or "")
+        if name and name != "history" and name not in seen:
+            seen.append(name)
+    return seen
+
+
+def run_name(ctx: TurnContext, started: datetime, tz: ZoneInfo,
+             executors: list[str] | None = None) -> str:
+    """`web · alice · 15:04`, then `· fs_find, fs_read` once the turn knows what it ran."""
+    parts = [ctx.channel, ctx.user_id, started.astimezone(tz).strftime("%H:%M")]
+    if executors:
+        shown = ", ".join(executors[:MAX_NAME_EXECUTORS])
+        extra = len(executors) - MAX_NAME_EXECUTORS
+        parts.append(shown + (f" +{extra}" if extra > 0 else ""))
+    return " · ".join(parts)
+
+
+def run_tags(ctx: TurnContext, executors: list[str] | None = None) -> list[str]:
+    """Filterable in the UI: every turn, its channel, its user, its language, what it ran."""
+    tags = [TAG, f"channel:{ctx.channel}", f"user:{ctx.user_id}", f"lang:{ctx.lang}"]
+    tags.extend(f"executor:{name}" for name in executors or [])
+    return tags
+
+
+def outcome(ctx: TurnContext, *, understood: bool) -> Outcome:
+    """What the turn came to, from its activity: the run's final state says it."""
+    statuses = [str(item.get("status")) for item in ctx.activity
+                if item.get("executor") != "history"]
+    if not understood:
+        key = "MSG_RUN_NOT_UNDERSTOOD"
+    elif "denied" in statuses:
+        key = "MSG_RUN_DENIED"
+    elif "expired" in statuses:
+        key = "MSG_RUN_EXPIRED"
+    elif ctx.stop_reason is not None:
+        key = "MSG_RUN_STOPPED"
+    elif statuses and all(s in ("refused", "failed") for s in statuses):
+        key = "MSG_RUN_REFUSED" if "refused" in statuses else "MSG_RUN_FAILED_STEPS"
+    else:
+        key = "MSG_RUN_ANSWERED"
+    return Outcome(name=NAMES[key], message=i18n.get(key, ctx.lang))
+
+
+def artifact_key(ctx: TurnContext) -> str:
+    """The card's key in the Artifacts page (lowercase letters, digits, dashes)."""
+    return _KEY.sub("-", f"turn-{ctx.turn_id}".lower())
+
+
+def card(ctx: TurnContext, question: str, reply: str, started: datetime, tz: ZoneInfo) -> str:
+    """The turn as Markdown: who asked what, when; the steps; the reply; the undo ids."""
+    lang = ctx.lang
+    when = started.astimezone(tz).strftime("%Y-%m-%d %H:%M")
+    lines = [f"### {i18n.get('MSG_RUN_CARD_TITLE', lang)}",
+             i18n.get("MSG_RUN_CARD_WHO", lang, channel=_safe(ctx.channel),
+                      user=_safe(ctx.user_id), when=when), "",
+             f"**{i18n.get('MSG_RUN_CARD_QUESTION', lang)}**", "", _quoted(question), ""]
+    steps = [item for item in ctx.activity if item.get("executor") != "history"]
+    if steps:
+        lines += [f"**{i18n.get('MSG_RUN_CARD_STEPS', lang)}**", ""]
+        for item in steps:
+            status = i18n.get(f"MSG_RUN_STEP_{str(item.get('status')).upper()}", lang)
+            lines.append(f"- `{_NAME.sub('', str(item.get('executor')))}` · {status} · "
+                         f"{_safe(_one_line(str(item.get('text') or '')))}")
+            if item.get("undo") and item.get("action_id"):
+                lines.append("  " + i18n.get("MSG_RUN_CARD_UNDO", lang,
+                                             action_id=_NAME.sub("", str(item["action_id"]))))
+        lines.append("")
+    lines += [f"**{i18n.get('MSG_RUN_CARD_REPLY', lang)}**", "", _quoted(reply)]
+    return "\n".join(lines)
+
+
+def _one_line(text: str, limit: int = 200) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def _safe(text: str) -> str:
+    """Text shown as itself: Markdown and HTML characters escaped."""
+    return _UNSAFE.sub(lambda m: "\\" + m.group(0) if m.group(0) not in "<>&"
+                       else {"<": "&lt;", ">": "&gt;", "&": "&amp;"}[m.group(0)], text)
+
+
+def _quoted(text: str) -> str:
+    body = text.strip() or "—"
+    return "\n".join("> " + _safe(line) if line.strip() else ">" for line in body.splitlines())

@@ -1,0 +1,71 @@
+"""How a turn's run reads in the Prefect UI, as plain functions (no Prefect here)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from zoneinfo import ZoneInfo
+
+from metnos.turns import runview
+from metnos.turns.context import TurnContext
+
+ROME = ZoneInfo("Europe/Rome")
+NOON_UTC = datetime(2026, 12, 1, 11, 5, tzinfo=UTC)
+
+
+def ctx(lang: str = "en", **changes: object) -> TurnContext:
+    turn = TurnContext("t1", "s1", "alice", "telegram", "alice", lang, "Supervised",
+                       "read my <secret> diary")
+    for name, value in changes.items():
+        setattr(turn, name, value)
+    return turn
+
+
+def item(executor: str, status: str, **extra: object) -> dict[str, object]:
+    return {"executor": executor, "status": status, "text": f"{executor} {status}",
+            "action_id": None, "undo": False, "approval_id": None, **extra}
+
+
+def test_the_name_says_channel_user_local_time_and_what_ran_never_the_text() -> None:
+    turn = ctx(activity=[item("history", "done"), item("fs_find", "done"),
+                         item("fs_read", "done"), item("fs_read", "done"),
+                         item("fs_write", "done"), item("lists", "done")])
+    assert runview.run_name(turn, NOON_UTC, ROME) == "telegram · alice · 12:05"
+    used = runview.executors_used(turn)
+    assert used == ["fs_find", "fs_read", "fs_write", "lists"]
+    assert runview.run_name(turn, NOON_UTC, ROME, used) == (
+        "telegram · alice · 12:05 · fs_find, fs_read, fs_write +1")
+    assert runview.run_tags(turn, used) == [
+        "metnos-turn", "channel:telegram", "user:alice", "lang:en", "executor:fs_find",
+        "executor:fs_read", "executor:fs_write", "executor:lists"]
+
+
+def test_the_outcome_names_the_final_state() -> None:
+    cases = [
+        (ctx(), True, "Answered"),
+        (ctx(activity=[item("fs_read", "done")]), True, "Answered"),
+        (ctx(), False, "Not understood"),
+        (ctx(activity=[item("fs_read", "done"), item("fs_move", "denied")]), True, "Denied"),
+        (ctx(activity=[item("fs_move", "expired")]), True, "Expired"),
+        (ctx(activity=[item("fs_read", "done")], stop_reason="MSG_AGENT_STOP_REPEAT"), True,
+         "Stopped"),
+        (ctx(activity=[item("fs_delete", "refused")]), True, "Refused"),
+        (ctx(activity=[item("fs_read", "failed")]), True, "Failed steps"),
+        (ctx(activity=[item("fs_read", "failed"), item("fs_read", "done")]), True, "Answered"),
+    ]
+    for turn, understood, name in cases:
+        assert runview.outcome(turn, understood=understood).name == name, turn.activity
+    assert runview.outcome(ctx("it"), understood=False).message == (
+        "Non capito: non è stato fatto nulla.")
+
+
+def test_the_card_holds_question_steps_reply_and_undo_ids_as_inert_text() -> None:
+    turn = ctx("it", activity=[item("fs_write", "done", action_id="ab12", undo=True,
+                                    text="Scritto *note*.md")])
+    text = runview.card(turn, "read my <secret> diary", "Ecco: <script>x()</script>",
+                        NOON_UTC, ROME)
+    assert "### Un turno di Metnos" in text and "2026-12-01 12:05" in text
+    assert "> read my &lt;secret&gt; diary" in text
+    assert "&lt;script&gt;" in text and "<script>" not in text
+    assert "`fs_write` · fatto · Scritto \\*note\\*.md" in text
+    assert "per annullare: `metnos undo ab12`" in text
+    assert runview.artifact_key(ctx(turn_id="A1_b2")) == "turn-a1-b2"
