@@ -7,9 +7,8 @@ import asyncio
 import logging
 from uuid import UUID
 
-from prefect import get_client
+from prefect import State, get_client
 from prefect.artifacts import acreate_markdown_artifact
-from prefect import State
 from prefect.states import Completed
 
 from metnos.turns import runview
