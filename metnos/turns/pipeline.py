@@ -168,6 +168,8 @@ async def _embedded(service: TurnService, ctx: TurnContext, how: Steps,
     if said is not None:
         plan = replace(plan, text=said)
     ctx.understood = plan.understood
+    if plan.lang:  # understood in another active language: this turn answers in it
+        ctx.lang = plan.lang  # (the session's pinned language is the session row's, unchanged)
     ctx.mark("plan", started)
     service.events.publish(ctx.turn_id, "status", status="running")
     outcomes: list[StepOutcome] = []
