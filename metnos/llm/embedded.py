@@ -1,19 +1,27 @@
 """The embedded planner: no LLM, Home Assistant Assist's sentence matcher (SPEC §8).
 
-Each tool's `utterances` (hassil templates, in the session language) become one hassil intent;
-a `{slot}` with `slot_values` is a closed value list, any other `{slot}` a wildcard. Matching is
-case- and accent-insensitive; wildcard text is taken from the user's original text, so
-`leggi città.md` keeps its accent. A tie between two tools, or no match, runs nothing: the
-reply lists what the planner understands, suggests tools by affinity keywords, and names what
-to configure for free-form requests. Compiled intents are cached per (language, tools).
+Each tool's `utterances` (hassil templates, in one language) become one hassil intent; a
+`{slot}` with `slot_values` is a closed value list, any other `{slot}` a wildcard. The household
+intents (greetings, thanks, the time and the date, what Metnos can do: `household.py`) are
+matched beside them and answered with no executor. Matching is case- and accent-insensitive;
+wildcard text is taken from the user's original text, so `leggi città.md` keeps its accent.
+
+Every active language is tried: the session's first, and a sentence it does not match is
+matched in the others (`others`), the best match winning, and answered in its language
+(`Plan.lang`). A tie between two tools, or no match, runs nothing: two lines say so, with one
+safe hint or one example (`household_hints.py`). Compiled intents are cached per (language,
+tools).
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import logging
 import re
 import unicodedata
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -27,47 +35,105 @@ from hassil import (
     WildcardSlotList,
     parse_sentence,
     recognize_ranked,
-    sample_expression,
 )
 from hassil.intents import Intent
 
 from metnos import i18n
+from metnos.llm import household
+from metnos.llm import household_hints as hints
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
+from metnos.settings import get_settings
 
 log = logging.getLogger(__name__)
 
-MAX_LISTED = 10
 _QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’", "«": "»", "„": "“"}
 _TOKEN = re.compile(r"\w+")
 _SLOT_REF = re.compile(r"\{([^{}:]+)(?::[^{}]*)?\}")
 
 # (tool name, utterances, ((slot, ((phrase, value as JSON), ...)), ...))
 _ToolKey = tuple[str, tuple[str, ...], tuple[tuple[str, tuple[tuple[str, str], ...]], ...]]
+_Match = tuple[str, list[ToolSpec], list[RecognizeResult]]  # language, its tools, results
 
 
-def plan_embedded(text: str, lang: str, tools: list[ToolSpec]) -> Plan:
-    """Match `text` against the tools' templates; one step on a clear match, else a helpful text."""
+@dataclass(frozen=True)
+class Understanding:
+    """What the matcher made of a sentence, before any reply is written.
+
+    `intent`: the executor or `household.<name>` matched, None for no match or a tie (`tied`:
+    the intents that tied). `lang`: the language it was matched in (the session's tag when
+    that is the one, else the other active language's code)."""
+
+    intent: str | None
+    args: dict[str, Any]
+    lang: str
+    tied: frozenset[str] = frozenset()
+
+
+def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
+                  others: Mapping[str, Sequence[ToolSpec]] | None = None,
+                  now: dt.datetime | None = None) -> Plan:
+    """Match `text` in the session language `lang` (its `tools`), else in the other active
+    languages (`others`: language → the same tools described in it). One step or a household
+    answer on a clear match, else two lines with a safe hint. `now` is the time the household
+    intents tell (default: now in the instance's time zone)."""
+    found = understand(text, lang, tools, others=others)
+    code = _base_lang(found.lang)
+    specs = list(tools) if code == _base_lang(lang) else _in(code, others)
+    examples = _examples(code, specs)
+    if found.intent is None:
+        first = "MSG_PLAN_AMBIGUOUS" if found.tied else "MSG_PLAN_NOT_UNDERSTOOD"
+        message = hints.not_understood(text, code, examples, first=first,
+                                       among=found.tied or None)
+        return Plan(steps=(), text=message, source="embedded", understood=False,
+                    lang=found.lang if found.tied else None)
+    if household.is_household(found.intent):
+        when = now or dt.datetime.now(get_settings().tz)
+        answer = household.answer(found.intent, found.lang, when, hints.items(examples, code))
+        return Plan(steps=(), text=answer, source="embedded", lang=found.lang)
+    step = PlanStep(executor=found.intent, args=found.args)
+    return Plan(steps=(step,), text=None, source="embedded", lang=found.lang)
+
+
+def understand(text: str, lang: str, tools: Sequence[ToolSpec], *,
+               others: Mapping[str, Sequence[ToolSpec]] | None = None) -> Understanding:
+    """The intent of `text`: the session language's match wins, else the best match among
+    the other active languages (an equal score: the one named first)."""
+    original = household.calm(unicodedata.normalize("NFC", text))
+    folded = fold(original)
     base = _base_lang(lang)
-    by_name = {tool.name: tool for tool in tools}
-    original = unicodedata.normalize("NFC", text)
-    intents = _compile(base, tuple(_tool_key(tool) for tool in tools))
-    results = recognize_ranked(fold(original), intents) if intents.intents else []
-    results = [r for r in results if not _slot_is_template_text(r, by_name[r.intent.name])]
-    if not results:
-        return _not_understood(original, base, tools)
+    languages = [(base, list(tools))]
+    languages += [(code, list(specs)) for tag, specs in (others or {}).items()
+                  if (code := _base_lang(tag)) not in {c for c, _ in languages}]
+    matched: _Match | None = None
+    for code, specs in languages:
+        results = _recognise(folded, code, specs)
+        if not results:
+            continue
+        if code == base:
+            matched = (code, specs, results)
+            break
+        if matched is None or _score(results[0]) < _score(matched[2][0]):
+            matched = (code, specs, results)
+    if matched is None:
+        return Understanding(intent=None, args={}, lang=lang)
+    code, specs, results = matched
+    found_lang = lang if code == base else code
     best = results[0]
-    rivals = {
-        r.intent.name
-        for r in results[1:]
-        if r.intent.name != best.intent.name and _score(r) == _score(best)
-    }
+    rivals = {r.intent.name for r in results[1:]
+              if r.intent.name != best.intent.name and _score(r) == _score(best)}
     if rivals:
-        tied = [by_name[name] for name in sorted({best.intent.name, *rivals})]
-        text_out = i18n.get("MSG_PLAN_AMBIGUOUS", base, capabilities=_capabilities(tied, base))
-        return Plan(steps=(), text=text_out, source="embedded", understood=False)
-    tool = by_name[best.intent.name]
-    step = PlanStep(executor=tool.name, args=_args(best, original, tool))
-    return Plan(steps=(step,), text=None, source="embedded")
+        return Understanding(intent=None, args={}, lang=found_lang,
+                             tied=frozenset({best.intent.name, *rivals}))
+    name = best.intent.name
+    if household.is_household(name):
+        return Understanding(intent=name, args={}, lang=found_lang)
+    tool = {t.name: t for t in specs}[name]
+    return Understanding(intent=name, args=_args(best, original, tool, code), lang=found_lang)
+
+
+def _in(code: str, others: Mapping[str, Sequence[ToolSpec]] | None) -> list[ToolSpec]:
+    return next((list(specs) for tag, specs in (others or {}).items()
+                 if _base_lang(tag) == code), [])
 
 
 def fold(text: str) -> str:
@@ -79,6 +145,48 @@ def fold(text: str) -> str:
         )
         out.append(bare if len(bare) == 1 else char)
     return "".join(out)
+
+
+def _recognise(folded: str, lang: str, tools: list[ToolSpec]) -> list[RecognizeResult]:
+    """hassil's ranked results for the folded text in `lang`, without arguments made only of
+    template words."""
+    intents = _compile(lang, tuple(_tool_key(tool) for tool in tools))
+    if not intents.intents:
+        return []
+    by_name = {tool.name: tool for tool in tools}
+    return [r for r in recognize_ranked(folded, intents)
+            if household.is_household(r.intent.name)
+            or not _slot_is_template_text(r, by_name[r.intent.name])]
+
+
+def _examples(lang: str, tools: list[ToolSpec]) -> tuple[hints.Example, ...]:
+    keys = tuple(_tool_key(tool) for tool in tools)
+    traits = tuple((t.name, t.side_effects, t.risk, t.affinity) for t in tools)
+    return _understood_examples(lang, keys, traits, i18n.generation())
+
+
+@lru_cache(maxsize=32)
+def _understood_examples(lang: str, keys: tuple[_ToolKey, ...],
+                         traits: tuple[tuple[str, bool, str, tuple[str, ...]], ...],
+                         generation: object) -> tuple[hints.Example, ...]:
+    """The capability examples the planner understands, unambiguously, with these tools."""
+    tools = [ToolSpec(name, "", {}, utterances=utterances,
+                      slot_values={s: {p: json.loads(v) for p, v in vals} for s, vals in slots})
+             for name, utterances, slots in keys]
+    by_name = {name: (side, risk, aff) for name, side, risk, aff in traits}
+    found = []
+    for capability, key, text in hints.example_texts(lang):
+        results = _recognise(fold(household.calm(text)), lang, tools)
+        if not results or any(r.intent.name != results[0].intent.name
+                              and _score(r) == _score(results[0]) for r in results[1:]):
+            continue
+        intent = results[0].intent.name
+        side, risk, affinity = by_name.get(intent, (False, "low", ()))
+        found.append(hints.Example(
+            capability=capability, key=key, text=text, intent=intent,
+            level=household.level(text, lang), danger=hints.danger(side, risk),
+            affinity=frozenset(household.words_of(" ".join(affinity)))))
+    return tuple(found)
 
 
 # -- compiling ----------------------------------------------------------------------------
@@ -94,6 +202,10 @@ def _tool_key(tool: ToolSpec) -> _ToolKey:
 def _compile(lang: str, keys: tuple[_ToolKey, ...]) -> Intents:
     """hassil intents for these tools (templates that do not parse are logged and skipped)."""
     intents: dict[str, Intent] = {}
+    for name, sentences in household.templates(lang):
+        data = _intent_data(name, sentences, {})
+        if data is not None:
+            intents[name] = Intent(name=name, data=[data])
     for name, utterances, slots in keys:
         data = _intent_data(name, utterances, dict(slots))
         if data is not None:
@@ -159,7 +271,8 @@ def _literal_words(utterances: tuple[str, ...]) -> frozenset[str]:
     return frozenset(_TOKEN.findall(text))
 
 
-def _args(result: RecognizeResult, original: str, tool: ToolSpec) -> dict[str, Any]:
+def _args(result: RecognizeResult, original: str, tool: ToolSpec,
+          lang: str) -> dict[str, Any]:
     props = tool.parameters.get("properties", {}) if isinstance(tool.parameters, dict) else {}
     args: dict[str, Any] = {}
     for name, entity in result.entities.items():
@@ -168,7 +281,15 @@ def _args(result: RecognizeResult, original: str, tool: ToolSpec) -> dict[str, A
             continue
         span = entity.text_span
         raw = original[span[0] : span[1]] if span else str(entity.value)
-        args[name] = _coerce(_unquote(raw), props.get(name, {}))
+        schema = props.get(name, {})
+        if isinstance(schema, dict) and schema.get("type") == "array":
+            # items closed by the sentence's own words ("X and Y to the list") are a list;
+            # free text running to its end ("remind me to X and Y") is one item
+            whole = span is not None and not original[span[1]:].strip(" ?!.…")
+            value = _unquote(raw)
+            args[name] = [value] if whole and value else household.items_of(value, lang)
+        else:
+            args[name] = _coerce(_unquote(raw), schema)
     return args
 
 
@@ -190,77 +311,6 @@ def _coerce(text: str, schema: dict[str, Any]) -> Any:
     except ValueError:
         return text
     return text
-
-
-# -- the honest "not understood" ----------------------------------------------------------
-def _not_understood(text: str, lang: str, tools: list[ToolSpec]) -> Plan:
-    suggested = _by_affinity(text, tools)
-    message = i18n.get(
-        "MSG_PLAN_NOT_UNDERSTOOD", lang, capabilities=_capabilities(suggested + tools, lang)
-    )
-    if suggested:
-        names = ", ".join(
-            i18n.get("MSG_PLAN_QUOTED", lang, text=_example(t)) for t in suggested[:3]
-        )
-        message = i18n.get("MSG_PLAN_SUGGESTION", lang, suggestions=names) + "\n" + message
-    return Plan(steps=(), text=message, source="embedded", understood=False)
-
-
-def _by_affinity(text: str, tools: list[ToolSpec]) -> list[ToolSpec]:
-    """Tools whose affinity keywords occur in the text, most overlap first (never run)."""
-    words = set(_TOKEN.findall(fold(text).casefold()))
-    scored = []
-    for index, tool in enumerate(tools):
-        keywords = {fold(k).casefold() for k in tool.affinity}
-        overlap = len(words & keywords)
-        if overlap and tool.utterances:
-            scored.append((-overlap, index, tool))
-    return [tool for _, _, tool in sorted(scored, key=lambda item: item[:2])]
-
-
-def _capabilities(tools: list[ToolSpec], lang: str) -> str:
-    seen: list[str] = []
-    lines: list[str] = []
-    for tool in tools:
-        if tool.name in seen or not tool.utterances:
-            continue
-        seen.append(tool.name)
-        example = _example(tool)
-        lines.append(
-            i18n.get(
-                "MSG_PLAN_CAPABILITY", lang, description=_short(tool.description), example=example
-            )
-        )
-    if not lines:
-        return i18n.get("MSG_PLAN_NO_CAPABILITIES", lang)
-    return "\n".join(lines[:MAX_LISTED])
-
-
-def _short(description: str, limit: int = 120) -> str:
-    """The first sentence of a description (manifests may say much more)."""
-    first = re.split(r"(?<=[.!?])\s|\n", description.strip(), maxsplit=1)[0].rstrip(".")
-    return first if len(first) <= limit else first[: limit - 1].rstrip() + "…"
-
-
-def _example(tool: ToolSpec) -> str:
-    """A readable sentence from the first template: no optionals, first alternatives."""
-    return _example_of(tool.utterances[0], tuple(_tool_key(tool)[2])) if tool.utterances else ""
-
-
-@lru_cache(maxsize=256)
-def _example_of(template: str, slots: tuple[tuple[str, tuple[tuple[str, str], ...]], ...]) -> str:
-    try:
-        expression = parse_sentence(template, keep_text=True).expression
-        sample = next(iter(sample_expression(expression, expand_lists=False, skip_optionals=True)))
-    except Exception:  # an unparsable template was already logged at compile time
-        return template
-    values = dict(slots)
-
-    def _fill(match: re.Match[str]) -> str:
-        phrases = values.get(match.group(1).strip())
-        return phrases[0][0] if phrases else f"<{match.group(1).strip()}>"
-
-    return " ".join(_SLOT_REF.sub(_fill, sample).split())
 
 
 def _base_lang(lang: str) -> str:

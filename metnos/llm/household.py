@@ -1,0 +1,187 @@
+"""Household intents of the embedded planner: greetings, thanks, the time and the date, what
+Metnos can do, help. They are answered with no model and no executor.
+
+The sentences (hassil templates), the words that ask for a change and the common words of
+each language live in `household/<lang>.toml`; a language without that file simply has no
+household intents. `household/capabilities.toml` (the same in every language) orders what
+"what can you do?" lists. Every answer is an i18n message of `i18n/<lang>/household.toml`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import re
+import tomllib
+import unicodedata
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from babel.dates import format_time
+
+from metnos import i18n
+from metnos.i18n.formatting import locale_for
+
+log = logging.getLogger(__name__)
+
+DATA_DIR = Path(__file__).with_name("household")
+PREFIX = "household."  # intent names: executor names cannot hold a dot
+INTENTS = ("greeting", "thanks", "time", "date", "capabilities", "help")
+LEVELS = ("change", "remove", "run")  # risk words, 1 to 3; no such word: 0 (reading)
+_TOKEN = re.compile(r"\w+(?:'\w+)?")
+# emoji decorations a sentence may carry: variation selectors, skin tones, joiners
+_DECORATION = re.compile("[\ufe0e\ufe0f\u200d\U0001f3fb-\U0001f3ff]")
+
+
+@dataclass(frozen=True)
+class Phrases:
+    """One language's household data file."""
+
+    intents: dict[str, tuple[str, ...]]
+    risk: dict[int, frozenset[str]]  # level → words and phrases (folded, lower case)
+    stop: frozenset[str]
+    joiners: tuple[str, ...] = ()  # "and" between the items of a list
+    articles: tuple[str, ...] = ()  # left off an item's front ("the milk" → "milk")
+
+
+@dataclass(frozen=True)
+class Capability:
+    name: str
+    examples: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    """`capabilities.toml`: what "what can you do?" lists, and the not-understood example."""
+
+    capabilities: tuple[Capability, ...]
+    tries: tuple[str, ...]
+
+
+def is_household(intent: str) -> bool:
+    return intent.startswith(PREFIX)
+
+
+@lru_cache(maxsize=16)
+def phrases(lang: str) -> Phrases:
+    """The data file of `lang` (its base language); empty when there is none or it is broken."""
+    path = DATA_DIR / f"{lang}.toml"
+    try:
+        table = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        log.error("household.bad_file path=%s error=%s", path, exc)
+        table = {}
+    intents = {
+        name: tuple(str(t) for t in table.get("intents", {}).get(name, ()))
+        for name in INTENTS
+    }
+    risk = {
+        level: frozenset(_folded(w) for w in table.get("risk", {}).get(name, ()))
+        for level, name in enumerate(LEVELS, start=1)
+    }
+    words = table.get("words", {})
+    stop = frozenset(_folded(w) for w in words.get("stop", ()))
+    return Phrases(intents=intents, risk=risk, stop=stop,
+                   joiners=tuple(str(w) for w in words.get("and", ())),
+                   articles=tuple(str(w) for w in words.get("articles", ())))
+
+
+@lru_cache(maxsize=1)
+def catalogue() -> Catalogue:
+    table = tomllib.loads((DATA_DIR / "capabilities.toml").read_text(encoding="utf-8"))
+    capabilities = tuple(
+        Capability(str(c["name"]), tuple(str(e) for e in c.get("examples", ())))
+        for c in table.get("capability", ())
+    )
+    return Catalogue(capabilities=capabilities, tries=tuple(str(t) for t in table.get("try", ())))
+
+
+def templates(lang: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(intent name, its hassil templates) for every household intent of `lang`."""
+    return tuple(
+        (PREFIX + name, sentences) for name, sentences in phrases(lang).intents.items() if sentences
+    )
+
+
+def calm(text: str) -> str:
+    """Emoji as the templates spell them: no variation selectors or skin tones, and a run of
+    one emoji (`👋👋`) counted once."""
+    out: list[str] = []
+    for char in _DECORATION.sub("", text):
+        if not (out and out[-1] == char and unicodedata.category(char) == "So"):
+            out.append(char)
+    return "".join(out)
+
+
+def level(text: str, lang: str) -> int:
+    """How much `text` asks to change: 0 reading, 1 change, 2 remove, 3 run (its risk words)."""
+    words = words_of(text)
+    joined = f" {' '.join(words)} "
+    found = 0
+    for value, table in phrases(lang).risk.items():
+        if any((f" {w} " in joined) if " " in w else (w in words) for w in table):
+            found = max(found, value)
+    return found
+
+
+def words_of(text: str) -> list[str]:
+    return _TOKEN.findall(_folded(text))
+
+
+def content_words(text: str, lang: str) -> frozenset[str]:
+    """The words of `text` that are not too common to tell two sentences apart."""
+    stop = phrases(lang).stop
+    return frozenset(w for w in words_of(text) if w not in stop and len(w) > 1)
+
+
+def items_of(text: str, lang: str) -> list[str]:
+    """The items of a spoken list: `latte, il pane e le uova` → `latte`, `pane`, `uova`
+    (commas, semicolons, new lines and the language's "and"; a leading article dropped)."""
+    data = phrases(lang)
+    pattern = r"\s*[,;\n]\s*"
+    if data.joiners:
+        pattern += "|" + "|".join(rf"\s+{re.escape(j)}\s+" for j in data.joiners)
+    found: list[str] = []
+    for piece in re.split(pattern, text.strip(), flags=re.IGNORECASE):
+        item = _without_article(piece.strip(), data.articles)
+        if item:
+            found.append(item)
+    return found
+
+
+def _without_article(item: str, articles: tuple[str, ...]) -> str:
+    lowered = item.casefold().replace("’", "'")
+    for article in articles:
+        glued = article.endswith("'")
+        if lowered.startswith(article if glued else article + " ") and len(item) > len(article):
+            return item[len(article):].strip()
+    return item
+
+
+def answer(intent: str, lang: str, now: dt.datetime, items: list[tuple[str, str]]) -> str:
+    """The reply to household intent `intent`; `items` are (what, example) for the list of
+    what Metnos can do."""
+    name = intent.removeprefix(PREFIX)
+    if name == "time":
+        return i18n.get("MSG_HOUSEHOLD_TIME", lang,
+                        time=format_time(now, format="short", locale=locale_for(lang)))
+    if name == "date":
+        return i18n.get("MSG_HOUSEHOLD_DATE", lang, date=i18n.date(now.date(), lang, "full"))
+    if name in ("capabilities", "help"):
+        if not items:
+            return i18n.get("MSG_HOUSEHOLD_NOTHING", lang)
+        lines = "\n".join(
+            i18n.get("MSG_HOUSEHOLD_ITEM", lang, what=what, example=example)
+            for what, example in items
+        )
+        key = "MSG_HOUSEHOLD_HELP" if name == "help" else "MSG_HOUSEHOLD_CAPABILITIES"
+        return i18n.get(key, lang, items=lines)
+    if name == "thanks":
+        return i18n.get("MSG_HOUSEHOLD_THANKS", lang)
+    return i18n.get("MSG_HOUSEHOLD_GREETING", lang)
+
+
+def _folded(text: str) -> str:
+    decomposed = unicodedata.normalize("NFD", text.replace("’", "'"))
+    return "".join(c for c in decomposed if not unicodedata.combining(c)).casefold()
