@@ -42,6 +42,7 @@ from metnos import i18n
 from metnos.llm import household
 from metnos.llm import household_hints as hints
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
+from metnos.reminders.planning import plan_timed
 from metnos.settings import get_settings
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,9 @@ def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
     languages (`others`: language → the same tools described in it). One step or a household
     answer on a clear match, else two lines with a safe hint. `now` is the time the household
     intents tell (default: now in the instance's time zone)."""
+    timed = plan_timed(text, lang, tools, others=others, now=now)  # "ricordami ... alle 18"
+    if timed is not None:
+        return timed
     found = understand(text, lang, tools, others=others)
     code = _base_lang(found.lang)
     specs = list(tools) if code == _base_lang(lang) else _in(code, others)
@@ -247,10 +251,12 @@ def _value_list(name: str, values: tuple[tuple[str, str], ...]) -> TextSlotList:
 
 
 # -- matching -----------------------------------------------------------------------------
-def _score(result: RecognizeResult) -> tuple[int, int]:
-    """Fewer wildcards, then more literal text: two tools scoring the same are a tie."""
-    wildcards = sum(1 for e in result.entities_list if e.is_wildcard)
-    return (wildcards, -result.text_chunks_matched)
+def _score(result: RecognizeResult) -> tuple[int, int, int]:
+    """Fewer wildcards, then more literal text, then less text left to wildcards (`elimina
+    lo zucchero dalla spesa`: a list's item beats a whole sentence taken as a file name):
+    two tools scoring the same are a tie."""
+    wild = [e for e in result.entities_list if e.is_wildcard]
+    return (len(wild), -result.text_chunks_matched, sum(len(str(e.text)) for e in wild))
 
 
 def _slot_is_template_text(result: RecognizeResult, tool: ToolSpec) -> bool:

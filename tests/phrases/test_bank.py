@@ -1,0 +1,51 @@
+"""The phrase bank (issue 12): at least 60 everyday sentences and 20 that must not be understood
+per language, run through the embedded planner in every active language.
+
+The threshold: at least 90% of the sentences whose executor is installed get the right intent
+and arguments (bench/intents.py prints the figures). The hard rule, with no threshold: no
+sentence reaches a mutating executor, or a mutating action, it did not ask for."""
+
+from __future__ import annotations
+
+import pytest
+
+from metnos.llm.embedded import plan_embedded
+from tests.llm.builtin_tools import builtin_tools, others
+from tests.phrases.bank import LANGS, NONE, NOW, load, run
+
+THRESHOLD = 0.9
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_the_bank_is_large_enough(lang: str) -> None:
+    bank = load(lang)
+    assert len(bank["sentence"]) >= 60
+    assert len(bank["not_understood"]) >= 20
+    texts = [e["text"] for e in bank["sentence"]] + bank["not_understood"]
+    assert len(texts) == len(set(texts))
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_intent_accuracy_is_above_the_threshold(lang: str) -> None:
+    report = run(lang)
+    misses = [(o.text, o.expected, o.expected_args, o.got, o.got_args)
+              for o in report.counted() if not o.correct]
+    assert report.accuracy() >= THRESHOLD, misses
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_no_sentence_changes_what_it_did_not_ask_to(lang: str) -> None:
+    report = run(lang)
+    assert [(o.text, o.got, o.got_args) for o in report.unasked_changes()] == []
+
+
+@pytest.mark.parametrize("lang", LANGS)
+def test_what_is_not_understood_runs_nothing_and_says_so_in_two_lines(lang: str) -> None:
+    for outcome in run(lang).outcomes:
+        if outcome.expected != NONE or outcome.got != NONE:
+            continue
+        plan = plan_embedded(outcome.text, lang, builtin_tools(lang), others=others(lang),
+                             now=NOW)
+        assert plan.steps == () and plan.understood is False
+        assert plan.text is not None and len(plan.text.splitlines()) == 2, plan.text
+        assert "<" not in plan.text and "METNOS_" not in plan.text
