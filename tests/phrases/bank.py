@@ -31,6 +31,7 @@ class Outcome:
     got: str
     got_args: dict[str, Any]
     fallback: str | None = None
+    lang: str = ""  # the language it was understood in
 
     @property
     def pending(self) -> bool:
@@ -92,16 +93,18 @@ def load(lang: str) -> dict[str, Any]:
     return tomllib.loads((BANK_DIR / f"{lang}.toml").read_text(encoding="utf-8"))
 
 
-def run(lang: str) -> Report:
+def run(lang: str, session: str | None = None) -> Report:
+    """The bank of `lang`, from a session in `session` (default: the same language)."""
     bank = load(lang)
-    tools, elsewhere = builtin_tools(lang), others(lang, LANGS)
+    session = session or lang
+    tools, elsewhere = builtin_tools(session), others(session, LANGS)
     report = Report(lang)
     entries = [(e["text"], e["intent"], e.get("args", {}), e.get("fallback"))
                for e in bank.get("sentence", ())]
     entries += [(text, NONE, {}, None) for text in bank.get("not_understood", ())]
     for text, intent, args, fallback in entries:
-        found = understand(text, lang, tools, others=elsewhere)
+        found = understand(text, session, tools, others=elsewhere)
         report.outcomes.append(Outcome(text=text, expected=intent, expected_args=args,
                                        got=found.intent or NONE, got_args=found.args,
-                                       fallback=fallback))
+                                       fallback=fallback, lang=found.lang))
     return report

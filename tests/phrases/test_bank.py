@@ -49,3 +49,17 @@ def test_what_is_not_understood_runs_nothing_and_says_so_in_two_lines(lang: str)
         assert plan.steps == () and plan.understood is False
         assert plan.text is not None and len(plan.text.splitlines()) == 2, plan.text
         assert "<" not in plan.text and "METNOS_" not in plan.text
+
+
+@pytest.mark.parametrize(("lang", "session"), [("it", "en"), ("en", "it")])
+def test_the_bank_is_understood_from_a_session_in_the_other_language(
+        lang: str, session: str) -> None:
+    """Every active language is matched: the same intents, answered in the bank's language
+    (an emoji matches in both: the session's wins)."""
+    same = run(lang)
+    crossed = run(lang, session=session)
+    for mine, theirs in zip(same.outcomes, crossed.outcomes, strict=True):
+        assert (theirs.got, theirs.got_args) == (mine.got, mine.got_args), mine.text
+        if mine.got != NONE:
+            emoji = not any(char.isalpha() for char in mine.text)
+            assert theirs.lang == (session if emoji else lang), mine.text
