@@ -13,7 +13,7 @@ from babel.dates import format_time
 from metnos import i18n
 from metnos.llm import household
 from metnos.llm.embedded import plan_embedded, understand
-from metnos.llm.household_hints import example_texts
+from metnos.llm.household_hints import Example, danger, example_texts, hint
 from metnos.llm.tools import Plan
 from metnos.settings import get_settings
 from tests.llm.builtin_tools import builtin_tools, changes, manifests, others
@@ -199,3 +199,15 @@ def test_a_broken_or_missing_data_file_means_no_household_intents() -> None:
     assert household.level("svuota la lista", "it") == 2
     assert household.level("aggiungi il latte", "it") == 1
     assert household.level("cosa c'è nella lista", "it") == 0
+
+
+def test_a_riskier_tool_never_ranks_above_a_safer_one() -> None:
+    def example(key: str, side_effects: bool, risk: str) -> Example:
+        return Example(capability="LISTS", key=key, text="cosa c'è nella lista della spesa?",
+                       intent=key.lower(), level=0, danger=danger(side_effects, risk),
+                       affinity=frozenset())
+    risky, safe = example("RISKY", True, "medium"), example("SAFE", False, "low")
+    assert hint("la lista della spesa", "it", (risky, safe)) is safe
+    assert hint("la lista della spesa", "it", (safe, risky)) is safe
+    assert hint("la lista della spesa", "it", (risky,), among=frozenset({"safe"})) is None
+    assert hint("svuota la lista della spesa", "it", (risky, safe)) is None  # asks more
