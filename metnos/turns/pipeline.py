@@ -164,7 +164,8 @@ async def _embedded(service: TurnService, ctx: TurnContext, how: Steps,
                     said: str | None = None) -> str:
     """The embedded planner's single step (no model, or the day's model budget is spent)."""
     started = time.perf_counter()
-    plan = plan_embedded(ctx.text, ctx.lang, service.tools(ctx))
+    plan = await asyncio.to_thread(plan_embedded, ctx.text, ctx.lang, service.tools(ctx),
+                                   others=service.other_tools(ctx))
     if said is not None:
         plan = replace(plan, text=said)
     ctx.understood = plan.understood

@@ -31,7 +31,7 @@ from metnos.turns.context import CheckedStep, Published, TurnContext
 from metnos.turns.events import TurnEvents
 from metnos.turns.guard import Guard
 from metnos.turns.record import TurnRecord
-from metnos.turns.runner import StepRunner
+from metnos.turns.runner import Effect, StepRunner
 
 
 class TurnService:
@@ -48,16 +48,24 @@ class TurnService:
         self.record = TurnRecord(settings, engine=engine, audit=audit, events=self.events)
         self.checker = StepChecker(self)
         self.runner = StepRunner(self)
+        # executor name → what the host carries out from its validated result (the gateway
+        # registers the reminders' schedule: metnos.reminders.effect)
+        self.effects: dict[str, Effect] = {}
         self._tools: dict[tuple[str, int], list[ToolSpec]] = {}  # per language and generation
 
-    def tools(self, ctx: TurnContext) -> list[ToolSpec]:
-        """The tools in the session's language; rebuilt when reviewed translations of their
-        descriptions land in the i18n store (the registry itself is fixed)."""
-        key = (ctx.lang, i18n.generation())
+    def tools(self, ctx: TurnContext, lang: str | None = None) -> list[ToolSpec]:
+        """The tools in the session's language (or `lang`); rebuilt when reviewed
+        translations of their descriptions land in the i18n store (the registry is fixed)."""
+        key = (lang or ctx.lang, i18n.generation())
         if key not in self._tools:
             self._tools = {k: v for k, v in self._tools.items() if k[1] == key[1]}
-            self._tools[key] = self.registry.tool_specs(ctx.lang)
+            self._tools[key] = self.registry.tool_specs(key[0])
         return self._tools[key]
+
+    def other_tools(self, ctx: TurnContext) -> dict[str, list[ToolSpec]]:
+        """The same tools in each other active language (the embedded planner tries them)."""
+        return {lang: self.tools(ctx, lang) for lang in self.settings.active_languages
+                if lang != ctx.lang}
 
     # -- what the channels call (the turn's record does the work) ---------------------------
     async def open_turn(self, text: str, *, session_id: str | None, lang: str | None,
