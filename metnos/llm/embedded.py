@@ -179,12 +179,14 @@ def _understood_examples(lang: str, keys: tuple[_ToolKey, ...],
              for name, utterances, slots in keys]
     by_name = {name: (side, risk, aff) for name, side, risk, aff in traits}
     found = []
-    for capability, key, text in hints.example_texts(lang):
+    for capability, key, text, expected in hints.example_texts(lang):
         results = _recognise(fold(household.calm(text)), lang, tools)
         if not results or any(r.intent.name != results[0].intent.name
                               and _score(r) == _score(results[0]) for r in results[1:]):
             continue
         intent = results[0].intent.name
+        if expected is not None and intent != expected:
+            continue
         side, risk, affinity = by_name.get(intent, (False, "low", ()))
         found.append(hints.Example(
             capability=capability, key=key, text=text, intent=intent,

@@ -49,6 +49,7 @@ class Phrases:
 class Capability:
     name: str
     examples: tuple[str, ...]
+    expect: dict[str, str]  # example → the intent it must reach to count
 
 
 @dataclass(frozen=True)
@@ -91,7 +92,8 @@ def phrases(lang: str) -> Phrases:
 def catalogue() -> Catalogue:
     table = tomllib.loads((DATA_DIR / "capabilities.toml").read_text(encoding="utf-8"))
     capabilities = tuple(
-        Capability(str(c["name"]), tuple(str(e) for e in c.get("examples", ())))
+        Capability(str(c["name"]), tuple(str(e) for e in c.get("examples", ())),
+                   {str(k): str(v) for k, v in c.get("expect", {}).items()})
         for c in table.get("capability", ())
     )
     return Catalogue(capabilities=capabilities, tries=tuple(str(t) for t in table.get("try", ())))

@@ -32,15 +32,16 @@ class Example:
     affinity: frozenset[str]
 
 
-def example_texts(lang: str) -> list[tuple[str, str, str]]:
-    """(capability, example key, text) of every capability example, in order, in `lang`
-    (a language that lacks the message is skipped: the English text would not match)."""
+def example_texts(lang: str) -> list[tuple[str, str, str, str | None]]:
+    """(capability, example key, text, the intent it must reach or None) of every capability
+    example, in order, in `lang` (a language that lacks the message is skipped: the English
+    text would not match)."""
     found = []
     for capability in household.catalogue().capabilities:
         for key in capability.examples:
             text = i18n.lookup(f"MSG_HOUSEHOLD_EXAMPLE_{key}", lang)
             if isinstance(text, str) and text:
-                found.append((capability.name, key, text))
+                found.append((capability.name, key, text, capability.expect.get(key)))
     return found
 
 

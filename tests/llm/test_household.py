@@ -95,7 +95,7 @@ def test_what_can_you_do_is_a_short_list_in_plain_words(text: str, lang: str) ->
 @pytest.mark.parametrize("lang", ["it", "en"])
 def test_every_example_does_what_its_words_say(lang: str) -> None:
     """An example's risk words (what hints compare) agree with what the planner runs."""
-    for _, key, text in example_texts(lang):
+    for _, key, text, _ in example_texts(lang):
         found = understand(text, lang, builtin_tools(lang))
         if found.intent is None:  # an executor not installed here (reminders, say)
             continue
