@@ -5,6 +5,8 @@ or {"ok": false, "error": {"key": ..., "vars": ...}}; exit code 0 in both cases.
 The cwd is the workspace; paths are workspace-relative. The new content goes to a temporary
 file in the same folder, is flushed to disk, then renamed over the target, so a reader sees
 either the old file or the new one, never half of it. Missing parent folders are created.
+Appending to a file that does not end with a line break adds one first, so the new text
+starts on its own line ("milk, bread" + "eggs" is two lines, never "breadeggs").
 """
 
 import json
@@ -105,6 +107,8 @@ def run(args):
         os.makedirs(folder, exist_ok=True)
     before, file_mode = existing_bytes(path, mode)
     data = content.encode("utf-8")
+    if before and not before.endswith(b"\n") and data:
+        data = b"\n" + data  # appended text starts on its own line
     replace_atomically(path, before + data, file_mode)
     return {"path": path, "bytes_written": len(data), "created": file_mode is None}
 

@@ -86,7 +86,13 @@ class InputSpec(_Model):
     maximum: int | float | None = None
     items: Literal["path", "string", "integer", "number", "boolean"] | None = None
     # a host-side check of the value before the step runs (metnos.policy.host_checks)
-    check: Literal["shell_command", "url"] | None = None
+    check: Literal["shell_command", "url", "list_name"] | None = None
+    # set by the host (a host check), never by a planner: left out of the tool spec and of
+    # the arguments a planner may pass (the lists executor's `path`, from the list's name)
+    host_set: bool = False
+    # values of this input for which a run changes nothing (lists' action "show"): such a
+    # run is decided as side-effect free and gets no before-record (no undo entry)
+    read_only: tuple[Scalar, ...] | None = None
     description: dict[str, str]
 
     @field_validator("description")
@@ -105,6 +111,11 @@ class InputSpec(_Model):
         if self.items == "path":  # fail closed: an array has no `access`, so a written path
             # in it would get no before-state record (undo); lift once arrays carry access
             raise ValueError("arrays of paths are not supported yet: use type=path inputs")
+        if self.host_set and self.required:
+            raise ValueError("an input the host sets cannot be required of the planner")
+        if self.read_only is not None and self.enum is not None and not set(
+                self.read_only) <= set(self.enum):
+            raise ValueError(f"read_only {list(self.read_only)} must be values of the enum")
         if self.default is not None and not _fits(self.default, self.type):
             raise ValueError(f"default {self.default!r} is not of type {self.type}")
         if self.enum is not None and self.default is not None and self.default not in self.enum:
@@ -202,11 +213,12 @@ class Manifest(_Model):
 
     def tool_spec(self, lang: str) -> ToolSpec:
         """The executor as a planner tool, described in `lang` (descriptions fall back to en)."""
-        properties = {name: spec.json_schema(lang) for name, spec in self.inputs.items()}
+        planned = {name: spec for name, spec in self.inputs.items() if not spec.host_set}
+        properties = {name: spec.json_schema(lang) for name, spec in planned.items()}
         parameters: dict[str, Any] = {
             "type": "object",
             "properties": properties,
-            "required": [name for name, spec in self.inputs.items() if spec.is_required],
+            "required": [name for name, spec in planned.items() if spec.is_required],
             "additionalProperties": False,
         }
         slot_values = {
@@ -225,13 +237,15 @@ class Manifest(_Model):
 
     def input_schema(self) -> dict[str, dict[str, Any]]:
         """The `[inputs]` table as plain dicts (no descriptions), `required` made explicit:
-        what `metnos.policy.validate_args` checks a model's arguments against."""
+        what `metnos.policy.validate_args` checks a model's arguments against. Inputs the host
+        sets are left out: a planner passing one is refused."""
         return {
             name: {
-                **spec.model_dump(exclude_none=True, exclude={"description"}),
+                **spec.model_dump(exclude_none=True,
+                                  exclude={"description", "host_set", "read_only"}),
                 "required": spec.is_required,
             }
-            for name, spec in self.inputs.items()
+            for name, spec in self.inputs.items() if not spec.host_set
         }
 
     def path_inputs(self) -> dict[str, str]:
@@ -241,6 +255,13 @@ class Manifest(_Model):
     def host_checks(self) -> dict[str, str]:
         """Input name → the host-side check its value must pass (`check = "..."`)."""
         return {name: spec.check for name, spec in self.inputs.items() if spec.check is not None}
+
+    def changes(self, args: dict[str, Any]) -> bool:
+        """Whether a run with `args` may change state: side-effecting, and no input holds one
+        of its `read_only` values (`lists` with action "show" only reads)."""
+        return self.side_effects and not any(
+            spec.read_only is not None and args.get(name, spec.default) in spec.read_only
+            for name, spec in self.inputs.items())
 
     @property
     def read_only(self) -> bool:

@@ -6,15 +6,22 @@ whichever executor declares it. The checks themselves are code (SPEC §4: securi
 - `shell_command`: the command passes `policy.shell.check_command` (allow-list, no pipes,
   redirections, variables or absolute paths);
 - `url`: the URL passes `policy.urls.check_url` (http/https only, no credentials, no private
-  address unless the host allows it); the host, never the model, adds `allow_private`.
+  address unless the host allows it); the host, never the model, adds `allow_private`;
+- `list_name`: a list's name gets its file, `lists/<slug>.md` (`metnos.lists`), resolved in
+  the workspace like any path argument; the host, never the model, sets `path`, so the
+  before-record covers exactly the list's file.
 A failing check raises `PolicyDenied` with its i18n key.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+from metnos.errors import PolicyDenied
+from metnos.lists import list_path
+from metnos.policy.paths import resolve_in_workspace
 from metnos.policy.shell import check_command
 from metnos.policy.urls import check_url
 from metnos.settings import Settings
@@ -33,7 +40,17 @@ def _url(settings: Settings, name: str, value: Any) -> dict[str, Any]:
     return {name: check_url(str(value), allow_private=allow), "allow_private": allow}
 
 
-HOST_CHECKS: dict[str, HostCheck] = {"shell_command": _shell_command, "url": _url}
+def _list_name(settings: Settings, name: str, value: Any) -> dict[str, Any]:
+    path = list_path(str(value))
+    if path is None:
+        raise PolicyDenied("ERR_EXECUTOR_ARG_INVALID", arg=name)
+    resolved = resolve_in_workspace(path, settings.workspace, home_dir=Path.home(),
+                                    metnos_home=settings.home)
+    return {name: value, "path": resolved}
+
+
+HOST_CHECKS: dict[str, HostCheck] = {"shell_command": _shell_command, "url": _url,
+                                     "list_name": _list_name}
 
 
 def apply_host_checks(settings: Settings, checks: dict[str, str],

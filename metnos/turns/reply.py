@@ -1,19 +1,26 @@
 """Compose the reply of a turn in the session language, from i18n messages.
 
-Each executor has a reply message `EX_REPLY_<name>`; its placeholders are the executor's
-result fields, with lists rendered as bullet lines and `<field>_count` for their length.
+Each executor has a reply message `EX_REPLY_<name>`, or one per outcome when its result names
+one in `reply` (`EX_REPLY_lists_add`); its placeholders are the executor's result fields, with
+lists rendered as bullet lines, `<field>_text` as one phrase in the reply's language ("milk,
+eggs and bread", CLDR list patterns) and `<field>_count` for their length.
 Refusals and failures use their own i18n keys. No LLM is involved: what the user reads about
 an action is what the action returned.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from babel.lists import format_list
+
 from metnos import i18n
+from metnos.i18n.formatting import locale_for
 
 MAX_LIST_ITEMS = 50
+_VARIANT = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 
 
 @dataclass
@@ -29,9 +36,10 @@ class StepOutcome:
     action_id: str | None = None
 
 
-def result_vars(result: dict[str, Any]) -> dict[str, Any]:
-    """Placeholders for an executor's reply message: lists become bullet lines. A result
-    with one list also gives `count`, which chooses the CLDR plural form of the message."""
+def result_vars(result: dict[str, Any], lang: str | None = None) -> dict[str, Any]:
+    """Placeholders for an executor's reply message: lists become bullet lines (and, given
+    `lang`, one phrase `<name>_text`). A result with one list also gives `count`, which
+    chooses the CLDR plural form of the message."""
     out: dict[str, Any] = {}
     lists = [value for value in result.values() if isinstance(value, list)]
     if len(lists) == 1:
@@ -43,6 +51,9 @@ def result_vars(result: dict[str, Any]) -> dict[str, Any]:
                 shown.append(f"- … (+{len(value) - MAX_LIST_ITEMS})")
             out[name] = "\n".join(shown)
             out[f"{name}_count"] = len(value)
+            if lang is not None:
+                words = [str(item) for item in value[:MAX_LIST_ITEMS]]
+                out[f"{name}_text"] = format_list(words, locale=locale_for(lang)) if words else ""
         else:
             out[name] = value
     return out
@@ -50,9 +61,9 @@ def result_vars(result: dict[str, Any]) -> dict[str, Any]:
 
 def render_outcome(outcome: StepOutcome, lang: str) -> str:
     if outcome.status == "done":
-        vars = {**result_vars(outcome.result or {}), "action_id": outcome.action_id or ""}
-        key = f"EX_REPLY_{outcome.executor}"
-        if key not in i18n.catalog(i18n.normalise_lang(lang)) and key not in i18n.catalog("en"):
+        vars = {**result_vars(outcome.result or {}, lang), "action_id": outcome.action_id or ""}
+        key = reply_key(outcome, lang)
+        if not _known(key, lang):
             # an executor without a reply message of its own: show its result as it is
             fields = [f"{name}:\n{vars[name]}" if isinstance(value, list) else f"{name}: {value}"
                       for name, value in (outcome.result or {}).items()]
@@ -60,6 +71,20 @@ def render_outcome(outcome: StepOutcome, lang: str) -> str:
             return "\n".join([done, *fields])
         return i18n.get(key, lang, **vars)
     return i18n.get(outcome.key or "ERR_INTERNAL_UNEXPECTED", lang, **outcome.vars)
+
+
+def reply_key(outcome: StepOutcome, lang: str) -> str:
+    """`EX_REPLY_<executor>_<reply>` when the result names an outcome that has a message,
+    else `EX_REPLY_<executor>`."""
+    key = f"EX_REPLY_{outcome.executor}"
+    variant = (outcome.result or {}).get("reply")
+    if isinstance(variant, str) and _VARIANT.match(variant) and _known(f"{key}_{variant}", lang):
+        return f"{key}_{variant}"
+    return key
+
+
+def _known(key: str, lang: str) -> bool:
+    return key in i18n.catalog(i18n.normalise_lang(lang)) or key in i18n.catalog("en")
 
 
 def compose(outcomes: list[StepOutcome], plan_text: str | None, lang: str) -> str:

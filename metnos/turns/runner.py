@@ -57,7 +57,7 @@ class StepRunner:
             # admitted at start-up, changed since: its signature no longer vouches for it
             return checker.refuse(ctx, checked, "ERR_EXECUTOR_CODE_CHANGED",
                                   {"name": spec.name}).outcome
-        if spec.manifest.side_effects:
+        if spec.manifest.changes(request.args):  # not a read-only call (lists' "show")
             written = [request.args[n] for n, acc in spec.manifest.path_inputs().items()
                        if acc == "write" and isinstance(request.args.get(n), str)]
             try:  # kept even when the run then fails: a crash may have changed files already

@@ -126,8 +126,8 @@ def test_fs_write(run_executor: RunExecutor, workspace: Path) -> None:
     assert target.read_text() == "ciao è"
     target.chmod(0o600)
     again = run_executor("fs_write", {"path": "new/dir/n.md", "content": "+1", "mode": "append"})
-    assert again["result"] == {"path": "new/dir/n.md", "bytes_written": 2, "created": False}
-    assert target.read_text() == "ciao è+1"
+    assert again["result"] == {"path": "new/dir/n.md", "bytes_written": 3, "created": False}
+    assert target.read_text() == "ciao è\n+1"  # appended on a line of its own
     assert (target.stat().st_mode & 0o777) == 0o600  # the mode survives the atomic replace
     run_executor("fs_write", {"path": "new/dir/n.md", "content": "over"})
     assert target.read_text() == "over"

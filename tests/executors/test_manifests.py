@@ -37,8 +37,8 @@ def test_manifest_is_valid(folder: Path) -> None:
         assert len(manifest.description[lang]) >= 60
         for spec in list(manifest.inputs.values()) + list(manifest.outputs.values()):
             assert spec.description[lang].strip()
-    if manifest.side_effects:
-        assert manifest.risk != "low" and manifest.sandbox.write
+    if manifest.side_effects:  # a low-risk change runs without asking: it must be undoable
+        assert (manifest.risk != "low" or manifest.reversible) and manifest.sandbox.write
     else:
         assert not manifest.sandbox.write
 

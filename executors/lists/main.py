@@ -1,0 +1,219 @@
+"""lists: named lists (shopping, to-do, notes...) as markdown files (Metnos executor, stdlib only).
+
+Protocol: stdin is {"args": {...}}; stdout is one JSON object, {"ok": true, "result": ...}
+or {"ok": false, "error": {"key": ..., "vars": ...}}; exit code 0 in both cases.
+The cwd is the workspace. The host sets `path` (`lists/<slug>.md`) from the list's name, so
+its before-record covers exactly this file. `items` are several items (one string is split on
+commas and new lines); `text` is one item as said, never split (a note, a reminder).
+A list is a `# Title` heading and one `- item` line per item; a file edited by hand is read
+back tolerantly (`* item`, `+ item`, `1. item`, `- [ ] item`, plain lines, blank lines), and
+only the lines that change are touched.
+Writes are atomic (a temporary file renamed over the list).
+"""
+
+import json
+import os
+import re
+import stat
+import sys
+import tempfile
+import unicodedata
+
+MAX_STDIN = 1 << 20
+MAX_FILE = 1 << 20
+MAX_ITEM = 200
+MAX_ITEMS = 100
+ARGS = {"action", "list", "items", "text", "path"}
+ACTIONS = ("add", "remove", "show", "clear")
+PATH_RE = re.compile(r"^lists/[^/.][^/]*\.md$")
+BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?(.*?)\s*$")
+SPLIT_RE = re.compile(r"[,;\n]")
+
+
+class Refused(Exception):
+    def __init__(self, key, **vars):
+        super().__init__(key)
+        self.key = key
+        self.vars = vars
+
+
+def fold(text):
+    """The form two items are compared in: no accents, no case, single spaces."""
+    bare = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    return " ".join(bare.casefold().split())
+
+
+def item_of(line):
+    """The item a line holds, or None (a heading, a blank line)."""
+    text = line.strip()
+    if not text or text.startswith("#"):
+        return None
+    match = BULLET_RE.match(line)
+    found = (match.group(1) if match else text).strip()
+    return found or None
+
+
+def read_lines(path):
+    """The file's lines (without line ends), [] when it does not exist."""
+    if not os.path.lexists(path):
+        return []
+    info = os.lstat(path)
+    if not stat.S_ISREG(info.st_mode):
+        raise Refused("ERR_FILE_PATH_REFUSED", path=path)
+    if info.st_size > MAX_FILE:
+        raise Refused("ERR_FILE_TOO_LARGE", path=path, limit=MAX_FILE)
+    with open(path, "rb") as fh:
+        text = fh.read().decode("utf-8", errors="replace")
+    return text.splitlines()
+
+
+def write_lines(path, lines, file_mode):
+    folder = os.path.dirname(path)
+    if os.path.lexists(folder) and not os.path.isdir(folder):
+        raise Refused("ERR_FILE_NOT_DIRECTORY", path=folder)
+    os.makedirs(folder, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".metnos-list-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(("\n".join(lines) + "\n").encode("utf-8"))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644 if file_mode is None else file_mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def wanted_items(value):
+    """The items asked for: a list of strings, or one string split on commas/new lines."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        value = SPLIT_RE.split(value)
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg="items")
+    items = []
+    for raw in value:
+        text = " ".join(raw.split())
+        if len(text) > MAX_ITEM:
+            raise Refused("ERR_EXECUTOR_ARG_INVALID", arg="items")
+        if text and fold(text) not in {fold(i) for i in items}:
+            items.append(text)
+    if len(items) > MAX_ITEMS:
+        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg="items")
+    return items
+
+
+def add(lines, items, name):
+    present = {fold(i) for i in (item_of(line) for line in lines) if i}
+    added = [i for i in items if fold(i) not in present]
+    already = [i for i in items if fold(i) in present]
+    if added and not lines:
+        lines = [f"# {name[:1].upper()}{name[1:]}", ""]
+    last = max((n for n, line in enumerate(lines) if item_of(line)), default=len(lines) - 1)
+    lines = lines[: last + 1] + [f"- {i}" for i in added] + lines[last + 1 :]
+    return lines, {"added": added, "already": already}
+
+
+def remove(lines, items):
+    asked = {fold(i): i for i in items}
+    removed, kept = [], []
+    for line in lines:
+        item = item_of(line)
+        if item is not None and fold(item) in asked:
+            removed.append(item)
+            continue
+        kept.append(line)
+    gone = {fold(i) for i in removed}
+    return kept, {"removed": removed, "missing": [i for f, i in asked.items() if f not in gone]}
+
+
+def clear(lines):
+    removed = [i for i in (item_of(line) for line in lines) if i]
+    return [line for line in lines if item_of(line) is None], {"removed": removed}
+
+
+def variant(action, changes, items):
+    """Which reply message fits: the action, `_partly` or `_none` when some or all of the
+    items could not be added/removed, `_empty` for an empty list shown or cleared."""
+    if action in ("add", "remove"):
+        done = changes["added" if action == "add" else "removed"]
+        left = changes["already" if action == "add" else "missing"]
+        return action if not left else f"{action}_partly" if done else f"{action}_none"
+    if action == "show":
+        return "show" if items else "show_empty"
+    return "clear" if changes["removed"] else "clear_empty"
+
+
+def run(args):
+    action = args.get("action", "add")  # the manifest's default
+    name = args.get("list")
+    path = args.get("path")
+    if action not in ACTIONS:
+        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg="action")
+    if not isinstance(name, str) or not name.strip() or len(name) > MAX_ITEM:
+        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg="list")
+    if not isinstance(path, str) or not PATH_RE.match(path) or ".." in path:
+        raise Refused("ERR_FILE_PATH_REFUSED", path=str(path))
+    name = " ".join(name.split())
+    items = wanted_items(args.get("items"))
+    text = args.get("text")
+    if text is not None:
+        if not isinstance(text, str):
+            raise Refused("ERR_EXECUTOR_ARG_INVALID", arg="text")
+        items = wanted_items(items + [" ".join(text.split())])
+    if action in ("add", "remove") and not items:
+        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg="items")
+    existed = os.path.lexists(path)
+    file_mode = stat.S_IMODE(os.lstat(path).st_mode) if existed else None
+    lines = read_lines(path)
+    changes = {"added": [], "already": [], "removed": [], "missing": []}
+    new_lines = lines
+    if action == "add":
+        new_lines, done = add(lines, items, name)
+    elif action == "remove":
+        new_lines, done = remove(lines, items)
+    elif action == "clear":
+        new_lines, done = clear(lines)
+    else:
+        done = {}
+    changes.update(done)
+    if new_lines != lines:
+        write_lines(path, new_lines, file_mode)
+    current = [i for i in (item_of(line) for line in new_lines) if i]
+    count = len(changes["removed"]) if action == "clear" else len(current)
+    return {"action": action, "list": name, "path": path, "items": current, **changes,
+            "count": count, "reply": variant(action, changes, current)}
+
+
+def main():
+    try:
+        raw = sys.stdin.buffer.read(MAX_STDIN + 1)
+        if len(raw) > MAX_STDIN:
+            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
+        try:
+            request = json.loads(raw.decode("utf-8"))
+        except ValueError:
+            raise Refused("ERR_EXECUTOR_INPUT_INVALID") from None
+        args = request.get("args") if isinstance(request, dict) else None
+        if not isinstance(args, dict):
+            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
+        for name in sorted(set(args) - ARGS):
+            raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
+        reply = {"ok": True, "result": run(args)}
+    except Refused as exc:
+        reply = {"ok": False, "error": {"key": exc.key, "vars": exc.vars}}
+    except PermissionError as exc:
+        reply = {"ok": False, "error": {"key": "ERR_FILE_PERMISSION_DENIED",
+                                        "vars": {"path": str(exc.filename or "")}}}
+    except OSError as exc:
+        reply = {"ok": False, "error": {"key": "ERR_FILE_IO", "vars": {
+            "path": str(exc.filename or ""), "reason": exc.strerror or type(exc).__name__}}}
+    sys.stdout.buffer.write(json.dumps(reply).encode("ascii"))
+    sys.stdout.buffer.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""A shopping list through the gateway with no model: the embedded planner, the policy at the
+default autonomy (no question asked), the real sandbox, Prefect's turn flow, and the undo route."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tests.gateway.test_turns import wait_closed
+from tests.support.home import Home, MakeHome, gateway_client
+
+
+async def _say(client: httpx.AsyncClient, text: str) -> dict[str, Any]:
+    resp = await client.post("/api/turns", json={"text": text})
+    assert resp.status_code == 200, resp.text
+    body: dict[str, Any] = resp.json()
+    assert body["status"] == "completed", body
+    turn = await wait_closed(client, body["turn_id"])
+    assert [(s["executor"], s["decision"], s["outcome"]) for s in turn["steps"]] == [
+        ("lists", "allow", "done")], turn["steps"]
+    return turn
+
+
+def _records(home: Home) -> set[str]:
+    before = home.settings.state_dir / "before"
+    return {p.name for p in before.iterdir()} if before.is_dir() else set()
+
+
+async def test_a_shopping_list_without_a_model(make_home: MakeHome, prefect_api: str) -> None:
+    home = make_home(lang="it")
+    path = home.workspace / "lists" / "spesa.md"
+    async with gateway_client(home) as client:
+        added = await _say(client, "aggiungi latte, uova e pane alla lista della spesa")
+        assert added["reply"] == "Ho aggiunto latte, uova e pane alla lista spesa (3 voci)."
+        assert path.read_text() == "# Spesa\n\n- latte\n- uova\n- pane\n"
+        records = _records(home)
+        shown = await _say(client, "cosa c'è nella lista della spesa?")
+        assert shown["reply"] == "La lista spesa (3 voci):\n- latte\n- uova\n- pane"
+        assert _records(home) == records  # a look at the list leaves nothing to undo
+        removed = await _say(client, "togli le uova dalla lista della spesa")
+        assert removed["reply"] == "Ho tolto uova dalla lista spesa (restano 2 voci)."
+        assert path.read_text() == "# Spesa\n\n- latte\n- pane\n"
+        action_id = removed["steps"][0]["action_id"]
+        assert action_id in _records(home)
+        undone = await client.post(f"/api/actions/{action_id}/undo")
+        assert undone.status_code == 200, undone.text
+        assert undone.json()["outcome"] == "done"
+        assert path.read_text() == "# Spesa\n\n- latte\n- uova\n- pane\n"
