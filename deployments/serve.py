@@ -3,7 +3,8 @@
     python -m deployments.serve
 
 Each scheduled run starts a process (4–6 s, measured): right for nightly work, never for a
-chat turn. Later issues add the ager and the mail digest here.
+chat turn (a reminder arrives a few seconds after its time). Later issues add the ager and
+the mail digest here.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from prefect import serve
 from prefect.schedules import Cron
 
 from flows.audit_check import audit_check
+from flows.reminder import reminder
 from flows.translation_sweep import translation_sweep
 
 TIMEZONE = "Europe/Rome"
@@ -25,7 +27,11 @@ def main() -> None:
         translation_sweep.to_deployment(  # type: ignore[arg-type]
             name="nightly", schedules=[Cron("40 2 * * *", timezone=TIMEZONE)],
             description="Write translation candidates for stale and missing texts (tier wise)."),
-        limit=2,
+        # no schedule of its own: the gateway schedules one run per reminder, at its time
+        reminder.to_deployment(  # type: ignore[arg-type]
+            name="at", description="At a reminder's time, make its message due (the gateway "
+            "delivers it to the chat it was set from)."),
+        limit=4,
     )
 
 

@@ -33,6 +33,7 @@ from pydantic_settings import (
 )
 
 from metnos.agent_settings import AgentSettings
+from metnos.reminders.settings import ReminderSettings
 from metnos.errors import ConfigError
 from metnos.intent_settings import (  # the [i18n] group's tables
     ArtifactsIntent,
@@ -259,6 +260,7 @@ class Settings(BaseSettings):
     telegram: TelegramSettings = Field(default_factory=lambda: TelegramSettings())
     web: WebSettings = Field(default_factory=lambda: WebSettings())
     agent: AgentSettings = Field(default_factory=lambda: AgentSettings())
+    reminders: ReminderSettings = Field(default_factory=lambda: ReminderSettings())
 
     @field_validator("lang")
     @classmethod

@@ -22,6 +22,7 @@ from metnos.db.embedded import EmbeddedPostgres
 from metnos.errors import DatabaseError
 from metnos.pairing import models as _pairing_models  # noqa: F401
 from metnos.policy import usage_models as _usage_models  # noqa: F401
+from metnos.reminders import outbox as _outbox_models  # noqa: F401
 from metnos.settings import Settings
 from metnos.web import models as _web_models  # noqa: F401
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from metnos import keys, reversibility
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
     from metnos.turns.service import TurnService
 
 log = logging.getLogger(__name__)
+
+# what the host does with an executor's validated result (`TurnService.effects`, by name)
+Effect = Callable[[TurnContext, CheckedStep, StepOutcome], Awaitable[StepOutcome]]
 
 
 class StepRunner:
@@ -46,7 +50,11 @@ class StepRunner:
         result = await run_sandboxed(checked.request)
         ctx.mark("sandbox_total", started)
         ctx.timings["sandbox_spawn"] = ctx.timings.get("sandbox_spawn", 0.0) + result.spawn_s * 1000
-        return await asyncio.to_thread(self._record_result, ctx, checked, result)
+        outcome = await asyncio.to_thread(self._record_result, ctx, checked, result)
+        effect = self.service.effects.get(checked.step.executor)
+        if effect is not None and outcome.status == "done":  # carried out from the checked
+            outcome = await effect(ctx, checked, outcome)  # result (a reminder's schedule)
+        return outcome
 
     def _prepare_run(self, ctx: TurnContext, checked: CheckedStep) -> StepOutcome | None:
         """Host-side work right before a run (blocking I/O: called in a worker thread)."""

@@ -10,6 +10,7 @@ from fastapi import APIRouter, HTTPException
 from metnos import i18n, keys
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.schemas import error_responses
+from metnos.reminders.effect import cancel_reminder
 from metnos.undo import UndoError, undo
 
 router = APIRouter(prefix="/api/actions", tags=["undo"])
@@ -25,6 +26,9 @@ async def undo_action(action_id: str, service: ServiceDep, owner: OwnerDep,
     settings = service.settings
 
     def run() -> dict[str, Any]:
+        cancelled = cancel_reminder(service, action_id, sender=owner, channel="api")
+        if cancelled is not None:  # a reminder: its message is cancelled, no file changed
+            return cancelled.to_dict(lang)
         report = undo(
             action_id, state_dir=settings.state_dir, workspace=settings.workspace,
             public_key=keys.load_public_key(settings.keys_dir, "audit"),

@@ -1,0 +1,136 @@
+"""What the gateway does with a `reminder_set` result the sandbox validated: an outbox row and
+a Prefect flow run scheduled for its time (`flows/reminder.py` passes the scheduling calls in:
+nothing here imports prefect). An undo cancels both (`cancel_reminder`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
+
+from babel.dates import format_date, format_time
+
+from metnos import i18n
+from metnos.durable import write_atomic
+from metnos.i18n.formatting import locale_for
+from metnos.reminders import outbox
+from metnos.reminders.outbox import Outbox, channel_of
+from metnos.turns.context import CheckedStep, TurnContext
+from metnos.turns.reply import StepOutcome
+from metnos.undo import UNDONE_MARKER, UndoError, UndoReport
+
+if TYPE_CHECKING:
+    from metnos.turns.service import TurnService
+
+log = logging.getLogger(__name__)
+
+EXECUTOR = "reminder_set"
+# (outbox id, when to run, run name, tags) → the flow run's id
+Schedule = Callable[[str, datetime, str, list[str]], Awaitable[str]]
+Cancel = Callable[[str], Awaitable[None]]  # a scheduled flow run's id
+
+
+@dataclass(frozen=True)
+class Scheduler:
+    """How reminders reach Prefect: `flows.reminder.scheduler()` builds the real one."""
+
+    schedule: Schedule
+    cancel: Cancel
+
+
+def effect(service: TurnService, scheduler: Scheduler) -> Callable[
+        [TurnContext, CheckedStep, StepOutcome], Awaitable[StepOutcome]]:
+    """The runner's hook for `reminder_set` (`service.effects[EXECUTOR]`)."""
+    async def carry_out(ctx: TurnContext, checked: CheckedStep,
+                        outcome: StepOutcome) -> StepOutcome:
+        return await schedule_reminder(service, scheduler, ctx, outcome)
+    return carry_out
+
+
+async def schedule_reminder(service: TurnService, scheduler: Scheduler, ctx: TurnContext,
+                            outcome: StepOutcome) -> StepOutcome:
+    result = dict(outcome.result or {})
+    at = datetime.fromisoformat(str(result["at"]))
+    row = Outbox(id=str(uuid.UUID(str(result["reminder_id"]))), kind="reminder",
+                 user_id=ctx.user_id, channel=channel_of(ctx.channel), address=ctx.session_id,
+                 text=i18n.get("MSG_REMINDER_NOTICE", ctx.lang, text=result["text"]),
+                 lang=ctx.lang, scheduled_for=at.astimezone(UTC),
+                 action_id=outcome.action_id, turn_id=ctx.turn_id)
+    await asyncio.to_thread(outbox.add, service.engine, row)
+    now = datetime.now(UTC)
+    wait = max(0.0, (at - now).total_seconds()) * service.settings.reminders.time_scale
+    tags = ["reminder", f"channel:{row.channel}", f"user:{ctx.user_id}"]
+    try:
+        run_id = await scheduler.schedule(row.id, now + timedelta(seconds=wait),
+                                          f"reminder-{row.id[:8]}", tags)
+    except Exception as exc:  # the Prefect API down, the deployment not served: say so
+        log.warning("reminder.schedule_failed id=%s: %s", row.id, exc, exc_info=True)
+        await asyncio.to_thread(outbox.cancel, service.engine, row.id)
+        seq = await asyncio.to_thread(
+            service.record.audit_line, ctx, action=EXECUTOR, decision="allow",
+            reason="ERR_REMINDER_NOT_SCHEDULED", outcome="failed",
+            action_id=outcome.action_id)
+        return StepOutcome(EXECUTOR, "failed", key="ERR_REMINDER_NOT_SCHEDULED",
+                           vars={"executor": EXECUTOR}, audit_seq=seq,
+                           action_id=outcome.action_id)
+    await asyncio.to_thread(outbox.set_run, service.engine, row.id, run_id)
+    result["when"] = spoken_time(at, ctx.lang, service.settings.tz, now)
+    return StepOutcome(EXECUTOR, "done", result=result, audit_seq=outcome.audit_seq,
+                       action_id=outcome.action_id)
+
+
+def spoken_time(at: datetime, lang: str, tz: Any, now: datetime) -> str:
+    """"today at 18:00", "tomorrow at 9:00", "on 3 Dec 2026 at 9:00" in the household's zone."""
+    local, today = at.astimezone(tz), now.astimezone(tz).date()
+    locale = locale_for(lang)
+    time = format_time(local, format="short", locale=locale)
+    days = (local.date() - today).days
+    if days in (0, 1):
+        key = "MSG_REMINDER_WHEN_TODAY" if days == 0 else "MSG_REMINDER_WHEN_TOMORROW"
+        return i18n.get(key, lang, time=time)
+    return i18n.get("MSG_REMINDER_WHEN_DATE", lang, time=time,
+                    date=format_date(local, format="medium", locale=locale))
+
+
+class ReminderUndo(UndoReport):
+    """An undone reminder: nothing in the workspace changed, the message will not be sent."""
+
+    text: str = ""
+
+    def message(self, lang: str | None = None) -> str:
+        head = super().message(lang)
+        return head + "\n" + i18n.get("MSG_REMINDER_CANCELLED", lang, text=self.text)
+
+
+def cancel_reminder(service: TurnService, action_id: str, *, sender: str,
+                    channel: str) -> UndoReport | None:
+    """Undo a reminder (blocking): its row is cancelled at once (the flow run then sends
+    nothing; the gateway cancels the run too). None when `action_id` set no reminder.
+    Raises UndoError ERR_REMINDER_ALREADY_SENT / ERR_UNDO_ALREADY_DONE."""
+    row = outbox.by_action(service.engine, action_id)
+    if row is None:
+        return None
+
+    def audit_line(**fields: Any) -> None:
+        service.audit.append(sender=sender, channel=channel, action="undo", action_id=action_id,
+                             args={"action_id": action_id}, **fields)
+
+    if not outbox.cancel(service.engine, row.id):
+        key = "ERR_UNDO_ALREADY_DONE" if row.cancelled_at is not None else \
+            "ERR_REMINDER_ALREADY_SENT"
+        audit_line(decision="deny", reason=key, outcome="refused")
+        raise UndoError(key, action_id=action_id, undo_id="-")
+    audit_line(decision="allow", reason="ok", outcome="done")
+    report = ReminderUndo(action_id, uuid.uuid4().hex, EXECUTOR, "done", [])
+    report.text = row.text
+    folder = service.settings.state_dir / "before" / action_id
+    if folder.is_dir():  # as a file undo leaves it: the surfaces no longer offer an Undo
+        write_atomic(folder / UNDONE_MARKER, json.dumps(
+            {"undo_id": report.undo_id, "at": datetime.now(UTC).isoformat()}).encode())
+    return report

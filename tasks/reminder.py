@@ -1,0 +1,28 @@
+"""Prefect task of the `reminder` flow: a thin wrapper over `metnos.reminders.outbox`."""
+
+from __future__ import annotations
+
+import asyncio
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+
+from metnos.db.engine import database_url, make_engine
+from metnos.reminders import outbox
+from metnos.settings import get_settings
+
+
+def _mark_due(outbox_id: str) -> bool:
+    engine = make_engine(database_url(get_settings()))
+    try:
+        return outbox.mark_due(engine, outbox_id)
+    finally:
+        engine.dispose()
+
+
+# idempotent (a row due already stays as it is): safe to retry while the database restarts
+@task(name="mark-due", cache_policy=NO_CACHE, persist_result=False,
+      retries=3, retry_delay_seconds=[1, 5, 20])
+async def mark_due_task(outbox_id: str) -> bool:
+    """Make the message due (the gateway delivers it); False when it was cancelled."""
+    return await asyncio.to_thread(_mark_due, outbox_id)
