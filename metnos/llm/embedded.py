@@ -160,24 +160,26 @@ def _recognise(folded: str, lang: str, tools: list[ToolSpec]) -> list[RecognizeR
     by_name = {tool.name: tool for tool in tools}
     return [r for r in recognize_ranked(folded, intents)
             if household.is_household(r.intent.name)
-            or not _slot_is_template_text(r, by_name[r.intent.name])]
+            or not _not_an_argument(r, by_name[r.intent.name])]
 
 
 def _examples(lang: str, tools: list[ToolSpec]) -> tuple[hints.Example, ...]:
     keys = tuple(_tool_key(tool) for tool in tools)
-    traits = tuple((t.name, t.side_effects, t.risk, t.affinity) for t in tools)
+    traits = tuple((t.name, t.side_effects, t.risk, t.affinity, t.paths) for t in tools)
     return _understood_examples(lang, keys, traits, i18n.generation())
 
 
 @lru_cache(maxsize=32)
 def _understood_examples(lang: str, keys: tuple[_ToolKey, ...],
-                         traits: tuple[tuple[str, bool, str, tuple[str, ...]], ...],
+                         traits: tuple[tuple[str, bool, str, tuple[str, ...],
+                                             tuple[str, ...]], ...],
                          generation: object) -> tuple[hints.Example, ...]:
     """The capability examples the planner understands, unambiguously, with these tools."""
-    tools = [ToolSpec(name, "", {}, utterances=utterances,
+    paths = {trait[0]: trait[4] for trait in traits}
+    tools = [ToolSpec(name, "", {}, utterances=utterances, paths=paths.get(name, ()),
                       slot_values={s: {p: json.loads(v) for p, v in vals} for s, vals in slots})
              for name, utterances, slots in keys]
-    by_name = {name: (side, risk, aff) for name, side, risk, aff in traits}
+    by_name = {name: (side, risk, aff) for name, side, risk, aff, _ in traits}
     found = []
     for capability, key, text, expected in hints.example_texts(lang):
         results = _recognise(fold(household.calm(text)), lang, tools)
@@ -261,16 +263,25 @@ def _score(result: RecognizeResult) -> tuple[int, int, int]:
     return (len(wild), -result.text_chunks_matched, sum(len(str(e.text)) for e in wild))
 
 
-def _slot_is_template_text(result: RecognizeResult, tool: ToolSpec) -> bool:
+def _not_an_argument(result: RecognizeResult, tool: ToolSpec) -> bool:
     """`apri il file` must not run with path="il file": a wildcard made only of the
-    template's own words is a missing argument, not an argument."""
+    template's own words is a missing argument, not an argument. Nor is a path several
+    unquoted words with no `.` or `/` (`cancella il latte dalla lista` names no file)."""
     literal = _literal_words(tool.utterances)
     for entity in result.entities_list:
         if entity.is_wildcard:
             words = _TOKEN.findall(fold(str(entity.text)).casefold())
             if not words or set(words) <= literal:
                 return True
+            if entity.name in tool.paths and not _path_like(str(entity.text)):
+                return True
     return False
+
+
+def _path_like(text: str) -> bool:
+    text = text.strip()
+    quoted = len(text) >= 2 and _QUOTES.get(text[0]) == text[-1]
+    return quoted or "/" in text or "." in text or len(text.split()) == 1
 
 
 @lru_cache(maxsize=256)

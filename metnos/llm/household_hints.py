@@ -70,7 +70,7 @@ def hint(text: str, lang: str, examples: tuple[Example, ...],
     every = set(household.words_of(text))
     best: tuple[tuple[int, int, int, int], Example] | None = None
     for index, example in enumerate(examples):
-        if example.level != asked or household.is_household(example.intent):
+        if example.level != asked:
             continue
         if among is not None and example.intent not in among:
             continue

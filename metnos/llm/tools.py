@@ -14,7 +14,7 @@ class ToolSpec:
     `utterances` are hassil sentence templates for the embedded planner, and `slot_values`
     maps a slot name to {spoken phrase: argument value} (e.g. "markdown" → "*.md").
     `risk` and `side_effects` come from the manifest: the embedded planner's hints never rank
-    a riskier tool above a safer one.
+    a riskier tool above a safer one. `paths` names the inputs that are workspace paths.
     """
 
     name: str
@@ -25,6 +25,7 @@ class ToolSpec:
     slot_values: dict[str, dict[str, Any]] = field(default_factory=dict)
     risk: str = "low"
     side_effects: bool = False
+    paths: tuple[str, ...] = ()
 
     def openai_tool(self) -> dict[str, Any]:
         return {

@@ -135,3 +135,23 @@ def test_slot_table_captured_into_a_differently_named_input() -> None:
     assert plan.steps == (PlanStep(executor="fs_find", args={"pattern": "*.txt"}),)
     refused = plan_embedded("mostra le foto", "it", [tool])
     assert refused.understood is False and refused.steps == ()
+
+
+def test_a_path_is_not_a_whole_sentence() -> None:
+    """Several unquoted words with no `.` or `/` name no file: `cancella il latte dalla lista`
+    is not a deletion of the file "il latte dalla lista"."""
+    delete = ToolSpec("fs_delete", "Elimina un file", _PATH_PARAMS, side_effects=True,
+                      risk="medium", paths=("path",),
+                      utterances=("(elimina|cancella) [il file] {path}",))
+    assert plan_embedded("cancella il latte dalla lista", "it", [delete]).steps == ()
+    for text, path in [("cancella note.md", "note.md"), ("cancella vecchi", "vecchi"),
+                       ("cancella il file foto/mare 2024", "foto/mare 2024"),
+                       ("cancella «foto vacanze»", "foto vacanze")]:
+        assert plan_embedded(text, "it", [delete]).steps == (
+            PlanStep(executor="fs_delete", args={"path": path}),), text
+    loose = ToolSpec("fs_delete", "Elimina un file", _PATH_PARAMS,
+                     utterances=("(elimina|cancella) [il file] {path}",))  # no path inputs
+    assert plan_embedded("cancella il latte dalla lista", "it", [loose]).steps != ()
+
+
+_PATH_PARAMS = {"type": "object", "properties": {"path": {"type": "string"}}}
