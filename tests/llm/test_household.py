@@ -211,3 +211,26 @@ def test_a_riskier_tool_never_ranks_above_a_safer_one() -> None:
     assert hint("la lista della spesa", "it", (safe, risky)) is safe
     assert hint("la lista della spesa", "it", (risky,), among=frozenset({"safe"})) is None
     assert hint("svuota la lista della spesa", "it", (risky, safe)) is None  # asks more
+
+
+@pytest.mark.parametrize(
+    ("text", "lang", "suggested"),
+    [
+        ("che ore sno", "it", "che ore sono?"),  # a household example is a hint too
+        ("whta is on the shoping list", "en", "what's on the shopping list?"),
+    ],
+)
+def test_a_typo_gets_the_example_it_resembles(text: str, lang: str, suggested: str) -> None:
+    if "lists" not in manifests() and "list" in text:
+        pytest.skip("no lists executor")
+    answered = plan(text, lang)
+    assert answered.steps == () and answered.text is not None
+    assert answered.text.splitlines()[1] == i18n.get("MSG_PLAN_SUGGESTION", lang,
+                                                     suggestion=suggested)
+
+
+@needs_lists
+def test_a_typo_that_asks_to_add_gets_the_adding_example() -> None:
+    answered = plan("aggiungi il latte alla lsita della spesa", "it")
+    assert answered.text == ("Scusa, non ho capito.\n"
+                             "Forse intendevi: «aggiungi il latte alla lista della spesa»")
