@@ -3,10 +3,10 @@
     .venv/bin/python bench/intents.py [--misses]
 
 Prints, per language, the share of sentences given the right intent and arguments (sentences
-whose executor is not installed or has no sentences yet are counted apart as pending), the
-same per intent, and the sentences that reached a mutating executor or action they did not
-ask for (must be 0). Exits 1 when that count is not 0 or an accuracy is under the threshold
-of tests/phrases/test_bank.py. Needs no database or server: hassil on the builtin manifests.
+whose executor is not installed are counted apart as pending), the same per intent, and the
+sentences that reached a mutating executor or action they did not ask for (must be 0). Exits 1
+when that count is not 0 or an accuracy is under the threshold of tests/phrases/test_bank.py.
+Needs no database or server: hassil on the builtin manifests.
 """
 
 from __future__ import annotations
