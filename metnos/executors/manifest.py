@@ -233,6 +233,9 @@ class Manifest(_Model):
             utterances=tuple(_localised(self.utterances, lang) or ()),
             affinity=tuple(_localised(self.affinity, lang) or ()),
             slot_values=slot_values,
+            risk=self.risk,
+            side_effects=self.side_effects,
+            paths=tuple(name for name in self.path_inputs() if name in properties),
         )
 
     def input_schema(self) -> dict[str, dict[str, Any]]:
