@@ -47,3 +47,25 @@ async def test_a_shopping_list_without_a_model(make_home: MakeHome, prefect_api:
         assert undone.status_code == 200, undone.text
         assert undone.json()["outcome"] == "done"
         assert path.read_text() == "# Spesa\n\n- latte\n- uova\n- pane\n"
+
+
+async def test_lists_reminders_and_notes_in_english_on_the_plain_pipeline(
+        make_home: MakeHome) -> None:
+    home = make_home(lang="en")
+    async with gateway_client(home, prefect=False) as client:
+        added = await _say(client, "add milk, eggs and bread to my shopping list")
+        assert added["reply"] == "Added milk, eggs, and bread to the shopping list (3 items)."
+        again = await _say(client, "put milk on the shopping list")
+        assert again["reply"] == "Already on the shopping list: milk. Nothing changed."
+        reminded = await _say(client, "remind me to buy stamps, envelopes and glue")
+        assert reminded["reply"] == (
+            "Added buy stamps, envelopes and glue to the reminders list (1 item).")
+        noted = await _say(client, "note: the gate code is 1234")
+        assert noted["reply"] == "Added the gate code is 1234 to the notes list (1 item)."
+        cleared = await _say(client, "clear my shopping list")
+        assert cleared["reply"] == "Emptied the shopping list (3 items removed)."
+    lists = home.workspace / "lists"
+    assert sorted(p.name for p in lists.iterdir()) == ["notes.md", "reminders.md", "shopping.md"]
+    assert (lists / "reminders.md").read_text() == (
+        "# Reminders\n\n- buy stamps, envelopes and glue\n")
+    assert (lists / "shopping.md").read_text() == "# Shopping\n\n"
