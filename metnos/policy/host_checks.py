@@ -46,6 +46,8 @@ def _list_name(settings: Settings, name: str, value: Any) -> dict[str, Any]:
         raise PolicyDenied("ERR_EXECUTOR_ARG_INVALID", arg=name)
     resolved = resolve_in_workspace(path, settings.workspace, home_dir=Path.home(),
                                     metnos_home=settings.home)
+    if resolved != path:  # a link on the way: a list never writes to another file
+        raise PolicyDenied("ERR_FILE_PATH_REFUSED", path=path)
     return {name: value, "path": resolved}
 
 

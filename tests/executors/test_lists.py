@@ -123,6 +123,24 @@ def test_the_host_derives_the_file_from_the_name(metnos_home: Path) -> None:
     assert (list_slug("Città  Nuova!"), list_slug("to-do")) == ("citta-nuova", "to-do")
 
 
+def test_a_link_never_turns_a_list_into_another_file(metnos_home: Path) -> None:
+    settings = get_settings()
+    checks = MANIFEST.host_checks()
+    lists = settings.workspace / "lists"
+    lists.mkdir(parents=True)
+    (settings.workspace / "notes.md").write_text("mine\n")
+    (lists / "spesa.md").symlink_to("../notes.md")
+    with pytest.raises(PolicyDenied) as inside:
+        apply_host_checks(settings, checks, {"list": "spesa"})
+    assert inside.value.key == "ERR_FILE_PATH_REFUSED"
+    (lists / "spesa.md").unlink()
+    lists.rmdir()
+    lists.symlink_to(metnos_home)  # out of the workspace, into METNOS_HOME (the keys)
+    with pytest.raises(PolicyDenied) as outside:
+        apply_host_checks(settings, checks, {"list": "spesa"})
+    assert outside.value.key in ("ERR_PATH_FORBIDDEN", "ERR_PATH_OUTSIDE_WORKSPACE")
+
+
 def test_manifest_hides_the_path_and_show_changes_nothing() -> None:
     for lang in ("it", "en"):
         spec = MANIFEST.tool_spec(lang)
