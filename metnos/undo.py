@@ -91,6 +91,12 @@ def _item_lines(item: UndoItem, lang: str | None) -> list[str]:
     return lines
 
 
+def is_undone(state_dir: Path, action_id: object) -> bool:
+    """Whether `action_id` was undone already (its marker exists)."""
+    return valid_action_id(action_id) and (
+        state_dir / "before" / str(action_id) / UNDONE_MARKER).is_file()
+
+
 def undo(action_id: str, *, state_dir: Path, workspace: Path, public_key: Ed25519PublicKey,
          private_key: Ed25519PrivateKey, audit: AuditLog | None = None, sender: str = "owner",
          channel: str = "cli") -> UndoReport:

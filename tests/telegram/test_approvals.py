@@ -97,7 +97,7 @@ async def test_forwarded_or_quoted_instructions_are_data_not_orders(
                                   language_code="en")
         await until(telegram, lambda t: bool(cards(t, ANNA)), "the approval card")
         [card] = cards(telegram, ANNA)
-        why = i18n.get("ASK_LAW_UNTRUSTED_DATA", "en", executor="fs_write",
+        why = i18n.get("CARD_WHY_ASK_LAW_UNTRUSTED_DATA", "en",
                        sources="forwarded" if how == "forward" else "quoted")
         assert why in str(card.params["text"])
         assert not (home.workspace / "pwned.txt").exists()

@@ -62,13 +62,14 @@ async def test_a_conversation_with_an_approval(
         await page.fill("#text", "shopping list")
         await page.get_by_role("button", name=i18n.get("WEB_CHAT_SEND", lang)).click()
         card = page.locator(".msg.card")
-        await expect(card).to_contain_text("fs_write", timeout=30_000)
-        await expect(card).to_contain_text(i18n.get("WEB_CHAT_FILE_NEW", lang,
-                                                     path="shopping.md"))
+        await expect(card.locator(".card-action")).to_have_text(i18n.get(
+            "CARD_fs_write", lang, content="milk, bread", path="shopping.md"), timeout=30_000)
+        await expect(card).to_contain_text(i18n.get("CARD_FILE_NEW", lang, path="shopping.md"))
         await card.get_by_role("button", name=i18n.get("WEB_CHAT_APPROVE", lang)).click()
         await expect(card).to_contain_text(i18n.get("WEB_CHAT_APPROVED", lang))
-        await expect(replies.last.locator(".activity")).to_contain_text(
-            "metnos undo", timeout=30_000)  # fs_write done, its undo beside the prose
+        await expect(replies.last.locator(".activity button.undo")).to_have_text(
+            i18n.get("UNDO_BUTTON", lang), timeout=30_000)  # fs_write done, its Undo beside it
+        await expect(replies.last.locator(".activity")).not_to_contain_text("metnos undo")
         await expect(replies.last.locator(".text strong")).to_have_text("shopping.md")
         assert (home.workspace / "shopping.md").read_text() == "milk\nbread\n"
         await page.screenshot(path=str(tmp_path / f"chat-{lang}.png"), full_page=True)
@@ -78,6 +79,7 @@ async def test_a_conversation_with_an_approval(
         await expect(page.get_by_role("button", name=i18n.get("WEB_CHAT_SEND", other))
                      ).to_be_visible()
         assert await page.locator("html").get_attribute("lang") == other
+        await expect(page.locator("body[data-ready]")).to_have_count(1)  # its modules ran
         # the chrome changed; the conversation keeps its own language (SPEC §9.6)
         await page.fill("#text", "again")
         await page.keyboard.press("Enter")

@@ -24,6 +24,7 @@ from aiogram.types import CallbackQuery, Message
 from metnos.channels.telegram.callbacks import handle_callback
 from metnos.channels.telegram.config import TelegramConfig, load_config
 from metnos.channels.telegram.conversation import handle_message
+from metnos.channels.telegram.undo import ReplyRef
 from metnos.settings import Settings
 from metnos.turns.service import TurnContext, TurnService
 
@@ -58,6 +59,7 @@ class CardRef:
     chat_id: int
     message_id: int
     lang: str
+    approval: dict[str, Any] = field(default_factory=dict)  # as shown (with why, sources)
 
 
 @dataclass
@@ -67,6 +69,7 @@ class TelegramChannel:
     bot: Bot = field(init=False)
     cards: dict[str, CardRef] = field(default_factory=dict)  # approval id → its open card
     shown: set[str] = field(default_factory=set)  # approval ids already sent as cards
+    replies: dict[int, ReplyRef] = field(default_factory=dict)  # message id → its Undo buttons
     _tasks: set[asyncio.Task[None]] = field(default_factory=set)
     _runner: asyncio.Task[None] | None = None
     _stopped: bool = False

@@ -1,4 +1,5 @@
 """A tap on an approval card's button (SPEC §4): accepted only from the approval's own user.
+(An Undo button under a reply goes to `undo.py`.)
 
 The Telegram user is mapped to Metnos's user through their pairing; the decision then goes
 through the same function as `POST /api/approvals/{id}` (bound to the user, single-use,
@@ -19,6 +20,7 @@ from metnos import approvals, i18n, pairing
 from metnos.approvals import ApprovalError
 from metnos.channels.telegram.cards import CHANNEL, parse_button
 from metnos.channels.telegram.conversation import close_card
+from metnos.channels.telegram.undo import handle_undo, parse_undo
 from metnos.db.engine import session as db_session
 from metnos.gateway.routes.approvals import decide_and_resume
 from metnos.turns.language import ui_locale
@@ -32,6 +34,10 @@ log = logging.getLogger(__name__)
 
 async def handle_callback(ch: TelegramChannel, query: CallbackQuery) -> None:
     lang = ui_locale(query.from_user.language_code, None, ch.service.settings)
+    action_id = parse_undo(query.data)
+    if action_id is not None:  # an Undo button under a reply
+        await handle_undo(ch, query, action_id)
+        return
     parsed = parse_button(query.data)
     if parsed is None:
         await query.answer(i18n.get("ERR_TELEGRAM_CALLBACK_INVALID", lang), show_alert=True)

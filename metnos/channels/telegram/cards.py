@@ -1,4 +1,5 @@
-"""Approval cards: the exact action (executor, arguments, files) with Approve/Deny buttons.
+"""Approval cards in plain words (what happens to which file, why Metnos asks), the exact
+arguments in a collapsed block, with Approve/Deny buttons.
 
 The buttons carry `ap:<approval id>:<y|n>` (well under the Bot API's 64 bytes); who may press
 them is decided by the approval's binding, never by the button (`callbacks.py`).
@@ -6,15 +7,14 @@ them is decided by the approval's binding, never by the button (`callbacks.py`).
 
 from __future__ import annotations
 
-import json
-import string
-from datetime import datetime
+from datetime import datetime, tzinfo
 from typing import Any
 
 from aiogram.filters.callback_data import CallbackData, CallbackDataException
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
 
 from metnos import i18n
+from metnos.channels.approval_card import PlainCard, plain_card
 from metnos.channels.render import render
 from metnos.channels.telegram.split import LIMIT, units
 
@@ -48,45 +48,42 @@ def parse_button(data: str | None) -> tuple[str, str] | None:
     return button.id, decision
 
 
-def card(approval: dict[str, Any], lang: str, outcome: str | None = None) -> str:
-    """The card of `approval` (`metnos.approvals.public`), with its outcome once decided."""
-    args = approval.get("args") or {}
-    budget = max(80, CARD_ARGS_BUDGET // max(1, len(args)))
-    shown = [(name, _value(value, budget)) for name, value in sorted(args.items())]
-    files = sorted((approval.get("files") or {}).items())
-    text = render(CHANNEL, "approval", lang, why=_why(approval, lang),
-                  executor=approval["executor"], args=shown, files=files,
-                  approval_id=approval["approval_id"], expires=_expires(approval),
+def card(approval: dict[str, Any], lang: str, outcome: str | None = None,
+         tz: tzinfo | None = None) -> str:
+    """The card of `approval` (`metnos.approvals.public`, maybe with the turn's `why` and
+    `sources`) in plain words, the raw arguments in a collapsed block; with its outcome once
+    decided. Times in `tz` (the household's), else UTC."""
+    plain = plain_card(approval, lang)
+    budget = max(80, CARD_ARGS_BUDGET // max(1, len(plain.details)))
+    return _card_text(approval, plain, lang, outcome, tz, budget)
+
+
+def _card_text(approval: dict[str, Any], plain: PlainCard, lang: str, outcome: str | None,
+               tz: tzinfo | None, budget: int) -> str:
+    files = [i18n.get("CARD_FILE_EXISTS" if state else "CARD_FILE_NEW", lang, path=path)
+             for path, state in sorted((approval.get("files") or {}).items())]
+    text = render(CHANNEL, "approval", lang, title=i18n.get("CARD_TITLE", lang),
+                  action=plain.action, why=plain.why, files=files,
+                  details_label=i18n.get("CARD_DETAILS", lang),
+                  details=[(name, _cut(value, budget)) for name, value in plain.details],
+                  executor=approval["executor"],
+                  valid=i18n.get("CARD_VALID_UNTIL", lang, time=_expires(approval, tz)),
                   outcome=outcome)
     if units(text) > LIMIT:  # a card is one message: shrink the arguments, never the action
-        return card({**approval, "args": {k: _value(v, 80) for k, v in args.items()}},
-                    lang, outcome) if budget > 80 else text[:LIMIT]
+        return _card_text(approval, plain, lang, outcome, tz, 80) if budget > 80 \
+            else text[:LIMIT]
     return text
 
 
-def _why(approval: dict[str, Any], lang: str) -> str | None:
-    """Why the policy asks, when its message can be filled from what the approval keeps."""
-    if approval.get("why"):  # the turn's own words (they name the untrusted sources)
-        return str(approval["why"])
-    key = str(approval.get("reason_key") or "")
-    raw = i18n.lookup(key, lang) or i18n.lookup(key, i18n.FALLBACK_LANG)
-    if not isinstance(raw, str):
-        return None
-    values: dict[str, Any] = {"executor": approval["executor"],
-                              **{k: v for k, v in (approval.get("args") or {}).items()
-                                 if isinstance(v, str | int | float)}}
-    needed = {name for _, name, _, _ in string.Formatter().parse(raw) if name}
-    return i18n.get(key, lang, **values) if needed <= values.keys() else None
-
-
-def _value(value: Any, budget: int) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+def _cut(text: str, budget: int) -> str:
     return text if len(text) <= budget else text[:budget] + "…"
 
 
-def _expires(approval: dict[str, Any]) -> str:
+def _expires(approval: dict[str, Any], tz: tzinfo | None) -> str:
     try:
         when = datetime.fromisoformat(str(approval["expires_at"]))
     except (KeyError, ValueError):
         return str(approval.get("expires_at", ""))
-    return when.strftime("%Y-%m-%d %H:%M UTC")
+    if tz is None:
+        return when.strftime("%H:%M UTC")
+    return when.astimezone(tz).strftime("%H:%M")

@@ -172,11 +172,12 @@ async def send_cards(ch: TelegramChannel, chat_id: int, pending: list[dict[str, 
         if approval_id in ch.shown:
             continue
         ch.shown.add(approval_id)
-        sent = await ch.bot.send_message(chat_id, card(approval, lang),
+        sent = await ch.bot.send_message(chat_id, card(approval, lang,
+                                                       tz=ch.service.settings.tz),
                                          parse_mode=ParseMode.HTML,
                                          reply_markup=keyboard(approval_id, lang),
                                          link_preview_options=_NO_PREVIEW)
-        ch.cards[approval_id] = CardRef(chat_id, sent.message_id, lang)
+        ch.cards[approval_id] = CardRef(chat_id, sent.message_id, lang, dict(approval))
 
 
 async def close_card(ch: TelegramChannel, approval: dict[str, Any], outcome: str) -> None:
@@ -185,7 +186,9 @@ async def close_card(ch: TelegramChannel, approval: dict[str, Any], outcome: str
     if ref is None:
         return
     try:
-        await ch.bot.edit_message_text(text=card(approval, ref.lang, outcome),
+        shown = {**ref.approval, **approval}  # the turn's why and sources, the row's state
+        await ch.bot.edit_message_text(text=card(shown, ref.lang, outcome,
+                                                 tz=ch.service.settings.tz),
                                        chat_id=ref.chat_id, message_id=ref.message_id,
                                        parse_mode=ParseMode.HTML, reply_markup=None,
                                        link_preview_options=_NO_PREVIEW)

@@ -4,7 +4,8 @@ The first piece of text sends a message; later pieces edit it with the text so f
 once every `EDIT_EVERY_S` and never with more than one request in flight (Telegram limits
 edits, and a chat flickering ten times a second helps nobody). The reply then edits it to the
 final text with the activity items after the prose, split as every reply is: the first piece
-in the streamed message, the rest as new messages. A text beyond one message's limit shows
+in the streamed message, the rest as new messages, with an Undo button per change under the
+last one (`undo.py`). A text beyond one message's limit shows
 its first piece while it streams. Each new model call of the turn streams into the same
 message (the contract: deltas are replaced by what comes next, then by the reply); after an
 approval card, a new message starts below the card.
@@ -18,11 +19,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from aiogram.enums import ParseMode
-from aiogram.types import LinkPreviewOptions
+from aiogram.types import InlineKeyboardMarkup, LinkPreviewOptions
 
+from metnos.channels.actions import item_text
 from metnos.channels.render import render
 from metnos.channels.telegram.cards import CHANNEL
 from metnos.channels.telegram.split import split_html
+from metnos.channels.telegram.undo import ReplyRef, keyboard, undo_buttons
 
 if TYPE_CHECKING:
     from metnos.channels.telegram.bot import TelegramChannel
@@ -34,8 +37,9 @@ _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
 
 def reply_html(text: str, activity: list[dict[str, Any]], lang: str) -> str:
-    """The reply as Telegram HTML: the prose, then what ran (one line per activity item)."""
-    items = [str(a["text"]) for a in activity if isinstance(a, dict) and a.get("text")]
+    """The reply as Telegram HTML: the prose, then what ran (one line per activity item; a
+    change's Undo button stands for the `metnos undo` command its text would name)."""
+    items = [item_text(a) for a in activity if isinstance(a, dict) and a.get("text")]
     return render(CHANNEL, "reply", lang, text=text, activity=items)
 
 
@@ -82,12 +86,21 @@ class LiveReply:
                 text or activity) else []
             if not pieces:
                 return
-            if self.message_id is not None and not await self._edit(pieces[0]):
+            actions = undo_buttons(self.ch.service, activity, self.lang)
+            markup = keyboard(actions)  # under the last piece
+            first = markup if len(pieces) == 1 else None
+            if self.message_id is not None and not await self._edit(pieces[0], first):
                 self.message_id = None  # the streamed message cannot be edited: send anew
+            last = self.message_id
             rest = pieces[1:] if self.message_id is not None else pieces
-            for piece in rest:
-                await self.ch.bot.send_message(self.chat_id, piece, parse_mode=ParseMode.HTML,
-                                               link_preview_options=_NO_PREVIEW)
+            for i, piece in enumerate(rest):
+                sent = await self.ch.bot.send_message(
+                    self.chat_id, piece, parse_mode=ParseMode.HTML,
+                    link_preview_options=_NO_PREVIEW,
+                    reply_markup=markup if i == len(rest) - 1 else None)
+                last = sent.message_id
+            if actions and last is not None:
+                self.ch.replies[last] = ReplyRef(self.chat_id, pieces[-1], self.lang, actions)
 
     async def _run(self) -> None:
         while True:
@@ -128,15 +141,16 @@ class LiveReply:
             return
         self.message_id, self.shown, self._last = sent.message_id, html, time.monotonic()
 
-    async def _edit(self, html: str) -> bool:
-        if html == self.shown:
+    async def _edit(self, html: str, markup: InlineKeyboardMarkup | None = None) -> bool:
+        if html == self.shown and markup is None:
             return True
         assert self.message_id is not None
         try:
             await self.ch.bot.edit_message_text(text=html, chat_id=self.chat_id,
                                                 message_id=self.message_id,
                                                 parse_mode=ParseMode.HTML,
-                                                link_preview_options=_NO_PREVIEW)
+                                                link_preview_options=_NO_PREVIEW,
+                                                reply_markup=markup)
         except Exception as exc:  # too many edits, or the user deleted it
             log.info("telegram.stream_edit_failed chat=%s: %s", self.chat_id, exc)
             return False

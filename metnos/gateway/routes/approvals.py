@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from metnos import approvals
 from metnos.approvals import ApprovalError
+from metnos.channels.approval_card import plain_card
 from metnos.db.engine import session as db_session
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.schemas import ErrorPublic
@@ -51,14 +52,18 @@ class ApprovalDecided(BaseModel):
 
 
 @router.get("", response_model=ApprovalList, responses=_ERRORS)
-async def list_approvals(service: ServiceDep, owner: OwnerDep,
+async def list_approvals(service: ServiceDep, owner: OwnerDep, lang: LangDep,
                          status: str = Query("pending", max_length=20),
                          limit: int = Query(50, ge=1, le=500)) -> ApprovalList:
+    """The owner's approvals (pending by default), each with its `card` in plain words in
+    the request's language: `action` (what happens to which file), `why` (why Metnos asks)
+    and `details` (the raw arguments)."""
     def read() -> list[dict[str, Any]]:
         with db_session(service.engine) as db:
             rows = approvals.list_approvals(db, status=None if status == "all" else status,
                                             user_id=owner, limit=limit)
-            return [approvals.public(r) for r in rows]
+            shown = [approvals.public(r) for r in rows]
+        return [{**a, "card": plain_card(a, lang).to_dict()} for a in shown]
     return ApprovalList(approvals=await asyncio.to_thread(read))
 
 

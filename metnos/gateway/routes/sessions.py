@@ -20,7 +20,9 @@ locale (Accept-Language, else METNOS_LANG), in which its error messages are writ
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
@@ -37,6 +39,7 @@ from metnos.settings import Autonomy
 from metnos.turns import history
 from metnos.turns.language import ui_locale
 from metnos.turns.service import TurnService
+from metnos.undo import is_undone
 
 router = APIRouter(prefix="/api/sessions", tags=["sessions"])
 
@@ -121,7 +124,8 @@ async def read_messages(session_id: str, service: ServiceDep, owner: OwnerDep,
     def read() -> MessagesPublic:
         with db_session(service.engine) as db:
             chat = _own(db.get(ChatSession, session_id[:64]), owner, session_id, lang)
-            return _messages_page(db, service.engine, chat, before=before, limit=limit)
+            return _messages_page(db, service.engine, chat, before=before, limit=limit,
+                                  state_dir=service.settings.state_dir)
     return await asyncio.to_thread(read)
 
 
@@ -184,9 +188,10 @@ def _list_sessions(engine: Engine, owner: str, *, offset: int, limit: int) -> Se
 
 
 def _messages_page(db: Session, engine: Engine, chat: ChatSession, *, before: int | None,
-                   limit: int) -> MessagesPublic:
+                   limit: int, state_dir: Path) -> MessagesPublic:
     """The latest `limit` messages before `before`, oldest first, with each turn's activity
-    on its last assistant message (found over the whole session, not only this page)."""
+    on its last assistant message (found over the whole session, not only this page); a
+    change already undone says so (`undone: true`), for the web chat's Undo buttons."""
     rows = history.session_messages(engine, chat.id, limit=limit + 1, before=before)
     more, rows = len(rows) > limit, rows[-limit:]
     turn_ids = {m.turn_id for m in rows if m.turn_id is not None}
@@ -198,9 +203,15 @@ def _messages_page(db: Session, engine: Engine, chat: ChatSession, *, before: in
                               col(ChatMessage.role) == "assistant",
                               col(ChatMessage.turn_id).in_(turn_ids))
                        .group_by(col(Turn.id))).all()
-        last_reply = {end: list(activity or []) for end, activity in ends if end is not None}
+        last_reply = {end: _with_undone(activity, state_dir) for end, activity in ends
+                      if end is not None}
     messages = [MessagePublic(id=m.id or 0, role=m.role, content=m.content, name=m.name,
                               turn_id=m.turn_id, created_at=m.created_at,
                               activity=last_reply.get(m.id or 0)) for m in rows]
     return MessagesPublic(session_id=chat.id, summary=chat.summary, messages=messages,
                           next_before=rows[0].id if more and rows else None)
+
+
+def _with_undone(activity: Sequence[Any] | None, state_dir: Path) -> list[Any]:
+    return [{**a, "undone": is_undone(state_dir, a.get("action_id"))}
+            if isinstance(a, dict) and a.get("undo") else a for a in activity or []]

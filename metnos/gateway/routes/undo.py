@@ -11,7 +11,8 @@ from metnos import i18n, keys
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.schemas import error_responses
 from metnos.reminders.effect import cancel_reminder
-from metnos.undo import UndoError, undo
+from metnos.turns.service import TurnService
+from metnos.undo import UndoError, UndoReport, undo
 
 router = APIRouter(prefix="/api/actions", tags=["undo"])
 
@@ -23,21 +24,23 @@ _STATUS = {"ERR_UNDO_NOT_FOUND": 404, "ERR_UNDO_ALREADY_DONE": 409,
 async def undo_action(action_id: str, service: ServiceDep, owner: OwnerDep,
                       lang: LangDep) -> dict[str, Any]:
     """The undo's report: `outcome` is `done`, or `failed` with the paths that were not."""
-    settings = service.settings
-
-    def run() -> dict[str, Any]:
-        cancelled = cancel_reminder(service, action_id, sender=owner, channel="api")
-        if cancelled is not None:  # a reminder: its message is cancelled, no file changed
-            return cancelled.to_dict(lang)
-        report = undo(
-            action_id, state_dir=settings.state_dir, workspace=settings.workspace,
-            public_key=keys.load_public_key(settings.keys_dir, "audit"),
-            private_key=keys.load_private_key(settings.keys_dir, "audit"),
-            audit=service.audit, sender=owner, channel="api")
-        return report.to_dict(lang)
-
     try:
-        return await asyncio.to_thread(run)
+        report = await asyncio.to_thread(run_undo, service, action_id, sender=owner,
+                                         channel="api")
     except UndoError as exc:
         raise HTTPException(_STATUS.get(exc.key, 409), detail={
             "key": exc.key, "message": i18n.get(exc.key, lang, **exc.vars)}) from exc
+    return report.to_dict(lang)
+
+
+def run_undo(service: TurnService, action_id: str, *, sender: str, channel: str) -> UndoReport:
+    """Undo `action_id` with the instance's keys (blocking; one audit line). Every surface
+    that undoes (the API, Telegram's button) goes through here. Raises UndoError."""
+    cancelled = cancel_reminder(service, action_id, sender=sender, channel=channel)
+    if cancelled is not None:  # a reminder: its message is cancelled, no file changed
+        return cancelled
+    settings = service.settings
+    return undo(action_id, state_dir=settings.state_dir, workspace=settings.workspace,
+                public_key=keys.load_public_key(settings.keys_dir, "audit"),
+                private_key=keys.load_private_key(settings.keys_dir, "audit"),
+                audit=service.audit, sender=sender, channel=channel)

@@ -31,23 +31,31 @@ router = APIRouter(tags=["web"])
 WEBCHAT = Path(__file__).resolve().parent.parent / "webchat"
 LOCALE_COOKIE = "metnos_ui_locale"
 LOCALE_MAX_AGE_S = 365 * 24 * 3600
-STATIC_FILES = {"chat.js": "text/javascript; charset=utf-8", "chat.css": "text/css; charset=utf-8",
-                "favicon.svg": "image/svg+xml", "render.js": "text/javascript; charset=utf-8",
+_JS = "text/javascript; charset=utf-8"
+# chat.js and the ES modules it imports; render.js and the vendored libraries are plain scripts
+MODULES = ("chat.js", "api.js", "actions.js", "bubbles.js", "cards.js", "composer.js",
+           "panels.js", "stream.js")
+STATIC_FILES = {**dict.fromkeys(MODULES, _JS), "chat.css": "text/css; charset=utf-8",
+                "favicon.svg": "image/svg+xml", "render.js": _JS,
                 # vendored, unchanged: versions and sha256 in webchat/static/README.md
                 "markdown-it.min.js": "text/javascript; charset=utf-8",
                 "purify.min.js": "text/javascript; charset=utf-8"}
 _JS_KEYS = {
     "you": "WEB_CHAT_YOU", "metnos": "WEB_CHAT_METNOS", "session": "WEB_CHAT_SESSION",
-    "httpError": "WEB_CHAT_HTTP_ERROR", "approvalTitle": "WEB_CHAT_APPROVAL_TITLE",
+    "httpError": "WEB_CHAT_HTTP_ERROR",
     "approve": "WEB_CHAT_APPROVE", "deny": "WEB_CHAT_DENY", "approved": "WEB_CHAT_APPROVED",
     "denied": "WEB_CHAT_DENIED", "working": "WEB_CHAT_WORKING", "using": "WEB_CHAT_USING",
     "auditEmpty": "WEB_CHAT_AUDIT_EMPTY", "files": "WEB_CHAT_FILES",
-    "fileExists": "WEB_CHAT_FILE_EXISTS", "fileNew": "WEB_CHAT_FILE_NEW",
+    "fileExists": "CARD_FILE_EXISTS", "fileNew": "CARD_FILE_NEW",
     "pairingWaiting": "WEB_CHAT_PAIRING_WAITING", "pairingMember": "WEB_CHAT_PAIRING_MEMBER",
     "pairingNone": "WEB_CHAT_PAIRING_NONE",
     "sessionsEmpty": "WEB_CHAT_SESSIONS_EMPTY", "toolResult": "WEB_CHAT_TOOL_RESULT",
-    "activity": "WEB_CHAT_ACTIVITY",
+    "activity": "WEB_CHAT_ACTIVITY", "cardTitle": "CARD_TITLE", "details": "CARD_DETAILS",
+    "undo": "UNDO_BUTTON", "undone": "UNDO_DONE_ITEM", "undoAlready": "UNDO_ALREADY",
+    "undoFailed": "UNDO_FAILED", "pasteTooLong": "WEB_CHAT_PASTE_TOO_LONG",
+    "pasteSendFit": "WEB_CHAT_PASTE_SEND_FIT", "notice": "WEB_CHAT_NOTICE",
 }
+NOTICES_PATH = "/api/notices/events"  # the reminders' stream, when the gateway serves it
 _STATUSES = ("planning", "running", "awaiting_approval", "completed", "failed")
 
 
@@ -66,11 +74,12 @@ async def chat_page(request: Request, service: ServiceDep) -> HTMLResponse:
         if request.cookies.get(SESSION_COOKIE) is not None:
             response.delete_cookie(SESSION_COOKIE, path="/")
         return response
+    strings = {**_strings(locale), "maxChars": service.settings.gateway.max_message_chars,
+               "noticesUrl": NOTICES_PATH if _serves(request, NOTICES_PATH) else None}
     return HTMLResponse(_render(
-        "chat.html.j2", locale, strings=_strings(locale),
+        "chat.html.j2", locale, strings=strings, modules=MODULES[1:],
         locales=[(code, i18n.display_name(code, code)) for code in
-                 service.settings.active_languages],
-        max_chars=service.settings.gateway.max_message_chars))
+                 service.settings.active_languages]))
 
 
 @router.get("/static/{name}", include_in_schema=False)
@@ -108,8 +117,19 @@ def _strings(locale: str) -> dict[str, Any]:
     """The chrome the script needs, raw: it fills `{name}` placeholders itself."""
     strings: dict[str, Any] = {name: _raw(key, locale) for name, key in _JS_KEYS.items()}
     strings["status"] = {s: _raw(f"WEB_CHAT_STATUS_{s.upper()}", locale) for s in _STATUSES}
+    strings["outcomes"] = _words(locale, "STATUS_DECISION_") | _words(locale, "STATUS_OUTCOME_")
     strings["locale"] = locale
     return strings
+
+
+def _words(locale: str, prefix: str) -> dict[str, str]:
+    """The status words of the activity log (`done`, `refused`...), as i18n has them."""
+    keys = {k for k in i18n.catalog(i18n.FALLBACK_LANG) if k.startswith(prefix)}
+    return {k[len(prefix):].lower(): _raw(k, locale) for k in sorted(keys)}
+
+
+def _serves(request: Request, path: str) -> bool:
+    return any(getattr(route, "path", None) == path for route in request.app.router.routes)
 
 
 def _raw(key: str, locale: str) -> str:

@@ -1,4 +1,4 @@
-// Metnos web chat: the model's text as markdown, safely, and the activity list beside it.
+// Metnos web chat: the model's text as markdown, safely, and as it streams in.
 // markdown-it (raw HTML off) turns the text into HTML; DOMPurify then keeps only the tags and
 // attributes markdown produces. The result is a DOM fragment, never a string put into
 // innerHTML. Both libraries are vendored next to this file (see README.md there).
@@ -26,20 +26,6 @@ window.MetnosRender = (() => {
     element.replaceChildren(window.DOMPurify.sanitize(md.render(text || ""), PURIFY));
   }
 
-  // The activity items of a reply (what ran, beside the prose): one line each, as text.
-  function activity(items, label) {
-    const list = document.createElement("ul");
-    list.className = "activity";
-    list.setAttribute("aria-label", label);
-    for (const item of items) {
-      const li = document.createElement("li");
-      li.className = "act " + String(item.status || "");
-      li.textContent = String(item.text || item.executor || "");
-      list.append(li);
-    }
-    return list;
-  }
-
   // A bubble whose text streams in: `add` appends a piece (a new `think` starts over) and
   // re-renders at most every `everyMs`; `finish` shows the final text at once.
   function streaming(body, everyMs) {
@@ -62,5 +48,5 @@ window.MetnosRender = (() => {
     };
   }
 
-  return { markdown, activity, streaming };
+  return { markdown, streaming };
 })();

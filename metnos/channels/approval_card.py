@@ -1,0 +1,104 @@
+"""An approval card in plain words, for every surface (web chat, Telegram).
+
+What will happen, to which file, as one sentence from i18n (`CARD_<executor>_<action|mode>`,
+then `CARD_<executor>`, then `CARD_GENERIC`), and why Metnos asks as a sentence
+(`CARD_WHY_<reason key>`, else the turn's own words, else the policy's message), naming the
+untrusted sources when they are known. The raw arguments stay apart (`details`): a surface
+shows them behind a toggle. A new language needs only its `surfaces.toml`.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from metnos import i18n
+
+_SELECTORS = ("action", "mode")  # an argument naming the variant of an executor's action
+QUOTE_CHARS = 120  # a shown value is cut here
+UNTRUSTED_KEY = "ASK_LAW_UNTRUSTED_DATA"
+
+
+@dataclass(frozen=True)
+class PlainCard:
+    action: str  # "Add “milk, eggs” at the end of lists/spesa.md"
+    why: str  # "It changes something in your files, so I check with you first."
+    details: list[tuple[str, str]]  # (argument, its raw value), sorted
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"action": self.action, "why": self.why,
+                "details": [list(pair) for pair in self.details]}
+
+
+def plain_card(approval: Mapping[str, Any], lang: str,
+               sources: list[str] | None = None) -> PlainCard:
+    """The card of `approval` (`metnos.approvals.public`, maybe with the turn's `why` and
+    `sources`) in `lang`."""
+    args = dict(approval.get("args") or {})
+    found = sources if sources is not None else approval.get("sources")
+    named = [str(s) for s in (found or []) if str(s).strip()]
+    return PlainCard(action=action_sentence(str(approval["executor"]), args, lang),
+                     why=why_sentence(approval, lang, named),
+                     details=[(k, raw_value(v)) for k, v in sorted(args.items())])
+
+
+def action_sentence(executor: str, args: Mapping[str, Any], lang: str) -> str:
+    """What will happen, in one sentence."""
+    values = {k: shown_value(v) for k, v in args.items()}
+    values["executor"] = executor
+    candidates = [f"CARD_{executor}_{args[s]}" for s in _SELECTORS
+                  if isinstance(args.get(s), str) and str(args[s]).isidentifier()]
+    for key in [*candidates, f"CARD_{executor}"]:
+        text = _fill(key, lang, values)
+        if text is not None:
+            return text
+    return i18n.get("CARD_GENERIC", lang, executor=executor)
+
+
+def why_sentence(approval: Mapping[str, Any], lang: str, sources: list[str]) -> str:
+    """Why Metnos asks: the policy's reason in plain words, with the outside sources."""
+    key = str(approval.get("reason_key") or "")
+    joined = ", ".join(sources)
+    args = approval.get("args") or {}
+    values: dict[str, Any] = {"executor": approval.get("executor", ""), "sources": joined,
+                              **{k: shown_value(v) for k, v in args.items()}}
+    if key == UNTRUSTED_KEY and not sources:
+        return i18n.get("CARD_WHY_UNTRUSTED_UNNAMED", lang)
+    text = _fill(f"CARD_WHY_{key}", lang, values) if key else None
+    if text is None:  # a reason without plain words of its own
+        if approval.get("why"):
+            return str(approval["why"])  # the turn's words already name the sources
+        text = _fill(key, lang, values) or i18n.get("CARD_WHY_GENERIC", lang)
+    if sources and key != UNTRUSTED_KEY:
+        text += " " + i18n.get("CARD_WHY_SOURCES", lang, sources=joined)
+    return text
+
+
+def shown_value(value: Any) -> str:
+    """A value as a sentence quotes it: lines joined with commas, cut at QUOTE_CHARS."""
+    if isinstance(value, list):
+        text = ", ".join(str(v).strip() for v in value if str(v).strip())
+    elif isinstance(value, str):
+        text = ", ".join(line.strip() for line in value.splitlines() if line.strip())
+    else:
+        text = json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS].rstrip() + "…"
+
+
+def raw_value(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _fill(key: str, lang: str, values: Mapping[str, Any]) -> str | None:
+    """`key` in `lang` (else English) filled from `values`; None when it does not exist or
+    needs a value that is not there."""
+    raw = i18n.lookup(key, lang) or i18n.lookup(key, i18n.FALLBACK_LANG)
+    if not isinstance(raw, str):
+        return None
+    needed = {name for _, name, _, _ in string.Formatter().parse(raw) if name}
+    if not needed <= values.keys():
+        return None
+    return i18n.get(key, lang, **{k: values[k] for k in needed})

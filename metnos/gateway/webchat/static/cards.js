@@ -1,0 +1,111 @@
+// Approval cards in plain words: what will happen to which file and why Metnos asks (the
+// `card` the gateway writes from i18n), the exact arguments behind a "details" toggle, and
+// Approve/Deny. Cards the conversation does not show (a reload, another conversation) wait
+// in the "waiting for you" area, from GET /api/approvals.
+import { S, $, api, fill, timeElement } from "./api.js";
+
+const messages = document.getElementById("messages");
+let onDecided = () => {};
+
+// `hook(approval, decision)` runs after a decision is recorded (the page follows the turn).
+export function whenDecided(hook) { onDecided = hook; }
+
+function text(tag, className, value) {
+  const element = document.createElement(tag);
+  element.className = className;
+  element.textContent = value;
+  return element;
+}
+
+// The pending approvals of the owner, with their cards, in the page's language.
+export async function pending() {
+  return (await api("GET", "/api/approvals")).approvals;
+}
+
+async function withCard(approval) {
+  if (approval.card) return approval;
+  try {
+    const found = (await pending()).find((a) => a.approval_id === approval.approval_id);
+    if (found && found.card) return { ...approval, card: found.card };
+  } catch (error) { /* the raw action below still says what it is */ }
+  return { ...approval, card: { action: approval.action || approval.executor, why: approval.why || null } };
+}
+
+export function cardElement(approval) {
+  const card = approval.card || {};
+  const item = document.createElement("li");
+  item.className = "msg card";
+  item.dataset.approval = approval.approval_id;
+  const head = text("span", "who", S.cardTitle + " · ");
+  head.append(timeElement(approval.created_at));
+  item.append(head, text("p", "card-action", card.action || approval.executor));
+  if (card.why) item.append(text("p", "card-why", card.why));
+  const paths = approval.files ? Object.keys(approval.files) : [];
+  if (paths.length) {
+    const files = document.createElement("ul");
+    files.className = "files";
+    files.setAttribute("aria-label", S.files);
+    for (const path of paths) files.append(text("li", "", fill(approval.files[path] ? S.fileExists : S.fileNew, { path })));
+    item.append(files);
+  }
+  const details = document.createElement("details");
+  details.className = "card-details";
+  details.append(text("summary", "", S.details), text("p", "muted", approval.executor),
+                 text("pre", "", JSON.stringify(approval.args || {}, null, 2)));
+  item.append(details);
+  const buttons = document.createElement("div");
+  buttons.className = "buttons";
+  for (const [decision, label] of [["approve", S.approve], ["deny", S.deny]]) {
+    const button = text("button", decision, label);
+    button.type = "button";
+    button.addEventListener("click", () => decide(item, approval, decision));
+    buttons.append(button);
+  }
+  item.append(buttons);
+  return item;
+}
+
+// A card in the conversation (an `approval` event of the turn on screen).
+export async function showCard(approval) {
+  const full = await withCard(approval);
+  const waiting = $("waiting-list").querySelector(`[data-approval="${CSS.escape(full.approval_id)}"]`);
+  if (waiting) waiting.remove();
+  hideEmptyWaiting();
+  if (messages.querySelector(`[data-approval="${CSS.escape(full.approval_id)}"]`)) return;
+  const item = cardElement(full);
+  messages.append(item);
+  item.scrollIntoView({ block: "end" });
+}
+
+async function decide(card, approval, decision) {
+  for (const b of card.querySelectorAll("button")) b.disabled = true;
+  try {
+    await api("POST", `/api/approvals/${encodeURIComponent(approval.approval_id)}`, { decision });
+    card.querySelector(".buttons").remove();
+    card.append(text("p", "card-outcome", decision === "approve" ? S.approved : S.denied));
+    onDecided(approval, decision);
+  } catch (error) {
+    for (const b of card.querySelectorAll("button")) b.disabled = false;
+    card.append(text("p", "card-outcome error", error.message));
+  }
+}
+
+function hideEmptyWaiting() {
+  $("waiting").hidden = !$("waiting-list").children.length;
+}
+
+// The "waiting for you" area: every pending approval not already on screen as a card.
+export async function refreshWaiting() {
+  const list = $("waiting-list");
+  const approvals = await pending();
+  const ids = new Set(approvals.map((a) => a.approval_id));
+  for (const old of [...list.children]) {
+    if (!ids.has(old.dataset.approval) && !old.querySelector(".card-outcome")) old.remove();
+  }
+  for (const approval of approvals) {
+    const selector = `[data-approval="${CSS.escape(approval.approval_id)}"]`;
+    if (messages.querySelector(selector) || list.querySelector(selector)) continue;
+    list.append(cardElement(approval));
+  }
+  hideEmptyWaiting();
+}

@@ -1,0 +1,139 @@
+// The header's panels: past conversations, the activity log, family members, the page's
+// language, logging out. On a phone the header's buttons sit behind one menu button.
+import { S, $, api, fill, localTime, timeElement } from "./api.js";
+
+let sessionsOffset = 0;
+
+export function setUpMenu() {
+  const toggle = $("menu-toggle");
+  const nav = $("menu");
+  toggle.addEventListener("click", () => {
+    const open = !nav.classList.contains("open");
+    nav.classList.toggle("open", open);
+    toggle.setAttribute("aria-expanded", String(open));
+  });
+  // a choice closes the menu again (a phone's screen is small)
+  nav.addEventListener("click", (event) => {
+    if (event.target.closest("button")) {
+      nav.classList.remove("open");
+      toggle.setAttribute("aria-expanded", "false");
+    }
+  });
+}
+
+function toggle(panelId, button, open) {
+  $(panelId).hidden = !open;
+  button.setAttribute("aria-expanded", String(open));
+}
+
+function sessionItem(s, current, open) {
+  const li = document.createElement("li");
+  const button = document.createElement("button");
+  button.type = "button";
+  button.className = "secondary session";
+  button.dataset.session = s.session_id;
+  if (s.session_id === current) button.setAttribute("aria-current", "true");
+  const title = document.createElement("span");
+  title.className = "session-title";
+  title.textContent = s.title || fill(S.session, { id: s.session_id.slice(0, 8) });
+  const when = document.createElement("span");
+  when.className = "muted session-when";
+  when.textContent = localTime(s.updated_at);
+  button.append(title, when);
+  button.addEventListener("click", () => open(s.session_id));
+  li.append(button);
+  return li;
+}
+
+async function loadSessions(reset, current, open) {
+  const list = $("session-list");
+  if (reset) { list.replaceChildren(); sessionsOffset = 0; }
+  const page = await api("GET", `/api/sessions?limit=20&offset=${sessionsOffset}`);
+  for (const s of page.sessions) list.append(sessionItem(s, current(), open));
+  if (!list.children.length) list.append(Object.assign(document.createElement("li"), { textContent: S.sessionsEmpty }));
+  sessionsOffset = page.next_offset === null ? sessionsOffset : page.next_offset;
+  $("sessions-more").hidden = page.next_offset === null;
+}
+
+export function closeSessions() {
+  toggle("sessions", $("show-sessions"), false);
+}
+
+// `current()` is the conversation on screen; `open(id)` shows another; `fail(error)` tells.
+export function setUpSessions(current, open, fail) {
+  $("show-sessions").addEventListener("click", async (event) => {
+    const opening = $("sessions").hidden;
+    toggle("sessions", event.currentTarget, opening);
+    if (opening) await loadSessions(true, current, open).catch(fail);
+  });
+  $("sessions-more").addEventListener("click", () => loadSessions(false, current, open).catch(fail));
+}
+
+// One audit line as a person reads it: its local time, what happened, how it ended.
+function auditItem(line) {
+  const li = document.createElement("li");
+  const what = line.action || "";
+  const outcome = S.outcomes[line.outcome] || line.outcome || S.outcomes[line.decision] || line.decision || "";
+  li.append(timeElement(line.ts), document.createTextNode(" " + (outcome ? `${what}: ${outcome}` : what)));
+  return li;
+}
+
+export function setUpAudit(current, fail) {
+  $("show-audit").addEventListener("click", async (event) => {
+    const opening = $("audit").hidden;
+    toggle("audit", event.currentTarget, opening);
+    if (!opening) return;
+    const list = $("audit-lines");
+    list.replaceChildren();
+    try {
+      const id = current();
+      const query = id ? `?limit=100&session_id=${encodeURIComponent(id)}` : "?limit=100";
+      const lines = await api("GET", "/api/audit" + query);
+      for (const line of lines.reverse()) list.append(auditItem(line)); // the latest first
+      if (!list.children.length) list.append(Object.assign(document.createElement("li"), { textContent: S.auditEmpty }));
+    } catch (error) { fail(error); }
+  });
+}
+
+async function showPairing() {
+  // Who waits for a pairing code to be approved, and who is paired already.
+  const data = await api("GET", "/api/pairing");
+  const line = (text) => Object.assign(document.createElement("li"), { textContent: text });
+  $("pairing-pending").replaceChildren(...data.pending.map((p) => line(fill(S.pairingWaiting, { channel: p.channel, sender: p.sender_id }))));
+  $("pairing-paired").replaceChildren(...data.paired.map((p) => line(fill(S.pairingMember, { channel: p.channel, sender: p.sender_id, role: p.role }))));
+  if (!data.pending.length) $("pairing-pending").append(line(S.pairingNone));
+  if (!data.paired.length) $("pairing-paired").append(line(S.pairingNone));
+}
+
+export function setUpPairing(fail) {
+  $("show-pairing").addEventListener("click", async (event) => {
+    const opening = $("pairing").hidden;
+    toggle("pairing", event.currentTarget, opening);
+    if (opening) { try { await showPairing(); $("pairing-code").focus(); } catch (error) { fail(error); } }
+  });
+  $("pairing-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const field = $("pairing-code");
+    try {
+      const change = await api("POST", "/api/pairing/approve", { code: field.value.trim() });
+      $("pairing-result").textContent = change.message;
+      field.value = "";
+      await showPairing();
+    } catch (error) { $("pairing-result").textContent = error.message; }
+  });
+}
+
+export function setUpAccount(forget, fail) {
+  $("locale").addEventListener("change", async (event) => {
+    // Only the chrome changes: a running session keeps its interaction language.
+    try {
+      await api("POST", "/api/ui-locale", { locale: event.target.value });
+      window.location.reload();
+    } catch (error) { fail(error); }
+  });
+  $("logout").addEventListener("click", async () => {
+    try { await api("POST", "/api/logout"); } catch (error) { /* already logged out */ }
+    forget();
+    window.location.reload();
+  });
+}

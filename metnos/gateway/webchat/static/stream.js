@@ -1,0 +1,95 @@
+// The turn on screen, from its server-sent events: status lines, approval cards, the text as
+// it streams (`delta`), then the reply that replaces it with what ran beside it.
+import { S, fill } from "./api.js";
+import { addActivity, bubble, notice } from "./bubbles.js";
+import { refreshWaiting, showCard } from "./cards.js";
+
+const R = window.MetnosRender;
+const statusLine = document.getElementById("status");
+// the turn still running, {turn, session, text}: followed again after a reload (its messages
+// are stored when it ends)
+export const TURN_KEY = "metnos.turn";
+const STREAM_RENDER_MS = 60;
+let source = null; // the EventSource of the turn on screen
+
+export function setStatus(text) {
+  statusLine.textContent = text || "";
+}
+
+export function closeStream() {
+  if (source) { source.close(); source = null; }
+}
+
+export function following() {
+  return source !== null;
+}
+
+export function follow(turnId, seen, onEnd) {
+  closeStream();
+  const events = new EventSource(`/api/turns/${encodeURIComponent(turnId)}/events`);
+  source = events;
+  let live = null; // the streaming bubble: {item, text}
+  const settle = () => {
+    // what streamed stays as it is (a step waits, or the turn ended without a reply)
+    if (!live) return;
+    live.text.finish(live.text.text);
+    live.item.classList.remove("streaming");
+    if (!live.text.text.trim()) live.item.remove();
+    live = null;
+  };
+  const done = (ended) => {
+    events.close();
+    if (source === events) { source = null; setStatus(""); }
+    // only its end forgets the turn: an error may be the page going away (a reload)
+    const stored = JSON.parse(sessionStorage.getItem(TURN_KEY) || "null");
+    if (ended && stored && stored.turn === turnId) sessionStorage.removeItem(TURN_KEY);
+  };
+  const on = (kind, handler) => events.addEventListener(kind, (e) => handler(JSON.parse(e.data)));
+  on("status", (data) => setStatus(S.status[data.status] || ""));
+  on("step", (data) => {
+    if (data.state === "started") setStatus(fill(S.using, { executor: data.executor }));
+  });
+  on("approval", (data) => {
+    settle();
+    if (!seen.has(data.approval_id)) { seen.add(data.approval_id); showCard(data); }
+    setStatus(S.status.awaiting_approval);
+  });
+  on("delta", (data) => {
+    if (!live) {
+      const item = bubble("metnos", "");
+      item.classList.add("streaming");
+      live = { item, text: R.streaming(item.querySelector(".text"), STREAM_RENDER_MS) };
+    }
+    live.text.add(String(data.text || ""), data.think);
+    live.item.scrollIntoView({ block: "end" });
+  });
+  on("reply", (data) => {
+    if (!data.text) { settle(); return; }
+    if (seen.has("reply:" + data.text)) {
+      if (live) { live.item.remove(); live = null; } // shown already, from the stored messages
+      return;
+    }
+    seen.add("reply:" + data.text);
+    let item = live ? live.item : null;
+    if (live) { live.text.finish(data.text); item.classList.remove("streaming"); live = null; }
+    else item = bubble("metnos", data.text);
+    item.dataset.turn = turnId;
+    addActivity(item, data.activity);
+    item.scrollIntoView({ block: "end" });
+  });
+  on("notice", notice);
+  events.addEventListener("end", () => {
+    settle();
+    done(true);
+    refreshWaiting().catch(() => {});
+    if (onEnd) onEnd();
+  });
+  events.onerror = () => done(false);
+}
+
+// Reminders Metnos sends on its own: one stream for the page, when the gateway has one.
+export function listenNotices() {
+  if (!S.noticesUrl) return;
+  const events = new EventSource(S.noticesUrl);
+  events.addEventListener("notice", (e) => notice(JSON.parse(e.data)));
+}
