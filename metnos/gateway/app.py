@@ -25,6 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from metnos import i18n
 from metnos.channels.telegram import start_telegram
 from metnos.errors import MetnosError
+from metnos.gateway.invalid import body_lang, problems
 from metnos.gateway.routes import (
     approvals,
     audit,
@@ -179,8 +180,12 @@ def _install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
-        where = "; ".join(".".join(str(p) for p in e["loc"]) + ": " + e["msg"]
-                          for e in exc.errors()[:5])
-        lang = request_lang(request)
-        return JSONResponse({"error": {"key": "ERR_REQUEST_INVALID", "message": i18n.get(
-            "ERR_REQUEST_INVALID", lang, detail=where)}}, status_code=422)
+        """422 in plain words, in the body's `lang`, else the caller's language: the first
+        problem as `key`/`message`, every problem (field, key, message) in `detail`."""
+        service = getattr(request.app.state, "service", None)
+        lang = (body_lang(exc.body, service.settings) if service is not None else None) \
+            or request_lang(request)
+        found = problems(exc.errors(), lang)
+        return JSONResponse({"error": {"key": found[0].key, "message": found[0].message,
+                                       "detail": [p.to_json() for p in found]}},
+                            status_code=422)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from metnos.gateway.invalid import active_lang, message_text
 
 TurnStatus = Literal["running", "completed", "awaiting_approval", "failed"]
 
@@ -13,13 +15,21 @@ TurnStatus = Literal["running", "completed", "awaiting_approval", "failed"]
 class TurnCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    text: str = Field(min_length=1, description="The user's message.")
+    text: str = Field(min_length=1, pattern=r"\S",
+                      description="The user's message (not only blanks).")
     session_id: str | None = Field(None, max_length=64, description="Continue this session.")
-    lang: str | None = Field(None, max_length=35, description="BCP-47 tag of the message.")
+    lang: str | None = Field(
+        None, max_length=35,
+        description="BCP-47 tag of one of the instance's active languages (`it`, `en-GB`): "
+                    "the language of a session this turn creates and of this request's "
+                    "errors. Another tag is refused (422, naming the active ones).")
     forwarded: list[str] = Field(
         default_factory=list, max_length=10,
         description="Text the user forwards or quotes (a mail, a message): read as data, "
                     "never as instructions; the turn then asks before acting.")
+
+    _text = field_validator("text", mode="before")(message_text)
+    _lang = field_validator("lang", mode="before")(active_lang)
 
 
 class StepPublic(BaseModel):
@@ -56,9 +66,22 @@ class TurnPublic(BaseModel):
     steps: list[StepPublic] = Field(default_factory=list)  # the step trace, in order
 
 
-class ErrorBody(BaseModel):
+class FieldErrorPublic(BaseModel):
+    """One problem of a refused request: the field as the client named it (`text`,
+    `forwarded[2]`; empty for the body itself), an i18n key, its message."""
+
+    field: str
     key: str
     message: str
+
+
+class ErrorBody(BaseModel):
+    """`key` (an i18n key: clients rely on it) and `message` (in the request's language);
+    a refused body (422) also lists every problem in `detail`, the first one being `key`."""
+
+    key: str
+    message: str
+    detail: list[FieldErrorPublic] | None = None
 
 
 class ErrorPublic(BaseModel):

@@ -164,11 +164,13 @@ def _letters(text: str) -> int:
 
 
 def detect_language(
-    text: str, candidates: tuple[str, ...] | list[str] = DEFAULT_LANGUAGES
+    text: str, candidates: tuple[str, ...] | list[str] = DEFAULT_LANGUAGES,
+    min_letters: int = MIN_PROSE_LETTERS,
 ) -> tuple[str | None, float]:
     """The language of `text` (masked first) among `candidates`, as a base code, with lingua's
-    confidence; None when the prose is too short or no language clearly wins (then the float
-    is the top confidence, 0.0 for too short). Raises ValueError for a tag lingua does not know.
+    confidence; None when the prose is too short (under `min_letters` letters) or no language
+    clearly wins (then the float is the top confidence, 0.0 for too short). Raises ValueError
+    for a tag lingua does not know.
     """
     codes = set()
     for tag in candidates:
@@ -177,7 +179,7 @@ def detect_language(
             raise ValueError(f"unknown language: {tag!r}")
         codes.add(code)
     prose = mask(text[:DETECT_MAX_CHARS])
-    if _letters(prose) < MIN_PROSE_LETTERS or not codes:
+    if _letters(prose) < min_letters or not codes:
         return None, 0.0
     return _classify(_detector(frozenset(codes)), prose)
 

@@ -5,6 +5,9 @@
   of that one request (error messages), and the language of a session it creates;
 - the session's persisted `interaction_language`: set once at creation, never rewritten by a
   later request; a legacy session without one gets the workspace language, pinned once;
+- the turn's language (`turn_language`): the session's, unless the message is clearly written
+  in another active language — the communication intent is soft (SPEC §9.7), so that one
+  turn is answered in the message's language and the session keeps its own;
 - the workspace language of documents (`settings.workspace_language`).
 
 And the hard artifact intent as a policy check: a step that would write a file in another
@@ -31,6 +34,16 @@ TEXT_INPUTS = ("content",)  # string inputs holding the text an executor writes 
 MAX_EXISTING_BYTES = 64 * 1024  # read at most this much of an existing file to tell its language
 MAX_ACCEPT_LANGUAGE = 512
 AUDIT_ACTION = "i18n.artifact_intent"
+COMMUNICATION_ACTION = "i18n.communication"
+# When a message is "clearly written" in a language (measured with lingua on 90 household
+# sentences, it and en, tests/turns/test_language.py): one or two words ("ok", "ciao",
+# "hello") say nothing — "hello" reads as Italian; at 3+ words and 12+ letters, a top
+# confidence of 0.95 gave no sentence the wrong language, while 0.9 read "buy parmigiano and
+# mozzarella" as Italian. Below the floor the turn keeps the session's language.
+MIN_WORDS = 3
+MIN_LETTERS = 12
+CONFIDENCE_FLOOR = 0.95
+MAX_MESSAGE_CHARS = 2000  # the start of a long message is enough to tell its language
 
 
 # -- locales ---------------------------------------------------------------------------------
@@ -69,6 +82,70 @@ def legacy_language(settings: Settings) -> str:
     active = settings.active_languages
     return (match_language(settings.workspace_language, active)
             or match_language(settings.lang, active) or active[0])
+
+
+# -- the soft communication intent ----------------------------------------------------------
+@dataclass(frozen=True)
+class TurnLanguage:
+    """The language a turn speaks: `lang`; `detected` with its `confidence` when the message
+    itself chose it (None: the session's language holds)."""
+
+    lang: str
+    detected: str | None = None
+    confidence: float = 0.0
+
+    def audit_reason(self, session_lang: str) -> str:
+        return (f"comm={self.lang}/soft basis=message session={session_lang} "
+                f"confidence={self.confidence:.2f}")
+
+
+def turn_language(text: str, session_lang: str, settings: Settings) -> TurnLanguage:
+    """The turn's language: the message's when it is clearly another active language than the
+    session's (and the communication intent is soft and follows the user), else the session's."""
+    if not follows_message(settings):
+        return TurnLanguage(session_lang)
+    found, confidence = message_language(text, settings.active_languages)
+    if found is None or found == session_lang.split("-")[0].lower():
+        return TurnLanguage(session_lang)
+    return TurnLanguage(found, found, confidence)
+
+
+def plan_language(plan_lang: str | None, text: str, session_lang: str,
+                  settings: Settings) -> str:
+    """The turn's language once the embedded planner understood `text` in `plan_lang`: that
+    language under the soft intent when the message says enough (MIN_WORDS words: "ciao" or
+    "ok" match Italian templates but are no evidence), else the session's."""
+    if not plan_lang or not follows_message(settings):
+        return session_lang
+    from metnos.i18n.lint import mask
+
+    return plan_lang if len(mask(text).split()) >= MIN_WORDS else session_lang
+
+
+def follows_message(settings: Settings) -> bool:
+    """May a turn speak its message's language? Only under the soft communication intent that
+    follows the user (`auto-user-profile`), with the language intents on."""
+    comm = settings.i18n.communication
+    return (settings.i18n.intents_enabled and comm.intent == "soft"
+            and comm.language == intents.AUTO_USER_PROFILE)
+
+
+def message_language(text: str, active: Sequence[str]) -> tuple[str | None, float]:
+    """The active language `text` is clearly written in, with lingua's confidence; None for
+    a message too short to tell (under MIN_WORDS words or MIN_LETTERS letters, code, paths
+    and IDs not counted) or below CONFIDENCE_FLOOR."""
+    from metnos.i18n.lint import detect_language, mask
+
+    prose = mask(text[:MAX_MESSAGE_CHARS])
+    if len(active) < 2 or len(prose.split()) < MIN_WORDS:
+        return None, 0.0
+    try:
+        found, confidence = detect_language(prose, list(active), min_letters=MIN_LETTERS)
+    except ValueError:  # an active language lingua does not know
+        return None, 0.0
+    if found is None or confidence < CONFIDENCE_FLOOR:
+        return None, confidence
+    return found, confidence
 
 
 # -- the hard artifact intent ----------------------------------------------------------------

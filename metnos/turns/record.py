@@ -71,14 +71,19 @@ class TurnRecord:
                 autonomy=self.settings.policy.autonomy)
             chat = opened.chat
             lang = chat.interaction_language or locale  # set: created, kept or pinned above
-            turn = models.record_turn_start(
-                db, session_id=chat.id, channel=channel, sender=sender, text=text, lang=lang)
-            ctx = TurnContext(turn.id, chat.id, chat.user_id, channel, sender, lang,
+            # a message clearly in another active language is answered in it, this turn only
+            spoken = language.turn_language(text, lang, self.settings)
+            turn = models.record_turn_start(db, session_id=chat.id, channel=channel,
+                                            sender=sender, text=text, lang=spoken.lang)
+            ctx = TurnContext(turn.id, chat.id, chat.user_id, channel, sender, spoken.lang,
                               chat.autonomy, text, ui_locale=locale)
         if opened.pinned:  # a legacy session: its language comes from the workspace, once
             self.audit_line(ctx, action="session.language_pinned", decision="info",
                             reason=f"interaction_language={lang} (workspace language)",
                             outcome="done")
+        if spoken.detected is not None:
+            self.audit_line(ctx, action=language.COMMUNICATION_ACTION, decision="info",
+                            reason=spoken.audit_reason(lang), outcome="done")
         return ctx
 
     # -- what channels see -----------------------------------------------------------------

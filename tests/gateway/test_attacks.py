@@ -275,7 +275,7 @@ async def test_hostile_surrogates_still_complete_the_turn(
         # the same from the user's own JSON is refused as bad input, before anything runs
         raw = await client.post("/api/turns", content=b'{"text": "read \\ud800", "lang": "en"}',
                                 headers={"content-type": "application/json"})
-        assert raw.status_code == 422 and raw.json()["error"]["key"] == "ERR_REQUEST_INVALID"
+        assert raw.status_code == 422 and raw.json()["error"]["key"] == "ERR_FIELD_INVALID"
         resp = await client.post("/api/turns", json={"text": "read it", "lang": "en"})
     body = resp.json()
     assert resp.status_code == 200 and body["status"] == "completed", body

@@ -6,7 +6,8 @@ owner and sends a bounded number of generated requests per operation — valid a
 ones, with the owner's bearer token and without any credential, asking in Italian and in
 English. Every response must pass schemathesis' checks (no 5xx; status code, content type,
 headers and body as declared; invalid data refused), and every error must be the JSON error
-body `{"error": {"key", "message"}}` with an i18n key whose message is in the asked language.
+body `{"error": {"key", "message"}}` (with `detail` for a refused body) with i18n keys whose
+messages are in the asked language.
 Generation is derandomised, so a run is the same every time. The WebSocket route is not in
 the schema. Prints "operations N, cases M, failures F".
 """
@@ -39,6 +40,7 @@ from schemathesis.specs.openapi.checks import (
 
 from metnos import i18n
 from metnos.gateway.app import create_app
+from metnos.i18n.tags import match_language
 from tests.support.home import Home, MakeHome, served_app
 from tests.support.pg import free_port
 
@@ -74,10 +76,20 @@ def error_problems(response: requests.Response, lang: str) -> list[str]:
     except ValueError:
         return [f"not JSON: {response.text[:200]!r}"]
     error = body.get("error") if isinstance(body, dict) else None
-    if not (isinstance(error, dict) and set(error) == {"key", "message"}
-            and all(isinstance(v, str) for v in error.values())):
+    if not (isinstance(error, dict) and set(error) - {"detail"} == {"key", "message"}
+            and isinstance(error["key"], str) and isinstance(error["message"], str)):
         return [f"not the error body: {str(body)[:300]}"]
-    key, message = error["key"], error["message"]
+    problems = _message_problems(error["key"], error["message"], lang)
+    detail = error.get("detail")
+    if detail is not None:  # a refused body: each problem is a key and its message too
+        if not (isinstance(detail, list) and detail and detail[0]["key"] == error["key"]):
+            return [f"not the problems of a refused body: {str(detail)[:300]}"]
+        for item in detail:
+            problems += _message_problems(item["key"], item["message"], lang)
+    return problems
+
+
+def _message_problems(key: str, message: str, lang: str) -> list[str]:
     if any(key not in i18n.catalog(lang) for lang in LANGS):
         return [f"{key} is not an i18n key of every language"]
     template = i18n.catalog(lang)[key]
@@ -122,7 +134,7 @@ def _checker(base_url: str, credential: dict[str, str], tally: Tally,
         headers = {**credential, "Accept-Language": lang}
         response = case.call(base_url=base_url, headers=headers, timeout=60)
         tally.cases += 1
-        problems = error_problems(response, lang)
+        problems = error_problems(response, _asked(case, lang))
         try:
             case.validate_response(response, checks=CHECKS, headers=headers)
         except (FailureGroup, Failure) as exc:
@@ -132,6 +144,14 @@ def _checker(base_url: str, credential: dict[str, str], tally: Tally,
                                   f"-> {response.status_code}: {'; '.join(problems)}")
 
     return check
+
+
+def _asked(case: Case, header: str) -> str:
+    """The language an error must be in: the body's `lang` when it names an active
+    language (issue 12), else the Accept-Language sent."""
+    body = case.body if isinstance(case.body, dict) else {}
+    tag = body.get("lang")
+    return (match_language(tag, LANGS) if isinstance(tag, str) else None) or header
 
 
 def seed(home: Home, base_url: str) -> dict[str, str]:

@@ -63,9 +63,10 @@ async def test_a_new_session_takes_its_language_from_the_ui_locale(
         by_header = await turn(client, {"text": GIBBERISH},
                                **{"Accept-Language": "fr;q=0.9, en-US;q=0.95"})
         by_process = await turn(client, {"text": GIBBERISH})
-        unknown = await turn(client, {"text": GIBBERISH, "lang": "xx-??"})
-        for body, lang in ((by_body, "en"), (by_header, "en"), (by_process, "it"),
-                           (unknown, "it")):
+        unknown = await client.post("/api/turns", json={"text": GIBBERISH, "lang": "xx-??"})
+        assert unknown.status_code == 422  # a tag of no active language (issue 12)
+        assert unknown.json()["error"]["key"] == "ERR_LANG_UNKNOWN"
+        for body, lang in ((by_body, "en"), (by_header, "en"), (by_process, "it")):
             assert body["interaction_language"] == body["ui_locale"] == lang, body
             assert body["reply"].startswith(not_understood(lang)), body["reply"]
             assert await session_language(client, body["session_id"]) == lang
@@ -95,7 +96,9 @@ async def test_a_resumed_session_keeps_its_language_when_the_ui_locale_changes(
         assert [a["text"] for a in first["activity"]] == [looked]
         scripted_llm.enqueue_tool_call("fs_read", {"path": "note.md"})
         scripted_llm.enqueue_text("Still: buy milk.")
-        again = await turn(client, {"text": "cosa c'è nella nota?", "lang": "it",
+        # (an English message: one clearly in Italian would be answered in Italian, that
+        # turn only — tests/turns/test_turn_language.py)
+        again = await turn(client, {"text": "and what about now?", "lang": "it",
                                     "session_id": sid}, **{"Accept-Language": "it"})
         assert again["session_id"] == sid and again["status"] == "completed"
         assert [a["text"] for a in again["activity"]] == [looked]  # still English
