@@ -14,6 +14,7 @@ from typing import Any
 
 import httpx
 
+from metnos.cli._lang import cli_lang
 from metnos.errors import MetnosError
 from metnos.settings import Settings
 
@@ -46,10 +47,29 @@ def api_call(settings: Settings, method: str, path: str, *, body: dict[str, Any]
     except (httpx.HTTPError, ValueError) as exc:  # a broken connection or a non-JSON answer
         raise MetnosError("ERR_CHAT_REFUSED", status="-", detail=str(exc)[:200]) from exc
     if resp.status_code >= 400 or not isinstance(data, dict):
-        error = data.get("error", {}) if isinstance(data, dict) else {}
-        raise MetnosError("ERR_CHAT_REFUSED", status=resp.status_code,
-                          detail=error.get("message", resp.text[:200]))
+        raise _refusal(resp.status_code, data, resp.text)
     return data
+
+
+class GatewayRefusal(MetnosError):
+    """The gateway said no, in words: its own key and message (already in the language the
+    CLI asked for), shown as they are — "Action 513e… has already been undone", not "Metnos
+    refused the message (409)"."""
+
+    def __init__(self, status: int, key: str, text: str) -> None:
+        super().__init__(key)
+        self.status, self.text = status, text
+
+    def message(self, lang: str | None = None) -> str:
+        return self.text
+
+
+def _refusal(status: int, data: Any, raw: str) -> MetnosError:
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("key"), str) \
+            and isinstance(error.get("message"), str) and error["message"]:
+        return GatewayRefusal(status, error["key"], error["message"])
+    return MetnosError("ERR_CHAT_REFUSED", status=status, detail=raw[:200])
 
 
 def follow_events(settings: Settings, turn_id: str, *, after: int = 0,
@@ -65,8 +85,7 @@ def follow_events(settings: Settings, turn_id: str, *, after: int = 0,
         with httpx.stream("GET", url, headers=headers, timeout=timeout) as resp:
             if resp.status_code >= 400:
                 resp.read()
-                raise MetnosError("ERR_CHAT_REFUSED", status=resp.status_code,
-                                  detail=_error_message(resp))
+                raise _refusal(resp.status_code, _json(resp), resp.text)
             yield from _parse_sse(resp.iter_lines())
     except httpx.ConnectError as exc:
         raise MetnosError("ERR_CHAT_NOT_RUNNING", url=url) from exc
@@ -112,16 +131,13 @@ def _target(settings: Settings, path: str, lang: str | None) -> tuple[str, dict[
         token = settings.owner_token()
     except OSError as exc:
         raise MetnosError("ERR_HOME_NOT_INITIALISED", home=str(settings.home)) from exc
-    headers = {"Authorization": f"Bearer {token}"}
-    if lang:
-        headers["Accept-Language"] = lang
+    # the gateway answers (errors, undo reports) in the CLI's language unless told another
+    headers = {"Authorization": f"Bearer {token}", "Accept-Language": lang or cli_lang()}
     return url, headers
 
 
-def _error_message(resp: httpx.Response) -> str:
+def _json(resp: httpx.Response) -> Any:
     try:
-        data = resp.json()
+        return resp.json()
     except ValueError:
-        return resp.text[:200]
-    error = data.get("error", {}) if isinstance(data, dict) else {}
-    return str(error.get("message", resp.text[:200]))
+        return None

@@ -18,5 +18,7 @@ def settings_or_exit(lang: str | None = None) -> Settings:
 
 
 def exit_with(exc: MetnosError, lang: str | None = None) -> None:
-    typer.echo(exc.message(lang), err=True)
+    from metnos.cli._lang import cli_lang
+
+    typer.echo(exc.message(lang or cli_lang()), err=True)
     raise typer.Exit(1) from exc

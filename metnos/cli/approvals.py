@@ -12,21 +12,22 @@ from typing import Any
 
 import typer
 
-from metnos import i18n
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._lang import msg
+from metnos.cli._table import NONE, local_time, print_table, word
 from metnos.errors import MetnosError
 from metnos.settings import Settings
 
-app = typer.Typer(help=i18n.get("CLI_APPROVALS_HELP"), no_args_is_help=True)
-_JSON = typer.Option(False, "--json", help=i18n.get("CLI_JSON_HELP"))
-_ID = typer.Argument(..., help=i18n.get("CLI_APPROVALS_ID_HELP"))
-_REASON = typer.Option("", "--reason", help=i18n.get("CLI_APPROVALS_REASON_HELP"))
+app = typer.Typer(help=msg("CLI_APPROVALS_HELP"), no_args_is_help=True)
+_JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))
+_ID = typer.Argument(..., help=msg("CLI_APPROVALS_ID_HELP"))
+_REASON = typer.Option("", "--reason", help=msg("CLI_APPROVALS_REASON_HELP"))
 TURN_WAIT_S = 60.0  # how long approve/deny wait for the resumed turn's reply
 
 
-@app.command("list", help=i18n.get("CLI_APPROVALS_LIST_HELP"))
-def list_(show_all: bool = typer.Option(False, "--all", help=i18n.get("CLI_APPROVALS_ALL_HELP")),
+@app.command("list", help=msg("CLI_APPROVALS_LIST_HELP"))
+def list_(show_all: bool = typer.Option(False, "--all", help=msg("CLI_APPROVALS_ALL_HELP")),
           as_json: bool = _JSON) -> None:
     settings = settings_or_exit()
     try:
@@ -40,19 +41,29 @@ def list_(show_all: bool = typer.Option(False, "--all", help=i18n.get("CLI_APPRO
         typer.echo(json.dumps(rows, ensure_ascii=False))
         return
     if not rows:
-        typer.echo(i18n.get("MSG_APPROVALS_NONE"))
-    for row in rows:
-        typer.echo(i18n.get("MSG_APPROVALS_ROW", approval_id=row["approval_id"],
-                            status=row["status"], action=_action(row),
-                            expires=row["expires_at"][:16].replace("T", " ")))
+        typer.echo(msg("MSG_APPROVALS_NONE"))
+        return
+    headers = [msg(k) for k in ("CLI_COL_ID", "CLI_COL_STATUS", "CLI_COL_ACTION",
+                                "CLI_COL_ASKED", "CLI_COL_UNTIL", "CLI_COL_DECIDED")]
+    print_table(headers, [_row(row, settings) for row in rows])
 
 
-@app.command(help=i18n.get("CLI_APPROVALS_APPROVE_HELP"))
+def _row(row: dict[str, Any], settings: Settings) -> list[str]:
+    """A pending approval shows until when it can be decided; a decided, used or expired
+    one does not (it can no longer be), but when it was decided."""
+    pending = row["status"] == "pending"
+    return [row["approval_id"], word("approval", row["status"]), _action(row),
+            local_time(row.get("created_at"), settings),
+            local_time(row.get("expires_at"), settings) if pending else NONE,
+            local_time(row.get("decided_at"), settings)]
+
+
+@app.command(help=msg("CLI_APPROVALS_APPROVE_HELP"))
 def approve(approval_id: str = _ID, reason: str = _REASON, as_json: bool = _JSON) -> None:
     _decide(approval_id, "approve", reason, as_json)
 
 
-@app.command(help=i18n.get("CLI_APPROVALS_DENY_HELP"))
+@app.command(help=msg("CLI_APPROVALS_DENY_HELP"))
 def deny(approval_id: str = _ID, reason: str = _REASON, as_json: bool = _JSON) -> None:
     _decide(approval_id, "deny", reason, as_json)
 
@@ -70,15 +81,15 @@ def _decide(approval_id: str, decision: str, reason: str, as_json: bool) -> None
     if as_json:
         typer.echo(json.dumps({**data, "turn": turn}, ensure_ascii=False))
         return
-    typer.echo(i18n.get("MSG_APPROVALS_DONE", approval_id=row["approval_id"],
-                        status=row["status"]))
+    typer.echo(msg("MSG_APPROVALS_DONE", approval_id=row["approval_id"],
+                   status=word("approval", row["status"])))
     if turn is not None and turn.get("reply"):
         typer.echo(turn["reply"])
         for item in turn.get("activity") or []:  # what ran, beside the model's words
             if isinstance(item, dict) and item.get("text"):
                 typer.echo(str(item["text"]))
     else:
-        typer.echo(i18n.get("MSG_APPROVALS_STILL_RUNNING", turn_id=row["turn_id"]))
+        typer.echo(msg("MSG_APPROVALS_STILL_RUNNING", turn_id=row["turn_id"]))
 
 
 def _turn_when_done(settings: Settings, turn_id: str,

@@ -3,47 +3,58 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
-from metnos import i18n
 from metnos.audit import audit_log_path, read_tail, verify_instance
 from metnos.cli._common import settings_or_exit
+from metnos.cli._lang import cli_lang, msg
+from metnos.cli._table import local_time, print_table, word, words
+from metnos.settings import Settings
 
-app = typer.Typer(help=i18n.get("CLI_AUDIT_HELP"), no_args_is_help=True)
+app = typer.Typer(help=msg("CLI_AUDIT_HELP"), no_args_is_help=True)
 
-JsonFlag = Annotated[bool, typer.Option("--json", help=i18n.get("CLI_AUDIT_JSON_HELP"))]
+JsonFlag = Annotated[bool, typer.Option("--json", help=msg("CLI_AUDIT_JSON_HELP"))]
 
 
-@app.command("verify", help=i18n.get("CLI_AUDIT_VERIFY_HELP"))
+@app.command("verify", help=msg("CLI_AUDIT_VERIFY_HELP"))
 def verify_cmd(as_json: JsonFlag = False) -> None:
     report = verify_instance(settings_or_exit())
     if as_json:
-        payload = {**report.to_dict(), "message": report.message()}
+        payload = {**report.to_dict(), "message": report.message(cli_lang())}
         typer.echo(json.dumps(payload, ensure_ascii=False))
     else:
-        typer.echo(report.message(), err=not report.ok)
+        typer.echo(report.message(cli_lang()), err=not report.ok)
     if not report.ok:
         raise typer.Exit(1)
 
 
-@app.command("tail", help=i18n.get("CLI_AUDIT_TAIL_HELP"))
+@app.command("tail", help=msg("CLI_AUDIT_TAIL_HELP"))
 def tail_cmd(
-    n: Annotated[int, typer.Option("-n", "--lines", min=1, help=i18n.get("CLI_AUDIT_N_HELP"))] = 20,
+    n: Annotated[int, typer.Option("-n", "--lines", min=1, help=msg("CLI_AUDIT_N_HELP"))] = 20,
     as_json: JsonFlag = False,
 ) -> None:
-    records = read_tail(audit_log_path(settings_or_exit()), n)
-    for record in records:
-        typer.echo(json.dumps(record, ensure_ascii=False) if as_json else _line(record))
+    settings = settings_or_exit()
+    records = read_tail(audit_log_path(settings), n)
+    if as_json:
+        for record in records:
+            typer.echo(json.dumps(record, ensure_ascii=False))
+        return
+    if not records:
+        typer.echo(msg("MSG_AUDIT_EMPTY"))
+        return
+    headers = [msg(k) for k in ("CLI_COL_SEQ", "CLI_COL_TIME", "CLI_COL_DECISION", "CLI_COL_ACTION",
+                                "CLI_COL_WHAT", "CLI_COL_OUTCOME", "CLI_COL_WHO")]
+    print_table(headers, [_row(record, settings) for record in records])
 
 
-def _line(record: dict[str, object]) -> str:
-    parts = [
-        f"{record.get('seq', '?'):>6}",
-        str(record.get("ts", "")),
-        f"{record.get('decision', '')!s:<5}",
-        str(record.get("action", "")),
-    ]
-    parts += [str(record[k]) for k in ("reason", "outcome", "sender", "channel") if record.get(k)]
-    return "  ".join(parts)
+def _row(record: dict[str, Any], settings: Settings) -> list[str]:
+    """One record as a person reads it: local time, words for the decision and the outcome,
+    the reason's message instead of its key."""
+    action = str(record.get("action") or "")
+    who = "@".join(str(record[k]) for k in ("sender", "channel") if record.get(k))
+    return [str(record.get("seq", "?")), local_time(record.get("ts"), settings, seconds=True),
+            word("decision", record.get("decision")), action,
+            words(record.get("reason"), executor=action),
+            word("outcome", record.get("outcome")), who]

@@ -7,8 +7,9 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
-from metnos import i18n
 from metnos.cli._common import settings_or_exit
+from metnos.cli._lang import cli_lang, msg
+from metnos.cli._table import print_table, word
 from metnos.errors import ExecutorNotFound, MetnosError
 from metnos.executors.registry import (
     KEY_PURPOSE,
@@ -22,37 +23,30 @@ from metnos.executors.registry import (
 from metnos.executors.signing import sign_executor, signature_path
 from metnos.keys import load_private_key
 
-app = typer.Typer(help=i18n.get("CLI_EXECUTORS_HELP"), no_args_is_help=True)
+app = typer.Typer(help=msg("CLI_EXECUTORS_HELP"), no_args_is_help=True)
 
-JsonOpt = Annotated[bool, typer.Option("--json", help=i18n.get("CLI_EXECUTORS_JSON_HELP"))]
+JsonOpt = Annotated[bool, typer.Option("--json", help=msg("CLI_EXECUTORS_JSON_HELP"))]
 
 
-@app.command("list", help=i18n.get("CLI_EXECUTORS_LIST_HELP"))
+@app.command("list", help=msg("CLI_EXECUTORS_LIST_HELP"))
 def list_executors(as_json: JsonOpt = False) -> None:
     rows = _rows(None)
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
         return
     if not rows:
-        typer.echo(i18n.get("MSG_EXECUTORS_NONE"))
-    for row in rows:
-        status = i18n.get("MSG_EXECUTORS_ADMITTED" if row["admitted"] else "MSG_EXECUTORS_REFUSED")
-        if row["reason"]:
-            status = f"{status}: {row['reason']}"
-        typer.echo(
-            i18n.get(
-                "MSG_EXECUTORS_LIST_LINE",
-                name=row["name"],
-                version=row["version"] or "?",
-                risk=row["risk"] or "?",
-                status=status,
-            )
-        )
+        typer.echo(msg("MSG_EXECUTORS_NONE"))
+        return
+    headers = [msg(k) for k in ("CLI_COL_NAME", "CLI_COL_VERSION", "CLI_COL_RISK",
+                                "CLI_COL_STATUS", "CLI_COL_REASON")]
+    print_table(headers, [[row["name"], row["version"] or "?", word("risk", row["risk"]) or "?",
+                           word("executor", "admitted" if row["admitted"] else "refused"),
+                           row["reason"] or ""] for row in rows])
 
 
-@app.command("sign", help=i18n.get("CLI_EXECUTORS_SIGN_HELP"))
+@app.command("sign", help=msg("CLI_EXECUTORS_SIGN_HELP"))
 def sign(
-    name: Annotated[str, typer.Argument(help=i18n.get("CLI_EXECUTORS_NAME_HELP"))],
+    name: Annotated[str, typer.Argument(help=msg("CLI_EXECUTORS_NAME_HELP"))],
     as_json: JsonOpt = False,
 ) -> None:
     settings = settings_or_exit()
@@ -62,7 +56,7 @@ def sign(
         sig = signature_path(signatures_dir(settings), spec.name)
         facts = sign_executor(spec.folder, private_key, sig)
     except MetnosError as exc:
-        _fail(exc.message())
+        _fail(exc.message(cli_lang()))
     if as_json:
         typer.echo(
             json.dumps(
@@ -76,7 +70,7 @@ def sign(
         )
         return
     typer.echo(
-        i18n.get(
+        msg(
             "MSG_EXECUTORS_SIGNED",
             name=facts.name,
             version=facts.version,
@@ -86,14 +80,14 @@ def sign(
     )
 
 
-@app.command("verify", help=i18n.get("CLI_EXECUTORS_VERIFY_HELP"))
+@app.command("verify", help=msg("CLI_EXECUTORS_VERIFY_HELP"))
 def verify(
-    name: Annotated[str | None, typer.Argument(help=i18n.get("CLI_EXECUTORS_NAME_HELP"))] = None,
+    name: Annotated[str | None, typer.Argument(help=msg("CLI_EXECUTORS_NAME_HELP"))] = None,
     as_json: JsonOpt = False,
 ) -> None:
     rows = _rows(name)
     if name is not None and not rows:
-        _fail(ExecutorNotFound(executor=name).message())
+        _fail(ExecutorNotFound(executor=name).message(cli_lang()))
     failed = [row["name"] for row in rows if not row["admitted"]]
     if as_json:
         typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
@@ -101,13 +95,13 @@ def verify(
         for row in rows:
             if row["admitted"]:
                 typer.echo(
-                    i18n.get("MSG_EXECUTORS_VERIFY_OK", name=row["name"], version=row["version"])
+                    msg("MSG_EXECUTORS_VERIFY_OK", name=row["name"], version=row["version"])
                 )
             else:
                 typer.echo(f"{row['name']}: {row['reason']}", err=True)
     if failed:
         if not as_json:
-            typer.echo(i18n.get("MSG_EXECUTORS_VERIFY_FAILED", names=", ".join(failed)), err=True)
+            typer.echo(msg("MSG_EXECUTORS_VERIFY_FAILED", names=", ".join(failed)), err=True)
         raise typer.Exit(1)
 
 
@@ -127,7 +121,7 @@ def _rows(only: str | None) -> list[dict[str, Any]]:
 
 def _row(spec: ExecutorSpec | None, refusal: Refusal | None) -> dict[str, Any]:
     name = spec.name if spec else refusal.name if refusal else "?"
-    reason = i18n.get(refusal.key, **refusal.vars) if refusal else None
+    reason = msg(refusal.key, **refusal.vars) if refusal else None
     duplicate = refusal is not None and refusal.key == "ERR_EXECUTOR_DUPLICATE"
     manifest = spec.manifest if spec and not duplicate else None
     return {

@@ -13,12 +13,12 @@ from typing import Annotated
 
 import typer
 
-from metnos import i18n
 from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._lang import msg
 from metnos.errors import MetnosError
 from metnos.web.link import create_login_link
 
-JsonFlag = Annotated[bool, typer.Option("--json", help=i18n.get("CLI_JSON_HELP"))]
+JsonFlag = Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))]
 
 
 def login(as_json: JsonFlag = False) -> None:
@@ -32,6 +32,6 @@ def login(as_json: JsonFlag = False) -> None:
         typer.echo(json.dumps({"url": link.url, "expires_at": link.expires_at.isoformat(),
                                "expires_in_s": link.ttl_s}))
         return
-    typer.echo(i18n.get("MSG_WEB_LOGIN_LINK", count=math.ceil(link.ttl_s / 60)))
+    typer.echo(msg("MSG_WEB_LOGIN_LINK", count=math.ceil(link.ttl_s / 60)))
     typer.echo(link.url)
-    typer.echo(i18n.get("MSG_WEB_LOGIN_PREFECT_HINT"))
+    typer.echo(msg("MSG_WEB_LOGIN_PREFECT_HINT"))

@@ -7,28 +7,28 @@ import sys
 
 import typer
 
-from metnos import i18n
 from metnos.cli import approvals, audit, chat, executors, login, pair, ui, undo
 from metnos.cli._common import exit_with
+from metnos.cli._lang import msg
 from metnos.errors import MetnosError
 from metnos.settings import get_settings
 
-app = typer.Typer(help=i18n.get("CLI_MAIN_HELP"), no_args_is_help=True,
+app = typer.Typer(help=msg("CLI_MAIN_HELP"), no_args_is_help=True,
                   pretty_exceptions_enable=False)
 app.add_typer(executors.app, name="executors")
 app.add_typer(audit.app, name="audit")
 app.add_typer(approvals.app, name="approvals")
 app.add_typer(pair.app, name="pair")
-app.command(name="chat", help=i18n.get("CLI_CHAT_HELP"))(chat.chat)
-app.command(name="undo", help=i18n.get("CLI_UNDO_HELP"))(undo.undo)
-app.command(name="login", help=i18n.get("CLI_LOGIN_HELP"))(login.login)
-app.command(name="ui", help=i18n.get("CLI_UI_HELP"))(ui.ui)
+app.command(name="chat", help=msg("CLI_CHAT_HELP"))(chat.chat)
+app.command(name="undo", help=msg("CLI_UNDO_HELP"))(undo.undo)
+app.command(name="login", help=msg("CLI_LOGIN_HELP"))(login.login)
+app.command(name="ui", help=msg("CLI_UI_HELP"))(ui.ui)
 
 
-@app.command(help=i18n.get("CLI_INIT_HELP"))
+@app.command(help=msg("CLI_INIT_HELP"))
 def init(
-    if_needed: bool = typer.Option(False, "--if-needed", help=i18n.get("CLI_INIT_IF_NEEDED_HELP")),
-    as_json: bool = typer.Option(False, "--json", help=i18n.get("CLI_JSON_HELP")),
+    if_needed: bool = typer.Option(False, "--if-needed", help=msg("CLI_INIT_IF_NEEDED_HELP")),
+    as_json: bool = typer.Option(False, "--json", help=msg("CLI_JSON_HELP")),
 ) -> None:
     from metnos.home import initialise
 
@@ -36,7 +36,7 @@ def init(
         settings = get_settings()
         report = initialise(settings)  # idempotent: also completes a set-up cut short
         if if_needed and not report.changed:
-            typer.echo(i18n.get("MSG_INIT_ALREADY", home=str(settings.home)))
+            typer.echo(msg("MSG_INIT_ALREADY", home=str(settings.home)))
             return
     except MetnosError as exc:
         exit_with(exc)
@@ -44,14 +44,14 @@ def init(
     if as_json:
         typer.echo(json.dumps({"home": str(report.home), "created": report.created}))
     elif report.changed:
-        typer.echo(i18n.get("MSG_INIT_DONE", home=str(report.home), count=len(report.created)))
+        typer.echo(msg("MSG_INIT_DONE", home=str(report.home), count=len(report.created)))
         for item in report.created:
             typer.echo(f"  + {item}")
     else:
-        typer.echo(i18n.get("MSG_INIT_UNCHANGED", home=str(report.home)))
+        typer.echo(msg("MSG_INIT_UNCHANGED", home=str(report.home)))
 
 
-@app.command(help=i18n.get("CLI_SERVE_HELP"))
+@app.command(help=msg("CLI_SERVE_HELP"))
 def serve() -> None:
     from metnos.home import is_initialised
     from metnos.serve.supervisor import Supervisor
@@ -64,14 +64,14 @@ def serve() -> None:
         supervisor.handle_signals()  # before start-up: a Ctrl-C there must stop what started
         try:
             urls = supervisor.start()
-            typer.echo(i18n.get("MSG_SERVE_READY", gateway=urls["gateway"],
+            typer.echo(msg("MSG_SERVE_READY", gateway=urls["gateway"],
                                 prefect_ui=urls["prefect_ui"],
                                 token=str(settings.owner_token_path)))
             if not supervisor.sandbox_ok(urls["gateway"]):
-                typer.echo(i18n.get("MSG_SERVE_SANDBOX_DEGRADED"), err=True)
+                typer.echo(msg("MSG_SERVE_SANDBOX_DEGRADED"), err=True)
             code = supervisor.wait()
         finally:
-            typer.echo(i18n.get("MSG_SERVE_STOPPING"))
+            typer.echo(msg("MSG_SERVE_STOPPING"))
             supervisor.stop()
     except MetnosError as exc:
         exit_with(exc)

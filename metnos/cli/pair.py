@@ -11,56 +11,63 @@ from typing import Annotated, Any
 
 import typer
 
-from metnos import i18n
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._lang import msg
+from metnos.cli._table import local_time, print_table
 from metnos.errors import MetnosError
 
-app = typer.Typer(help=i18n.get("CLI_PAIR_HELP"), no_args_is_help=True)
+app = typer.Typer(help=msg("CLI_PAIR_HELP"), no_args_is_help=True)
 
-JsonFlag = Annotated[bool, typer.Option("--json", help=i18n.get("CLI_JSON_HELP"))]
+JsonFlag = Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))]
 
 
 def _call(method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
     settings = settings_or_exit()
     try:
-        return api_call(settings, method, path, body=body, timeout_s=30.0, lang=settings.lang)
+        return api_call(settings, method, path, body=body, timeout_s=30.0)
     except MetnosError as exc:
         exit_with(exc)
         raise  # unreachable: exit_with raises
 
 
-@app.command("list", help=i18n.get("CLI_PAIR_LIST_HELP"))
+@app.command("list", help=msg("CLI_PAIR_LIST_HELP"))
 def list_cmd(as_json: JsonFlag = False) -> None:
     data = _call("GET", "/api/pairing")
     if as_json:
         typer.echo(json.dumps(data, ensure_ascii=False))
         return
     if not data["pending"] and not data["paired"]:
-        typer.echo(i18n.get("MSG_PAIRING_NOTHING"))
+        typer.echo(msg("MSG_PAIRING_NOTHING"))
+        return
+    settings = settings_or_exit()
     if data["pending"]:
-        typer.echo(i18n.get("MSG_PAIRING_PENDING_TITLE"))
-        for row in data["pending"]:
-            typer.echo(i18n.get("MSG_PAIRING_PENDING_LINE", **row))
+        print_table([msg(k) for k in ("CLI_COL_CHANNEL", "CLI_COL_SENDER", "CLI_COL_ASKED",
+                                      "CLI_COL_EXPIRES")],
+                    [[row["channel"], row["sender_id"], local_time(row["created_at"], settings),
+                      local_time(row["expires_at"], settings)] for row in data["pending"]],
+                    title=msg("MSG_PAIRING_PENDING_TITLE"))
     if data["paired"]:
-        typer.echo(i18n.get("MSG_PAIRING_PAIRED_TITLE"))
-        for row in data["paired"]:
-            typer.echo(i18n.get("MSG_PAIRING_PAIRED_LINE", **row))
+        print_table([msg(k) for k in ("CLI_COL_CHANNEL", "CLI_COL_SENDER", "CLI_COL_ROLE",
+                                      "CLI_COL_USER", "CLI_COL_APPROVED")],
+                    [[row["channel"], row["sender_id"], row["role"], row["user_id"],
+                      local_time(row["approved_at"], settings)] for row in data["paired"]],
+                    title=msg("MSG_PAIRING_PAIRED_TITLE"))
 
 
-@app.command("approve", help=i18n.get("CLI_PAIR_APPROVE_HELP"))
+@app.command("approve", help=msg("CLI_PAIR_APPROVE_HELP"))
 def approve_cmd(
-    code: Annotated[str, typer.Argument(help=i18n.get("CLI_PAIR_CODE_HELP"))],
+    code: Annotated[str, typer.Argument(help=msg("CLI_PAIR_CODE_HELP"))],
     as_json: JsonFlag = False,
 ) -> None:
     data = _call("POST", "/api/pairing/approve", {"code": code})
     typer.echo(json.dumps(data, ensure_ascii=False) if as_json else data["message"])
 
 
-@app.command("revoke", help=i18n.get("CLI_PAIR_REVOKE_HELP"))
+@app.command("revoke", help=msg("CLI_PAIR_REVOKE_HELP"))
 def revoke_cmd(
-    channel: Annotated[str, typer.Argument(help=i18n.get("CLI_PAIR_CHANNEL_HELP"))],
-    sender_id: Annotated[str, typer.Argument(help=i18n.get("CLI_PAIR_SENDER_HELP"))],
+    channel: Annotated[str, typer.Argument(help=msg("CLI_PAIR_CHANNEL_HELP"))],
+    sender_id: Annotated[str, typer.Argument(help=msg("CLI_PAIR_SENDER_HELP"))],
     as_json: JsonFlag = False,
 ) -> None:
     data = _call("POST", "/api/pairing/revoke", {"channel": channel, "sender_id": sender_id})

@@ -25,8 +25,8 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 
-from metnos import i18n
 from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._lang import cli_lang, msg
 from metnos.errors import MetnosError, NotInitialisedError
 from metnos.i18n.admin import LAYERS, LanguageAdmin, StatusRow
 from metnos.i18n.sweep import SweepReport
@@ -34,14 +34,14 @@ from metnos.i18n.translator import LLMTranslator
 from metnos.llm.port import LLMPort
 
 T = TypeVar("T")
-app = typer.Typer(help=i18n.get("CLI_PROMPTS_HELP"), no_args_is_help=True)
+app = typer.Typer(help=msg("CLI_PROMPTS_HELP"), no_args_is_help=True)
 
-LangOpt = Annotated[str, typer.Option("--lang", help=i18n.get("CLI_PROMPTS_LANG_HELP"))]
+LangOpt = Annotated[str, typer.Option("--lang", help=msg("CLI_PROMPTS_LANG_HELP"))]
 QualityOpt = Annotated[str | None, typer.Option(
-    "--quality", help=i18n.get("CLI_PROMPTS_QUALITY_HELP"))]
-SourceOpt = Annotated[str | None, typer.Option("--source", help=i18n.get(
+    "--quality", help=msg("CLI_PROMPTS_QUALITY_HELP"))]
+SourceOpt = Annotated[str | None, typer.Option("--source", help=msg(
     "CLI_PROMPTS_SOURCE_HELP"))]
-JsonOpt = Annotated[bool, typer.Option("--json", help=i18n.get("CLI_PROMPTS_JSON_HELP"))]
+JsonOpt = Annotated[bool, typer.Option("--json", help=msg("CLI_PROMPTS_JSON_HELP"))]
 
 
 def _run(action: Callable[[LanguageAdmin], T]) -> T:
@@ -52,19 +52,19 @@ def _run(action: Callable[[LanguageAdmin], T]) -> T:
             raise NotInitialisedError(home=str(settings.home))
         return action(LanguageAdmin(settings))
     except MetnosError as exc:
-        exit_with(exc, settings.lang)
+        exit_with(exc, cli_lang())
         raise
 
 
 def _say(key: str, **vars: Any) -> None:
-    typer.echo(i18n.get(key, None, **vars))
+    typer.echo(msg(key, **vars))
 
 
-@app.command("add-language", help=i18n.get("CLI_PROMPTS_ADD_LANGUAGE_HELP"))
+@app.command("add-language", help=msg("CLI_PROMPTS_ADD_LANGUAGE_HELP"))
 def add_language(
-    code: Annotated[str, typer.Argument(help=i18n.get("CLI_PROMPTS_CODE_HELP"))],
+    code: Annotated[str, typer.Argument(help=msg("CLI_PROMPTS_CODE_HELP"))],
     source_lang: Annotated[str | None, typer.Option(
-        "--source-lang", help=i18n.get("CLI_PROMPTS_SOURCE_LANG_HELP"))] = None,
+        "--source-lang", help=msg("CLI_PROMPTS_SOURCE_LANG_HELP"))] = None,
 ) -> None:
     report = _run(lambda admin: admin.add_language(code, source_lang))
     if not report.changed:
@@ -74,11 +74,11 @@ def add_language(
     _say("MSG_LANGS_ACTIVATE_HINT", lang=report.code)
 
 
-@app.command("status", help=i18n.get("CLI_PROMPTS_STATUS_HELP"))
+@app.command("status", help=msg("CLI_PROMPTS_STATUS_HELP"))
 def status(
-    layer: Annotated[str | None, typer.Option("--layer", help=i18n.get(
+    layer: Annotated[str | None, typer.Option("--layer", help=msg(
         "CLI_PROMPTS_LAYER_HELP"))] = None,
-    show_all: Annotated[bool, typer.Option("--all", help=i18n.get(
+    show_all: Annotated[bool, typer.Option("--all", help=msg(
         "CLI_PROMPTS_ALL_HELP"))] = False,
     as_json: JsonOpt = False,
 ) -> None:
@@ -112,11 +112,11 @@ def _print_table(languages: list[str], rows: list[StatusRow], show_all: bool) ->
     _say("MSG_LANGS_STATUS_LEGEND")
 
 
-@app.command("translate-all", help=i18n.get("CLI_PROMPTS_TRANSLATE_ALL_HELP"))
+@app.command("translate-all", help=msg("CLI_PROMPTS_TRANSLATE_ALL_HELP"))
 def translate_all(
-    lang: Annotated[list[str] | None, typer.Option("--lang", help=i18n.get(
+    lang: Annotated[list[str] | None, typer.Option("--lang", help=msg(
         "CLI_PROMPTS_LANG_HELP"))] = None,
-    layer: Annotated[list[str] | None, typer.Option("--layer", help=i18n.get(
+    layer: Annotated[list[str] | None, typer.Option("--layer", help=msg(
         "CLI_PROMPTS_LAYER_HELP"))] = None,
     quality: QualityOpt = None,
 ) -> None:
@@ -124,7 +124,7 @@ def translate_all(
     _print_report(report)
 
 
-@app.command("check", help=i18n.get("CLI_PROMPTS_CHECK_HELP"))
+@app.command("check", help=msg("CLI_PROMPTS_CHECK_HELP"))
 def check(as_json: JsonOpt = False) -> None:
     issues = _run(lambda admin: admin.check())
     if as_json:
@@ -139,7 +139,7 @@ def check(as_json: JsonOpt = False) -> None:
         raise typer.Exit(1)
 
 
-@app.command("sync", help=i18n.get("CLI_PROMPTS_SYNC_HELP"))
+@app.command("sync", help=msg("CLI_PROMPTS_SYNC_HELP"))
 def sync() -> None:
     count = _run(lambda admin: admin.record_untracked())
     _say("MSG_LANGS_SYNCED_UNTRACKED", count=count)
@@ -168,14 +168,14 @@ def _print_report(report: SweepReport) -> None:
 
 def _layer_commands(group: typer.Typer, layer: str, noun_help: str) -> None:
     """translate / review / mark-synced / resolve for one layer."""
-    Name = Annotated[str, typer.Argument(help=i18n.get(noun_help))]  # noqa: N806
+    Name = Annotated[str, typer.Argument(help=msg(noun_help))]  # noqa: N806
 
-    @group.command("translate", help=i18n.get("CLI_PROMPTS_TRANSLATE_HELP"))
+    @group.command("translate", help=msg("CLI_PROMPTS_TRANSLATE_HELP"))
     def translate(name: Name, lang: LangOpt, quality: QualityOpt = None) -> None:
         report = _run(lambda admin: _sweep(admin, quality, [layer], [name], [lang]))
         _print_report(report)
 
-    @group.command("review", help=i18n.get("CLI_PROMPTS_REVIEW_HELP"))
+    @group.command("review", help=msg("CLI_PROMPTS_REVIEW_HELP"))
     def review(name: Name, lang: LangOpt) -> None:
         found = _run(lambda admin: admin.review(layer, name, lang))
         _say("MSG_LANGS_REVIEW_HEAD", name=name, lang=found.lang, status=found.status,
@@ -189,14 +189,14 @@ def _layer_commands(group: typer.Typer, layer: str, noun_help: str) -> None:
         for warning in found.warnings:
             _say("MSG_LANGS_WARNING", warning=warning)
 
-    @group.command("mark-synced", help=i18n.get("CLI_PROMPTS_MARK_SYNCED_HELP"))
+    @group.command("mark-synced", help=msg("CLI_PROMPTS_MARK_SYNCED_HELP"))
     def mark_synced(
         lang: LangOpt,
-        name: Annotated[str | None, typer.Argument(help=i18n.get(noun_help))] = None,
+        name: Annotated[str | None, typer.Argument(help=msg(noun_help))] = None,
         source: SourceOpt = None,
-        keep_current: Annotated[bool, typer.Option("--keep-current", help=i18n.get(
+        keep_current: Annotated[bool, typer.Option("--keep-current", help=msg(
             "CLI_PROMPTS_KEEP_CURRENT_HELP"))] = False,
-        every: Annotated[bool, typer.Option("--all", help=i18n.get(
+        every: Annotated[bool, typer.Option("--all", help=msg(
             "CLI_PROMPTS_MARK_ALL_HELP"))] = False,
     ) -> None:
         if every:
@@ -214,15 +214,15 @@ def _layer_commands(group: typer.Typer, layer: str, noun_help: str) -> None:
         for note in notes:
             _say("MSG_LANGS_RESIGN_NOTE", name=note.split(":", 1)[-1])
 
-    @group.command("resolve", help=i18n.get("CLI_PROMPTS_RESOLVE_HELP"))
+    @group.command("resolve", help=msg("CLI_PROMPTS_RESOLVE_HELP"))
     def resolve(name: Name, source: Annotated[str, typer.Option(
-            "--source", help=i18n.get("CLI_PROMPTS_SOURCE_HELP"))]) -> None:
+            "--source", help=msg("CLI_PROMPTS_SOURCE_HELP"))]) -> None:
         _run(lambda admin: admin.resolve(layer, name, source))
         _say("MSG_LANGS_RESOLVED", name=name, source=source)
 
 
-manifests_app = typer.Typer(help=i18n.get("CLI_PROMPTS_MANIFESTS_HELP"), no_args_is_help=True)
-messages_app = typer.Typer(help=i18n.get("CLI_PROMPTS_MESSAGES_HELP"), no_args_is_help=True)
+manifests_app = typer.Typer(help=msg("CLI_PROMPTS_MANIFESTS_HELP"), no_args_is_help=True)
+messages_app = typer.Typer(help=msg("CLI_PROMPTS_MESSAGES_HELP"), no_args_is_help=True)
 _layer_commands(app, "prompts", "CLI_PROMPTS_ROLE_HELP")
 _layer_commands(manifests_app, "manifests", "CLI_PROMPTS_EXECUTOR_HELP")
 _layer_commands(messages_app, "messages", "CLI_PROMPTS_KEY_HELP")

@@ -14,12 +14,12 @@ from typing import Annotated
 
 import typer
 
-from metnos import i18n
 from metnos.cli._common import settings_or_exit
+from metnos.cli._lang import cli_lang, msg
 from metnos.errors import MetnosError
 from metnos.serve.prefect_access import CREDENTIAL_USER, credential_path, ui_url
 
-JsonFlag = Annotated[bool, typer.Option("--json", help=i18n.get("CLI_JSON_HELP"))]
+JsonFlag = Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))]
 
 
 def ui(as_json: JsonFlag = False) -> None:
@@ -28,8 +28,8 @@ def ui(as_json: JsonFlag = False) -> None:
     external = bool(os.environ.get("PREFECT_API_URL"))
     path = credential_path(settings)
     if not external and not path.is_file():
-        typer.echo(MetnosError("ERR_PREFECT_CREDENTIAL_MISSING", path=str(path)).message(),
-                   err=True)
+        missing = MetnosError("ERR_PREFECT_CREDENTIAL_MISSING", path=str(path))
+        typer.echo(missing.message(cli_lang()), err=True)
         raise typer.Exit(1)
     if as_json:
         typer.echo(json.dumps({"url": url, "external": external,
@@ -37,4 +37,4 @@ def ui(as_json: JsonFlag = False) -> None:
                                "user": None if external else CREDENTIAL_USER}))
         return
     key = "MSG_PREFECT_UI_EXTERNAL" if external else "MSG_PREFECT_UI"
-    typer.echo(i18n.get(key, url=url, path=str(path)))
+    typer.echo(msg(key, url=url, path=str(path)))

@@ -8,15 +8,15 @@ from urllib.parse import quote
 
 import typer
 
-from metnos import i18n
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._lang import msg
 from metnos.errors import MetnosError
 
 
 def undo(
-    action_id: Annotated[str, typer.Argument(help=i18n.get("CLI_UNDO_ID_HELP"))],
-    as_json: Annotated[bool, typer.Option("--json", help=i18n.get("CLI_JSON_HELP"))] = False,
+    action_id: Annotated[str, typer.Argument(help=msg("CLI_UNDO_ID_HELP"))],
+    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
 ) -> None:
     """Undo ACTION_ID; exit code 1 when it was refused or only partly done."""
     settings = settings_or_exit()

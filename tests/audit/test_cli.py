@@ -64,7 +64,11 @@ def test_tail(settings: Settings) -> None:
     assert result.exit_code == 0
     assert [json.loads(line)["outcome"] for line in result.stdout.splitlines()] == ["ok3", "ok4"]
     text = CliRunner().invoke(app, ["tail"]).stdout.splitlines()
-    assert len(text) == 5 and "fs_read" in text[0]
+    assert text[0].split() == ["#", "Time", "Decision", "Action", "What", "Outcome", "Who"]
+    rows = [line.split() for line in text[2:]]  # after the header's rule: one line a record
+    assert [row[0] for row in rows] == ["1", "2", "3", "4", "5"]
+    assert all(row[3:5] == ["allowed", "fs_read"] and row[-2:] == [f"ok{i}", "owner"]
+               for i, row in enumerate(rows))
 
 
 def test_verify_without_the_audit_key(settings: Settings) -> None:
