@@ -4,17 +4,21 @@ else Accept-Language, else METNOS_LANG; the first problem as `key`/`message`, al
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
 import pytest
+import websockets
 from sqlmodel import select
 
+from metnos import i18n
 from metnos.db import models
 from metnos.db.engine import session as db_session
 from metnos.turns.service import TurnService
-from tests.support.home import Home, MakeHome, gateway_client
+from tests.support.home import Home, MakeHome, gateway_client, served_gateway
+from tests.support.pg import free_port
 
 
 @pytest.fixture
@@ -125,3 +129,21 @@ async def test_query_choices_and_several_problems(client: httpx.AsyncClient) -> 
                                       headers={"Content-Type": "application/json",
                                                "Accept-Language": "en"}))
     assert body["key"] == "ERR_BODY_NOT_JSON"
+
+
+async def test_the_web_chats_socket_refuses_the_same_way(make_home: MakeHome) -> None:
+    home = make_home(lang="it", METNOS_GATEWAY_PORT=str(free_port()))
+    port = home.settings.gateway.port
+    with served_gateway(home):
+        headers = {"Authorization": f"Bearer {home.token}", "Accept-Language": "it"}
+        async with websockets.connect(f"ws://127.0.0.1:{port}/api/chat",
+                                      additional_headers=headers) as socket:
+            for frame, key, lang, vars in (
+                    ({"text": "  \n", "lang": "en"}, "ERR_MESSAGE_EMPTY", "en", {}),
+                    ({"text": ""}, "ERR_MESSAGE_EMPTY", "it", {}),
+                    ({"text": "ciao", "lang": "klingon"}, "ERR_LANG_UNKNOWN", "it",
+                     {"value": "klingon", "active": "it, en"})):
+                await socket.send(json.dumps({"type": "message", **frame}))
+                error = json.loads(await socket.recv(decode=True))
+                assert error == {"type": "error", "key": key,
+                                 "message": i18n.get(key, lang, **vars)}

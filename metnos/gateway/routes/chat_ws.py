@@ -32,6 +32,7 @@ from metnos.errors import MetnosError
 from metnos.gateway.connections import connections_of
 from metnos.gateway.deps import authenticate
 from metnos.gateway.routes.approvals import decide_and_resume
+from metnos.i18n.tags import match_language
 from metnos.turns.language import ui_locale
 from metnos.turns.service import TurnService
 
@@ -110,11 +111,13 @@ class _Socket:
 async def _handle(socket: _Socket, raw: str) -> None:
     websocket, service, owner, channel = (
         socket.websocket, socket.service, socket.owner, socket.channel)
-    locale = ui_locale(None, websocket.headers.get("accept-language"), service.settings)
     try:
         frame = json.loads(raw) if len(raw) <= MAX_FRAME_CHARS else None
     except ValueError:
         frame = None
+    asked = frame.get("lang") if isinstance(frame, dict) else None  # errors follow it
+    locale = ui_locale(asked if isinstance(asked, str) else None,
+                       websocket.headers.get("accept-language"), service.settings)
     if not isinstance(frame, dict) or frame.get("type") not in ("message", "decision"):
         await _error(socket, MetnosError("ERR_REQUEST_INVALID", detail="frame"), locale)
         return
@@ -133,10 +136,15 @@ async def _handle(socket: _Socket, raw: str) -> None:
 async def _turn(socket: _Socket, frame: dict[str, Any]) -> None:
     websocket, service = socket.websocket, socket.service
     text = frame.get("text")
-    if not isinstance(text, str) or not text.strip():
+    if not isinstance(text, str):
         raise MetnosError("ERR_REQUEST_INVALID", detail="text")
+    if not text.strip():
+        raise MetnosError("ERR_MESSAGE_EMPTY")
     session_id = frame.get("session_id") if isinstance(frame.get("session_id"), str) else None
     lang = frame.get("lang") if isinstance(frame.get("lang"), str) else None
+    active = service.settings.active_languages
+    if lang is not None and match_language(lang, active) is None:
+        raise MetnosError("ERR_LANG_UNKNOWN", value=lang[:35], active=", ".join(active))
     ctx = await service.open_turn(text, session_id=session_id, lang=lang,
                                   channel=socket.channel, sender=socket.owner,
                                   accept_language=websocket.headers.get("accept-language"))
