@@ -167,6 +167,9 @@ class Manifest(_Model):
     reversible: bool
     side_effects: bool
     untrusted_output: bool = False  # its results carry outside text (web, mail): data, not orders
+    # what the host carries out from the run's validated result (the executor itself changes
+    # nothing): "schedule_reminder" (metnos.reminders.effect); undone with the action
+    effect: Literal["schedule_reminder"] | None = None
     sandbox: SandboxProfile = Field(default_factory=SandboxProfile)
     inputs: dict[str, InputSpec] = Field(default_factory=dict)
     outputs: dict[str, OutputSpec] = Field(default_factory=dict)

@@ -27,7 +27,7 @@ from fastapi import FastAPI
 
 from metnos.channels.telegram.config import load_config
 from metnos.reminders import outbox
-from metnos.reminders.effect import EXECUTOR, Scheduler, effect
+from metnos.reminders.effect import EFFECT, Scheduler, effect
 from metnos.reminders.outbox import Outbox
 from metnos.turns.service import TurnService
 
@@ -117,7 +117,7 @@ def with_reminders(app: FastAPI, scheduler: Scheduler | None) -> FastAPI:
         async with inner(app) as state:
             service: TurnService = app.state.service
             if scheduler is not None:
-                service.effects[EXECUTOR] = effect(service, scheduler)
+                service.effects[EFFECT] = effect(service, scheduler)
             config = load_config(service.settings)
             telegram = TelegramSender(config.token, config.api_base) if config else None
             delivery = app.state.delivery = Delivery(service, scheduler, telegram)

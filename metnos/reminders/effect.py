@@ -31,6 +31,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EXECUTOR = "reminder_set"
+EFFECT = "schedule_reminder"  # its manifest's `effect`
 # (outbox id, when to run, run name, tags) → the flow run's id
 Schedule = Callable[[str, datetime, str, list[str]], Awaitable[str]]
 Cancel = Callable[[str], Awaitable[None]]  # a scheduled flow run's id
@@ -46,7 +47,7 @@ class Scheduler:
 
 def effect(service: TurnService, scheduler: Scheduler) -> Callable[
         [TurnContext, CheckedStep, StepOutcome], Awaitable[StepOutcome]]:
-    """The runner's hook for `reminder_set` (`service.effects[EXECUTOR]`)."""
+    """The runner's hook for `reminder_set` (`service.effects[EFFECT]`)."""
     async def carry_out(ctx: TurnContext, checked: CheckedStep,
                         outcome: StepOutcome) -> StepOutcome:
         return await schedule_reminder(service, scheduler, ctx, outcome)

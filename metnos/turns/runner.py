@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-# what the host does with an executor's validated result (`TurnService.effects`, by name)
+# what the host does with an executor's validated result (`TurnService.effects`, keyed by
+# the manifest's `effect`)
 Effect = Callable[[TurnContext, CheckedStep, StepOutcome], Awaitable[StepOutcome]]
 
 
@@ -51,9 +52,9 @@ class StepRunner:
         ctx.mark("sandbox_total", started)
         ctx.timings["sandbox_spawn"] = ctx.timings.get("sandbox_spawn", 0.0) + result.spawn_s * 1000
         outcome = await asyncio.to_thread(self._record_result, ctx, checked, result)
-        effect = self.service.effects.get(checked.step.executor)
-        if effect is not None and outcome.status == "done":  # carried out from the checked
-            outcome = await effect(ctx, checked, outcome)  # result (a reminder's schedule)
+        effect = self.service.effects.get(checked.spec.manifest.effect or "")
+        if effect is not None and outcome.status == "done":  # the manifest's effect, carried
+            outcome = await effect(ctx, checked, outcome)  # out from the checked result
         return outcome
 
     def _prepare_run(self, ctx: TurnContext, checked: CheckedStep) -> StepOutcome | None:

@@ -48,8 +48,8 @@ class TurnService:
         self.record = TurnRecord(settings, engine=engine, audit=audit, events=self.events)
         self.checker = StepChecker(self)
         self.runner = StepRunner(self)
-        # executor name → what the host carries out from its validated result (the gateway
-        # registers the reminders' schedule: metnos.reminders.effect)
+        # a manifest's `effect` → what the host carries out from the validated result (the
+        # gateway registers "schedule_reminder": metnos.reminders.effect)
         self.effects: dict[str, Effect] = {}
         self._tools: dict[tuple[str, int], list[ToolSpec]] = {}  # per language and generation
 

@@ -38,7 +38,8 @@ def test_manifest_is_valid(folder: Path) -> None:
         for spec in list(manifest.inputs.values()) + list(manifest.outputs.values()):
             assert spec.description[lang].strip()
     if manifest.side_effects:  # a low-risk change runs without asking: it must be undoable
-        assert (manifest.risk != "low" or manifest.reversible) and manifest.sandbox.write
+        assert manifest.risk != "low" or manifest.reversible
+        assert manifest.sandbox.write or manifest.effect  # or the host acts on its result
     else:
         assert not manifest.sandbox.write
 

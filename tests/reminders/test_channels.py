@@ -69,9 +69,14 @@ async def test_a_reminder_set_on_telegram_arrives_as_a_bot_message(
                 "⏰ Te lo ricorderò oggi alle" in s for s in t.sent_texts(ANNA)), "the reply")
             await until(telegram, lambda t: "⏰ Promemoria: chiamare la nonna" in t.sent_texts(
                 ANNA), "the reminder", timeout_s=120)
-    engine = make_engine(database_url(home.settings))
-    [row] = [r for r in _all(engine) if r.channel == "telegram"]
+            engine = make_engine(database_url(home.settings))
+            for _ in range(40):  # marked delivered right after the bot API took it
+                [row] = [r for r in _all(engine) if r.channel == "telegram"]
+                if row.delivered_at is not None:
+                    break
+                await asyncio.sleep(0.25)
     assert row.address == f"telegram-{ANNA}" and row.delivered_at is not None
+    assert telegram.sent_texts(ANNA).count("⏰ Promemoria: chiamare la nonna") == 1
     engine.dispose()
 
 

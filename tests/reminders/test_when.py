@@ -87,3 +87,22 @@ def test_no_timed_reminder_without_a_time_or_a_reminder(sentence: str, lang: str
     tool = parse_manifest(REPO_EXECUTORS / "reminder_set" / "manifest.toml").tool_spec(lang)
     plan = plan_embedded(sentence, lang, [tool])
     assert not plan.steps
+
+
+@pytest.mark.parametrize(("sentence", "lang", "executor", "expected"), [
+    ("ricordami di chiamare la nonna alle 18", "it", "reminder_set",
+     {"text": "chiamare la nonna"}),
+    ("remind me in two minutes to turn off the oven", "en", "reminder_set",
+     {"text": "turn off the oven"}),
+    ("ricordami di comprare il latte", "it", "lists",
+     {"list": "promemoria", "text": "comprare il latte"}),
+    ("remind me to buy milk", "en", "lists", {"list": "reminders", "text": "buy milk"}),
+])
+def test_among_every_builtin(sentence: str, lang: str, executor: str,
+                             expected: dict[str, object]) -> None:
+    from tests.llm.builtin_tools import builtin_tools, others
+
+    plan = plan_embedded(sentence, lang, builtin_tools(lang), others=others(lang), now=NOW)
+    assert [s.executor for s in plan.steps] == [executor], plan
+    args = plan.steps[0].args
+    assert {k: args.get(k) for k in expected} == expected, args
