@@ -103,7 +103,8 @@ def activity_item(checked: CheckedStep, outcome: StepOutcome, lang: str) -> dict
     status = {"MSG_APPROVAL_DENIED": "denied", "ERR_APPROVAL_EXPIRED": "expired"}.get(
         outcome.key or "", outcome.status)
     manifest = checked.spec.manifest if checked.spec is not None else None
-    acted = manifest is not None and manifest.side_effects
+    args = checked.request.args if checked.request is not None else checked.step.args
+    acted = manifest is not None and manifest.changes(args)  # a list's "show" only reads
     if outcome.status == "done" and not acted:  # a read: one line, never the content
         text = i18n.get("MSG_AGENT_ACTIVITY_READ", lang, executor=checked.step.executor,
                         source=source_label(checked))
