@@ -87,7 +87,8 @@ async def test_messages_in_order_with_the_activity_on_the_last_reply(
                    ("assistant", "You're welcome.", None, second)]
     ids = [m["id"] for m in body["messages"]]
     assert ids == sorted(ids)
-    assert [m["activity"] for m in body["messages"]] == [None, None, None, ACTIVITY, None, []]
+    shown = [{**ACTIVITY[0], "undone": False}]  # a change says whether it was undone since
+    assert [m["activity"] for m in body["messages"]] == [None, None, None, shown, None, []]
 
 
 async def test_pages_go_back_in_time(home: Home, engine: Engine) -> None:
