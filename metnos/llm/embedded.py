@@ -39,7 +39,7 @@ from hassil import (
 from hassil.intents import Intent
 
 from metnos import i18n
-from metnos.llm import household
+from metnos.llm import arguments, household
 from metnos.llm import household_hints as hints
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.reminders.planning import plan_timed
@@ -47,7 +47,6 @@ from metnos.settings import get_settings
 
 log = logging.getLogger(__name__)
 
-_QUOTES = {'"': '"', "'": "'", "“": "”", "‘": "’", "«": "»", "„": "“"}
 _TOKEN = re.compile(r"\w+")
 _SLOT_REF = re.compile(r"\{([^{}:]+)(?::[^{}]*)?\}")
 
@@ -132,7 +131,8 @@ def understand(text: str, lang: str, tools: Sequence[ToolSpec], *,
     if household.is_household(name):
         return Understanding(intent=name, args={}, lang=found_lang)
     tool = {t.name: t for t in specs}[name]
-    return Understanding(intent=name, args=_args(best, original, tool, code), lang=found_lang)
+    filled = arguments.fill(best, original, tool, code)
+    return Understanding(intent=name, args=filled, lang=found_lang)
 
 
 def _in(code: str, others: Mapping[str, Sequence[ToolSpec]] | None) -> list[ToolSpec]:
@@ -273,63 +273,15 @@ def _not_an_argument(result: RecognizeResult, tool: ToolSpec) -> bool:
             words = _TOKEN.findall(fold(str(entity.text)).casefold())
             if not words or set(words) <= literal:
                 return True
-            if entity.name in tool.paths and not _path_like(str(entity.text)):
+            if entity.name in tool.paths and not arguments.path_like(str(entity.text)):
                 return True
     return False
-
-
-def _path_like(text: str) -> bool:
-    text = text.strip()
-    quoted = len(text) >= 2 and _QUOTES.get(text[0]) == text[-1]
-    return quoted or "/" in text or "." in text or len(text.split()) == 1
 
 
 @lru_cache(maxsize=256)
 def _literal_words(utterances: tuple[str, ...]) -> frozenset[str]:
     text = fold(" ".join(_SLOT_REF.sub(" ", u) for u in utterances)).casefold()
     return frozenset(_TOKEN.findall(text))
-
-
-def _args(result: RecognizeResult, original: str, tool: ToolSpec,
-          lang: str) -> dict[str, Any]:
-    props = tool.parameters.get("properties", {}) if isinstance(tool.parameters, dict) else {}
-    args: dict[str, Any] = {}
-    for name, entity in result.entities.items():
-        if not entity.is_wildcard:
-            args[name] = entity.value
-            continue
-        span = entity.text_span
-        raw = original[span[0] : span[1]] if span else str(entity.value)
-        schema = props.get(name, {})
-        if isinstance(schema, dict) and schema.get("type") == "array":
-            # items closed by the sentence's own words ("X and Y to the list") are a list;
-            # free text running to its end ("remind me to X and Y") is one item
-            whole = span is not None and not original[span[1]:].strip(" ?!.…")
-            value = _unquote(raw)
-            args[name] = [value] if whole and value else household.items_of(value, lang)
-        else:
-            args[name] = _coerce(_unquote(raw), schema)
-    return args
-
-
-def _unquote(text: str) -> str:
-    text = text.strip()
-    while len(text) >= 2 and _QUOTES.get(text[0]) == text[-1]:
-        text = text[1:-1].strip()
-    return text
-
-
-def _coerce(text: str, schema: dict[str, Any]) -> Any:
-    """Wildcards capture text; an integer/number parameter gets a number when it parses."""
-    kind = schema.get("type") if isinstance(schema, dict) else None
-    try:
-        if kind == "integer":
-            return int(text)
-        if kind == "number":
-            return float(text.replace(",", "."))
-    except ValueError:
-        return text
-    return text
 
 
 def _base_lang(lang: str) -> str:
