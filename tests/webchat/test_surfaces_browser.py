@@ -17,6 +17,7 @@ from typing import Any
 
 from metnos import i18n
 from metnos.testing.llm_server import ScriptedLLM
+from tests.gateway.test_turns import audit_lines
 from tests.support.home import Home, MakeHome, served_gateway
 from tests.support.pg import free_port
 from tests.webchat.test_history_browser import assert_nothing_ran, open_chat
@@ -90,6 +91,9 @@ async def test_undo_from_the_button_then_once_more_from_a_stale_tab(
         await page.screenshot(path=str(tmp_path / "undone.png"), full_page=True)
         await context.close()
     assert errors == []
+    undos = [(ln["channel"], ln["outcome"]) for ln in audit_lines(home.path)
+             if ln["action"] == "undo"]
+    assert undos == [("web", "done"), ("web", "refused")]
 
 
 LONG = "<script>window.__pwned = 'card'</script> " + "burro e marmellata per la colazione, " * 100

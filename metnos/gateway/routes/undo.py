@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 
 from metnos import i18n, keys
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
@@ -21,12 +21,14 @@ _STATUS = {"ERR_UNDO_NOT_FOUND": 404, "ERR_UNDO_ALREADY_DONE": 409,
 
 
 @router.post("/{action_id}/undo", responses=error_responses(401, 404, 409))
-async def undo_action(action_id: str, service: ServiceDep, owner: OwnerDep,
+async def undo_action(action_id: str, request: Request, service: ServiceDep, owner: OwnerDep,
                       lang: LangDep) -> dict[str, Any]:
-    """The undo's report: `outcome` is `done`, or `failed` with the paths that were not."""
+    """The undo's report: `outcome` is `done`, or `failed` with the paths that were not.
+    Audited on channel `web` for the browser's Undo button, `api` for a bearer client."""
+    channel = "api" if request.headers.get("authorization") else "web"
     try:
         report = await asyncio.to_thread(run_undo, service, action_id, sender=owner,
-                                         channel="api")
+                                         channel=channel)
     except UndoError as exc:
         raise HTTPException(_STATUS.get(exc.key, 409), detail={
             "key": exc.key, "message": i18n.get(exc.key, lang, **exc.vars)}) from exc
