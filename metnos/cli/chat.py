@@ -11,6 +11,7 @@ CLI says how to decide it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 import time
@@ -22,6 +23,8 @@ import typer
 from metnos import i18n
 from metnos.cli._client import TIMEOUT_S, ServerEvent, api_call, follow_events
 from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._lang import cli_lang, msg
+from metnos.cli.notices import show_pending
 from metnos.errors import MetnosError
 from metnos.settings import Settings
 
@@ -36,15 +39,19 @@ def send(settings: Settings, text: str, session_id: str | None,
 
 
 def chat(
-    message: str = typer.Argument(None, help=i18n.get("CLI_CHAT_MESSAGE_HELP")),
-    session: str = typer.Option(None, "--session", help=i18n.get("CLI_CHAT_SESSION_HELP")),
-    lang: str = typer.Option(None, "--lang", help=i18n.get("CLI_CHAT_LANG_HELP")),
-    as_json: bool = typer.Option(False, "--json", help=i18n.get("CLI_JSON_HELP")),
+    message: str = typer.Argument(None, help=msg("CLI_CHAT_MESSAGE_HELP")),
+    session: str = typer.Option(None, "--session", help=msg("CLI_CHAT_SESSION_HELP")),
+    lang: str = typer.Option(None, "--lang", help=msg("CLI_CHAT_LANG_HELP")),
+    as_json: bool = typer.Option(False, "--json", help=msg("CLI_JSON_HELP")),
     ask: bool | None = typer.Option(None, "--ask/--no-ask",
-                                    help=i18n.get("CLI_CHAT_ASK_HELP")),
+                                    help=msg("CLI_CHAT_ASK_HELP")),
 ) -> None:
+    lang = lang or cli_lang()  # the conversation's words: --lang, else the CLI's language
     settings = settings_or_exit(lang)
     view = _View(lang, as_json, sys.stdin.isatty() if ask is None else ask)
+    if not as_json:  # what Metnos sent while no chat was open (a reminder), once
+        with contextlib.suppress(MetnosError):
+            show_pending(settings, lang)
     if message is not None:
         try:
             _one(settings, message, session, view)
