@@ -52,10 +52,22 @@ class StepRunner:
         ctx.mark("sandbox_total", started)
         ctx.timings["sandbox_spawn"] = ctx.timings.get("sandbox_spawn", 0.0) + result.spawn_s * 1000
         outcome = await asyncio.to_thread(self._record_result, ctx, checked, result)
-        effect = self.service.effects.get(checked.spec.manifest.effect or "")
-        if effect is not None and outcome.status == "done":  # the manifest's effect, carried
-            outcome = await effect(ctx, checked, outcome)  # out from the checked result
+        declared = checked.spec.manifest.effect
+        if declared is not None and outcome.status == "done":  # the manifest's effect, carried
+            effect = self.service.effects.get(declared)  # out from the checked result
+            if effect is None:  # nobody here to carry it out: fail, never drop it silently
+                return await asyncio.to_thread(self._no_effect, ctx, checked, declared)
+            outcome = await effect(ctx, checked, outcome)
         return outcome
+
+    def _no_effect(self, ctx: TurnContext, checked: CheckedStep, effect: str) -> StepOutcome:
+        name, key = checked.step.executor, "ERR_EXECUTOR_EFFECT_UNAVAILABLE"
+        log.error("turn.effect_unavailable executor=%s effect=%s", name, effect)
+        seq = self.service.record.audit_line(ctx, action=name, decision="allow", reason=key,
+                                             outcome="failed", args_digest=checked.args_digest,
+                                             action_id=checked.action_id)
+        return StepOutcome(name, "failed", key=key, vars={"executor": name}, audit_seq=seq,
+                           action_id=checked.action_id)
 
     def _prepare_run(self, ctx: TurnContext, checked: CheckedStep) -> StepOutcome | None:
         """Host-side work right before a run (blocking I/O: called in a worker thread)."""

@@ -97,3 +97,18 @@ async def test_a_scheduler_that_does_not_answer_keeps_nothing_half_set(
     assert row.cancelled_at is not None and row.flow_run_id is None
     assert outbox.pending(engine) == []
     engine.dispose()
+
+
+async def test_a_gateway_without_a_scheduler_says_so(make_home: MakeHome,
+                                                     prefect_api: str) -> None:
+    """A reminder whose effect nobody carries out fails in words; it is never lost quietly."""
+    from tests.support.home import gateway_client
+
+    home = make_home(lang="it")
+    async with gateway_client(home) as client:  # create_app alone: no with_reminders
+        resp = await client.post("/api/turns", json={"text": "ricordami tra 5 minuti di uscire"})
+        turn = await wait_closed(client, resp.json()["turn_id"])
+    [item] = [a for a in turn["activity"] if a["executor"] == "reminder_set"]
+    assert item["status"] == "failed" and not item["undo"]
+    assert item["text"] == i18n.get("ERR_EXECUTOR_EFFECT_UNAVAILABLE", "it",
+                                    executor="reminder_set")
