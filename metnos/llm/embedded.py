@@ -52,7 +52,8 @@ _SLOT_REF = re.compile(r"\{([^{}:]+)(?::[^{}]*)?\}")
 
 # (tool name, utterances, ((slot, ((phrase, value as JSON), ...)), ...))
 _ToolKey = tuple[str, tuple[str, ...], tuple[tuple[str, tuple[tuple[str, str], ...]], ...]]
-_Match = tuple[str, list[ToolSpec], list[RecognizeResult]]  # language, its tools, results
+# language, its tools, the results, the text they match (without greetings, "please")
+_Match = tuple[str, list[ToolSpec], list[RecognizeResult], str]
 
 
 @dataclass(frozen=True)
@@ -109,17 +110,19 @@ def understand(text: str, lang: str, tools: Sequence[ToolSpec], *,
                   if (code := _base_lang(tag)) not in {c for c, _ in languages}]
     matched: _Match | None = None
     for code, specs in languages:
-        results = _recognise(folded, code, specs)
+        said, results = original, _recognise(folded, code, specs)
+        if not results and (said := household.trimmed(original, code)) != original:
+            results = _recognise(fold(said), code, specs)  # "ciao, che ore sono?"
         if not results:
             continue
         if code == base:
-            matched = (code, specs, results)
+            matched = (code, specs, results, said)
             break
         if matched is None or _score(results[0]) < _score(matched[2][0]):
-            matched = (code, specs, results)
+            matched = (code, specs, results, said)
     if matched is None:
         return Understanding(intent=None, args={}, lang=lang)
-    code, specs, results = matched
+    code, specs, results, original = matched
     found_lang = lang if code == base else code
     best = results[0]
     rivals = {r.intent.name for r in results[1:]

@@ -30,6 +30,7 @@ PREFIX = "household."  # intent names: executor names cannot hold a dot
 INTENTS = ("greeting", "thanks", "time", "date", "capabilities", "help")
 LEVELS = ("change", "remove", "run")  # risk words, 1 to 3; no such word: 0 (reading)
 _TOKEN = re.compile(r"\w+(?:'\w+)?")
+_AROUND = " \t\n,;:!?.…"  # what may stand between a courtesy and the request
 # emoji decorations a sentence may carry: variation selectors, skin tones, joiners
 _DECORATION = re.compile("[\ufe0e\ufe0f\u200d\U0001f3fb-\U0001f3ff]")
 
@@ -43,6 +44,7 @@ class Phrases:
     stop: frozenset[str]
     joiners: tuple[str, ...] = ()  # "and" between the items of a list
     articles: tuple[str, ...] = ()  # left off an item's front ("the milk" → "milk")
+    polite: tuple[str, ...] = ()  # around a request: "ciao, ...", "... per favore"
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,9 @@ def phrases(lang: str) -> Phrases:
     stop = frozenset(_folded(w) for w in words.get("stop", ()))
     return Phrases(intents=intents, risk=risk, stop=stop,
                    joiners=tuple(str(w) for w in words.get("and", ())),
-                   articles=tuple(str(w) for w in words.get("articles", ())))
+                   articles=tuple(str(w) for w in words.get("articles", ())),
+                   polite=tuple(sorted((_folded(w) for w in words.get("polite", ())),
+                                       key=len, reverse=True)))
 
 
 @lru_cache(maxsize=1)
@@ -114,6 +118,37 @@ def calm(text: str) -> str:
         if not (out and out[-1] == char and unicodedata.category(char) == "So"):
             out.append(char)
     return "".join(out)
+
+
+def trimmed(text: str, lang: str) -> str:
+    """`text` without the courtesies around the request (`ciao, che ore sono per favore?` →
+    `che ore sono`): a piece of `text`, so arguments are still taken from the user's words."""
+    polite = phrases(lang).polite
+    start, end = 0, len(text)
+    folded = _folded(text)  # same length as `text` for Latin scripts; else nothing is trimmed
+    if len(folded) != len(text) or not polite:
+        return text
+    changed = True
+    while changed:
+        changed = False
+        head = folded[start:end]
+        lead = len(head) - len(head.lstrip(_AROUND))
+        tail = len(head) - len(head.rstrip(_AROUND))
+        start, end = start + lead, end - tail
+        for phrase in polite:
+            piece = folded[start:end]
+            if piece.startswith(phrase) and _edge(piece, len(phrase)):
+                start, changed = start + len(phrase), True
+                break
+            if piece.endswith(phrase) and _edge(piece, len(piece) - len(phrase) - 1):
+                end, changed = end - len(phrase), True
+                break
+    return text[start:end] if start < end else text
+
+
+def _edge(piece: str, index: int) -> bool:
+    """A word boundary at `index` of `piece` (or its end)."""
+    return index >= len(piece) or index < 0 or not piece[index].isalnum()
 
 
 def level(text: str, lang: str) -> int:

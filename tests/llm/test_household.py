@@ -170,7 +170,7 @@ def test_a_sentence_in_another_active_language_is_answered_in_it() -> None:
 def test_a_tie_across_languages_goes_to_the_session_language() -> None:
     assert plan("👋", "en").text == "Hello! How can I help?"
     assert plan("👋", "it").text == "Ciao! Come posso aiutarti?"
-    assert plan("ok 👍", "it").understood is False  # no template holds it: no guess
+    assert plan("ok 👍", "it").text == "Prego!"  # "ok" left off, a thumbs up is thanks
 
 
 def test_a_language_without_household_sentences_finds_them_in_the_active_ones() -> None:
@@ -234,3 +234,17 @@ def test_a_typo_that_asks_to_add_gets_the_adding_example() -> None:
     answered = plan("aggiungi il latte alla lsita della spesa", "it")
     assert answered.text == ("Scusa, non ho capito.\n"
                              "Forse intendevi: «aggiungi il latte alla lista della spesa»")
+
+
+@pytest.mark.parametrize(
+    ("text", "lang", "said"),
+    [
+        ("ciao, che ore sono per favore?", "it", "che ore sono"),
+        ("Metnos: leggi note.md!", "it", "leggi note.md"),
+        ("hey, could you please read notes.md", "en", "read notes.md"),
+        ("ciao", "it", "ciao"),  # nothing around a request: nothing trimmed
+        ("per favore", "it", "per favore"),
+    ],
+)
+def test_courtesies_around_a_request_are_left_off(text: str, lang: str, said: str) -> None:
+    assert household.trimmed(text, lang) == said
