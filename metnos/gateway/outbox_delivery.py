@@ -23,6 +23,7 @@ from typing import Any
 from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
+from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError, TelegramNetworkError
 from fastapi import FastAPI
 
 from metnos.channels.telegram.config import load_config
@@ -81,7 +82,13 @@ class Delivery:
                 wake.set()
         for row in rows:
             if row.channel == "telegram" and self.telegram is not None:
-                await self._to_telegram(row)
+                try:
+                    await self._to_telegram(row)
+                except (TelegramForbiddenError, TelegramBadRequest) as exc:  # never will
+                    log.warning("outbox.telegram_refused id=%s: %s", row.id, exc)
+                    await asyncio.to_thread(outbox.cancel, engine, row.id)
+                except TelegramNetworkError as exc:  # tried again at the next round
+                    log.warning("outbox.telegram_unreachable id=%s: %s", row.id, exc)
         if self.scheduler is not None:
             for row in await asyncio.to_thread(outbox.runs_to_close, engine):
                 await self.scheduler.cancel(str(row.flow_run_id))

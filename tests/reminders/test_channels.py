@@ -135,3 +135,25 @@ def _all(engine: object) -> list[outbox.Outbox]:
 
     with Session(engine) as db:  # type: ignore[arg-type]
         return list(db.exec(select(outbox.Outbox)))
+
+
+async def test_an_unreachable_bot_api_keeps_the_message_for_later(make_home: MakeHome) -> None:
+    from metnos.db.models import utcnow
+    from metnos.gateway.outbox_delivery import Delivery, TelegramSender
+    from metnos.turns.runtime import build_service
+
+    home = make_home(lang="en")
+    service = await build_service(home.settings)
+    row = outbox.add(service.engine, outbox.Outbox(
+        user_id="owner", channel="telegram", address="telegram-42", text="hi", lang="en",
+        due_at=utcnow()))
+    sender = TelegramSender(TOKEN, f"http://127.0.0.1:{free_port()}")  # nothing listens
+    try:
+        await Delivery(service, None, sender).tick()
+    finally:
+        await sender.close()
+    kept = outbox.get(service.engine, row.id)
+    assert kept is not None and kept.delivered_at is None and kept.cancelled_at is None
+    assert [r.id for r in outbox.pending(service.engine)] == [row.id]  # tried again later
+    service.audit.close()
+    service.engine.dispose()
