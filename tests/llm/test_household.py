@@ -4,14 +4,16 @@ executors' real ToolSpecs."""
 from __future__ import annotations
 
 import datetime as dt
+import shutil
 from collections.abc import Iterator
+from pathlib import Path
 from zoneinfo import ZoneInfo
 
 import pytest
 from babel.dates import format_time
 
 from metnos import i18n
-from metnos.llm import household
+from metnos.llm import embedded, household
 from metnos.llm.embedded import plan_embedded, understand
 from metnos.llm.household_hints import Example, danger, example_texts, hint
 from metnos.llm.tools import Plan
@@ -248,3 +250,34 @@ def test_a_typo_that_asks_to_add_gets_the_adding_example() -> None:
 )
 def test_courtesies_around_a_request_are_left_off(text: str, lang: str, said: str) -> None:
     assert household.trimmed(text, lang) == said
+
+
+@pytest.fixture
+def french_household(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """A third language is a data file: household/fr.toml beside the shipped ones."""
+    data = tmp_path / "household"
+    shutil.copytree(household.DATA_DIR, data)
+    (data / "fr.toml").write_text(
+        '[intents]\ngreeting = ["(bonjour|salut) [metnos]"]\n'
+        'time = ["quelle heure est-il", "il est quelle heure"]\n'
+        '[words]\npolite = ["s\'il te plaît", "metnos"]\n', encoding="utf-8")
+    monkeypatch.setattr(household, "DATA_DIR", data)
+    _forget_compiled()
+    yield
+    monkeypatch.undo()
+    _forget_compiled()
+
+
+def _forget_compiled() -> None:
+    household.phrases.cache_clear()
+    embedded._compile.cache_clear()
+    embedded._understood_examples.cache_clear()
+
+
+@pytest.mark.usefixtures("french_household")
+def test_a_third_language_is_a_data_file() -> None:
+    greeted = plan_embedded("Salut !", "fr", [], now=NOW)
+    assert greeted.understood and greeted.lang == "fr" and greeted.steps == ()
+    told = plan_embedded("metnos, quelle heure est-il ?", "fr", [], now=NOW)
+    assert told.text is not None and "15:42" in told.text  # the French clock
+    assert plan_embedded("bonjour", "en", [], others={"fr": []}, now=NOW).lang == "fr"
