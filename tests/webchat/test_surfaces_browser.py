@@ -199,3 +199,42 @@ async def test_a_long_paste_is_never_cut_silently(make_home: MakeHome, browser: 
         await expect(page.locator(".msg.error")).to_have_count(0)
         await context.close()
     assert errors == []
+
+
+async def test_a_reminder_comes_as_a_message_with_its_time(
+        make_home: MakeHome, browser: Any, tmp_path: Path) -> None:
+    from playwright.async_api import expect
+
+    from metnos.db.engine import database_url, make_engine
+    from metnos.db.models import utcnow
+    from metnos.gateway.app import create_app
+    from metnos.gateway.outbox_delivery import with_reminders
+    from metnos.reminders import outbox
+    from tests.support.home import served_app
+
+    home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()),
+                     METNOS_REMINDERS_DELIVERY_POLL_S="0.5")
+    app = with_reminders(create_app(home.settings), None)  # the outbox's delivery, no schedules
+    engine = make_engine(database_url(home.settings))
+    with served_app(app, home.settings.gateway.port):
+        context, page, errors = await open_chat(browser, home)
+        await page.locator("body[data-ready]").wait_for(state="attached")
+        due = utcnow()
+        outbox.add(engine, outbox.Outbox(kind="reminder", user_id="owner", channel="web",
+                                         address="web-session", text="⏰ Reminder: feed the cat",
+                                         lang="en", due_at=due, scheduled_for=due))
+        shown = page.locator(".msg.notice")
+        await expect(shown.locator(".text")).to_have_text("⏰ Reminder: feed the cat",
+                                                          timeout=30_000)
+        await expect(shown.locator(".who")).to_contain_text(i18n.get("WEB_CHAT_NOTICE", "en"))
+        stamp = shown.locator("time")
+        at = datetime.fromisoformat(str(await stamp.get_attribute("datetime")))
+        assert abs((at - due).total_seconds()) < 2
+        await page.screenshot(path=str(tmp_path / "reminder.png"))
+        await page.reload()  # delivered once: not again
+        await page.locator("body[data-ready]").wait_for(state="attached")
+        await asyncio.sleep(1.5)
+        await expect(page.locator(".msg.notice")).to_have_count(0)
+        await context.close()
+    engine.dispose()
+    assert errors == []

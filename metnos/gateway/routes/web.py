@@ -18,6 +18,7 @@ import jinja2
 from fastapi import APIRouter, HTTPException, Request, Response
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.routing import NoMatchFound
 
 from metnos import i18n
 from metnos.gateway.deps import SESSION_COOKIE, OwnerDep, ServiceDep, authenticate
@@ -55,7 +56,7 @@ _JS_KEYS = {
     "undoFailed": "UNDO_FAILED", "pasteTooLong": "WEB_CHAT_PASTE_TOO_LONG",
     "pasteSendFit": "WEB_CHAT_PASTE_SEND_FIT", "notice": "WEB_CHAT_NOTICE",
 }
-NOTICES_PATH = "/api/notices/events"  # the reminders' stream, when the gateway serves it
+NOTICES_ROUTE = "notice_events"  # the reminders' stream (routes/notices.py), when served
 _STATUSES = ("planning", "running", "awaiting_approval", "completed", "failed")
 
 
@@ -75,7 +76,7 @@ async def chat_page(request: Request, service: ServiceDep) -> HTMLResponse:
             response.delete_cookie(SESSION_COOKIE, path="/")
         return response
     strings = {**_strings(locale), "maxChars": service.settings.gateway.max_message_chars,
-               "noticesUrl": NOTICES_PATH if _serves(request, NOTICES_PATH) else None}
+               "noticesUrl": _path_of(request, NOTICES_ROUTE)}
     return HTMLResponse(_render(
         "chat.html.j2", locale, strings=strings, modules=MODULES[1:],
         locales=[(code, i18n.display_name(code, code)) for code in
@@ -128,8 +129,12 @@ def _words(locale: str, prefix: str) -> dict[str, str]:
     return {k[len(prefix):].lower(): _raw(k, locale) for k in sorted(keys)}
 
 
-def _serves(request: Request, path: str) -> bool:
-    return any(getattr(route, "path", None) == path for route in request.app.router.routes)
+def _path_of(request: Request, route: str) -> str | None:
+    """The path of the app's route named `route`; None when the app does not serve it."""
+    try:
+        return str(request.app.url_path_for(route))
+    except NoMatchFound:
+        return None
 
 
 def _raw(key: str, locale: str) -> str:
