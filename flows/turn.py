@@ -3,9 +3,8 @@
 Run in-process by the gateway. The runtime objects (database, registry, audit log, LLM port)
 are not flow parameters — Prefect stores parameters as JSON — but reach the flow through a
 context variable set by `run_turn`. How the run reads in the UI: `flows/_runview.py`.
-Off the path to the first token (`bench/turn_latency.py`): the process's open Prefect clients
-(`flows/_clients.py`), the head start, the link and the run's name beside the pipeline.
-A step that needs the owner's approval pauses the flow run (`flows/approval.py`).
+Off the path to the first token (`bench/turn_latency.py`): shared clients (`flows/_clients.py`),
+the head start, the link and the name beside the pipeline. Approvals: `flows/approval.py`.
 """
 
 from __future__ import annotations
