@@ -165,3 +165,31 @@ async def test_undo_cancels_the_reminder_and_its_run(make_home: MakeHome,
         assert run.state is not None and run.state.type.value == "CANCELLED", run.state
         assert outbox.pending(engine) == []
         engine.dispose()
+
+
+async def test_two_open_pages_get_a_notice_once(make_home: MakeHome) -> None:
+    """Each web notice is delivered once, to whichever page takes it first; then no more."""
+    from metnos.db.models import utcnow
+
+    home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()), **FAST)
+    engine = make_engine(database_url(home.settings))
+    async with web_chat(home) as client:
+        first = asyncio.ensure_future(next_notice(client, 20))
+        second = asyncio.ensure_future(next_notice(client, 20))
+        await asyncio.sleep(1)  # both streams are open
+        row = outbox.add(engine, outbox.Outbox(user_id="owner", channel="web", address="s1",
+                                               text="⏰ Reminder: tea", lang="en",
+                                               due_at=utcnow()))
+        done, pending = await asyncio.wait({first, second}, timeout=20,
+                                           return_when=asyncio.FIRST_COMPLETED)
+        assert len(done) == 1, "nobody got it"
+        [got] = done
+        assert got.result()["id"] == row.id and got.result()["text"] == "⏰ Reminder: tea"
+        await asyncio.sleep(2)  # a few delivery rounds: the other page gets nothing
+        assert not any(t.done() and not t.exception() for t in pending)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+    delivered = outbox.get(engine, row.id)
+    assert delivered is not None and delivered.delivered_at is not None
+    engine.dispose()
