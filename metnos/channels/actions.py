@@ -43,3 +43,11 @@ def item_text(item: dict[str, Any]) -> str:
     if item.get("undo"):
         return without_undo_hint(text, item.get("action_id"))
     return text
+
+
+def prose_without_hints(text: str, activity: list[dict[str, Any]] | None) -> str:
+    """A reply's prose without the `metnos undo` commands of the changes its Undo buttons
+    stand for (the embedded planner's replies name them)."""
+    for item in undoable(activity):
+        text = without_undo_hint(text, item["action_id"])
+    return text

@@ -238,3 +238,36 @@ async def test_a_reminder_comes_as_a_message_with_its_time(
         await context.close()
     engine.dispose()
     assert errors == []
+
+
+async def test_a_shopping_list_without_a_model_and_its_undo_button(
+        make_home: MakeHome, browser: Any, tmp_path: Path) -> None:
+    from playwright.async_api import expect
+
+    lang = "it"
+    home = make_home(lang=lang, METNOS_GATEWAY_PORT=str(free_port()))
+    path = home.workspace / "lists" / "spesa.md"
+    with served_gateway(home):
+        context, page, errors = await open_chat(browser, home, lang)
+        await page.set_viewport_size(PHONE)
+        await page.locator("body[data-ready]").wait_for(state="attached")
+        replies = page.locator(".msg.metnos")
+        for n, text in enumerate(("aggiungi latte, uova e pane alla lista della spesa",
+                                  "togli le uova dalla lista della spesa"), start=1):
+            await page.fill("#text", text)
+            await page.keyboard.press("Enter")
+            await expect(replies).to_have_count(n, timeout=60_000)
+            await expect(replies.nth(n - 1).locator("button.undo")).to_have_count(1)
+        assert path.read_text() == "# Spesa\n\n- latte\n- pane\n"
+        removal = replies.last
+        await expect(removal.locator(".text")).to_contain_text("uova")
+        await expect(removal).not_to_contain_text("metnos undo")
+        await removal.locator("button.undo").click()
+        await expect(removal.locator(".activity li")).to_contain_text(
+            i18n.get("UNDO_DONE_ITEM", lang))
+        assert path.read_text() == "# Spesa\n\n- latte\n- uova\n- pane\n"
+        await expect(replies.first.locator("button.undo")).to_have_count(1)  # its own change
+        await expect(page.locator("#text")).to_be_in_viewport()
+        await page.screenshot(path=str(tmp_path / "phone-list-undone.png"))
+        await context.close()
+    assert errors == []

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from aiogram.enums import ParseMode
 from aiogram.types import InlineKeyboardMarkup, LinkPreviewOptions
 
-from metnos.channels.actions import item_text
+from metnos.channels.actions import item_text, prose_without_hints
 from metnos.channels.render import render
 from metnos.channels.telegram.cards import CHANNEL
 from metnos.channels.telegram.split import split_html
@@ -40,7 +40,8 @@ def reply_html(text: str, activity: list[dict[str, Any]], lang: str) -> str:
     """The reply as Telegram HTML: the prose, then what ran (one line per activity item; a
     change's Undo button stands for the `metnos undo` command its text would name)."""
     items = [item_text(a) for a in activity if isinstance(a, dict) and a.get("text")]
-    return render(CHANNEL, "reply", lang, text=text, activity=items)
+    return render(CHANNEL, "reply", lang, text=prose_without_hints(text, activity),
+                  activity=items)
 
 
 class LiveReply:

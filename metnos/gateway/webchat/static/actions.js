@@ -16,6 +16,15 @@ export function withoutUndoHint(text, actionId) {
   return (rest ? (head + " " + rest).trim() : head) || text;
 }
 
+// A reply's prose without the commands of the changes its Undo buttons stand for.
+export function proseWithoutHints(text, activity) {
+  let prose = String(text || "");
+  for (const item of activity || []) {
+    if (item && item.undo && item.action_id) prose = withoutUndoHint(prose, String(item.action_id));
+  }
+  return prose;
+}
+
 function markUndone(li, text) {
   li.classList.add("undone");
   for (const b of li.querySelectorAll("button.undo")) b.remove();

@@ -1,7 +1,7 @@
 // Message items: the user's text as typed, Metnos's as sanitised markdown, tool results
 // collapsed, reminders; each with its local time.
 import { S, fill, timeElement } from "./api.js";
-import { activityList } from "./actions.js";
+import { activityList, proseWithoutHints } from "./actions.js";
 
 const R = window.MetnosRender;
 const messages = document.getElementById("messages");
@@ -60,7 +60,7 @@ export function historyItems(list) {
     if (m.role === "user") fragment.append(makeBubble("me", m.content || "", m.created_at));
     else if (m.role === "tool") fragment.append(makeToolItem(m));
     else if (m.role === "assistant" && (m.content || (m.activity && m.activity.length))) {
-      const item = makeBubble("metnos", m.content || "", m.created_at);
+      const item = makeBubble("metnos", proseWithoutHints(m.content, m.activity), m.created_at);
       item.dataset.turn = m.turn_id || "";
       addActivity(item, m.activity);
       fragment.append(item);

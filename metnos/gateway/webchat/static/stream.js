@@ -1,6 +1,7 @@
 // The turn on screen, from its server-sent events: status lines, approval cards, the text as
 // it streams (`delta`), then the reply that replaces it with what ran beside it.
 import { S, fill } from "./api.js";
+import { proseWithoutHints } from "./actions.js";
 import { addActivity, bubble, notice } from "./bubbles.js";
 import { refreshWaiting, showCard } from "./cards.js";
 
@@ -70,9 +71,10 @@ export function follow(turnId, seen, onEnd) {
       return;
     }
     seen.add("reply:" + data.text);
+    const prose = proseWithoutHints(data.text, data.activity);
     let item = live ? live.item : null;
-    if (live) { live.text.finish(data.text); item.classList.remove("streaming"); live = null; }
-    else item = bubble("metnos", data.text);
+    if (live) { live.text.finish(prose); item.classList.remove("streaming"); live = null; }
+    else item = bubble("metnos", prose);
     item.dataset.turn = turnId;
     addActivity(item, data.activity);
     item.scrollIntoView({ block: "end" });
