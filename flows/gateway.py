@@ -14,15 +14,19 @@ import os
 import uvicorn
 from fastapi import FastAPI
 
+from flows.reminder import scheduler
 from flows.turn import crash_runs, resume_approval, run_turn
 from metnos.gateway.app import create_app
+from metnos.gateway.outbox_delivery import with_reminders
 from metnos.settings import get_settings
 
 
 def app() -> FastAPI:
-    """ASGI factory: `uvicorn flows.gateway:app --factory`."""
-    return create_app(get_settings(), runner=run_turn, resumer=resume_approval,
-                      close_runs=crash_runs)
+    """ASGI factory: `uvicorn flows.gateway:app --factory`. Reminders are scheduled as runs
+    of the served `reminder/at` deployment and delivered by the app's outbox loop."""
+    settings = get_settings()
+    return with_reminders(create_app(settings, runner=run_turn, resumer=resume_approval,
+                                     close_runs=crash_runs), scheduler(settings))
 
 
 def main() -> None:
