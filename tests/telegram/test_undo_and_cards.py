@@ -117,3 +117,25 @@ async def test_undo_from_the_button_only_by_who_asked_then_once(
              if ln["action"] == "undo"]
     assert undos == [(f"telegram:{BOB}", "telegram", "refused"), ("owner", "telegram", "done"),
                      ("owner", "telegram", "refused")]
+
+
+async def test_a_shopping_list_without_a_model_undone_from_its_button(
+        make_home: MakeHome, telegram: FakeTelegram, prefect_api: str) -> None:
+    home = make_home(lang="it")
+    path = home.workspace / "lists" / "spesa.md"
+    async with telegram_gateway(home, telegram) as (client, _):
+        await pair(client, telegram, ANNA, language_code="it")
+        for n, text in enumerate(("aggiungi latte, uova e pane alla lista della spesa",
+                                  "togli le uova dalla lista della spesa"), start=1):
+            telegram.push_message(ANNA, text, language_code="it")
+            await until(telegram, lambda t, n=n: len(undo_buttons(t, ANNA)) == n, "the reply")
+        assert path.read_text() == "# Spesa\n\n- latte\n- pane\n"
+        message_id, data = undo_buttons(telegram, ANNA)[-1]
+        reply = shown_texts(telegram, ANNA)[-1]
+        assert "uova" in reply and "metnos undo" not in reply
+        done = await answer_to(telegram, telegram.push_callback(
+            ANNA, data, message_id, language_code="it"))
+        assert done.params["text"] == i18n.get("MSG_TELEGRAM_UNDONE", "it")
+        assert path.read_text() == "# Spesa\n\n- latte\n- uova\n- pane\n"
+        await until(telegram, lambda t: i18n.get("UNDO_DONE_ITEM", "it") in shown_texts(
+            t, ANNA)[-1], "the reply marked undone")
