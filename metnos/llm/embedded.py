@@ -20,7 +20,7 @@ import json
 import logging
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -72,16 +72,19 @@ class Understanding:
 
 def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
                   others: Mapping[str, Sequence[ToolSpec]] | None = None,
-                  now: dt.datetime | None = None) -> Plan:
+                  now: dt.datetime | None = None,
+                  speaks: Callable[[str], str] | None = None) -> Plan:
     """Match `text` in the session language `lang` (its `tools`), else in the other active
     languages (`others`: language → the same tools described in it). One step or a household
     answer on a clear match, else two lines with a safe hint. `now` is the time the household
-    intents tell (default: now in the instance's time zone)."""
+    intents tell (default: now in the instance's time zone). `speaks(matched)` is the
+    language to answer a match in (default: the one it matched in); `Plan.lang` says it."""
     timed = plan_timed(text, lang, tools, others=others, now=now)  # "ricordami ... alle 18"
     if timed is not None:
         return timed
     found = understand(text, lang, tools, others=others)
-    code = _base_lang(found.lang)
+    reply = speaks(found.lang) if speaks is not None and found.intent else found.lang
+    code = _base_lang(reply)
     specs = list(tools) if code == _base_lang(lang) else _in(code, others)
     examples = _examples(code, specs)
     if found.intent is None:
@@ -92,10 +95,10 @@ def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
                     lang=found.lang if found.tied else None)
     if household.is_household(found.intent):
         when = now or dt.datetime.now(get_settings().tz)
-        answer = household.answer(found.intent, found.lang, when, hints.items(examples, code))
-        return Plan(steps=(), text=answer, source="embedded", lang=found.lang)
+        answer = household.answer(found.intent, reply, when, hints.items(examples, code))
+        return Plan(steps=(), text=answer, source="embedded", lang=reply)
     step = PlanStep(executor=found.intent, args=found.args)
-    return Plan(steps=(step,), text=None, source="embedded", lang=found.lang)
+    return Plan(steps=(step,), text=None, source="embedded", lang=reply)
 
 
 def understand(text: str, lang: str, tools: Sequence[ToolSpec], *,

@@ -23,7 +23,7 @@ from metnos import i18n
 from metnos.db.models import utcnow
 from metnos.llm.embedded import plan_embedded
 from metnos.llm.port import LLMReply
-from metnos.turns import gate, history
+from metnos.turns import gate, history, language
 from metnos.turns.budget import Budget
 from metnos.turns.context import TurnContext
 from metnos.turns.conversation import Conversation
@@ -164,13 +164,17 @@ async def _embedded(service: TurnService, ctx: TurnContext, how: Steps,
                     said: str | None = None) -> str:
     """The embedded planner's single step (no model, or the day's model budget is spent)."""
     started = time.perf_counter()
+    def speaks(matched: str) -> str:  # another active language, with words enough to tell
+        return language.plan_language(matched, ctx.text, ctx.lang, service.settings)
+
     plan = await asyncio.to_thread(plan_embedded, ctx.text, ctx.lang, service.tools(ctx),
-                                   others=service.other_tools(ctx))
+                                   others=service.other_tools(ctx), speaks=speaks)
     if said is not None:
         plan = replace(plan, text=said)
     ctx.understood = plan.understood
-    if plan.lang:  # understood in another active language: this turn answers in it
-        ctx.lang = plan.lang  # (the session's pinned language is the session row's, unchanged)
+    # understood in another active language, with words enough to tell ("ciao" is not):
+    # this turn answers in it; the session's pinned language is the session row's, unchanged
+    ctx.lang = speaks(plan.lang) if plan.lang else ctx.lang
     ctx.mark("plan", started)
     service.events.publish(ctx.turn_id, "status", status="running")
     outcomes: list[StepOutcome] = []

@@ -169,6 +169,7 @@ class TurnRecord:
             if turn is not None:  # with the status, in one commit: never finished without it
                 turn.activity = list(ctx.activity)
                 turn.stop_reason = ctx.stop_reason
+                turn.lang = ctx.lang  # the embedded planner may have understood another one
             models.finish_turn(db, ctx.turn_id, status=status, reply=reply, error_key=error_key,
                                timings=ctx.timings, flow_run_id=ctx.flow_run_id)
 

@@ -17,6 +17,11 @@ async def test_an_italian_sentence_in_an_english_session_is_answered_in_italian(
         italian = (await client.post("/api/turns", json={
             "text": "che ore sono?", "session_id": session})).json()
         assert italian["reply"].startswith("Sono le"), italian
+        turn = await wait_closed(client, italian["turn_id"])
+        assert turn["interaction_language"] == "it"  # this turn's language
+        ciao = (await client.post("/api/turns", json={"text": "ciao",
+                                                      "session_id": session})).json()
+        assert ciao["reply"].startswith("Hello"), ciao  # one word tells no language
         english = (await client.post("/api/turns", json={
             "text": "what time is it?", "session_id": session})).json()
         assert english["reply"].startswith("It's "), english
