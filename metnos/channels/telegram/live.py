@@ -37,11 +37,14 @@ _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
 
 def reply_html(text: str, activity: list[dict[str, Any]], lang: str) -> str:
-    """The reply as Telegram HTML: the prose, then what ran (one line per activity item; a
-    change's Undo button stands for the `metnos undo` command its text would name)."""
-    items = [item_text(a) for a in activity if isinstance(a, dict) and a.get("text")]
-    return render(CHANNEL, "reply", lang, text=prose_without_hints(text, activity),
-                  activity=items)
+    """The reply as Telegram HTML: the prose, then what ran (one line per activity item the
+    prose does not already say; a change's Undo button stands for the `metnos undo` command
+    its text would name)."""
+    prose = prose_without_hints(text, activity)
+    items = [line for line in (item_text(a) for a in activity
+                               if isinstance(a, dict) and a.get("text"))
+             if line not in prose]  # the embedded planner's replies are these lines
+    return render(CHANNEL, "reply", lang, text=prose, activity=items)
 
 
 class LiveReply:

@@ -50,19 +50,26 @@ async function undo(li, actionId, button) {
   }
 }
 
-export function activityList(items) {
+// The activity list of a reply whose prose is `prose`: a line the prose already says (the
+// embedded planner's replies are these lines) keeps only its Undo button.
+export function activityList(items, prose) {
   const list = document.createElement("ul");
   list.className = "activity";
   list.setAttribute("aria-label", S.activity);
   for (const item of items) {
-    const li = document.createElement("li");
-    li.className = "act " + String(item.status || "");
     const canUndo = Boolean(item.undo && item.action_id);
-    const text = String(item.text || item.executor || "");
-    const span = document.createElement("span");
-    span.className = "act-text";
-    span.textContent = canUndo ? withoutUndoHint(text, String(item.action_id)) : text;
-    li.append(span);
+    const raw = String(item.text || item.executor || "");
+    const text = canUndo ? withoutUndoHint(raw, String(item.action_id)) : raw;
+    const said = Boolean(prose && text && String(prose).includes(text));
+    if (said && !canUndo) continue;
+    const li = document.createElement("li");
+    li.className = "act " + String(item.status || "") + (said ? " said" : "");
+    if (!said) {
+      const span = document.createElement("span");
+      span.className = "act-text";
+      span.textContent = text;
+      li.append(span);
+    }
     if (canUndo) {
       li.dataset.action = String(item.action_id);
       if (item.undone) markUndone(li, S.undone);
@@ -72,7 +79,7 @@ export function activityList(items) {
         button.className = "secondary undo";
         button.textContent = S.undo;
         button.addEventListener("click", () => undo(li, String(item.action_id), button));
-        li.append(" ", button);
+        li.append(button);
       }
     }
     list.append(li);

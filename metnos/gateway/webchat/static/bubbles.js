@@ -35,8 +35,11 @@ export function bubble(who, text, at) {
   return show(makeBubble(who, text, at));
 }
 
-export function addActivity(item, activity) {
-  if (activity && activity.length) item.append(activityList(activity));
+// What ran beside the reply `prose` (as shown), below the bubble's text.
+export function addActivity(item, activity, prose) {
+  if (!activity || !activity.length) return;
+  const list = activityList(activity, prose);
+  if (list.children.length) item.append(list);
 }
 
 // A tool message: collapsed, its content as plain text (it is data, never markup).
@@ -60,9 +63,10 @@ export function historyItems(list) {
     if (m.role === "user") fragment.append(makeBubble("me", m.content || "", m.created_at));
     else if (m.role === "tool") fragment.append(makeToolItem(m));
     else if (m.role === "assistant" && (m.content || (m.activity && m.activity.length))) {
-      const item = makeBubble("metnos", proseWithoutHints(m.content, m.activity), m.created_at);
+      const prose = proseWithoutHints(m.content, m.activity);
+      const item = makeBubble("metnos", prose, m.created_at);
       item.dataset.turn = m.turn_id || "";
-      addActivity(item, m.activity);
+      addActivity(item, m.activity, prose);
       fragment.append(item);
     }
   }

@@ -76,7 +76,7 @@ export function follow(turnId, seen, onEnd) {
     if (live) { live.text.finish(prose); item.classList.remove("streaming"); live = null; }
     else item = bubble("metnos", prose);
     item.dataset.turn = turnId;
-    addActivity(item, data.activity);
+    addActivity(item, data.activity, prose);
     item.scrollIntoView({ block: "end" });
   });
   on("notice", notice);
