@@ -54,17 +54,42 @@ def effect(service: TurnService, scheduler: Scheduler) -> Callable[
     return carry_out
 
 
+MAX_TEXT = 200  # as the executor checks it
+MAX_AHEAD = timedelta(days=366)
+
+
+def checked_result(result: dict[str, Any], now: datetime) -> tuple[str, datetime, str]:
+    """(id, time, text) of a `reminder_set` result, checked again on this side of the
+    sandbox: a result the executor should never give is refused, never scheduled.
+    Raises ValueError."""
+    try:
+        reminder_id = str(uuid.UUID(str(result["reminder_id"])))
+        at = datetime.fromisoformat(str(result["at"]))
+        text = result["text"]
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"incomplete result: {exc!r}") from exc
+    if at.tzinfo is None or not now - timedelta(minutes=1) <= at <= now + MAX_AHEAD:
+        raise ValueError(f"time out of range: {result['at']!r}")
+    if not isinstance(text, str) or not text.strip() or len(text) > MAX_TEXT:
+        raise ValueError("text missing or too long")
+    return reminder_id, at, " ".join(text.split())
+
+
 async def schedule_reminder(service: TurnService, scheduler: Scheduler, ctx: TurnContext,
                             outcome: StepOutcome) -> StepOutcome:
     result = dict(outcome.result or {})
-    at = datetime.fromisoformat(str(result["at"]))
-    row = Outbox(id=str(uuid.UUID(str(result["reminder_id"]))), kind="reminder",
+    now = datetime.now(UTC)
+    try:
+        reminder_id, at, text = checked_result(result, now)
+    except ValueError as exc:
+        log.error("reminder.result_refused action_id=%s: %s", outcome.action_id, exc)
+        return await _not_scheduled(service, ctx, outcome)
+    row = Outbox(id=reminder_id, kind="reminder",
                  user_id=ctx.user_id, channel=channel_of(ctx.channel), address=ctx.session_id,
-                 text=i18n.get("MSG_REMINDER_NOTICE", ctx.lang, text=result["text"]),
+                 text=i18n.get("MSG_REMINDER_NOTICE", ctx.lang, text=text),
                  lang=ctx.lang, scheduled_for=at.astimezone(UTC),
                  action_id=outcome.action_id, turn_id=ctx.turn_id)
     await asyncio.to_thread(outbox.add, service.engine, row)
-    now = datetime.now(UTC)
     wait = max(0.0, (at - now).total_seconds()) * service.settings.reminders.time_scale
     tags = ["reminder", f"channel:{row.channel}", f"user:{ctx.user_id}"]
     try:
@@ -73,17 +98,21 @@ async def schedule_reminder(service: TurnService, scheduler: Scheduler, ctx: Tur
     except Exception as exc:  # the Prefect API down, the deployment not served: say so
         log.warning("reminder.schedule_failed id=%s: %s", row.id, exc, exc_info=True)
         await asyncio.to_thread(outbox.cancel, service.engine, row.id)
-        seq = await asyncio.to_thread(
-            service.record.audit_line, ctx, action=EXECUTOR, decision="allow",
-            reason="ERR_REMINDER_NOT_SCHEDULED", outcome="failed",
-            action_id=outcome.action_id)
-        return StepOutcome(EXECUTOR, "failed", key="ERR_REMINDER_NOT_SCHEDULED",
-                           vars={"executor": EXECUTOR}, audit_seq=seq,
-                           action_id=outcome.action_id)
+        return await _not_scheduled(service, ctx, outcome)
     await asyncio.to_thread(outbox.set_run, service.engine, row.id, run_id)
     result["when"] = spoken_time(at, ctx.lang, service.settings.tz, now)
     return StepOutcome(EXECUTOR, "done", result=result, audit_seq=outcome.audit_seq,
                        action_id=outcome.action_id)
+
+
+async def _not_scheduled(service: TurnService, ctx: TurnContext,
+                         outcome: StepOutcome) -> StepOutcome:
+    """The step fails, with its audit line: the user is told nothing was set."""
+    seq = await asyncio.to_thread(
+        service.record.audit_line, ctx, action=EXECUTOR, decision="allow",
+        reason="ERR_REMINDER_NOT_SCHEDULED", outcome="failed", action_id=outcome.action_id)
+    return StepOutcome(EXECUTOR, "failed", key="ERR_REMINDER_NOT_SCHEDULED",
+                       vars={"executor": EXECUTOR}, audit_seq=seq, action_id=outcome.action_id)
 
 
 def spoken_time(at: datetime, lang: str, tz: Any, now: datetime) -> str:

@@ -112,3 +112,20 @@ async def test_a_gateway_without_a_scheduler_says_so(make_home: MakeHome,
     assert item["status"] == "failed" and not item["undo"]
     assert item["text"] == i18n.get("ERR_EXECUTOR_EFFECT_UNAVAILABLE", "it",
                                     executor="reminder_set")
+
+
+def test_the_gateway_checks_the_result_again_before_scheduling() -> None:
+    """Defence in depth: what the sandbox returns is checked on the host too."""
+    from metnos.reminders.effect import checked_result
+
+    now = datetime.now(UTC)
+    good = {"reminder_id": "1b4e28ba-2fa1-11d2-883f-0016d3cca427",
+            "at": (now + timedelta(minutes=5)).isoformat(), "text": " call\n grandma "}
+    assert checked_result(good, now)[2] == "call grandma"
+    for bad in ({**good, "at": (now - timedelta(hours=1)).isoformat()},
+                {**good, "at": (now + timedelta(days=400)).isoformat()},
+                {**good, "at": "2026-12-01T10:00:00"},  # no offset
+                {**good, "text": "x" * 201}, {**good, "text": ["a"]}, {**good, "text": " "},
+                {**good, "reminder_id": "../../etc"}, {"at": good["at"], "text": "a"}):
+        with pytest.raises(ValueError):
+            checked_result(bad, now)
