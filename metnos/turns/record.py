@@ -17,6 +17,7 @@ from sqlalchemy.engine import Engine
 
 from metnos import approvals, i18n
 from metnos.audit import AuditLog
+from metnos.channels.approval_card import plain_card
 from metnos.db import models
 from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError
@@ -129,6 +130,7 @@ class TurnRecord:
         why = gate.why(checked, ctx.lang)  # names the untrusted sources when they are the cause
         pending = [{**approvals.public(checked.approval), "why": why,
                     "sources": list(ctx.sources)}]
+        pending[0]["card"] = plain_card(pending[0], ctx.lang, ctx.sources).to_dict()
         self.publish(ctx, reply, "awaiting_approval", pending)
         await asyncio.to_thread(self._record_status, ctx, reply, "awaiting_approval")
         self.events.publish(ctx.turn_id, "status", status="awaiting_approval")

@@ -168,6 +168,7 @@ async def test_injected_file_never_leads_to_a_silent_write(
             assert pending["executor"] == "fs_write"
             assert "fs_read (notes/recipe.md)" in pending["why"]
             assert pending["sources"] == ["fs_read (notes/recipe.md)"]
+            assert "fs_read (notes/recipe.md)" in pending["card"]["why"]  # the plain card too
             resp = await client.post(f"/api/approvals/{pending['approval_id']}",
                                      json={"decision": "deny", "reason": "not mine"})
             assert resp.status_code == 200, resp.text
