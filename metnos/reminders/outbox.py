@@ -10,8 +10,7 @@ All datetimes are timezone-aware UTC.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from datetime import datetime
 
 from sqlalchemy import CheckConstraint, Index, update
@@ -48,16 +47,12 @@ class Outbox(SQLModel, table=True):
     run_closed: bool = False
 
 
-@contextmanager
-def session(engine: Engine) -> Iterator[Session]:
-    """As `metnos.db.engine.session` (which imports this module to register the table)."""
-    with Session(engine, expire_on_commit=False) as db:
-        try:
-            yield db
-            db.commit()
-        except BaseException:
-            db.rollback()
-            raise
+def session(engine: Engine) -> AbstractContextManager[Session]:
+    """`metnos.db.engine.session`, imported late: that module imports this one to register
+    the table."""
+    from metnos.db.engine import session as db_session
+
+    return db_session(engine)
 
 
 def channel_of(turn_channel: str) -> str:
