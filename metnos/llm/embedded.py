@@ -166,7 +166,7 @@ def _recognise(folded: str, lang: str, tools: list[ToolSpec]) -> list[RecognizeR
     by_name = {tool.name: tool for tool in tools}
     return [r for r in recognize_ranked(folded, intents)
             if household.is_household(r.intent.name)
-            or not _not_an_argument(r, by_name[r.intent.name])]
+            or not _not_an_argument(r, by_name[r.intent.name], lang)]
 
 
 def _examples(lang: str, tools: list[ToolSpec]) -> tuple[hints.Example, ...]:
@@ -269,17 +269,19 @@ def _score(result: RecognizeResult) -> tuple[int, int, int]:
     return (len(wild), -result.text_chunks_matched, sum(len(str(e.text)) for e in wild))
 
 
-def _not_an_argument(result: RecognizeResult, tool: ToolSpec) -> bool:
+def _not_an_argument(result: RecognizeResult, tool: ToolSpec, lang: str) -> bool:
     """`apri il file` must not run with path="il file": a wildcard made only of the
     template's own words is a missing argument, not an argument. Nor is a path several
-    unquoted words with no `.` or `/` (`cancella il latte dalla lista` names no file)."""
+    unquoted words with no `.` or `/` (`cancella il latte dalla lista` names no file), or a
+    word such as "everything" (`elimina tutto`)."""
     literal = _literal_words(tool.utterances)
     for entity in result.entities_list:
         if entity.is_wildcard:
             words = _TOKEN.findall(fold(str(entity.text)).casefold())
             if not words or set(words) <= literal:
                 return True
-            if entity.name in tool.paths and not arguments.path_like(str(entity.text)):
+            if entity.name in tool.paths and (not arguments.path_like(str(entity.text))
+                                              or household.names_no_file(str(entity.text), lang)):
                 return True
     return False
 

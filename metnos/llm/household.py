@@ -45,6 +45,7 @@ class Phrases:
     joiners: tuple[str, ...] = ()  # "and" between the items of a list
     articles: tuple[str, ...] = ()  # left off an item's front ("the milk" → "milk")
     polite: tuple[str, ...] = ()  # around a request: "ciao, ...", "... per favore"
+    not_paths: frozenset[str] = frozenset()  # never a file's name: "everything", "tutto"
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ def phrases(lang: str) -> Phrases:
                    joiners=tuple(str(w) for w in words.get("and", ())),
                    articles=tuple(str(w) for w in words.get("articles", ())),
                    polite=tuple(sorted((_folded(w) for w in words.get("polite", ())),
-                                       key=len, reverse=True)))
+                                       key=len, reverse=True)),
+                   not_paths=frozenset(_folded(w) for w in words.get("not_paths", ())))
 
 
 @lru_cache(maxsize=1)
@@ -160,6 +162,11 @@ def level(text: str, lang: str) -> int:
         if any((f" {w} " in joined) if " " in w else (w in words) for w in table):
             found = max(found, value)
     return found
+
+
+def names_no_file(text: str, lang: str) -> bool:
+    """A bare word such as "everything" or "tutto": no file is called that in a request."""
+    return _folded(text.strip()) in phrases(lang).not_paths
 
 
 def words_of(text: str) -> list[str]:
