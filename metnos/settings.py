@@ -33,13 +33,13 @@ from pydantic_settings import (
 )
 
 from metnos.agent_settings import AgentSettings
-from metnos.reminders.settings import ReminderSettings
 from metnos.errors import ConfigError
 from metnos.intent_settings import (  # the [i18n] group's tables
     ArtifactsIntent,
     CommunicationIntent,
     bcp47,
 )
+from metnos.reminders.settings import ReminderSettings
 
 Autonomy = Literal["ReadOnly", "Supervised", "Full"]
 
