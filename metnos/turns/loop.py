@@ -40,7 +40,7 @@ from metnos.turns.budget import Budget, LoopDetector
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.conversation import Conversation, tool_content
 from metnos.turns.reply import StepOutcome, render_outcome
-from metnos.turns.runner import source_label
+from metnos.turns.runner import read_target
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
@@ -106,14 +106,28 @@ def activity_item(checked: CheckedStep, outcome: StepOutcome, lang: str) -> dict
     args = checked.request.args if checked.request is not None else checked.step.args
     acted = manifest is not None and manifest.changes(args)  # a list's "show" only reads
     if outcome.status == "done" and not acted:  # a read: one line, never the content
-        text = i18n.get("MSG_AGENT_ACTIVITY_READ", lang, executor=checked.step.executor,
-                        source=source_label(checked))
+        text = _read_line(checked, lang)
     else:
         text = render_outcome(outcome, lang)
     return {"executor": checked.step.executor, "status": status, "text": text,
             "action_id": outcome.action_id if outcome.status == "done" else None,
             "undo": bool(outcome.status == "done" and acted),
             "approval_id": checked.approval.id if checked.approval is not None else None}
+
+
+def _read_line(checked: CheckedStep, lang: str) -> str:
+    """A read, for a person: the executor's own line (`EX_READ_<name>`, its arguments as
+    placeholders: "Looked at the shopping list.") or what it read: the file or page, "the
+    workspace" for its root; never the executor's name with a path."""
+    name = checked.step.executor
+    key = f"EX_READ_{name}"
+    args = checked.request.args if checked.request is not None else checked.step.args
+    if key in i18n.catalog(i18n.normalise_lang(lang)) or key in i18n.catalog("en"):
+        return i18n.get(key, lang, **{k: str(v) for k, v in args.items()})
+    what = read_target(checked)
+    if what.strip() in ("", ".", "./"):
+        what = i18n.get("MSG_AGENT_ACTIVITY_WORKSPACE", lang)
+    return i18n.get("MSG_AGENT_ACTIVITY_READ", lang, executor=name, source=what)
 
 
 def step_row(ctx: TurnContext, checked: CheckedStep, outcome: StepOutcome, started: datetime,

@@ -129,8 +129,12 @@ MAX_SOURCE_ARG = 80
 
 def source_label(checked: CheckedStep) -> str:
     """How an approval card names an untrusted source: the executor and what it read."""
+    what = read_target(checked)
+    return f"{checked.step.executor} ({what})" if what else checked.step.executor
+
+
+def read_target(checked: CheckedStep) -> str:
+    """What a step read, as a person would name it (a file, a page, a command), or ""."""
     args = checked.request.args if checked.request is not None else checked.step.args
     what = next((str(args[k]) for k in ("path", "url", "command", "folder") if k in args), "")
-    if len(what) > MAX_SOURCE_ARG:
-        what = what[:MAX_SOURCE_ARG] + "…"
-    return f"{checked.step.executor} ({what})" if what else checked.step.executor
+    return what[:MAX_SOURCE_ARG] + "…" if len(what) > MAX_SOURCE_ARG else what

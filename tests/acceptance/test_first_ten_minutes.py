@@ -263,10 +263,6 @@ async def test_the_first_ten_minutes_on_telegram(
         telegram.sent_texts(ANNA), ensure_ascii=False)
 
 
-@pytest.mark.xfail(strict=True, reason="a read's activity line names the executor and its "
-                   "path ('Consultato lists (lists/spesa.md).', metnos/turns/loop.py "
-                   "activity_item → source_label), shown under the list in the web chat and "
-                   "on Telegram: reported to the lead")
 @pytest.mark.parametrize("lang", ["it", "en"])
 async def test_what_ran_beside_a_reply_is_said_in_plain_words(
         make_home: MakeHome, prefect_api: str, lang: str) -> None:

@@ -84,9 +84,9 @@ async def test_a_resumed_session_keeps_its_language_when_the_ui_locale_changes(
     (home.workspace / "note.md").write_text("buy milk\n")
     # what ran is told in the session's language (the model's words are its own)
     looked = i18n.get("MSG_AGENT_ACTIVITY_READ", "en", executor="fs_read",
-                      source="fs_read (note.md)")
+                      source="note.md")
     assert looked != i18n.get("MSG_AGENT_ACTIVITY_READ", "it", executor="fs_read",
-                              source="fs_read (note.md)")
+                              source="note.md")
     async with gateway_client(home) as client:
         scripted_llm.enqueue_tool_call("fs_read", {"path": "note.md"})
         scripted_llm.enqueue_text("Your note says: buy milk.")

@@ -85,7 +85,8 @@ async def test_a_conversation_with_an_approval(
         await page.keyboard.press("Enter")
         await expect(replies.last.locator(".text li")).to_have_text("shopping.md",
                                                                     timeout=30_000)
-        found = i18n.get("MSG_AGENT_ACTIVITY_READ", lang, executor="fs_find", source="fs_find (.)")
+        found = i18n.get("MSG_AGENT_ACTIVITY_READ", lang, executor="fs_find",
+                         source=i18n.get("MSG_AGENT_ACTIVITY_WORKSPACE", lang))
         await expect(replies.last.locator(".activity li")).to_have_text([found])
         await page.get_by_role("button", name=i18n.get("WEB_CHAT_AUDIT", other)).click()
         await expect(page.locator("#audit-lines")).to_contain_text("fs_write")
