@@ -39,7 +39,7 @@ from metnos.turns import gate
 from metnos.turns.budget import Budget, LoopDetector
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.conversation import Conversation, tool_content
-from metnos.turns.reply import StepOutcome, render_outcome
+from metnos.turns.reply import StepOutcome, render_outcome, value_words
 from metnos.turns.runner import read_target
 
 if TYPE_CHECKING:
@@ -123,7 +123,8 @@ def _read_line(checked: CheckedStep, lang: str) -> str:
     key = f"EX_READ_{name}"
     args = checked.request.args if checked.request is not None else checked.step.args
     if key in i18n.catalog(i18n.normalise_lang(lang)) or key in i18n.catalog("en"):
-        return i18n.get(key, lang, **{k: str(v) for k, v in args.items()})
+        return i18n.get(key, lang, **value_words(name, {k: str(v) for k, v in args.items()},
+                                                 lang))
     what = read_target(checked)
     if what.strip() in ("", ".", "./"):
         what = i18n.get("MSG_AGENT_ACTIVITY_WORKSPACE", lang)

@@ -20,6 +20,7 @@ from metnos import i18n
 from metnos.i18n.formatting import locale_for
 
 MAX_LIST_ITEMS = 50
+_WORD = re.compile(r"[^a-z0-9]+")
 _VARIANT = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
 
 
@@ -59,9 +60,24 @@ def result_vars(result: dict[str, Any], lang: str | None = None) -> dict[str, An
     return out
 
 
+def value_words(executor: str, values: dict[str, Any], lang: str) -> dict[str, Any]:
+    """`values` with the words a language has for some of them, `EX_VALUE_<executor>_<field>_
+    <value>` ("della spesa" for the list "spesa": the Italian reads "alla lista della spesa");
+    any other value is shown as it is."""
+    catalog = i18n.catalog(i18n.normalise_lang(lang))
+    out = dict(values)
+    for name, value in values.items():
+        if isinstance(value, str) and value:
+            key = f"EX_VALUE_{executor}_{name}_{_WORD.sub('_', value.casefold()).strip('_')}"
+            if key in catalog:
+                out[name] = i18n.get(key, lang)
+    return out
+
+
 def render_outcome(outcome: StepOutcome, lang: str) -> str:
     if outcome.status == "done":
-        vars = {**result_vars(outcome.result or {}, lang), "action_id": outcome.action_id or ""}
+        vars = {**value_words(outcome.executor, result_vars(outcome.result or {}, lang), lang),
+                "action_id": outcome.action_id or ""}
         key = reply_key(outcome, lang)
         if not _known(key, lang):
             # an executor without a reply message of its own: show its result as it is

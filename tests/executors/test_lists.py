@@ -171,7 +171,9 @@ def test_replies_per_outcome_in_both_languages() -> None:
     added = _result("add", "add", items=["milk", "eggs", "bread"], added=["milk", "eggs", "bread"])
     assert _reply(added, "en") == "Added milk, eggs, and bread to the shopping list (3 items)."
     assert _reply({**added, "list": "spesa"}, "it") == (
-        "Ho aggiunto milk, eggs e bread alla lista spesa (3 voci).")
+        "Ho aggiunto milk, eggs e bread alla lista della spesa (3 voci).")
+    assert _reply({**added, "list": "regali"}, "it") == (  # a list of its own: as named
+        "Ho aggiunto milk, eggs e bread alla lista regali (3 voci).")
     partly = _result("add", "add_partly", items=["milk", "eggs"], added=["eggs"],
                      already=["milk"])
     assert _reply(partly, "en").endswith("(2 items). Already on it: milk.")

@@ -32,16 +32,16 @@ async def test_a_shopping_list_without_a_model(make_home: MakeHome, prefect_api:
     path = home.workspace / "lists" / "spesa.md"
     async with gateway_client(home) as client:
         added = await _say(client, "aggiungi latte, uova e pane alla lista della spesa")
-        assert added["reply"] == "Ho aggiunto latte, uova e pane alla lista spesa (3 voci)."
+        assert added["reply"] == "Ho aggiunto latte, uova e pane alla lista della spesa (3 voci)."
         assert path.read_text() == "# Spesa\n\n- latte\n- uova\n- pane\n"
         records = _records(home)
         shown = await _say(client, "cosa c'è nella lista della spesa?")
-        assert shown["reply"] == "La lista spesa (3 voci):\n- latte\n- uova\n- pane"
+        assert shown["reply"] == "La lista della spesa (3 voci):\n- latte\n- uova\n- pane"
         assert _records(home) == records  # a look at the list leaves nothing to undo
         assert [(a["executor"], a["undo"]) for a in added["activity"]] == [("lists", True)]
         assert [(a["executor"], a["undo"]) for a in shown["activity"]] == [("lists", False)]
         removed = await _say(client, "togli le uova dalla lista della spesa")
-        assert removed["reply"] == "Ho tolto uova dalla lista spesa (restano 2 voci)."
+        assert removed["reply"] == "Ho tolto uova dalla lista della spesa (restano 2 voci)."
         assert path.read_text() == "# Spesa\n\n- latte\n- pane\n"
         action_id = removed["steps"][0]["action_id"]
         assert action_id in _records(home)
