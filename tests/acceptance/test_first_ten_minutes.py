@@ -8,7 +8,7 @@ file back, and the list shown again), a reminder "in two minutes" delivered to t
 chat (the clock shortened by METNOS_REMINDERS_TIME_SCALE, the real deployment runner and the
 session's Prefect server), then "what can you do?". Every reply is short, in the user's
 language (the fixed words of the i18n message that answers it) and free of tool jargon. Real
-gateway, Prefect's turn flow, sandboxed executors; screenshots kept in the test's tmp dir.
+gateway, Prefect's turn flow, sandboxed executors; screenshots kept in test-artifacts/.
 """
 
 from __future__ import annotations
@@ -96,7 +96,7 @@ class WebChat:
 @pytest.mark.parametrize("viewport", ["desktop", "phone"])
 @pytest.mark.parametrize("lang", ["it", "en"])
 async def test_the_first_ten_minutes_in_the_web_chat(
-        make_home: MakeHome, browser: Any, prefect_api: str, tmp_path: Path, lang: str,
+        make_home: MakeHome, browser: Any, prefect_api: str, artifacts: Path, lang: str,
         viewport: str) -> None:
     from playwright.async_api import expect
 
@@ -150,7 +150,7 @@ async def test_the_first_ten_minutes_in_the_web_chat(
             passes(family.remind, text, F.notice(text, family))
             await expect(notice.locator(".who time")).not_to_have_text("")
             await expect(page.locator("#text")).to_be_in_viewport()
-            await page.screenshot(path=str(tmp_path / f"first-ten-minutes-{viewport}-{lang}.png"),
+            await page.screenshot(path=str(artifacts / f"first-ten-minutes-{viewport}-{lang}.png"),
                                   full_page=viewport == "desktop")
             await context.close()
     assert errors == []
