@@ -97,8 +97,9 @@ class Delivery:
     async def _to_telegram(self, row: Outbox) -> None:
         assert self.telegram is not None
         chat = row.address.removeprefix("telegram-")
-        if not chat.lstrip("-").isdigit():
+        if not chat.lstrip("-").isdigit():  # never deliverable: not retried every round
             log.warning("outbox.bad_address id=%s", row.id)
+            await asyncio.to_thread(outbox.cancel, self.service.engine, row.id)
             return
         await self.telegram.send(int(chat), row.text)
         await asyncio.to_thread(outbox.claim, self.service.engine, [row.id])
