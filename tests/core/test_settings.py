@@ -57,3 +57,21 @@ def test_bad_metnos_toml_is_a_clear_error(home: Path, content: str, key: str) ->
     assert info.value.key == key
     message = info.value.message("en")
     assert "metnos.toml" in message or ("gateway." in message or "policy." in message)
+
+
+def test_the_household_time_zone(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from metnos.settings import system_timezone
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    assert system_timezone() == "America/New_York"  # the machine's, when nothing is set
+    monkeypatch.setenv("METNOS_TIMEZONE", "Europe/Rome")
+    get_settings.cache_clear()
+    assert str(get_settings().tz) == "Europe/Rome"
+    (home / "metnos.toml").write_text('timezone = "Asia/Tokyo"\n')
+    monkeypatch.delenv("METNOS_TIMEZONE")
+    get_settings.cache_clear()
+    assert get_settings().timezone == "Asia/Tokyo"
+    monkeypatch.setenv("METNOS_TIMEZONE", "Mars/Olympus")
+    get_settings.cache_clear()
+    with pytest.raises(ConfigError, match="timezone"):
+        get_settings()
