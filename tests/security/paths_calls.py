@@ -29,8 +29,16 @@ def manifest(name: str) -> Manifest:
 
 
 def path_targets() -> list[tuple[str, str]]:
-    """(executor, path input) for every `type = "path"` input of every executor."""
-    return [(m.name, name) for m in repo_manifests() for name in m.path_inputs()]
+    """(executor, path input) for every `type = "path"` input a planner may pass (an input
+    the host sets, a list's file, is refused whole: `test_a_host_set_input_is_refused`)."""
+    return [(m.name, name) for m in repo_manifests() for name in m.path_inputs()
+            if not m.inputs[name].host_set]
+
+
+def host_set_targets() -> list[tuple[str, str]]:
+    """(executor, input) for every input only the host may set."""
+    return [(m.name, name) for m in repo_manifests()
+            for name, spec in m.inputs.items() if spec.host_set]
 
 
 def filler(spec: InputSpec) -> Any:

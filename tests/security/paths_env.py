@@ -122,8 +122,9 @@ class Arena:
         input names an existing file, the others a new name beside it."""
         victim = self.workspace / f"victim-{tag}.txt"
         victim.write_text(f"victim {tag}\n")
+        planned = [name for name in m.path_inputs() if not m.inputs[name].host_set]
         paths = {name: victim.name if i == 0 else f"moved-{tag}/{victim.name}"
-                 for i, name in enumerate(m.path_inputs())}
+                 for i, name in enumerate(planned)}  # the host sets the others (a list's file)
         return call_args(m, paths)
 
     async def attack(self, call: ToolCall) -> Outcome:

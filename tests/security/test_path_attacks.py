@@ -27,7 +27,7 @@ import pytest
 from metnos import i18n
 from metnos.policy import printable
 from metnos.testing.llm_server import ToolCall
-from tests.security.paths_calls import call_args, manifest, path_targets
+from tests.security.paths_calls import call_args, host_set_targets, manifest, path_targets
 from tests.security.paths_env import Arena, Outcome, open_arena
 from tests.security.paths_spellings import SPELLINGS, Spelling
 from tests.support.pg import TestPostgres
@@ -68,13 +68,32 @@ async def attack_spelling(arena: Arena, spelling: Spelling) -> Batch:
     baits = {t: _bait(arena, *t, spelling.id) for t in targets}
     calls = [ToolCall(executor, call_args(manifest(executor), {
         name: raw if name == attacked else baits[executor, attacked][0].name
-        for name in manifest(executor).path_inputs()})) for executor, attacked in targets]
+        for name in manifest(executor).path_inputs() if not manifest(executor).inputs[name].host_set
+    })) for executor, attacked in targets]
     secrets, chain, before = arena.secrets(), arena.audit_hashes(), arena.protected_state()
     outcomes = await arena.attack_many(calls)
     batch = Batch(raw, dict(zip(targets, outcomes, strict=True)), baits, secrets, chain,
                   before, arena.protected_state())
     arena.cache["batch", spelling.id] = batch
     return batch
+
+
+@pytest.mark.attack
+@pytest.mark.parametrize("target", host_set_targets(), ids=[f"{e}.{i}" for e, i in
+                                                          host_set_targets()])
+async def test_a_host_set_input_is_refused(arena: Arena, target: tuple[str, str]) -> None:
+    """The model may not choose the file the host derives (a list's): the call is refused
+    with its audit line, whatever the value, and nothing is written."""
+    executor, name = target
+    if not arena.admitted(executor):
+        pytest.skip(f"{executor} is in the repository but not admitted (BUILTIN.lock?)")
+    before = arena.protected_state()
+    args = {**call_args(manifest(executor), {}), name: "../../secrets/owner.token"}
+    out = await arena.attack(ToolCall(executor, args))
+    [line] = out.lines
+    assert (line["action"], line["decision"], line["reason"], line["outcome"]) == (
+        executor, "deny", "ERR_ARGS_INVALID", "refused"), line
+    assert arena.protected_state() == before
 
 
 def test_every_executor_path_input_is_under_attack() -> None:
