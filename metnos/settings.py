@@ -11,13 +11,12 @@ a changed environment.
 
 from __future__ import annotations
 
-import contextlib
 import os
 import tomllib
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+from zoneinfo import ZoneInfo
 
 from pydantic import (
     BaseModel,
@@ -40,31 +39,9 @@ from metnos.intent_settings import (  # the [i18n] group's tables
     bcp47,
 )
 from metnos.reminders.settings import ReminderSettings
+from metnos.timezone import known_zone, system_timezone
 
 Autonomy = Literal["ReadOnly", "Supervised", "Full"]
-
-
-def system_timezone() -> str:
-    """The machine's IANA time zone: `TZ`, else the `/etc/localtime` link, else
-    `/etc/timezone`, else UTC."""
-    candidates = [os.environ.get("TZ", "").lstrip(":")]
-    with contextlib.suppress(OSError):
-        target = os.readlink("/etc/localtime")
-        candidates.append(target.split("zoneinfo/", 1)[1] if "zoneinfo/" in target else "")
-    with contextlib.suppress(OSError):
-        candidates.append(Path("/etc/timezone").read_text(encoding="utf-8").strip())
-    for name in candidates:
-        if name and _known_zone(name):
-            return name
-    return "UTC"
-
-
-def _known_zone(name: str) -> bool:
-    try:
-        ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        return False
-    return True
 
 
 def default_home() -> Path:
@@ -270,7 +247,7 @@ class Settings(BaseSettings):
     @field_validator("timezone")
     @classmethod
     def _zone(cls, value: str) -> str:
-        if not _known_zone(value):
+        if not known_zone(value):
             raise ValueError(f"unknown time zone {value!r} (an IANA name, e.g. Europe/Rome)")
         return value
 
@@ -368,7 +345,7 @@ class _TomlSource(PydanticBaseSettingsSource):
         data = dict(self._data)
         data.pop("home", None)  # the file lives inside METNOS_HOME; it cannot move it
         # a group in the file is merged under whatever the environment sets for that group
-        for group in _GROUP_CLASSES:
+        for group in _groups():
             if group in data:
                 data[group] = _group_from_toml(group, data[group])
         return data
@@ -384,18 +361,11 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise ConfigError("ERR_CONFIG_TOML_INVALID", path=str(path), detail=str(exc)) from exc
 
 
-_GROUP_CLASSES: dict[str, type[BaseSettings]] = {
-    "gateway": GatewaySettings,
-    "database": DatabaseSettings,
-    "prefect": PrefectSettings,
-    "llm": LLMSettings,
-    "sandbox": SandboxSettings,
-    "policy": PolicySettings,
-    "i18n": I18nSettings,
-    "telegram": TelegramSettings,
-    "web": WebSettings,
-    "agent": AgentSettings,
-}
+def _groups() -> dict[str, type[BaseSettings]]:
+    """The root's settings groups by table name, from its fields: a new group is never
+    forgotten here (`[reminders]` was)."""
+    return {name: kind for name, field in Settings.model_fields.items()
+            if isinstance(kind := field.annotation, type) and issubclass(kind, BaseSettings)}
 
 
 def _group_from_toml(group: str, table: Any) -> BaseModel:
@@ -403,7 +373,7 @@ def _group_from_toml(group: str, table: Any) -> BaseModel:
     if not isinstance(table, dict):
         raise ConfigError("ERR_CONFIG_TOML_INVALID", path="metnos.toml",
                           detail=f"[{group}] is not a table")
-    cls = _GROUP_CLASSES[group]
+    cls = _groups()[group]
     try:
         env_values = cls().model_dump(exclude_unset=True)
         return cls(**{**table, **env_values})

@@ -75,3 +75,12 @@ def test_the_household_time_zone(home: Path, monkeypatch: pytest.MonkeyPatch) ->
     get_settings.cache_clear()
     with pytest.raises(ConfigError, match="timezone"):
         get_settings()
+
+
+def test_every_group_reads_its_table_under_its_environment(home: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    (home / "metnos.toml").write_text('[reminders]\ndelivery_poll_s = 5\ntime_scale = 0.5\n')
+    monkeypatch.setenv("METNOS_REMINDERS_TIME_SCALE", "0.25")
+    get_settings.cache_clear()
+    reminders = get_settings().reminders
+    assert (reminders.delivery_poll_s, reminders.time_scale) == (5.0, 0.25)
