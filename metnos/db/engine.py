@@ -20,8 +20,10 @@ from metnos.approvals import models as _approval_models  # noqa: F401 - register
 from metnos.db import models as _models  # noqa: F401 - registers the tables in the metadata
 from metnos.db.embedded import EmbeddedPostgres
 from metnos.errors import DatabaseError
+from metnos.mnestoma import models as _mnestoma_models  # noqa: F401
 from metnos.pairing import models as _pairing_models  # noqa: F401
 from metnos.policy import usage_models as _usage_models  # noqa: F401
+from metnos.proposals import models as _proposal_models  # noqa: F401
 from metnos.reminders import outbox as _outbox_models  # noqa: F401
 from metnos.settings import Settings
 from metnos.web import models as _web_models  # noqa: F401

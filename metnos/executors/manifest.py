@@ -37,6 +37,7 @@ NAME_RE = re.compile(r"^[a-z][a-z0-9_]{1,40}$")
 VERSION_RE = re.compile(r"^\d+\.\d+\.\d+(?:[-+][0-9A-Za-z.+-]+)?$")
 ENTRY_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}$")
 LANG_RE = re.compile(r"^[a-z]{2,3}(?:-[A-Za-z0-9]{2,8})*$")
+KIND_RE = re.compile(r"^[a-z][a-z0-9_]{0,30}$")
 
 InputType = Literal["path", "string", "integer", "number", "boolean", "array"]
 OutputType = Literal["path", "string", "integer", "number", "boolean", "array", "object"]
@@ -93,6 +94,9 @@ class InputSpec(_Model):
     # values of this input for which a run changes nothing (lists' action "show"): such a
     # run is decided as side-effect free and gets no before-record (no undo entry)
     read_only: tuple[Scalar, ...] | None = None
+    # what the value is, beyond its JSON type ("pdf", "text", "image", "folder"...): the synt's
+    # composition search chains an output of one kind into an input of the same kind
+    kind: str | None = Field(default=None, pattern=KIND_RE.pattern)
     description: dict[str, str]
 
     @field_validator("description")
@@ -149,12 +153,29 @@ def _fits(value: Any, kind: str) -> bool:
 
 class OutputSpec(_Model):
     type: OutputType
+    kind: str | None = Field(default=None, pattern=KIND_RE.pattern)  # as on an input
     description: dict[str, str]
 
     @field_validator("description")
     @classmethod
     def _langs(cls, table: dict[str, str]) -> dict[str, str]:
         return _check_langs(table, "description")
+
+
+class WishSpec(_Model):
+    """A need the executor declares when a run shows it (a proto-mnest, SPEC §7.2): when the
+    boolean output `when` is true, "from this executor, I wanted `capability`", which turns
+    what it had (`have`, a kind) into what was wanted (`want`, a kind)."""
+
+    when: str = Field(pattern=r"^[a-z][a-z0-9_]{0,40}$")
+    have: str = Field(pattern=KIND_RE.pattern)
+    want: str = Field(pattern=KIND_RE.pattern)
+    why: dict[str, str]
+
+    @field_validator("why")
+    @classmethod
+    def _langs(cls, table: dict[str, str]) -> dict[str, str]:
+        return _check_langs(table, "why")
 
 
 class Manifest(_Model):
@@ -169,7 +190,7 @@ class Manifest(_Model):
     untrusted_output: bool = False  # its results carry outside text (web, mail): data, not orders
     # what the host carries out from the run's validated result (the executor itself changes
     # nothing): "schedule_reminder" (metnos.reminders.effect); undone with the action
-    effect: Literal["schedule_reminder"] | None = None
+    effect: Literal["schedule_reminder", "notify"] | None = None
     sandbox: SandboxProfile = Field(default_factory=SandboxProfile)
     inputs: dict[str, InputSpec] = Field(default_factory=dict)
     outputs: dict[str, OutputSpec] = Field(default_factory=dict)
@@ -177,6 +198,7 @@ class Manifest(_Model):
     affinity: dict[str, tuple[str, ...]]
     utterances: dict[str, tuple[str, ...]]
     slots: dict[str, dict[str, dict[str, Scalar]]] = Field(default_factory=dict)
+    wishes: dict[str, WishSpec] = Field(default_factory=dict)  # capability name → when
 
     @field_validator("entry")
     @classmethod
@@ -206,6 +228,22 @@ class Manifest(_Model):
                 raise ValueError(f"slot name {slot!r} must be lower_snake_case")
             _check_langs(table, f"slots.{slot}")
         return slots
+
+    @field_validator("wishes")
+    @classmethod
+    def _capability_names(cls, table: dict[str, Any]) -> dict[str, Any]:
+        for key in table:
+            if not NAME_RE.match(key):
+                raise ValueError(f"wished capability {key!r} must be lower_snake_case")
+        return table
+
+    @model_validator(mode="after")
+    def _wishes_fit(self) -> Manifest:
+        for capability, wish in self.wishes.items():
+            out = self.outputs.get(wish.when)
+            if out is None or out.type != "boolean":
+                raise ValueError(f"wishes.{capability}.when must name a boolean output")
+        return self
 
     @model_validator(mode="after")
     def _utterances_fit(self) -> Manifest:

@@ -1,0 +1,1 @@
+"""Memory and evolution (SPEC §7): the mnestoma, proto-mnests, traces, the ager."""
