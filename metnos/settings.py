@@ -25,14 +25,11 @@ from pydantic import (
     ValidationError,
     field_validator,
 )
-from pydantic_settings import (
-    BaseSettings,
-    PydanticBaseSettingsSource,
-    SettingsConfigDict,
-)
+from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from metnos.agent_settings import AgentSettings
 from metnos.errors import ConfigError
+from metnos.evolution_settings import EvolutionSettings, NotifySettings
 from metnos.intent_settings import (  # the [i18n] group's tables
     ArtifactsIntent,
     CommunicationIntent,
@@ -238,6 +235,8 @@ class Settings(BaseSettings):
     web: WebSettings = Field(default_factory=lambda: WebSettings())
     agent: AgentSettings = Field(default_factory=lambda: AgentSettings())
     reminders: ReminderSettings = Field(default_factory=lambda: ReminderSettings())
+    notify: NotifySettings = Field(default_factory=lambda: NotifySettings())
+    evolution: EvolutionSettings = Field(default_factory=lambda: EvolutionSettings())
 
     @field_validator("lang")
     @classmethod

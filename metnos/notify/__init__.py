@@ -1,0 +1,1 @@
+"""Messages Metnos sends on its own: `notify` steps, proposals, digests (SPEC §7, §12)."""
