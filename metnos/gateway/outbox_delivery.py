@@ -7,6 +7,11 @@ connected gets them when it connects again); CLI rows wait for `metnos chat`
 (`GET /api/notices`). A row is marked delivered only once its channel took it. The same task
 cancels the Prefect runs of undone reminders.
 
+Each round first passes new proposals through the Vaglio (`metnos.proposals.vaglio`), turns
+those left unanswered too long into ignored ones and puts the queued ones in the outbox
+(`metnos.proposals.delivery`, never in quiet hours): a proposal's Telegram message carries
+Accept / Dismiss buttons, the web chat shows it as a card (`kind` "proposal").
+
 `with_reminders(app, scheduler)` adds all this to an app from `create_app` (the composition
 root, `flows/gateway.py`, passes the Prefect scheduler of `flows/reminder.py`).
 """
@@ -18,15 +23,21 @@ import contextlib
 import logging
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
+from datetime import datetime
 from typing import Any
 
 from aiogram import Bot
 from aiogram.client.session.aiohttp import AiohttpSession
 from aiogram.client.telegram import TelegramAPIServer
 from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError, TelegramNetworkError
+from aiogram.types import InlineKeyboardMarkup
 from fastapi import FastAPI
 
 from metnos.channels.telegram.config import load_config
+from metnos.channels.telegram.proposals import keyboard
+from metnos.pairing.service import OWNER_USER_ID
+from metnos.proposals import delivery as proposals
+from metnos.proposals import store, vaglio
 from metnos.reminders import outbox
 from metnos.reminders.effect import EFFECT, Scheduler, effect
 from metnos.reminders.outbox import Outbox
@@ -41,8 +52,9 @@ class TelegramSender:
     def __init__(self, token: str, api_base: str) -> None:
         self.bot = Bot(token, session=AiohttpSession(api=TelegramAPIServer.from_base(api_base)))
 
-    async def send(self, chat_id: int, text: str) -> None:
-        await self.bot.send_message(chat_id, text)
+    async def send(self, chat_id: int, text: str,
+                   markup: InlineKeyboardMarkup | None = None) -> None:
+        await self.bot.send_message(chat_id, text, reply_markup=markup)
 
     async def close(self) -> None:
         await self.bot.session.close()
@@ -76,6 +88,7 @@ class Delivery:
 
     async def tick(self) -> None:
         engine = self.service.engine
+        await self.propose()
         rows = await asyncio.to_thread(outbox.pending, engine)
         if any(row.channel == "web" for row in rows):
             for wake in self._web:
@@ -94,6 +107,19 @@ class Delivery:
                 await self.scheduler.cancel(str(row.flow_run_id))
                 await asyncio.to_thread(outbox.close_run, engine, row.id)
 
+    async def propose(self, now: datetime | None = None) -> None:
+        """The Vaglio on new proposals, ignored ones decayed, queued ones to the outbox."""
+        service = self.service
+        engine, settings = service.engine, service.settings
+        target = await asyncio.to_thread(proposals.preferred, engine, settings, OWNER_USER_ID)
+        judges = vaglio.Judges(service.registry, service.guard.scanner, service.port,
+                               service.audit)
+        await vaglio.judge_round(engine, settings, judges, lang=target.lang, now=now)
+        await asyncio.to_thread(proposals.expire, engine, settings, audit=service.audit,
+                                now=now)
+        await asyncio.to_thread(proposals.place, engine, settings, audit=service.audit,
+                                now=now)
+
     async def _to_telegram(self, row: Outbox) -> None:
         assert self.telegram is not None
         chat = row.address.removeprefix("telegram-")
@@ -101,7 +127,13 @@ class Delivery:
             log.warning("outbox.bad_address id=%s", row.id)
             await asyncio.to_thread(outbox.cancel, self.service.engine, row.id)
             return
-        await self.telegram.send(int(chat), row.text)
+        markup = None
+        if row.kind == proposals.KIND:
+            open_ = await asyncio.to_thread(store.listing, self.service.engine,
+                                            user_id=row.user_id, statuses=store.OPEN,
+                                            outbox_id=row.id)
+            markup = keyboard(open_[::-1], row.lang)
+        await self.telegram.send(int(chat), row.text, markup)
         await asyncio.to_thread(outbox.claim, self.service.engine, [row.id])
 
 

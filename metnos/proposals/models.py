@@ -57,6 +57,7 @@ class Proposal(SQLModel, table=True):
     reason: str | None = None  # why it stayed silent, for the register
     weight: float = 1.0  # decays each time it is ignored
     scheduled: bool = False  # a run the owner accepted already: its own quota
+    outbox_id: str | None = Field(default=None, index=True)  # the message that delivered it
     created_at: datetime = _stamp(default_factory=utcnow)
     delivered_at: datetime | None = _stamp(default=None, nullable=True)
     decided_at: datetime | None = _stamp(default=None, nullable=True)

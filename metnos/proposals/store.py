@@ -13,13 +13,19 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
+from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from metnos import i18n
 from metnos.db.engine import session as db_session
+from metnos.db.models import utcnow
+from metnos.errors import MetnosError
 from metnos.proposals.models import ORIGINS, Proposal
+from metnos.settings import Settings
 
 Handler = Callable[[Engine, Proposal], None]  # runs when the owner accepts a proposal
 _HANDLERS: dict[str, Handler] = {}
@@ -74,3 +80,116 @@ def on_accept(kind: str, handler: Handler) -> None:
 
 def handler_for(kind: str) -> Handler | None:
     return _HANDLERS.get(kind)
+
+
+class ProposalError(MetnosError, LookupError):
+    key = "ERR_PROPOSAL_NOT_FOUND"
+
+
+ANSWERS = {"accept": "accepted", "dismiss": "dismissed"}
+OPEN = ("delivered",)  # what the owner can still answer
+
+
+def text(proposal: Proposal, lang: str | None) -> str:
+    """The proposal's one line in `lang`."""
+    return i18n.get(proposal.title_key, lang, **proposal.vars)
+
+
+def get(engine: Engine, proposal_id: str) -> Proposal | None:
+    with db_session(engine) as db:
+        return db.get(Proposal, proposal_id)
+
+
+def listing(engine: Engine, *, user_id: str, statuses: tuple[str, ...],
+            outbox_id: str | None = None, limit: int = 100) -> list[Proposal]:
+    """The user's proposals in `statuses`, newest first (those of one message, when given)."""
+    query = select(Proposal).where(Proposal.user_id == user_id,
+                                   col(Proposal.status).in_(statuses))
+    if outbox_id is not None:
+        query = query.where(Proposal.outbox_id == outbox_id)
+    with db_session(engine) as db:
+        return list(db.exec(query.order_by(col(Proposal.created_at).desc()).limit(limit)))
+
+
+def of_status(engine: Engine, status: str, limit: int = 50) -> list[Proposal]:
+    """Proposals in `status`, oldest first."""
+    with db_session(engine) as db:
+        return list(db.exec(select(Proposal).where(Proposal.status == status)
+                            .order_by(col(Proposal.created_at)).limit(limit)))
+
+
+def settle(engine: Engine, proposal_id: str, status: str, **fields: Any) -> bool:
+    """The Vaglio's verdict on a `new` proposal; False when it was settled already."""
+    with db_session(engine) as db:
+        done = db.execute(update(Proposal).where(
+            col(Proposal.id) == proposal_id, col(Proposal.status) == "new")
+            .values(status=status, decided_at=utcnow() if status != "queued" else None,
+                    **fields))
+        return bool(done.rowcount)  # type: ignore[attr-defined]
+
+
+def mark_delivered(engine: Engine, proposal_ids: list[str], outbox_id: str,
+                   now: datetime | None = None) -> list[str]:
+    """Queued proposals now placed in the outbox row `outbox_id`; the ids that were queued."""
+    with db_session(engine) as db:
+        taken = db.execute(update(Proposal).where(
+            col(Proposal.id).in_(proposal_ids), col(Proposal.status) == "queued")
+            .values(status="delivered", delivered_at=now or utcnow(), outbox_id=outbox_id)
+            .returning(col(Proposal.id)))
+        return [str(row[0]) for row in taken]
+
+
+def delivered_since(engine: Engine, user_id: str, since: datetime, *,
+                    scheduled: bool) -> list[Proposal]:
+    """The user's proposals delivered since `since` (scheduled runs or ad-hoc ones)."""
+    with db_session(engine) as db:
+        return list(db.exec(select(Proposal).where(
+            Proposal.user_id == user_id, col(Proposal.delivered_at).is_not(None),
+            col(Proposal.delivered_at) >= since, Proposal.scheduled == scheduled)))
+
+
+def decide(engine: Engine, proposal_id: str, answer: str, *, user_id: str) -> Proposal:
+    """The owner's answer: `accept` runs the kind's handler once, then the proposal is
+    accepted; `dismiss` dismisses it. ProposalError when it is not the user's, not open, or
+    (accept) its kind has no handler or the handler failed: then it stays delivered."""
+    status = ANSWERS[answer]
+    found = get(engine, proposal_id)
+    if found is None:
+        raise ProposalError("ERR_PROPOSAL_NOT_FOUND", id=proposal_id[:64])
+    if found.user_id != user_id:
+        raise ProposalError("ERR_PROPOSAL_NOT_YOURS", id=proposal_id)
+    handler = handler_for(found.kind) if answer == "accept" else None
+    if answer == "accept" and handler is None:
+        raise ProposalError("ERR_PROPOSAL_KIND_UNKNOWN", id=proposal_id, kind=found.kind)
+    with db_session(engine) as db:  # claimed first: two taps run the handler once
+        claimed = db.execute(update(Proposal).where(
+            col(Proposal.id) == proposal_id, col(Proposal.status).in_(OPEN))
+            .values(status=status, decided_at=utcnow())).rowcount  # type: ignore[attr-defined]
+    if not claimed:
+        raise ProposalError("ERR_PROPOSAL_ALREADY_DECIDED", id=proposal_id,
+                            status=found.status)
+    if handler is not None:
+        try:
+            handler(engine, found)
+        except Exception as exc:  # a producer's handler: the proposal stays open
+            with db_session(engine) as db:
+                db.execute(update(Proposal).where(col(Proposal.id) == proposal_id)
+                           .values(status="delivered", decided_at=None))
+            raise ProposalError("ERR_PROPOSAL_ACCEPT_FAILED", id=proposal_id,
+                                detail=str(exc)[:200]) from exc
+    return get(engine, proposal_id) or found
+
+
+def expire(engine: Engine, settings: Settings, now: datetime | None = None) -> list[Proposal]:
+    """Delivered proposals unanswered for `ignore_after_h`: ignored, their weight decayed."""
+    evolution = settings.evolution
+    before = (now or utcnow()) - timedelta(hours=evolution.ignore_after_h)
+    with db_session(engine) as db:
+        rows = db.execute(update(Proposal).where(
+            col(Proposal.status) == "delivered", col(Proposal.delivered_at) < before)
+            .values(status="ignored", decided_at=now or utcnow(),
+                    weight=col(Proposal.weight) * evolution.bother_factor)
+            .returning(col(Proposal.id)))
+        ids = [str(row[0]) for row in rows]
+    with db_session(engine) as db:
+        return list(db.exec(select(Proposal).where(col(Proposal.id).in_(ids))))

@@ -1,5 +1,6 @@
 """A tap on an approval card's button (SPEC §4): accepted only from the approval's own user.
-(An Undo button under a reply goes to `undo.py`.)
+(An Undo button under a reply goes to `undo.py`, a proposal's Accept / Dismiss to
+`proposals.py`.)
 
 The Telegram user is mapped to Metnos's user through their pairing; the decision then goes
 through the same function as `POST /api/approvals/{id}` (bound to the user, single-use,
@@ -20,6 +21,7 @@ from metnos import approvals, i18n, pairing
 from metnos.approvals import ApprovalError
 from metnos.channels.telegram.cards import CHANNEL, parse_button
 from metnos.channels.telegram.conversation import close_card
+from metnos.channels.telegram.proposals import handle_proposal, parse_proposal
 from metnos.channels.telegram.undo import handle_undo, parse_undo
 from metnos.db.engine import session as db_session
 from metnos.gateway.routes.approvals import decide_and_resume
@@ -37,6 +39,10 @@ async def handle_callback(ch: TelegramChannel, query: CallbackQuery) -> None:
     action_id = parse_undo(query.data)
     if action_id is not None:  # an Undo button under a reply
         await handle_undo(ch, query, action_id)
+        return
+    answer = parse_proposal(query.data)
+    if answer is not None:  # Accept / Dismiss under a proposal
+        await handle_proposal(ch, query, answer)
         return
     parsed = parse_button(query.data)
     if parsed is None:

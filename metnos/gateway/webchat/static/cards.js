@@ -109,3 +109,64 @@ export async function refreshWaiting() {
   }
   hideEmptyWaiting();
 }
+
+// A proposal Metnos makes on its own (a `notice` of kind "proposal"): its lines, each with
+// Accept / Dismiss, from GET /api/proposals?outbox_id= (texts and labels in the page's
+// language). An answered line says what was done; its buttons go away.
+export async function showProposals(notice) {
+  const id = String(notice.id || "");
+  if (!id || messages.querySelector(`[data-proposals="${CSS.escape(id)}"]`)) return null;
+  const item = document.createElement("li");
+  item.className = "msg card proposal";
+  item.dataset.proposals = id;
+  const head = text("span", "who", S.metnos + " · ");
+  head.append(timeElement(notice.at));
+  item.append(head);
+  messages.append(item);
+  let data = null;
+  try {
+    data = await api("GET", `/api/proposals?outbox_id=${encodeURIComponent(id)}`);
+  } catch (error) {
+    item.append(text("p", "card-action", String(notice.text || "")));
+    return item;
+  }
+  const list = data.proposals || [];
+  if (list.length > 1) item.append(text("p", "card-action", String(notice.text || "").split("\n")[0]));
+  for (const [n, proposal] of list.entries()) item.append(proposalLine(proposal, data.labels, list.length > 1 ? n + 1 : null));
+  item.scrollIntoView({ block: "end" });
+  return item;
+}
+
+function proposalLine(proposal, labels, n) {
+  const line = document.createElement("div");
+  line.className = "proposal-line";
+  line.dataset.proposal = proposal.id;
+  line.append(text("p", "card-action", n === null ? proposal.text : `${n}. ${proposal.text}`));
+  if (proposal.status !== "delivered") {
+    const done = { accepted: labels.accepted, dismissed: labels.dismissed }[proposal.status];
+    if (done) line.append(text("p", "card-outcome", done));
+    return line;
+  }
+  const buttons = document.createElement("div");
+  buttons.className = "buttons";
+  for (const [answer, label] of [["accept", labels.accept], ["dismiss", labels.dismiss]]) {
+    const button = text("button", answer === "accept" ? "approve" : "deny", label);
+    button.type = "button";
+    button.addEventListener("click", () => answerProposal(line, proposal, answer, labels));
+    buttons.append(button);
+  }
+  line.append(buttons);
+  return line;
+}
+
+async function answerProposal(line, proposal, answer, labels) {
+  for (const b of line.querySelectorAll("button")) b.disabled = true;
+  try {
+    await api("POST", `/api/proposals/${encodeURIComponent(proposal.id)}/${answer}`);
+    line.querySelector(".buttons").remove();
+    line.append(text("p", "card-outcome", answer === "accept" ? labels.accepted : labels.dismissed));
+  } catch (error) {
+    for (const b of line.querySelectorAll("button")) b.disabled = false;
+    line.append(text("p", "card-outcome error", error.message));
+  }
+}

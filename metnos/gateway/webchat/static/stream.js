@@ -3,7 +3,7 @@
 import { S, fill } from "./api.js";
 import { proseWithoutHints } from "./actions.js";
 import { addActivity, bubble, notice } from "./bubbles.js";
-import { refreshWaiting, showCard } from "./cards.js";
+import { refreshWaiting, showCard, showProposals } from "./cards.js";
 
 const R = window.MetnosRender;
 const statusLine = document.getElementById("status");
@@ -79,7 +79,7 @@ export function follow(turnId, seen, onEnd) {
     addActivity(item, data.activity, prose);
     item.scrollIntoView({ block: "end" });
   });
-  on("notice", notice);
+  on("notice", onNotice);
   events.addEventListener("end", () => {
     settle();
     done(true);
@@ -89,9 +89,16 @@ export function follow(turnId, seen, onEnd) {
   events.onerror = () => done(false);
 }
 
-// Reminders Metnos sends on its own: one stream for the page, when the gateway has one.
+// A message Metnos sends on its own: a reminder as a bubble, a proposal as a card with
+// Accept / Dismiss (the `proposal` kind of notice).
+function onNotice(data) {
+  if (data && data.kind === "proposal") showProposals(data).catch(() => notice(data));
+  else notice(data);
+}
+
+// What Metnos sends on its own: one stream for the page, when the gateway has one.
 export function listenNotices() {
   if (!S.noticesUrl) return;
   const events = new EventSource(S.noticesUrl);
-  events.addEventListener("notice", (e) => notice(JSON.parse(e.data)));
+  events.addEventListener("notice", (e) => onNotice(JSON.parse(e.data)));
 }

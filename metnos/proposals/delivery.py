@@ -1,0 +1,131 @@
+"""Queued proposals reach the owner: one outbox row (`kind="proposal"`) per proposal, or per
+introvert batch (the same `payload["batch"]`: one message with a line each), on the owner's
+preferred channel (`[notify] channel`; `auto` = the channel the owner last wrote from).
+
+Never inside quiet hours: there they stay `queued` and go at the first round after. The
+gateway's delivery loop (`metnos.gateway.outbox_delivery`) carries the row like any message
+of Metnos's own, with accept / dismiss buttons on Telegram and a card in the web chat; the
+CLI's `metnos chat` prints it, `metnos proposals accept|dismiss ID` answers it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy.engine import Engine
+from sqlmodel import col, select
+
+from metnos import i18n
+from metnos.audit import AuditLog
+from metnos.db.engine import session as db_session
+from metnos.db.models import ChatSession, utcnow
+from metnos.notify.quiet import quiet_until
+from metnos.pairing.models import PairedSender
+from metnos.proposals import store
+from metnos.proposals.models import Proposal
+from metnos.reminders import outbox
+from metnos.settings import Settings
+
+KIND = "proposal"  # the outbox rows of proposals
+
+
+@dataclass(frozen=True)
+class Target:
+    channel: str  # web | telegram | cli (an outbox channel)
+    address: str  # the chat session (telegram-<chat id> for Telegram)
+    lang: str
+
+
+def preferred(engine: Engine, settings: Settings, user_id: str) -> Target:
+    """Where `user_id` gets what Metnos says on its own (see the module doc)."""
+    wanted = settings.notify.channel
+    with db_session(engine) as db:
+        query = select(ChatSession).where(ChatSession.user_id == user_id)
+        if wanted in ("web", "telegram"):
+            query = query.where(ChatSession.channel == wanted)
+        last = db.exec(query.order_by(col(ChatSession.updated_at).desc()).limit(1)).first()
+        lang = (last.interaction_language if last else None) or settings.lang
+        if wanted == "telegram":
+            paired = db.exec(select(PairedSender).where(
+                PairedSender.user_id == user_id, PairedSender.channel == "telegram",
+                col(PairedSender.revoked_at).is_(None))).first()
+            if paired is not None:
+                return Target("telegram", f"telegram-{paired.sender_id}", lang)
+            wanted = "auto"  # no Telegram chat to write to: where the owner last wrote
+        if wanted == "cli":
+            return Target("cli", "cli", lang)
+        if wanted == "web":
+            return Target("web", last.id if last else "web", lang)
+        if last is None:
+            return Target("cli", "cli", lang)
+        return Target(outbox.channel_of(last.channel), last.id, lang)
+
+
+def batches(rows: list[Proposal]) -> list[list[Proposal]]:
+    """Queued proposals as messages: one per proposal, one per user and introvert batch."""
+    groups: dict[tuple[str, str], list[Proposal]] = {}
+    out: list[list[Proposal]] = []
+    for row in rows:
+        batch = row.payload.get("batch") if isinstance(row.payload, dict) else None
+        if batch is None:
+            out.append([row])
+            continue
+        key = (row.user_id, str(batch))
+        if key not in groups:
+            groups[key] = []
+            out.append(groups[key])
+        groups[key].append(row)
+    return out
+
+
+def message(rows: list[Proposal], target: Target) -> str:
+    """The notification's text in the target's language."""
+    lang = target.lang
+    if len(rows) == 1:
+        lines = [i18n.get("MSG_PROPOSAL_ONE", lang, text=store.text(rows[0], lang))]
+    else:
+        lines = [i18n.get("MSG_PROPOSAL_BATCH", lang, count=len(rows))]
+        lines += [i18n.get("MSG_PROPOSAL_LINE", lang, n=n, text=store.text(row, lang))
+                  for n, row in enumerate(rows, start=1)]
+    if target.channel == "cli":
+        lines += [i18n.get("MSG_PROPOSAL_CLI_HINT", lang, id=row.id) for row in rows]
+    return "\n".join(lines)
+
+
+def place(engine: Engine, settings: Settings, *, audit: AuditLog | None = None,
+          now: datetime | None = None) -> list[outbox.Outbox]:
+    """Put the queued proposals in the outbox (nothing inside quiet hours)."""
+    now = now or utcnow()
+    if quiet_until(settings, now) is not None:
+        return []
+    placed: list[outbox.Outbox] = []
+    for rows in batches(store.of_status(engine, "queued")):
+        target = preferred(engine, settings, rows[0].user_id)
+        row = outbox.add(engine, outbox.Outbox(
+            kind=KIND, user_id=rows[0].user_id, channel=target.channel,
+            address=target.address, text=message(rows, target), lang=target.lang, due_at=now))
+        taken = store.mark_delivered(engine, [r.id for r in rows], row.id, now)
+        if not taken:  # another round placed them first
+            outbox.cancel(engine, row.id)
+            continue
+        placed.append(row)
+        for proposal_id in taken:
+            _audit(audit, "proposal.delivered", proposal_id, "delivered", target.channel)
+    return placed
+
+
+def expire(engine: Engine, settings: Settings, *, audit: AuditLog | None = None,
+           now: datetime | None = None) -> list[Proposal]:
+    """Delivered and unanswered past `ignore_after_h`: ignored (one audit line each)."""
+    gone = store.expire(engine, settings, now)
+    for row in gone:
+        _audit(audit, "proposal.ignored", row.id, "ignored", "metnos")
+    return gone
+
+
+def _audit(audit: AuditLog | None, action: str, proposal_id: str, outcome: str,
+           channel: str) -> None:
+    if audit is not None:
+        audit.append(sender="metnos", channel=channel, action=action, action_id=proposal_id,
+                     decision="info", outcome=outcome)
