@@ -33,6 +33,7 @@ from metnos.gateway.routes import (
     health,
     login,
     pairing,
+    proposals,
     sessions,
     turns,
     undo,
@@ -118,6 +119,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(sessions.router)
     app.include_router(pairing.router)
     app.include_router(undo.router)
+    app.include_router(proposals.router)
     app.include_router(web.router)
     app.include_router(chat_ws.router)
     login.install(app)  # after the web chat: its `/` wins over the placeholder
