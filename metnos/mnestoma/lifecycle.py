@@ -1,0 +1,87 @@
+"""An executor's lifecycle and the mnests' decay, as moves (`metnos.mnestoma.moves`).
+
+    active ──quarantine──▶ quarantined ──archive──▶ archived
+       ▲ ◀────release──────────┘                       │
+       └───────────────────────restore─────────────────┘
+
+A state move changes `state` and `state_clock` (the use clock when it entered the state) of the
+executor's `executor_use` row (created when it has none yet); `updated_at` stays the time of
+its last invocation. The owner may
+archive an active executor directly; only the ager's proposals, once accepted, archive one on
+Metnos's initiative. Quarantined: routing leaves it out when routing is on. Archived: it is never
+offered to the model and a step naming it is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from sqlalchemy import Engine, text
+
+from metnos.mnestoma._rows import Snapshot
+from metnos.mnestoma.models import EvolutionMove
+from metnos.mnestoma.moves import (
+    Actor,
+    EvolutionError,
+    RowChange,
+    apply_locked,
+    clock_of,
+    lock,
+    refuse,
+    store,
+)
+
+TARGET = {"quarantine": "quarantined", "release": "active", "archive": "archived",
+          "restore": "active"}
+SOURCES = {"quarantine": ("active",), "release": ("quarantined",),
+           "archive": ("active", "quarantined"), "restore": ("archived",)}
+STATE_MOVES = tuple(TARGET)
+
+
+def move_executor(engine: Engine, name: str, kind: str, actor: Actor, motivation: str, *,
+                  reason: str = "ok", only_from: tuple[str, ...] | None = None,
+                  ) -> EvolutionMove:
+    """Move executor `name` to the state of `kind` (quarantine, release, archive, restore).
+    Raises EvolutionError (with its audit line) ERR_EVOLUTION_STATE_<STATE> when it is in a
+    state the move does not start from (`only_from` narrows them)."""
+    if kind not in TARGET:
+        raise ValueError(f"not a state move: {kind!r}")
+    try:
+        with engine.begin() as conn:
+            lock(conn)
+            state = conn.execute(text("SELECT state FROM executor_use WHERE name = :n "
+                                      "FOR UPDATE"), {"n": name}).scalar() or "active"
+            if state not in (only_from or SOURCES[kind]):
+                raise EvolutionError(f"ERR_EVOLUTION_STATE_{state.upper()}", name=name, move=kind)
+            change = RowChange("executor_use", (name,), {
+                "state": TARGET[kind], "state_clock": clock_of(conn)})
+            return apply_locked(conn, kind, name, motivation, [change], actor, reason=reason)
+    except EvolutionError as exc:
+        refuse(actor, kind, name, exc)
+        raise
+
+
+def decay(engine: Engine, *, upto: int, amount: float, actor: Actor,
+          motivation: Callable[[int], str]) -> EvolutionMove | None:
+    """Every mnest last reinforced at use clock `upto` or before loses `amount` of weight
+    (never below 0): one move for all of them (`motivation(count)` its text), None when there
+    was none. One statement, so it
+    grows linearly with the mnestoma; `updated_at` stays the time of the last reinforcement."""
+    with engine.begin() as conn:
+        lock(conn)
+        found = conn.execute(text(
+            "WITH old AS (SELECT src, dst, weight FROM mnest WHERE clock <= :upto "
+            "AND weight > 0 FOR UPDATE) "
+            "UPDATE mnest AS m SET weight = GREATEST(m.weight - :d, 0) FROM old "
+            "WHERE m.src = old.src AND m.dst = old.dst "
+            "RETURNING m.src, m.dst, old.weight, m.weight"), {"upto": upto, "d": amount}).all()
+        if not found:
+            return None
+        rows = sorted(tuple(r) for r in found)
+        columns = ["src", "dst", "weight"]
+        before: Snapshot = {"mnest": {"columns": columns, "absent": [],
+                                      "rows": [[s, d, float(b)] for s, d, b, _ in rows]}}
+        after: Snapshot = {"mnest": {"columns": columns, "absent": [],
+                                     "rows": [[s, d, float(a)] for s, d, _, a in rows]}}
+        return store(conn, "decay", f"{len(rows)} mnests", motivation(len(rows)), before,
+                     after, actor, reason="MSG_EVOLUTION_WHY_DECAY")
