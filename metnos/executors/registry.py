@@ -3,7 +3,8 @@
 `discover` scans folders for `manifest.toml` and parses them **without importing any executor
 code** (Home Assistant's integration loader does the same). `admit` then checks each one's
 signature: only signed, untampered executors reach the `Registry`; the others are listed in
-`Registry.refused` with an i18n key saying why.
+`Registry.refused` with an i18n key saying why (a synt candidate, a folder holding
+`CANDIDATE.json`, is refused as awaiting the owner's signature, signed or not).
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 KEY_PURPOSE = "executors"
+# a folder the synt generated, waiting for the owner (`metnos synt sign`): never admitted
+CANDIDATE_FILE = "CANDIDATE.json"
 
 
 @dataclass(frozen=True)
@@ -161,6 +164,11 @@ def admit(
     """Verify each spec's signature; the valid ones are admitted, the others refused."""
     registry = Registry(refused=list(problems))
     for spec in specs:
+        if (spec.folder / CANDIDATE_FILE).exists():
+            log.warning("executors.refused name=%s key=ERR_EXECUTOR_CANDIDATE", spec.name)
+            registry.refused.append(Refusal(spec.name, "ERR_EXECUTOR_CANDIDATE",
+                                            {"name": spec.name}))
+            continue
         try:
             sig = signature_path(signatures_dir, spec.name)
             facts = verify_executor(spec.folder, public_key, sig)

@@ -1,0 +1,51 @@
+"""What the synt's modules share: the owner, the audit line of a move, the pool's states."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import col, select
+
+from metnos.audit import open_audit_log
+from metnos.db.engine import session as db_session
+from metnos.mnestoma.models import ExecutorUse, ProtoMnest
+from metnos.pairing import OWNER_USER_ID
+from metnos.settings import Settings, get_settings
+
+log = logging.getLogger(__name__)
+
+OWNER = OWNER_USER_ID
+CHANNEL = "synt"
+
+
+def audit(settings: Settings | None, action: str, *, decision: str = "info",
+          **fields: Any) -> int:
+    """One audit line of the synt (every move and every refusal leaves one, SPEC §6)."""
+    log_ = open_audit_log(settings or get_settings())
+    try:
+        record = log_.append(sender=OWNER, channel=CHANNEL, action=action, decision=decision,
+                             **fields)
+        return int(record.seq)
+    finally:
+        log_.close()
+
+
+def inactive(engine: Engine) -> set[str]:
+    """Executors out of the active pool (quarantined or archived by the ager's moves)."""
+    with db_session(engine) as db:
+        rows = db.exec(select(ExecutorUse.name).where(col(ExecutorUse.state) != "active"))
+        return set(rows.all())
+
+
+def set_status(engine: Engine, proto_id: str, status: str) -> ProtoMnest | None:
+    """Move a proto-mnest to `status`; returns the row as it was before (None: no such row)."""
+    with db_session(engine) as db:
+        row = db.get(ProtoMnest, proto_id)
+        if row is None:
+            return None
+        before = ProtoMnest.model_validate(row.model_dump())
+        row.status = status
+        db.add(row)
+        return before

@@ -1,0 +1,124 @@
+"""Candidate executors: the folders a generation wrote, waiting for the owner.
+
+A candidate is `METNOS_HOME/executors/<name>/` holding `manifest.toml`, `main.py` and
+`CANDIDATE.json` (the need, each stage's result, the sandbox test report, the cost spent). The
+registry refuses it as "a candidate awaiting the owner's signature" until `sign`, which moves
+`CANDIDATE.json` to `METNOS_HOME/synt/signed/<name>.json` (so the signed folder holds only the
+executor) and signs the folder with the instance's `executors` key. `reject` moves the folder
+to `METNOS_HOME/synt/rejected/<name>-<time>/` and closes its proto-mnest. A generation that
+failed (a stage, the tests, the review) is kept under `METNOS_HOME/synt/failed/` and never
+proposed.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from metnos import keys
+from metnos.errors import ManifestError, MetnosError, SignatureError
+from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
+from metnos.executors.registry import CANDIDATE_FILE, KEY_PURPOSE, signatures_dir
+from metnos.executors.signing import SignedFacts, sign_executor, signature_path
+from metnos.settings import Settings
+from metnos.synt import _common
+
+
+class CandidateError(MetnosError, LookupError):
+    """No candidate of that name (key ERR_SYNT_CANDIDATE_NOT_FOUND)."""
+
+    key = "ERR_SYNT_CANDIDATE_NOT_FOUND"
+
+
+def synt_dir(settings: Settings) -> Path:
+    return settings.home / "synt"
+
+
+def home_executors(settings: Settings) -> Path:
+    return settings.home / "executors"
+
+
+def is_candidate(folder: Path) -> bool:
+    return (folder / CANDIDATE_FILE).is_file()
+
+
+def write_record(folder: Path, record: dict[str, Any]) -> None:
+    text = json.dumps(record, ensure_ascii=False, indent=1, sort_keys=True, default=str)
+    (folder / CANDIDATE_FILE).write_text(text + "\n", encoding="utf-8")
+
+
+def read_record(folder: Path) -> dict[str, Any]:
+    data = json.loads((folder / CANDIDATE_FILE).read_text(encoding="utf-8"))
+    return data if isinstance(data, dict) else {}
+
+
+def list_candidates(settings: Settings) -> list[dict[str, Any]]:
+    """The candidates waiting for the owner: name, capability, tests, cost, created."""
+    base = home_executors(settings)
+    found = []
+    for folder in sorted(base.iterdir()) if base.is_dir() else []:
+        if folder.is_dir() and not folder.is_symlink() and is_candidate(folder):
+            record = read_record(folder)
+            tests = record.get("tests", {})
+            found.append({"name": folder.name, "capability": record.get("need", {}).get(
+                "capability", ""), "passed": tests.get("passed"), "failed": tests.get("failed"),
+                "cost_usd": record.get("cost_usd"), "created_at": record.get("created_at"),
+                "kind": record.get("kind", "generate")})
+    return found
+
+
+def show(settings: Settings, name: str) -> dict[str, Any]:
+    """One candidate whole: its record, manifest, code (as text)."""
+    folder = _candidate(settings, name)
+    record = read_record(folder)
+    manifest = (folder / MANIFEST_FILE).read_text(encoding="utf-8")
+    entry = parse_manifest(folder / MANIFEST_FILE).entry
+    return {"name": name, "record": record, "manifest": manifest,
+            "profile": record.get("profile"), "code": (folder / entry).read_text("utf-8"),
+            "tests": record.get("tests"), "cost_usd": record.get("cost_usd")}
+
+
+def sign(settings: Settings, engine: Engine, name: str) -> SignedFacts:
+    """Sign the candidate `name`: it becomes an ordinary executor (reload the registry)."""
+    folder = _candidate(settings, name)
+    record = read_record(folder)
+    kept = synt_dir(settings) / "signed" / f"{name}.json"
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(folder / CANDIDATE_FILE), kept)
+    try:
+        private_key = keys.load_private_key(settings.keys_dir, KEY_PURPOSE)
+        facts = sign_executor(folder, private_key, signature_path(signatures_dir(settings),
+                                                                  name))
+    except (ManifestError, SignatureError):
+        shutil.move(str(kept), folder / CANDIDATE_FILE)  # still a candidate
+        raise
+    if proto := record.get("need", {}).get("proto"):
+        _common.set_status(engine, str(proto), "closed")
+    _common.audit(settings, "synt.sign", outcome="signed", reason=name,
+                  args={"name": name, "code_sha256": facts.code_sha256})
+    return facts
+
+
+def reject(settings: Settings, engine: Engine, name: str) -> Path:
+    """Move the candidate out of the executors folder; its proto-mnest is closed."""
+    folder = _candidate(settings, name)
+    record = read_record(folder)
+    target = synt_dir(settings) / "rejected" / f"{name}-{int(time.time())}"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.move(str(folder), target)
+    if proto := record.get("need", {}).get("proto"):
+        _common.set_status(engine, str(proto), "closed")
+    _common.audit(settings, "synt.reject", decision="deny", outcome="rejected", reason=name)
+    return target
+
+
+def _candidate(settings: Settings, name: str) -> Path:
+    folder = home_executors(settings) / name
+    if "/" in name or name.startswith(".") or folder.is_symlink() or not is_candidate(folder):
+        raise CandidateError(name=name)
+    return folder

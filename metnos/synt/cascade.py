@@ -1,0 +1,99 @@
+"""One round of the synt (the `synt/check` deployment): due proto-mnests are answered by a
+composition when the pool has one, else by a generation proposal with its cost; accepted
+generations are then run. No model is called before a generation was accepted."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.engine import Engine
+from sqlmodel import col, select
+
+from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import session as db_session
+from metnos.executors.registry import Registry, load_registry
+from metnos.mnestoma.models import ProtoMnest
+from metnos.proposals.models import Proposal
+from metnos.settings import Settings
+from metnos.synt import _common, composition, generate
+from metnos.synt.compose import Need, find_chain, pool
+
+
+@dataclass
+class Round:
+    composed: list[str] = field(default_factory=list)  # proto ids given a compose proposal
+    to_generate: list[str] = field(default_factory=list)  # given a generate proposal
+    skipped: list[str] = field(default_factory=list)  # over the cost cap, or already proposed
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {"composed": self.composed, "to_generate": self.to_generate,
+                "skipped": self.skipped}
+
+
+def due(engine: Engine, threshold: int) -> list[ProtoMnest]:
+    """Open proto-mnests that recurred at least `threshold` times, most frequent first."""
+    with db_session(engine) as db:
+        rows = db.exec(select(ProtoMnest).where(
+            col(ProtoMnest.status) == "open", col(ProtoMnest.count) >= threshold)
+            .order_by(col(ProtoMnest.count).desc(), col(ProtoMnest.id)))
+        return list(rows.all())
+
+
+def check(settings: Settings, engine: Engine, registry: Registry) -> Round:
+    """Compose or propose a generation for each due proto-mnest."""
+    result = Round()
+    manifests = pool(registry, _common.inactive(engine))
+    for proto in due(engine, settings.evolution.proto_threshold):
+        need = Need(proto.src, proto.want, proto.have_kind, proto.want_kind)
+        chain = find_chain(need, manifests)
+        if chain is not None:
+            made = composition.propose(engine, proto, chain)
+            (result.composed if made else result.skipped).append(proto.id)
+            continue
+        made = generate.propose(settings, engine, proto)
+        (result.to_generate if made else result.skipped).append(proto.id)
+    return result
+
+
+def generating(engine: Engine) -> list[tuple[str, list[str]]]:
+    """Accepted generations not run yet: (proto id, the chain of a promotion or [])."""
+    with db_session(engine) as db:
+        protos = db.exec(select(ProtoMnest.id).where(
+            col(ProtoMnest.status) == "generating")).all()
+        accepted = db.exec(select(Proposal).where(
+            col(Proposal.kind).in_(("generate", "promote")),
+            col(Proposal.status) == "accepted").order_by(col(Proposal.created_at))).all()
+    chains = {str(p.payload.get("proto")): [str(n) for n in p.payload.get("chain", [])]
+              for p in accepted}
+    return [(proto_id, chains.get(proto_id, [])) for proto_id in protos]
+
+
+def check_instance(settings: Settings) -> dict[str, list[str]]:
+    """`check` on the instance's database and registry (what the `synt/check` run does)."""
+    engine = make_engine(database_url(settings))
+    try:
+        return check(settings, engine, load_registry(settings)).to_json()
+    finally:
+        engine.dispose()
+
+
+def pending_instance(settings: Settings) -> list[tuple[str, list[str]]]:
+    engine = make_engine(database_url(settings))
+    try:
+        return generating(engine)
+    finally:
+        engine.dispose()
+
+
+async def generate_instance(settings: Settings, proto_id: str,
+                            chain: list[str]) -> dict[str, Any]:
+    """One accepted generation on the instance (the `synt` flow's generation task)."""
+    engine = make_engine(database_url(settings))
+    try:
+        outcome = await generate.generate(settings, engine, load_registry(settings), proto_id,
+                                          chain or None)
+    finally:
+        engine.dispose()
+    return {"ok": outcome.ok, "name": outcome.name, "stage": outcome.stage,
+            "detail": outcome.detail}

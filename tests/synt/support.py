@@ -1,0 +1,113 @@
+"""Executors of the synt's tests, signed for real with the home's key, and the model's answers
+for a generation (a word counter): kinds of their own (`tst_*`) so the built-in pool never
+closes the tests' needs by chance."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy.engine import Engine
+
+from metnos import keys
+from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.db.engine import session as db_session
+from metnos.executors.registry import signatures_dir
+from metnos.executors.signing import sign_executor, signature_path
+from metnos.mnestoma.models import ProtoMnest
+from metnos.settings import Settings
+from metnos.testing.llm_server import ScriptedLLM
+
+ECHO = '''import json, sys
+args = json.loads(sys.stdin.read() or "{}").get("args", {})
+print(json.dumps({"ok": True, "result": {"out": str(args)}}))
+'''
+
+
+def manifest_toml(name: str, inputs: dict[str, str], outputs: dict[str, str], *,
+                  risk: str = "low", description: str = "") -> str:
+    """A valid manifest: `inputs` name → kind (required paths), `outputs` name → kind."""
+    text = description or f"The test executor {name}."
+    lines = [f'name = "{name}"', 'version = "0.1.0"', 'entry = "main.py"', f'risk = "{risk}"',
+             "reversible = true", "side_effects = false", ""]
+    for field, kind in inputs.items():
+        lines += [f"[inputs.{field}]", 'type = "path"', 'access = "read"', "required = true",
+                  f'kind = "{kind}"', 'description = { it = "Un file.", en = "A file." }', ""]
+    for field, kind in outputs.items():
+        lines += [f"[outputs.{field}]", 'type = "integer"' if kind == "tst_count" else
+                  'type = "string"', f'kind = "{kind}"',
+                  'description = { it = "Il risultato.", en = "The result." }', ""]
+    lines += ["[description]", f'it = "{text}"', f'en = "{text}"', "", "[affinity]",
+              'it = ["prova"]', 'en = ["test"]', "", "[utterances]", "it = []", "en = []", ""]
+    return "\n".join(lines)
+
+
+def install(settings: Settings, name: str, inputs: dict[str, str], outputs: dict[str, str],
+            *, risk: str = "low", description: str = "", sign: bool = True) -> Path:
+    """Write an executor into METNOS_HOME/executors and sign it with the instance key."""
+    folder = settings.home / "executors" / name
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "manifest.toml").write_text(
+        manifest_toml(name, inputs, outputs, risk=risk, description=description))
+    (folder / "main.py").write_text(ECHO)
+    if sign:
+        key = keys.load_private_key(settings.keys_dir, "executors")
+        sign_executor(folder, key, signature_path(signatures_dir(settings), name))
+    return folder
+
+
+def engine_of(settings: Settings) -> Engine:
+    engine = make_engine(database_url(settings))
+    create_tables(engine)
+    return engine
+
+
+def add_proto(engine: Engine, *, want: str, have_kind: str, want_kind: str, src: str = "",
+              count: int = 5, status: str = "open") -> str:
+    with db_session(engine) as db:
+        row = ProtoMnest(src=src, want=want, have_kind=have_kind, want_kind=want_kind,
+                         why="wanted it", count=count, status=status)
+        db.add(row)
+        db.flush()
+        return row.id
+
+
+def proto(engine: Engine, proto_id: str) -> ProtoMnest:
+    with db_session(engine) as db:
+        row = db.get(ProtoMnest, proto_id)
+        assert row is not None
+        return row
+
+
+COUNTER_MANIFEST = manifest_toml(
+    "word_counter", {"path": "tst_note"}, {"words": "tst_count"},
+    description="Count the words of a text file in the workspace.").replace(
+    'en = []', 'en = ["count the words of {path}"]').replace(
+    'it = []', 'it = ["conta le parole di {path}"]')
+
+COUNTER_CODE = '''import json, sys
+args = json.loads(sys.stdin.read() or "{}").get("args", {})
+with open(args["path"], encoding="utf-8") as fh:
+    words = len(fh.read().split())
+print(json.dumps({"ok": True, "result": {"words": words + OFFSET}}))
+'''
+
+
+def script_generation(llm: ScriptedLLM, *, offset: int = 0, manifest: str = COUNTER_MANIFEST,
+                      approve: bool = True) -> None:
+    """The model's six answers for the word counter (`offset` breaks its count)."""
+    answers: list[dict[str, Any]] = [
+        {"name": "word_counter", "network": False,
+         "description": {"it": "Conta le parole di un file.", "en": "Count a file's words."}},
+        {"manifest_toml": manifest},
+        {"read": ["workspace"], "write": [], "network": False, "timeout_s": 10,
+         "memory_mb": 256},
+        {"main_py": COUNTER_CODE.replace("OFFSET", str(offset))},
+        {"cases": [{"args": {"path": "notes/a.txt"}, "expect": {"words": 3},
+                    "files": {"notes/a.txt": "one two three"}},
+                   {"args": {"path": "b.txt"}, "expect": {"words": 0}, "files": {"b.txt": ""}}]},
+        {"approve": approve, "notes": "Reads one file, writes nothing."},
+    ]
+    for answer in answers:
+        llm.enqueue_text("```json\n" + json.dumps(answer) + "\n```")
