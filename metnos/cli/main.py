@@ -7,7 +7,18 @@ import sys
 
 import typer
 
-from metnos.cli import approvals, audit, chat, executors, login, pair, proposals, ui, undo
+from metnos.cli import (
+    approvals,
+    audit,
+    chat,
+    evolution,
+    executors,
+    login,
+    pair,
+    proposals,
+    ui,
+    undo,
+)
 from metnos.cli._common import exit_with
 from metnos.cli._lang import msg
 from metnos.errors import MetnosError
@@ -20,6 +31,7 @@ app.add_typer(audit.app, name="audit")
 app.add_typer(approvals.app, name="approvals")
 app.add_typer(pair.app, name="pair")
 app.add_typer(proposals.app, name="proposals")
+app.add_typer(evolution.app, name="evolution")
 app.command(name="chat", help=msg("CLI_CHAT_HELP"))(chat.chat)
 app.command(name="undo", help=msg("CLI_UNDO_HELP"))(undo.undo)
 app.command(name="login", help=msg("CLI_LOGIN_HELP"))(login.login)
