@@ -156,7 +156,8 @@ def invoice(day: int, number: int, lang: str, sender: str, *, image_only: bool,
         rounds.append([Call(ocr, {"path": pdf})])
     said = words["notify_scan" if image_only and ocr is None else "notify"]
     tell = [Call("notify", {"text": said.format(sender=sender)})]
-    file = [Call("archive", {"path": pdf, "category": words["category"]})]
+    file = [Call("archive", {"path": pdf, "category": words["category"],
+                             "year": (START + timedelta(days=day)).year})]
     rounds += [tell, file] if notify_first else [file, tell]
     if wish:  # last: no hand-off of the chain passes through a built-in tool
         rounds.append([Call("wish", {"capability": "ocr", "from_step": 2, "have": "pdf_image",
