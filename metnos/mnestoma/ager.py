@@ -30,6 +30,7 @@ from sqlalchemy import Engine, text
 
 from metnos import i18n
 from metnos.audit import AuditLog, open_audit_log
+from metnos.db.engine import database_url, make_engine
 from metnos.mnestoma.lifecycle import decay, move_executor
 from metnos.mnestoma.moves import Actor, EvolutionError
 from metnos.pairing.service import OWNER_USER_ID
@@ -183,6 +184,25 @@ def accept_archive(engine: Engine, proposal: Proposal) -> None:
                       reason="MSG_EVOLUTION_WHY_ARCHIVE_ACCEPTED")
 
 
+def due_instance(settings: Settings) -> bool:
+    """`due` on the instance's database (the scheduled check: one query)."""
+    engine = make_engine(database_url(settings))
+    try:
+        return due(engine, settings)
+    finally:
+        engine.dispose()
+
+
+def cycle_instance(settings: Settings) -> AgerReport:
+    """`cycle` on the instance's database, registry and audit log."""
+    engine = make_engine(database_url(settings))
+    try:
+        with open_audit_log(settings) as audit:
+            return cycle(engine, settings, audit)
+    finally:
+        engine.dispose()
+
+
 def _registry_names(settings: Settings) -> list[str]:
     from metnos.executors.registry import load_registry
 
@@ -191,4 +211,5 @@ def _registry_names(settings: Settings) -> list[str]:
 
 on_accept("archive", accept_archive)
 
-__all__ = ["AgerReport", "EvolutionError", "accept_archive", "clocks", "cycle", "due"]
+__all__ = ["AgerReport", "EvolutionError", "accept_archive", "clocks", "cycle", "cycle_instance",
+           "due", "due_instance"]
