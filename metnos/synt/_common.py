@@ -6,11 +6,11 @@ import logging
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
 
 from metnos.audit import open_audit_log
 from metnos.db.engine import session as db_session
-from metnos.mnestoma.models import ExecutorUse, ProtoMnest
+from metnos.mnestoma import moves
+from metnos.mnestoma.models import ProtoMnest
 from metnos.pairing import OWNER_USER_ID
 from metnos.settings import Settings, get_settings
 
@@ -34,9 +34,7 @@ def audit(settings: Settings | None, action: str, *, decision: str = "info",
 
 def inactive(engine: Engine) -> set[str]:
     """Executors out of the active pool (quarantined or archived by the ager's moves)."""
-    with db_session(engine) as db:
-        rows = db.exec(select(ExecutorUse.name).where(col(ExecutorUse.state) != "active"))
-        return set(rows.all())
+    return {name for name, state in moves.states(engine).items() if state != "active"}
 
 
 def set_status(engine: Engine, proto_id: str, status: str) -> ProtoMnest | None:

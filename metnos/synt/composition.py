@@ -1,7 +1,8 @@
 """An accepted composition: recorded, hinted to the model, counted, and proposed for promotion.
 
-Accepting a `compose` proposal writes an `EvolutionMove` of kind "compose" (its `before` holds
-the proto-mnest as it was, so the move can be taken back) and marks the proto "composed". The
+Accepting a `compose` proposal makes an evolution move of kind "compose" (H4's
+`metnos.mnestoma.moves.apply`: the proto-mnest marked "composed", undone by `metnos evolution
+undo`), whose target is the chain. The
 model then reads one line per composition whose executors it is offered ("to turn pdf into
 text: pdf_ext then ocr_image", `hints`). `observe`, called after each turn with the executors
 it ran in order, counts the turns that used the whole chain since it was accepted; after
@@ -12,23 +13,26 @@ handled like a generation).
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
 
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from metnos import i18n
+from metnos.audit import open_audit_log
 from metnos.db.engine import session as db_session
 from metnos.db.models import TurnStep
 from metnos.evolution_settings import EvolutionSettings
+from metnos.mnestoma import moves
 from metnos.mnestoma.models import EvolutionMove, ProtoMnest
+from metnos.mnestoma.moves import RowChange
 from metnos.proposals.models import Proposal
 from metnos.proposals.store import Draft, on_accept, submit
 from metnos.settings import get_settings
 from metnos.synt import _common
-from metnos.synt.compose import Chain, Need
+from metnos.synt.compose import Chain
 
 KIND = "compose"
+SEP = " → "
 
 
 def propose(engine: Engine, proto: ProtoMnest, chain: Chain) -> Proposal | None:
@@ -43,32 +47,25 @@ def propose(engine: Engine, proto: ProtoMnest, chain: Chain) -> Proposal | None:
 
 
 def accept(engine: Engine, proposal: Proposal) -> None:
-    """The `compose` handler: record the composition as a move and mark the proto composed."""
+    """The `compose` handler: the composition is an evolution move (`metnos.mnestoma.moves`,
+    so `metnos evolution undo` takes it back) that marks the proto-mnest "composed"; its
+    target is the chain ("A → B")."""
     chain = [str(name) for name in proposal.payload.get("chain", [])]
     proto_id = str(proposal.payload.get("proto", ""))
-    before = _common.set_status(engine, proto_id, "composed")
     settings = get_settings()
-    label = " → ".join(chain)
-    motivation = i18n.get("SYNT_COMPOSE_MOTIVATION", settings.lang, chain=label,
-                          capability=before.want if before else "-")
     with db_session(engine) as db:
-        move = EvolutionMove(
-            kind=KIND, target=label, motivation=motivation,
-            before={"proto_mnest": [before.model_dump(mode="json")] if before else []},
-            after={"chain": chain, "proto": proto_id, "proposal": proposal.id,
-                   "capability": before.want if before else "",
-                   "have_kind": before.have_kind if before else "",
-                   "want_kind": before.want_kind if before else ""})
-        db.add(move)
-        db.flush()
-        move_id = move.id
-    seq = _common.audit(settings, "synt.compose", action_id=move_id, outcome="accepted",
-                        reason=label)
-    with db_session(engine) as db:
-        row = db.get(EvolutionMove, move_id)
-        if row is not None:
-            row.audit_seq = seq
-            db.add(row)
+        proto = db.get(ProtoMnest, proto_id)
+    capability = proto.want if proto else "-"
+    motivation = i18n.get("SYNT_COMPOSE_MOTIVATION", settings.lang, chain=SEP.join(chain),
+                          capability=capability)
+    audit = open_audit_log(settings)
+    try:
+        moves.apply(engine, KIND, SEP.join(chain), motivation,
+                    [RowChange("proto_mnest", (proto_id,), {"status": "composed"})],
+                    moves.Actor(audit, sender=_common.OWNER, channel=_common.CHANNEL),
+                    reason=proposal.id)
+    finally:
+        audit.close()
 
 
 def active(engine: Engine) -> list[EvolutionMove]:
@@ -85,12 +82,26 @@ def hints(engine: Engine, offered: Iterable[str], lang: str) -> list[str]:
     names = set(offered)
     lines = []
     for move in active(engine):
-        chain = [str(n) for n in move.after.get("chain", [])]
+        chain = chain_of(move)
         if chain and set(chain) <= names:
-            lines.append(i18n.get("SYNT_COMPOSE_HINT", lang, chain=" → ".join(chain),
-                                  have=move.after.get("have_kind") or "-",
-                                  want=move.after.get("want_kind") or "-"))
+            proto = _proto_of(engine, move)
+            lines.append(i18n.get("SYNT_COMPOSE_HINT", lang, chain=move.target,
+                                  have=proto.have_kind if proto else "-",
+                                  want=proto.want_kind if proto else "-"))
     return lines
+
+
+def chain_of(move: EvolutionMove) -> list[str]:
+    return [name for name in move.target.split(SEP) if name]
+
+
+def _proto_of(engine: Engine, move: EvolutionMove) -> ProtoMnest | None:
+    """The proto-mnest the composition closed (the row its move changed)."""
+    rows = move.after.get("proto_mnest", {}).get("rows", [])
+    if not rows:
+        return None
+    with db_session(engine) as db:
+        return db.get(ProtoMnest, rows[0][0])
 
 
 def observe(engine: Engine, settings: EvolutionSettings,
@@ -99,27 +110,20 @@ def observe(engine: Engine, settings: EvolutionSettings,
     accepted that did; at `promote_after`, propose promoting it to one executor."""
     made = []
     for move in active(engine):
-        chain = [str(n) for n in move.after.get("chain", [])]
+        chain = chain_of(move)
         if len(chain) < 2 or not _contains(executors_in_order, chain):
             continue
         if _uses(engine, move, chain) < settings.promote_after:
             continue
+        proto = _proto_of(engine, move)
         draft = Draft(kind="promote", origin="composition", user_id=_common.OWNER,
-                      title_key="PROPOSAL_SYNT_PROMOTE", target=" → ".join(chain),
-                      vars={"chain": " → ".join(chain),
-                            "capability": move.after.get("capability") or "-"},
-                      payload={"chain": chain, "proto": move.after.get("proto"),
+                      title_key="PROPOSAL_SYNT_PROMOTE", target=move.target,
+                      vars={"chain": move.target, "capability": proto.want if proto else "-"},
+                      payload={"chain": chain, "proto": proto.id if proto else None,
                                "move": move.id})
         if (row := submit(engine, draft)) is not None:
             made.append(row)
     return made
-
-
-def need_of(move_after: dict[str, Any]) -> Need:
-    chain = [str(n) for n in move_after.get("chain", [])]
-    return Need(src=chain[0] if chain else "", capability=str(move_after.get("capability", "")),
-                have_kind=str(move_after.get("have_kind", "")),
-                want_kind=str(move_after.get("want_kind", "")))
 
 
 def _uses(engine: Engine, move: EvolutionMove, chain: list[str]) -> int:

@@ -10,11 +10,13 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from metnos.audit import open_audit_log
 from metnos.audit.log import audit_log_path, read_tail
 from metnos.db.engine import session as db_session
 from metnos.db.models import TurnStep
 from metnos.executors.manifest import Manifest
 from metnos.executors.registry import ExecutorSpec, Registry, load_registry
+from metnos.mnestoma import moves
 from metnos.mnestoma.models import EvolutionMove, ExecutorUse
 from metnos.proposals.models import Proposal
 from metnos.proposals.store import handler_for
@@ -109,10 +111,10 @@ async def test_a_chain_of_the_pool_is_proposed_with_no_model_call_accepted_and_p
     assert proto(engine, proto_id).status == "composed"
     with db_session(engine) as db:
         move = db.exec(select(EvolutionMove).where(col(EvolutionMove.kind) == "compose")).one()
-    assert move.after["chain"] == ["t_raster", "t_reader"]
-    assert move.before["proto_mnest"][0]["status"] == "proposed"  # the undo's material
+    assert move.target == "t_raster → t_reader"
+    assert move.before["proto_mnest"]["rows"] == [[proto_id, "proposed"]]  # the undo's
     lines = read_tail(audit_log_path(settings), 5)
-    assert any(line["action"] == "synt.compose" and line["action_id"] == move.id
+    assert any(line["action"] == "evolution.compose" and line["action_id"] == move.id
                and move.audit_seq == line["seq"] for line in lines)
     assert composition.hints(engine, ["t_raster", "t_reader", "fs_read"], "en") == [
         "To turn tst_scan into tst_words: t_raster → t_reader."]
@@ -137,4 +139,9 @@ async def test_a_chain_of_the_pool_is_proposed_with_no_model_call_accepted_and_p
     assert made[0].payload["chain"] == ["t_raster", "t_reader"] and made[0].origin == \
         "composition"
     assert made[0].user_id == _common.OWNER
+    audit = open_audit_log(settings)  # the composition is taken back like any move
+    undone = moves.undo(engine, move.id, moves.Actor(audit))
+    audit.close()
+    assert undone.undoes == move.id and proto(engine, proto_id).status == "proposed"
+    assert composition.hints(engine, ["t_raster", "t_reader"], "en") == []
     engine.dispose()
