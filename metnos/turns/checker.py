@@ -1,12 +1,13 @@
 """The step checker: every step a planner asks for passes the policy before it may run.
 
 In order: the call itself must be usable (arguments a JSON object), the Laws (a step carrying
-a secret never goes further), the executor must be admitted, its arguments must fit the
-manifest's schema, paths are resolved inside the workspace, the host-side checks the
-manifest declares run (`metnos.policy.host_checks`), then the autonomy decision, the taint
-of untrusted data (Law 3), the hourly run budget and the hard artifact intent. The result is
-a `CheckedStep`: a sandbox request to run (perhaps after an approval), or a final refusal
-with exactly one audit line.
+a secret never goes further), the executor must be admitted and not archived (SPEC §7.5:
+only the owner archives), its arguments must fit the manifest's schema, paths are resolved
+inside the workspace, the host-side checks the manifest declares run
+(`metnos.policy.host_checks`), then the autonomy decision, the taint of untrusted data
+(Law 3), the hourly run budget and the hard artifact intent. The result is a `CheckedStep`: a
+sandbox request to run (perhaps after an approval), or a final refusal with exactly one audit
+line.
 """
 
 from __future__ import annotations
@@ -15,11 +16,14 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sqlmodel import col, select
+
 from metnos import i18n
 from metnos.audit import digest_args
 from metnos.errors import ModelRetryError, PolicyDenied
 from metnos.executors.manifest import Manifest
 from metnos.llm.tools import PlanStep
+from metnos.mnestoma.models import ExecutorUse
 from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
 from metnos.policy.decide import Decision
 from metnos.policy.host_checks import apply_host_checks
@@ -66,6 +70,9 @@ class StepChecker:
                                    {"executor": step.executor,
                                     "reason": i18n.get(refused[0], ctx.lang, **refused[1])})
             return self.refuse(ctx, checked, "ERR_EXECUTOR_NOT_FOUND",
+                               {"executor": step.executor})
+        if _archived(service, step.executor):  # the owner archived it
+            return self.refuse(ctx, checked, "ERR_EXECUTOR_ARCHIVED",
                                {"executor": step.executor})
         checked.spec = spec
         manifest = spec.manifest
@@ -123,3 +130,11 @@ class StepChecker:
         checked.outcome = StepOutcome(checked.step.executor, "refused", key=key, vars=vars,
                                       audit_seq=rec)
         return checked
+
+
+def _archived(service: TurnService, name: str) -> bool:
+    """Whether the owner archived `name` (one indexed read: its lifecycle row)."""
+    with service.engine.connect() as conn:
+        state = conn.execute(select(col(ExecutorUse.state)).where(
+            col(ExecutorUse.name) == name)).scalar()
+    return state == "archived"
