@@ -4,15 +4,23 @@ Each call first reserves its estimate of the day's LLM budget (the reservation i
 the real cost, or given back when the call fails; a spent day raises `ModelBudgetSpent` with
 one audit line), streams its text to the turn's events as `delta`s, and adds its time to the
 turn's timings (`think`, and `think_<n>` per call).
+
+The tools offered are routed by traces (`metnos.mnestoma.routing`): above `[evolution]
+route_above` executors only the core and the traces relevant to the message; what routing
+reads from the database is read once per turn (`RouteBook`, one per service), and its time
+is the turn's `route` timing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
+import weakref
 from typing import TYPE_CHECKING
 
 from metnos.llm.port import LLMReply
+from metnos.llm.tools import ToolSpec
+from metnos.mnestoma.routing import RouteBook, route
 from metnos.policy.decide import Decision
 from metnos.turns.context import TurnContext
 from metnos.turns.conversation import Conversation
@@ -20,6 +28,8 @@ from metnos.turns.loop import ModelBudgetSpent
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
+
+_BOOKS: weakref.WeakKeyDictionary[TurnService, RouteBook] = weakref.WeakKeyDictionary()
 
 
 async def think(service: TurnService, ctx: TurnContext, convo: Conversation, tools: bool,
@@ -33,7 +43,7 @@ async def think(service: TurnService, ctx: TurnContext, convo: Conversation, too
         await asyncio.to_thread(service.record.audit_line, ctx, action="llm", decision="deny",
                                 reason=slot.key, outcome="refused")
         raise ModelBudgetSpent(slot.key, **slot.vars)
-    offered = [tool.openai_tool() for tool in service.tools(ctx)] if tools else None
+    offered = [tool.openai_tool() for tool in routed(service, ctx)] if tools else None
     started = time.perf_counter()
     cost: float | None = None
 
@@ -50,3 +60,16 @@ async def think(service: TurnService, ctx: TurnContext, convo: Conversation, too
         ctx.mark("think", started)
         await asyncio.to_thread(service.guard.settle_llm, ctx, slot, cost,
                                 port.resolve("fast") or "")
+
+
+def routed(service: TurnService, ctx: TurnContext) -> list[ToolSpec]:
+    """The turn's tools as routing lets them reach the model (see the module)."""
+    started = time.perf_counter()
+    book = _BOOKS.get(service)
+    if book is None:
+        book = _BOOKS[service] = RouteBook(service.engine)
+    traces, states = book.view(ctx.turn_id)
+    offered = route(service.tools(ctx), ctx.text, ctx.lang, traces=traces, states=states,
+                    settings=service.settings.evolution)
+    ctx.timings["route"] = ctx.timings.get("route", 0.0) + (time.perf_counter() - started) * 1000
+    return offered
