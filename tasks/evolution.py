@@ -1,0 +1,63 @@
+"""Prefect tasks of memory and evolution: thin wrappers over `metnos.mnestoma` (traces, the
+introvert steps; the ager's below). Each opens its own engine on the instance's database."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any, TypeVar
+
+from prefect import task
+from prefect.cache_policies import NO_CACHE
+from sqlalchemy.engine import Engine
+
+from metnos.db.engine import database_url, make_engine
+from metnos.executors.registry import load_registry
+from metnos.mnestoma import introvert, traces
+from metnos.settings import Settings, get_settings
+
+T = TypeVar("T")
+
+
+def with_engine(work: Callable[[Engine, Settings], T]) -> T:
+    """`work(engine, settings)` on a fresh engine, disposed afterwards."""
+    settings = get_settings()
+    engine = make_engine(database_url(settings))
+    try:
+        return work(engine, settings)
+    finally:
+        engine.dispose()
+
+
+@task(name="traces-due", cache_policy=NO_CACHE, persist_result=False, retries=1,
+      retry_delay_seconds=10)
+async def traces_due_task() -> bool:
+    """Whether a new detection is due (`[evolution] traces_every_days`): one query."""
+    return await asyncio.to_thread(
+        with_engine, lambda engine, settings: traces.due(engine, settings, datetime.now(UTC)))
+
+
+# a retry detects again: at worst one more generation, the newest is what counts
+@task(name="traces-detect", cache_policy=NO_CACHE, persist_result=False, retries=1,
+      retry_delay_seconds=30)
+async def traces_detect_task(seed: int = 0) -> dict[str, Any]:
+    found = await asyncio.to_thread(
+        with_engine, lambda engine, settings: traces.detect(engine, settings, seed=seed))
+    return {"generation": found[0].generation if found else None,
+            "modularity": found[0].modularity if found else 0.0,
+            "traces": [{"label": t.label, "members": t.members, "weight": t.weight}
+                       for t in found]}
+
+
+def _introvert(engine: Engine, settings: Settings) -> dict[str, Any]:
+    manifests = {spec.name: spec.manifest for spec in load_registry(settings).admitted}
+    report = introvert.run(engine, settings, manifests)
+    return {"batch": report.batch, "proposals": [p.id for p in report.proposals],
+            "kinds": report.kinds(), "repeated": report.repeated}
+
+
+# not retried: a second run would be a second batch of the same night
+@task(name="introvert", cache_policy=NO_CACHE, persist_result=False)
+async def introvert_task() -> dict[str, Any]:
+    return await asyncio.to_thread(with_engine, _introvert)
