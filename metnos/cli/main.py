@@ -16,6 +16,7 @@ from metnos.cli import (
     login,
     pair,
     proposals,
+    synt,
     ui,
     undo,
 )
@@ -32,6 +33,7 @@ app.add_typer(approvals.app, name="approvals")
 app.add_typer(pair.app, name="pair")
 app.add_typer(proposals.app, name="proposals")
 app.add_typer(evolution.app, name="evolution")
+app.add_typer(synt.app, name="synt")
 app.command(name="chat", help=msg("CLI_CHAT_HELP"))(chat.chat)
 app.command(name="undo", help=msg("CLI_UNDO_HELP"))(undo.undo)
 app.command(name="login", help=msg("CLI_LOGIN_HELP"))(login.login)
