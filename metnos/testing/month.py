@@ -16,7 +16,8 @@ The month's habits, each a chain of hand-offs (the traces it should show):
   PDF hides its text in the document's /Title (`OCR_MARKER` + the text): no OCR exists here,
   so a generated "OCR" executor reads it from there.
 - "foto": fs_find (photos in `inbox/`) → fs_move each to `foto/<year>/`;
-- "spesa": lists (add, show); "note": fs_read → fs_write (append) on a note;
+- "spesa": lists (add, show); "note": fs_write (append) on a note, often after fs_find
+  looks for it, now and then after fs_read reads it;
 - one-offs: greetings answered in text, shell_run of an allow-listed command.
 """
 
@@ -200,8 +201,11 @@ def _note(rng: random.Random, day: int, lang: str, seeded: set[str]) -> MonthTur
     seeded.add(path)
     name = path.split("/")[-1].removesuffix(".md")
     rounds = [[Call("fs_write", {"path": path, "content": f"- {line}", "mode": "append"})]]
-    if rng.random() < 0.12:  # mostly a plain append; now and then read first
+    roll = rng.random()
+    if roll < 0.1:  # reads the note first
         rounds.insert(0, [Call("fs_read", {"path": path})])
+    elif roll < 0.55:  # looks for the right note first
+        rounds.insert(0, [Call("fs_find", {"pattern": "*.md", "path": "notes"})])
     return _turn(day, rng.choice(asks).format(name=name, line=line), lang, "note", rounds,
                  final, files)
 
