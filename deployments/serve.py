@@ -10,10 +10,11 @@ the mail digest here.
 from __future__ import annotations
 
 from prefect import serve
-from prefect.schedules import Cron
+from prefect.schedules import Cron, Interval
 
 from flows.audit_check import audit_check
 from flows.reminder import reminder
+from flows.synt import synt
 from flows.translation_sweep import translation_sweep
 
 TIMEZONE = "Europe/Rome"
@@ -27,6 +28,10 @@ def main() -> None:
         translation_sweep.to_deployment(  # type: ignore[arg-type]
             name="nightly", schedules=[Cron("40 2 * * *", timezone=TIMEZONE)],
             description="Write translation candidates for stale and missing texts (tier wise)."),
+        synt.to_deployment(  # type: ignore[arg-type]
+            name="check", schedules=[Interval(1800)],
+            description="Due proto-mnests: a composition or a generation proposal (no model "
+            "call); accepted generations write candidates, unsigned until the owner signs."),
         # no schedule of its own: the gateway schedules one run per reminder, at its time
         reminder.to_deployment(  # type: ignore[arg-type]
             name="at", description="At a reminder's time, make its message due (the gateway "
