@@ -148,6 +148,14 @@ def delivered_since(engine: Engine, user_id: str, since: datetime, *,
             col(Proposal.delivered_at) >= since, Proposal.scheduled == scheduled)))
 
 
+def queued_count(engine: Engine, user_id: str, *, scheduled: bool) -> int:
+    """The user's proposals that passed the Vaglio and wait to be delivered."""
+    with db_session(engine) as db:
+        return len(db.exec(select(Proposal.id).where(
+            Proposal.user_id == user_id, Proposal.status == "queued",
+            Proposal.scheduled == scheduled)).all())
+
+
 def decide(engine: Engine, proposal_id: str, answer: str, *, user_id: str) -> Proposal:
     """The owner's answer: `accept` runs the kind's handler once, then the proposal is
     accepted; `dismiss` dismisses it. ProposalError when it is not the user's, not open, or

@@ -10,7 +10,8 @@
 
 Then the bother budget: score = alignment × bother_factor ** n, n being the ad-hoc proposals
 delivered in the last `bother_window_h` and then dismissed or left unanswered. A proposal of
-an accepted schedule (`scheduled`) counts against `schedule_quota` instead. Under
+an accepted schedule (`scheduled`) counts against `schedule_quota` instead (the schedules'
+proposals delivered in the window, or queued). Under
 `threshold` → `silent` with a `reason` (the register of proposals not made); else `queued`.
 
 Before any model call, in code: inside quiet hours the round judges nothing (the guard still
@@ -96,8 +97,9 @@ def budget(engine: Engine, settings: Settings, proposal: Proposal,
     evolution = settings.evolution
     since = now - timedelta(hours=evolution.bother_window_h)
     if proposal.scheduled:
-        runs = store.delivered_since(engine, proposal.user_id, since, scheduled=True)
-        return (1.0, None) if len(runs) < evolution.schedule_quota else (0.0, REASON_QUOTA)
+        runs = len(store.delivered_since(engine, proposal.user_id, since, scheduled=True))
+        runs += store.queued_count(engine, proposal.user_id, scheduled=True)
+        return (1.0, None) if runs < evolution.schedule_quota else (0.0, REASON_QUOTA)
     recent = store.delivered_since(engine, proposal.user_id, since, scheduled=False)
     unheard = sum(1 for p in recent if p.status in ("delivered", "dismissed", "ignored"))
     factor = evolution.bother_factor ** unheard

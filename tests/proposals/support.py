@@ -1,0 +1,62 @@
+"""What the proposal tests share: a real service on a real home, drafts, the Vaglio's round."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlmodel import Session, select
+
+from metnos.gateway.outbox_delivery import Delivery
+from metnos.proposals import store
+from metnos.proposals.models import Proposal
+from metnos.proposals.store import Draft
+from metnos.reminders.outbox import Outbox
+from metnos.turns.service import TurnService
+
+OWNER = "owner"
+NOON = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # outside the default quiet hours
+NIGHT = datetime(2026, 12, 1, 22, 30, tzinfo=UTC)  # inside 21:00-07:00 (zone UTC)
+JUDGE_HEAD = {"en": "You are the judge of the Vaglio", "it": "Sei il giudice del Vaglio"}
+
+
+def draft(what: str, *, kind: str = "archive", origin: str = "trace",
+          action: dict[str, Any] | None = None, batch: str | None = None,
+          scheduled: bool = False, user_id: str = OWNER) -> Draft:
+    payload: dict[str, Any] = {"what": what}
+    if batch is not None:
+        payload["batch"] = batch
+    return Draft(kind=kind, origin=origin, user_id=user_id, title_key="PROPOSAL_ROUTINE",
+                 target=what, vars={"what": what}, payload=payload, action=action,
+                 scheduled=scheduled)
+
+
+def submit(service: TurnService, *drafts: Draft) -> list[Proposal]:
+    rows = [store.submit(service.engine, d) for d in drafts]
+    assert all(r is not None for r in rows)
+    return [r for r in rows if r is not None]
+
+
+async def round_at(service: TurnService, now: datetime) -> None:
+    """One round of the gateway's delivery loop for proposals, at `now`."""
+    await Delivery(service, None, None).propose(now=now)
+
+
+def fresh(service: TurnService, proposal: Proposal) -> Proposal:
+    found = store.get(service.engine, proposal.id)
+    assert found is not None
+    return found
+
+
+def proposal_rows(service: TurnService) -> list[Outbox]:
+    with Session(service.engine) as db:
+        return list(db.exec(select(Outbox).where(Outbox.kind == "proposal")))
+
+
+def audit_of(service: TurnService, proposal_id: str) -> list[dict[str, Any]]:
+    return [line for line in service.audit.tail(500) if line.get("action_id") == proposal_id]
+
+
+def judge_requests(requests: list[dict[str, Any]], lang: str = "en") -> list[dict[str, Any]]:
+    return [r for r in requests
+            if any(JUDGE_HEAD[lang] in str(m.get("content")) for m in r.get("messages", []))]
