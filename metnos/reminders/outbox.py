@@ -102,8 +102,10 @@ def cancel(engine: Engine, outbox_id: str) -> bool:
 
 def pending(engine: Engine, *, channel: str | None = None, user_id: str | None = None,
             limit: int = 50) -> list[Outbox]:
-    """Due rows not delivered nor cancelled, oldest first."""
+    """Due rows (due now or earlier: a notice held past quiet hours waits) not delivered nor
+    cancelled, oldest first."""
     query = select(Outbox).where(col(Outbox.due_at).is_not(None),
+                                 col(Outbox.due_at) <= utcnow(),
                                  col(Outbox.delivered_at).is_(None),
                                  col(Outbox.cancelled_at).is_(None))
     if channel is not None:

@@ -157,9 +157,6 @@ async def test_inside_quiet_hours_the_message_waits(make_home: MakeHome) -> None
         assert row.due_at > datetime.now(UTC) + timedelta(minutes=30)
 
 
-@pytest.mark.xfail(strict=True, reason="outbox.pending still returns rows due later "
-                   "(due_at > now): it needs `col(Outbox.due_at) <= utcnow()` "
-                   "(metnos/reminders/outbox.py, H6's file)")
 async def test_nothing_is_delivered_inside_quiet_hours(make_home: MakeHome) -> None:
     home = make_home(lang="en", METNOS_TIMEZONE="UTC",
                      METNOS_NOTIFY_QUIET_HOURS=_quiet_around_now())
