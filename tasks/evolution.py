@@ -54,7 +54,8 @@ def _introvert(engine: Engine, settings: Settings) -> dict[str, Any]:
     manifests = {spec.name: spec.manifest for spec in load_registry(settings).admitted}
     report = introvert.run(engine, settings, manifests)
     return {"batch": report.batch, "proposals": [p.id for p in report.proposals],
-            "kinds": report.kinds(), "repeated": report.repeated}
+            "kinds": report.kinds(), "subjects": [p.payload["subject"] for p in report.proposals],
+            "repeated": report.repeated}
 
 
 # not retried: a second run would be a second batch of the same night
