@@ -13,8 +13,10 @@ from prefect import serve
 from prefect.schedules import Cron, Interval
 
 from flows.audit_check import audit_check
+from flows.introvert import introvert
 from flows.reminder import reminder
 from flows.synt import synt
+from flows.traces import traces
 from flows.translation_sweep import translation_sweep
 
 TIMEZONE = "Europe/Rome"
@@ -32,6 +34,14 @@ def main() -> None:
             name="check", schedules=[Interval(1800)],
             description="Due proto-mnests: a composition or a generation proposal (no model "
             "call); accepted generations write candidates, unsigned until the owner signs."),
+        traces.to_deployment(  # type: ignore[arg-type]
+            name="weekly", schedules=[Cron("30 3 * * *", timezone=TIMEZONE)],
+            description="Detect the mnestoma's traces when [evolution] traces_every_days "
+            "passed (checked daily, one query; weekly by default)."),
+        introvert.to_deployment(  # type: ignore[arg-type]
+            name="nightly", schedules=[Cron("50 3 * * *", timezone=TIMEZONE)],
+            description="Propose fusing, generalising or specialising executors inside "
+            "one trace, as one batch (proposals only)."),
         # no schedule of its own: the gateway schedules one run per reminder, at its time
         reminder.to_deployment(  # type: ignore[arg-type]
             name="at", description="At a reminder's time, make its message due (the gateway "
