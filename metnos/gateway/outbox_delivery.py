@@ -88,7 +88,10 @@ class Delivery:
 
     async def tick(self) -> None:
         engine = self.service.engine
-        await self.propose()
+        try:
+            await self.propose()
+        except Exception:  # a failing Vaglio round must not hold up reminders and notices
+            log.warning("proposals.round_failed", exc_info=True)
         rows = await asyncio.to_thread(outbox.pending, engine)
         if any(row.channel == "web" for row in rows):
             for wake in self._web:
