@@ -20,8 +20,8 @@ async def synt() -> dict[str, Any]:
     proposed = await synt_check_task()
     logger.info("proposals: %s", proposed)
     generated = []
-    for proto_id, chain in await synt_pending_task():
-        outcome = await synt_generate_task(proto_id, chain)
-        logger.info("generation for %s: %s", proto_id, outcome)
+    for job_id in await synt_pending_task():
+        outcome = await synt_generate_task(job_id)
+        logger.info("generation %s: %s", job_id, outcome)
         generated.append(outcome)
     return {"proposed": proposed, "generated": generated}

@@ -22,7 +22,7 @@ async def synt_check_task() -> dict[str, list[str]]:
 
 @task(name="synt-pending", cache_policy=NO_CACHE, persist_result=False,
       retries=2, retry_delay_seconds=[5, 30])
-async def synt_pending_task() -> list[tuple[str, list[str]]]:
+async def synt_pending_task() -> list[str]:
     """The generations the owner accepted and that have not run yet."""
     return await asyncio.to_thread(cascade.pending_instance, get_settings())
 
@@ -31,6 +31,6 @@ async def synt_pending_task() -> list[tuple[str, list[str]]]:
 # exception is the database or the disk, worth one more try
 @task(name="synt-generate", cache_policy=NO_CACHE, persist_result=False,
       retries=1, retry_delay_seconds=60, timeout_seconds=1800)
-async def synt_generate_task(proto_id: str, chain: list[str]) -> dict[str, Any]:
+async def synt_generate_task(job_id: str) -> dict[str, Any]:
     """The seven stages for one accepted generation; the candidate lands unsigned."""
-    return await cascade.generate_instance(get_settings(), proto_id, chain)
+    return await cascade.generate_instance(get_settings(), job_id)

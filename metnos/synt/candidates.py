@@ -5,7 +5,9 @@ A candidate is `METNOS_HOME/executors/<name>/` holding `manifest.toml`, `main.py
 registry refuses it as "a candidate awaiting the owner's signature" until `sign`, which moves
 `CANDIDATE.json` to `METNOS_HOME/synt/signed/<name>.json` (so the signed folder holds only the
 executor) and signs the folder with the instance's `executors` key. `reject` moves the folder
-to `METNOS_HOME/synt/rejected/<name>-<time>/` and closes its proto-mnest. A generation that
+to `METNOS_HOME/synt/rejected/<name>-<time>/` and closes its proto-mnest. Signing a
+candidate that stands in for others (a promotion's chain, a fusion's pair) makes the H4
+"fuse" move on them, whose undo is the defuse. A generation that
 failed (a stage, the tests, the review) is kept under `METNOS_HOME/synt/failed/` and never
 proposed.
 """
@@ -20,11 +22,16 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from metnos import keys
+from metnos import i18n, keys
+from metnos.audit import open_audit_log
+from metnos.db.engine import session as db_session
 from metnos.errors import ManifestError, MetnosError, SignatureError
 from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
 from metnos.executors.registry import CANDIDATE_FILE, KEY_PURPOSE, signatures_dir
 from metnos.executors.signing import SignedFacts, sign_executor, signature_path
+from metnos.mnestoma import moves
+from metnos.mnestoma.models import UseClock
+from metnos.mnestoma.moves import RowChange
 from metnos.settings import Settings
 from metnos.synt import _common
 
@@ -101,7 +108,27 @@ def sign(settings: Settings, engine: Engine, name: str) -> SignedFacts:
         _common.set_status(engine, str(proto), "closed")
     _common.audit(settings, "synt.sign", outcome="signed", reason=name,
                   args={"name": name, "code_sha256": facts.code_sha256})
+    if fuses := [str(n) for n in record.get("fuses", [])]:
+        _fuse(settings, engine, name, fuses)
     return facts
+
+
+def _fuse(settings: Settings, engine: Engine, name: str, originals: list[str]) -> None:
+    """The H4 "fuse" move: the executors `name` stands in for go to quarantine (still in
+    the pool, left out of routing); `metnos evolution undo` (defuse) gives them back."""
+    with db_session(engine) as db:
+        clock = db.get(UseClock, 1)
+        now = clock.clock if clock else 0
+    motivation = i18n.get("SYNT_FUSE_MOTIVATION", settings.lang, name=name,
+                          originals=", ".join(originals))
+    changes = [RowChange("executor_use", (orig,), {"state": "quarantined", "state_clock": now})
+               for orig in originals]
+    audit = open_audit_log(settings)
+    try:
+        moves.apply(engine, "fuse", name, motivation, changes,
+                    moves.Actor(audit, sender=_common.OWNER, channel=_common.CHANNEL))
+    finally:
+        audit.close()
 
 
 def reject(settings: Settings, engine: Engine, name: str) -> Path:

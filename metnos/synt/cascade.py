@@ -14,9 +14,8 @@ from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.executors.registry import Registry, load_registry
 from metnos.mnestoma.models import ProtoMnest
-from metnos.proposals.models import Proposal
 from metnos.settings import Settings
-from metnos.synt import _common, composition, generate
+from metnos.synt import _common, composition, generate, jobs
 from metnos.synt.compose import Need, find_chain, pool
 
 
@@ -56,19 +55,6 @@ def check(settings: Settings, engine: Engine, registry: Registry) -> Round:
     return result
 
 
-def generating(engine: Engine) -> list[tuple[str, list[str]]]:
-    """Accepted generations not run yet: (proto id, the chain of a promotion or [])."""
-    with db_session(engine) as db:
-        protos = db.exec(select(ProtoMnest.id).where(
-            col(ProtoMnest.status) == "generating")).all()
-        accepted = db.exec(select(Proposal).where(
-            col(Proposal.kind).in_(("generate", "promote")),
-            col(Proposal.status) == "accepted").order_by(col(Proposal.created_at))).all()
-    chains = {str(p.payload.get("proto")): [str(n) for n in p.payload.get("chain", [])]
-              for p in accepted}
-    return [(proto_id, chains.get(proto_id, [])) for proto_id in protos]
-
-
 def check_instance(settings: Settings) -> dict[str, list[str]]:
     """`check` on the instance's database and registry (what the `synt/check` run does)."""
     engine = make_engine(database_url(settings))
@@ -78,21 +64,19 @@ def check_instance(settings: Settings) -> dict[str, list[str]]:
         engine.dispose()
 
 
-def pending_instance(settings: Settings) -> list[tuple[str, list[str]]]:
-    engine = make_engine(database_url(settings))
-    try:
-        return generating(engine)
-    finally:
-        engine.dispose()
+def pending_instance(settings: Settings) -> list[str]:
+    """The accepted generations not run yet (job ids)."""
+    return jobs.pending(settings)
 
 
-async def generate_instance(settings: Settings, proto_id: str,
-                            chain: list[str]) -> dict[str, Any]:
+async def generate_instance(settings: Settings, job_id: str) -> dict[str, Any]:
     """One accepted generation on the instance (the `synt` flow's generation task)."""
+    job = jobs.load(settings, job_id)
+    if job.status != "pending":  # a retried task whose first try finished the job
+        return {"ok": job.status == "done", "name": None, "stage": None, "detail": job.status}
     engine = make_engine(database_url(settings))
     try:
-        outcome = await generate.generate(settings, engine, load_registry(settings), proto_id,
-                                          chain or None)
+        outcome = await generate.generate(settings, engine, load_registry(settings), job)
     finally:
         engine.dispose()
     return {"ok": outcome.ok, "name": outcome.name, "stage": outcome.stage,

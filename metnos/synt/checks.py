@@ -1,7 +1,8 @@
 """What a candidate must pass, in code, before a model reviews it and before anyone is asked.
 
 - the manifest parses with the real `parse_manifest`, takes the need's `have_kind` as a
-  required input and outputs its `want_kind`, declares no host effect;
+  required input and outputs its `want_kind` (when the need names them), declares no host
+  effect;
 - the profile is sane: no network unless the spec needs it, writes only for an executor with
   side effects, no host packages, at most 60 s and 1024 MB;
 - the code is one stdlib `main.py` under `MAX_CODE_BYTES` that compiles and imports none of
@@ -57,10 +58,10 @@ def manifest(parsed: Manifest, need: Need, name: str) -> Manifest:
         raise Invalid(f"name must be {name!r}")
     if parsed.effect is not None:
         raise Invalid("a generated executor declares no host effect")
-    if not any(s.kind == need.have_kind and s.is_required and not s.host_set
-               for s in parsed.inputs.values()):
+    if need.have_kind and not any(s.kind == need.have_kind and s.is_required and not s.host_set
+                                  for s in parsed.inputs.values()):
         raise Invalid(f"a required input must have kind {need.have_kind!r}")
-    if not any(o.kind == need.want_kind for o in parsed.outputs.values()):
+    if need.want_kind and not any(o.kind == need.want_kind for o in parsed.outputs.values()):
         raise Invalid(f"an output must have kind {need.want_kind!r}")
     return parsed
 

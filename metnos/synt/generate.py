@@ -2,8 +2,8 @@
 
 `propose` puts the expected cost (`metnos.synt.cost`) in a `generate` proposal; nothing is
 spent before the owner accepts it, and no proposal is made above `synt_max_cost_usd` (an
-audit line says so). Accepting (the handler) marks the proto-mnest "generating"; the `synt`
-flow then runs `generate` on it: (1) spec, (2) manifest, (3) sandbox profile, (4) code,
+audit line says so). Accepting writes a job (`metnos.synt.jobs`); the `synt` flow then runs
+`generate` on it: (1) spec, (2) manifest, (3) sandbox profile, (4) code,
 (5) tests — each a model stage (`metnos.synt.stages`) checked in code (`checks`) — (6) the
 tests inside the sandbox (`trial`) and (7) the review, code checks then the model. Only a
 candidate whose tests all passed and whose review approved lands in
@@ -20,7 +20,6 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from metnos.db.engine import session as db_session
 from metnos.errors import ManifestError
 from metnos.executors.manifest import MANIFEST_FILE, Manifest, parse_manifest
 from metnos.executors.registry import Registry
@@ -29,9 +28,10 @@ from metnos.mnestoma.models import ProtoMnest
 from metnos.proposals.models import Proposal
 from metnos.proposals.store import Draft, on_accept, submit
 from metnos.settings import Settings
-from metnos.synt import _common, candidates, checks, trial
+from metnos.synt import _common, candidates, checks, jobs, trial
 from metnos.synt.compose import Need
 from metnos.synt.cost import estimate
+from metnos.synt.jobs import Job
 from metnos.synt.stages import Invalid, StageFailed, Stager
 
 
@@ -69,48 +69,40 @@ def propose(settings: Settings, engine: Engine, proto: ProtoMnest,
     return row
 
 
-def accept(engine: Engine, proposal: Proposal) -> None:
-    """The `generate` (and `promote`) handler: the next synt run generates for the proto."""
-    proto_id = str(proposal.payload.get("proto", ""))
-    _common.set_status(engine, proto_id, "generating")
-    _common.audit(None, f"synt.{proposal.kind}", outcome="accepted", action_id=proposal.id,
-                  reason=proto_id)
-
-
 async def generate(settings: Settings, engine: Engine, registry: Registry,
-                   proto_id: str, chain: list[str] | None = None) -> Outcome:
-    """The seven stages for `proto_id`; the proto ends "generated" or "closed"."""
-    with db_session(engine) as db:
-        proto = db.get(ProtoMnest, proto_id)
-    if proto is None or not configured(settings.llm):
-        return Outcome(False, None, None, detail="no such proto-mnest or no model")
-    need = Need(src=proto.src, capability=proto.want, have_kind=proto.have_kind,
-                want_kind=proto.want_kind)
-    evo = settings.evolution
-    stager = Stager(LLMPort(settings.llm), evo.synt_tier, settings.lang, need, proto.why,
+                   job: Job) -> Outcome:
+    """The seven stages for one accepted job; its proto-mnest, if any, ends "generated" or
+    "closed", the job "done" or "failed"."""
+    if not configured(settings.llm):
+        return Outcome(False, None, None, detail="no model is configured")
+    need, evo = job.need, settings.evolution
+    stager = Stager(LLMPort(settings.llm), evo.synt_tier, settings.lang, need, job.why,
                     max_cost_usd=evo.synt_max_cost_usd)
-    work = candidates.synt_dir(settings) / "work" / f"{proto.id}-{int(time.time())}"
-    record: dict[str, Any] = {"need": {**need.__dict__, "proto": proto.id, "why": proto.why},
-                              "kind": "promote" if chain else "generate", "chain": chain or [],
+    work = candidates.synt_dir(settings) / "work" / f"{job.id}-{int(time.time())}"
+    record: dict[str, Any] = {"need": {**need.__dict__, "proto": job.proto, "why": job.why},
+                              "kind": job.kind, "job": job.id, "fuses": list(job.fuses),
                               "created_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
     try:
         name, folder = await _stages(stager, settings, registry, need, work, record)
     except (StageFailed, Refused) as exc:
         stage = exc.stage if isinstance(exc, StageFailed) else "review"
-        return _failed(settings, engine, proto.id, stager, work, record, stage, str(exc))
+        jobs.finish(settings, job, ok=False)
+        return _failed(settings, engine, job.proto, stager, work, record, stage, str(exc))
     target = candidates.home_executors(settings) / name
     target.parent.mkdir(parents=True, exist_ok=True)
     record.update(stages=stager.results, log=stager.log, cost_usd=round(stager.spent_usd, 6),
                   calls=stager.calls)
     shutil.move(str(folder), target)
     candidates.write_record(target, record)
-    _common.set_status(engine, proto.id, "generated")
+    if job.proto:
+        _common.set_status(engine, job.proto, "generated")
+    jobs.finish(settings, job, ok=True)
     _common.audit(settings, "synt.candidate", outcome="written", reason=name,
                   cost_usd=stager.spent_usd)
     submit(engine, Draft(kind="candidate", origin="proto_mnest", user_id=_common.OWNER,
                          title_key="PROPOSAL_SYNT_CANDIDATE", target=name,
                          vars={"name": name, "capability": need.capability},
-                         payload={"name": name, "proto": proto.id}))
+                         payload={"name": name, "proto": job.proto}))
     return Outcome(True, name, target)
 
 
@@ -205,7 +197,8 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8")
 
 
-def _failed(settings: Settings, engine: Engine, proto_id: str, stager: Stager, work: Path,
+def _failed(settings: Settings, engine: Engine, proto_id: str | None, stager: Stager,
+            work: Path,
             record: dict[str, Any], stage: str, detail: str) -> Outcome:
     """Keep the attempt under synt/failed/, close the proto, one audit line; never proposed."""
     kept = candidates.synt_dir(settings) / "failed" / work.name
@@ -215,7 +208,8 @@ def _failed(settings: Settings, engine: Engine, proto_id: str, stager: Stager, w
                   failed_at=stage, detail=detail[:1000])
     shutil.move(str(work), kept)
     candidates.write_record(kept, record)
-    _common.set_status(engine, proto_id, "closed")
+    if proto_id:
+        _common.set_status(engine, proto_id, "closed")
     _common.audit(settings, "synt.candidate", decision="deny", reason=f"SYNT_FAILED_{stage}",
                   outcome="not_proposed", cost_usd=stager.spent_usd)
     return Outcome(False, None, None, stage=stage, detail=detail)
@@ -229,6 +223,4 @@ def accept_candidate(engine: Engine, proposal: Proposal) -> None:
     candidates.sign(get_settings(), engine, str(proposal.payload.get("name", "")))
 
 
-on_accept("generate", accept)
-on_accept("promote", accept)
 on_accept("candidate", accept_candidate)

@@ -13,10 +13,13 @@ from sqlalchemy.engine import Engine
 from metnos import keys
 from metnos.db.engine import create_tables, database_url, make_engine
 from metnos.db.engine import session as db_session
+from metnos.db.models import new_id
 from metnos.executors.registry import signatures_dir
 from metnos.executors.signing import sign_executor, signature_path
 from metnos.mnestoma.models import ProtoMnest
 from metnos.settings import Settings
+from metnos.synt.compose import Need
+from metnos.synt.jobs import Job
 from metnos.testing.llm_server import ScriptedLLM
 
 ECHO = '''import json, sys
@@ -71,6 +74,14 @@ def add_proto(engine: Engine, *, want: str, have_kind: str, want_kind: str, src:
         db.add(row)
         db.flush()
         return row.id
+
+
+def job_for(engine: Engine, proto_id: str, kind: str = "generate",
+            fuses: tuple[str, ...] = ()) -> Job:
+    """The job an accepted proposal about `proto_id` gives (its need is the proto's)."""
+    row = proto(engine, proto_id)
+    return Job(new_id(), kind, Need(row.src, row.want, row.have_kind, row.want_kind), row.why,
+               row.id, fuses)
 
 
 def proto(engine: Engine, proto_id: str) -> ProtoMnest:

@@ -22,7 +22,7 @@ from metnos.testing.llm_server import ScriptedLLM
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client, served_gateway
 from tests.support.pg import free_port
-from tests.synt.support import add_proto, engine_of, proto, script_generation
+from tests.synt.support import add_proto, engine_of, job_for, proto, script_generation
 
 URL = "/api/synt/candidates"
 
@@ -33,7 +33,7 @@ async def _candidate(home: Home, llm: ScriptedLLM) -> tuple[Engine, str]:
                          want_kind="tst_count", status="generating")
     script_generation(llm)
     outcome = await generate.generate(home.settings, engine, load_registry(home.settings),
-                                      proto_id)
+                                      job_for(engine, proto_id))
     assert outcome.ok, outcome
     llm.reset()
     return engine, proto_id

@@ -16,10 +16,17 @@ from metnos.executors.registry import load_registry
 from metnos.proposals.models import Proposal
 from metnos.proposals.store import handler_for
 from metnos.settings import Settings
-from metnos.synt import cascade, generate
+from metnos.synt import cascade, generate, jobs
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome
-from tests.synt.support import add_proto, engine_of, install, proto, script_generation
+from tests.synt.support import (
+    add_proto,
+    engine_of,
+    install,
+    job_for,
+    proto,
+    script_generation,
+)
 
 PRICES = {"METNOS_LLM_INPUT_COST_PER_TOKEN": "0.000002",
           "METNOS_LLM_OUTPUT_COST_PER_TOKEN": "0.00001"}
@@ -100,11 +107,13 @@ async def test_an_accepted_generation_writes_a_candidate_tested_in_the_sandbox(
     [row] = _proposals(engine, "generate")
     _accept(engine, row)
     assert proto(engine, proto_id).status == "generating"
-    assert cascade.generating(engine) == [(proto_id, [])]
+    assert jobs.pending(settings) == [row.id]
+    job = jobs.load(settings, row.id)
+    assert (job.kind, job.proto, job.need.want_kind) == ("generate", proto_id, "tst_count")
 
     scripted_llm.enqueue_text("I think a word counter would do.")  # not JSON: retried once
     script_generation(scripted_llm)
-    outcome = await generate.generate(settings, engine, load_registry(settings), proto_id)
+    outcome = await generate.generate(settings, engine, load_registry(settings), job)
     assert outcome.ok, outcome
     assert len(scripted_llm.requests) == 7
     retry = json.dumps(scripted_llm.requests[1]["messages"])
@@ -124,7 +133,7 @@ async def test_an_accepted_generation_writes_a_candidate_tested_in_the_sandbox(
     assert proto(engine, proto_id).status == "generated"
     [candidate] = _proposals(engine, "candidate")
     assert candidate.payload == {"name": "word_counter", "proto": proto_id}
-    assert cascade.generating(engine) == []
+    assert jobs.pending(settings) == [] and jobs.load(settings, row.id).status == "done"
     engine.dispose()
 
 
@@ -134,7 +143,8 @@ async def test_a_candidate_whose_tests_fail_in_the_sandbox_is_never_proposed(
     settings, engine = home.settings, engine_of(home.settings)
     proto_id = _need(settings, engine)
     script_generation(scripted_llm, offset=1)  # counts one word too many
-    outcome = await generate.generate(settings, engine, load_registry(settings), proto_id)
+    outcome = await generate.generate(settings, engine, load_registry(settings),
+                                      job_for(engine, proto_id))
     assert not outcome.ok and outcome.stage == "sandbox_tests"
     assert len(scripted_llm.requests) == 5  # no review of a failing candidate
     assert not (settings.home / "executors" / "word_counter").exists()
@@ -158,7 +168,8 @@ async def test_a_near_duplicate_of_an_admitted_executor_is_refused(
             description="Count the words of a text file in the workspace.")
     proto_id = _need(settings, engine)
     script_generation(scripted_llm)
-    outcome = await generate.generate(settings, engine, load_registry(settings), proto_id)
+    outcome = await generate.generate(settings, engine, load_registry(settings),
+                                      job_for(engine, proto_id))
     assert not outcome.ok and "near-duplicate of t_counter" in outcome.detail
     assert len(scripted_llm.requests) == 2  # stopped at the manifest: nothing more spent
     assert not (settings.home / "executors" / "word_counter").exists()

@@ -23,11 +23,14 @@ from metnos.errors import ManifestError, SignatureError
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.routes.web import page_locale
 from metnos.gateway.schemas import error_responses
-from metnos.synt import candidates
+from metnos.synt import candidates, cascade
 from metnos.synt.candidates import CandidateError
 from metnos.turns.service import TurnService
 
 router = APIRouter(tags=["synt"])
+# the synt's accept handlers (compose, generate, promote, the introvert steps, candidate) are
+# registered when its modules are imported: the gateway, which decides proposals, imports them
+HANDLERS = cascade.__name__
 _TEMPLATES = Path(__file__).resolve().parent.parent.parent / "synt" / "templates"
 _PAGE_KEYS = ("SYNT_PAGE_TITLE", "SYNT_PAGE_EMPTY", "SYNT_BUTTON_SIGN", "SYNT_BUTTON_REJECT",
               "SYNT_LABEL_MANIFEST", "SYNT_LABEL_CODE", "SYNT_LABEL_TESTS", "SYNT_LABEL_PROFILE",
