@@ -21,15 +21,15 @@ from metnos import i18n
 from metnos.audit import open_audit_log
 from metnos.db.engine import session as db_session
 from metnos.db.models import TurnStep
-from metnos.evolution_settings import EvolutionSettings
 from metnos.mnestoma import moves
 from metnos.mnestoma.models import EvolutionMove, ProtoMnest
 from metnos.mnestoma.moves import RowChange
 from metnos.proposals.models import Proposal
 from metnos.proposals.store import Draft, on_accept, submit
-from metnos.settings import get_settings
+from metnos.settings import Settings, get_settings
 from metnos.synt import _common
 from metnos.synt.compose import Chain
+from metnos.synt.cost import estimate
 
 KIND = "compose"
 SEP = " → "
@@ -104,23 +104,33 @@ def _proto_of(engine: Engine, move: EvolutionMove) -> ProtoMnest | None:
         return db.get(ProtoMnest, rows[0][0])
 
 
-def observe(engine: Engine, settings: EvolutionSettings,
+def observe(engine: Engine, settings: Settings,
             executors_in_order: Sequence[str]) -> list[Proposal]:
     """After a turn: for each composition the turn used whole, count the turns since it was
-    accepted that did; at `promote_after`, propose promoting it to one executor."""
+    accepted that did; at `promote_after`, propose promoting it to one executor, with the
+    generation's expected cost (none above `synt_max_cost_usd`: audited once)."""
     made = []
     for move in active(engine):
         chain = chain_of(move)
         if len(chain) < 2 or not _contains(executors_in_order, chain):
             continue
-        if _uses(engine, move, chain) < settings.promote_after:
+        uses = _uses(engine, move, chain)
+        if uses < settings.evolution.promote_after:
+            continue
+        cost = estimate(settings)
+        if cost.cost_usd is not None and cost.cost_usd > settings.evolution.synt_max_cost_usd:
+            if uses == settings.evolution.promote_after:
+                _common.audit(settings, "synt.promote", decision="deny",
+                              reason="SYNT_OVER_COST_CAP", outcome=move.target)
             continue
         proto = _proto_of(engine, move)
         draft = Draft(kind="promote", origin="composition", user_id=_common.OWNER,
-                      title_key="PROPOSAL_SYNT_PROMOTE", target=move.target,
-                      vars={"chain": move.target, "capability": proto.want if proto else "-"},
+                      title_key="PROPOSAL_SYNT_PROMOTE" if cost.cost_usd is not None
+                      else "PROPOSAL_SYNT_PROMOTE_UNPRICED", target=move.target,
+                      vars={"chain": move.target, "capability": proto.want if proto else "-",
+                            "cost": cost.shown()},
                       payload={"chain": chain, "proto": proto.id if proto else None,
-                               "move": move.id})
+                               "move": move.id, "cost_usd": cost.cost_usd})
         if (row := submit(engine, draft)) is not None:
             made.append(row)
     return made

@@ -133,9 +133,10 @@ async def test_a_chain_of_the_pool_is_proposed_with_no_model_call_accepted_and_p
             await wait_closed(client, turn_id)
             ran = _ran(engine, turn_id)
             assert ran == ["t_raster", "t_reader"]
-            made += composition.observe(engine, settings.evolution, ran)
+            made += composition.observe(engine, settings, ran)
             assert len(made) == turn  # promote_after=2: the second use proposes it
-    assert [p.kind for p in made] == ["promote"]
+    assert [p.kind for p in made] == ["promote"] and made[0].title_key == \
+        "PROPOSAL_SYNT_PROMOTE_UNPRICED"
     assert made[0].payload["chain"] == ["t_raster", "t_reader"] and made[0].origin == \
         "composition"
     assert made[0].user_id == _common.OWNER
