@@ -114,10 +114,12 @@ class Delivery:
         """The Vaglio on new proposals, ignored ones decayed, queued ones to the outbox."""
         service = self.service
         engine, settings = service.engine, service.settings
-        target = await asyncio.to_thread(proposals.preferred, engine, settings, OWNER_USER_ID)
-        judges = vaglio.Judges(service.registry, service.guard.scanner, service.port,
-                               service.audit)
-        await vaglio.judge_round(engine, settings, judges, lang=target.lang, now=now)
+        if await asyncio.to_thread(store.of_status, engine, "new", 1):
+            target = await asyncio.to_thread(proposals.preferred, engine, settings,
+                                             OWNER_USER_ID)
+            judges = vaglio.Judges(service.registry, service.guard.scanner, service.port,
+                                   service.audit)
+            await vaglio.judge_round(engine, settings, judges, lang=target.lang, now=now)
         await asyncio.to_thread(proposals.expire, engine, settings, audit=service.audit,
                                 now=now)
         await asyncio.to_thread(proposals.place, engine, settings, audit=service.audit,

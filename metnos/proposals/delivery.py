@@ -20,6 +20,7 @@ from metnos import i18n
 from metnos.audit import AuditLog
 from metnos.db.engine import session as db_session
 from metnos.db.models import ChatSession, utcnow
+from metnos.notify.effect import Destination, destination
 from metnos.notify.quiet import quiet_until
 from metnos.pairing.models import PairedSender
 from metnos.proposals import store
@@ -38,28 +39,35 @@ class Target:
 
 
 def preferred(engine: Engine, settings: Settings, user_id: str) -> Target:
-    """Where `user_id` gets what Metnos says on its own (see the module doc)."""
+    """Where `user_id` gets what Metnos says on its own: the lookup `notify` uses
+    (`metnos.notify.effect.destination`: `[notify] channel`, or where the user last wrote
+    from); when it knows no such chat, the paired Telegram chat (channel `telegram`), the
+    latest conversation, else the CLI. The language is that conversation's."""
+    where = destination(engine, settings, user_id, _fallback(engine, settings, user_id))
+    with db_session(engine) as db:
+        chat = db.get(ChatSession, where.address)
+        lang = (chat.interaction_language if chat is not None else None) or settings.lang
+    return Target(where.channel, where.address, lang)
+
+
+def _fallback(engine: Engine, settings: Settings, user_id: str) -> Destination:
     wanted = settings.notify.channel
     with db_session(engine) as db:
-        query = select(ChatSession).where(ChatSession.user_id == user_id)
-        if wanted in ("web", "telegram"):
-            query = query.where(ChatSession.channel == wanted)
-        last = db.exec(query.order_by(col(ChatSession.updated_at).desc()).limit(1)).first()
-        lang = (last.interaction_language if last else None) or settings.lang
         if wanted == "telegram":
             paired = db.exec(select(PairedSender).where(
                 PairedSender.user_id == user_id, PairedSender.channel == "telegram",
                 col(PairedSender.revoked_at).is_(None))).first()
             if paired is not None:
-                return Target("telegram", f"telegram-{paired.sender_id}", lang)
-            wanted = "auto"  # no Telegram chat to write to: where the owner last wrote
-        if wanted == "cli":
-            return Target("cli", "cli", lang)
+                return Destination("telegram", f"telegram-{paired.sender_id}")
+        query = select(ChatSession).where(ChatSession.user_id == user_id)
         if wanted == "web":
-            return Target("web", last.id if last else "web", lang)
-        if last is None:
-            return Target("cli", "cli", lang)
-        return Target(outbox.channel_of(last.channel), last.id, lang)
+            query = query.where(ChatSession.channel == "web")
+        last = db.exec(query.order_by(col(ChatSession.updated_at).desc()).limit(1)).first()
+    if wanted == "web":
+        return Destination("web", last.id if last else "web")
+    if wanted == "cli" or last is None:
+        return Destination("cli", "cli")
+    return Destination(outbox.channel_of(last.channel), last.id)
 
 
 def batches(rows: list[Proposal]) -> list[list[Proposal]]:
