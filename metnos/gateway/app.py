@@ -30,11 +30,14 @@ from metnos.gateway.routes import (
     approvals,
     audit,
     chat_ws,
+    evolution,
     health,
     login,
+    mnestoma,
     pairing,
     proposals,
     sessions,
+    synt,
     turns,
     undo,
     web,
@@ -120,6 +123,9 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(pairing.router)
     app.include_router(undo.router)
     app.include_router(proposals.router)
+    app.include_router(evolution.router)
+    app.include_router(mnestoma.router)
+    app.include_router(synt.router)
     app.include_router(web.router)
     app.include_router(chat_ws.router)
     login.install(app)  # after the web chat: its `/` wins over the placeholder

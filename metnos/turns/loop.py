@@ -34,6 +34,7 @@ from metnos.errors import LLMError, MetnosError
 from metnos.llm.planner import scrub, to_step
 from metnos.llm.port import LLMReply, RawToolCall
 from metnos.llm.tools import PlanStep
+from metnos.mnestoma import wish
 from metnos.turns import budget as budgets
 from metnos.turns import gate
 from metnos.turns.budget import Budget, LoopDetector
@@ -135,7 +136,7 @@ def step_row(ctx: TurnContext, checked: CheckedStep, outcome: StepOutcome, start
              finished: datetime, seen: list[int]) -> TurnStep:
     """One step of the trace: what was asked, what the policy said, how it ended, and which
     earlier steps' results the model had seen when it asked (the hand-offs, SPEC §2 step 4)."""
-    decision = ("deny" if checked.request is None else
+    decision = ("allow" if wish.noted(checked) else "deny" if checked.request is None else
                 "ask" if checked.approval is not None else "allow")
     return TurnStep(turn_id=ctx.turn_id, seq=checked.seq, executor=checked.step.executor,
                     args_digest=checked.args_digest, decision=decision,
@@ -219,7 +220,8 @@ class AgentLoop:
     def _read_only(self, steps: list[tuple[PlanStep, str | None]]) -> bool:
         if len(steps) < 2:
             return False
-        specs = [self.service.registry.find(step.executor) for step, _ in steps]
+        specs = [self.service.registry.find(step.executor) for step, _ in steps
+                 if step.executor != wish.TOOL]  # a wish changes nothing
         return all(spec is not None and spec.manifest.read_only for spec in specs)
 
     async def _run_in_order(self, steps: list[tuple[PlanStep, str | None]]
@@ -258,6 +260,10 @@ class AgentLoop:
 
     async def _check(self, step: PlanStep) -> CheckedStep:
         self.checked += 1
+        if step.executor == wish.TOOL:  # never the step checker, never the sandbox
+            return await asyncio.to_thread(wish.check, self.service, self.ctx, step,
+                                           seq=self.checked, think=self.thinks,
+                                           trace=list(self.trace))
         return await asyncio.to_thread(self.service.checker.check, self.ctx, step,
                                        seq=self.checked, think=self.thinks)
 
@@ -267,6 +273,9 @@ class AgentLoop:
 
     async def _timed(self, checked: CheckedStep) -> Timed:
         started = utcnow()
+        if wish.noted(checked):
+            assert checked.outcome is not None
+            return checked.outcome, started, started
         done = "\n".join(item["text"] for item in self.ctx.activity)
         outcome = await run_checked(self.service, self.ctx, checked, self.how, done)
         return outcome, started, utcnow()
@@ -278,6 +287,11 @@ class AgentLoop:
         row = step_row(self.ctx, checked, outcome, started, finished, seen)
         self.trace.append(row)
         await asyncio.to_thread(self.service.record.record_step, self.ctx, row)
+        if checked.step.executor == wish.TOOL:  # bookkeeping for the mnestoma, never shown
+            self.convo.tool_result(checked.step.call_id, wish.TOOL, wish.tool_content(
+                outcome, self.ctx.lang) if wish.noted(checked) else tool_content(
+                outcome, self.ctx.lang, warning))
+            return
         self.ctx.activity.append(activity_item(checked, outcome, self.ctx.lang))
         self.convo.tool_result(checked.step.call_id, checked.step.executor,
                                tool_content(outcome, self.ctx.lang, warning))

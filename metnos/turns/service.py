@@ -25,6 +25,7 @@ from metnos.audit import AuditLog
 from metnos.executors.registry import Registry
 from metnos.llm.port import LLMPort
 from metnos.llm.tools import ToolSpec
+from metnos.mnestoma import wish
 from metnos.settings import Settings
 from metnos.turns.checker import StepChecker
 from metnos.turns.context import CheckedStep, Published, TurnContext
@@ -45,7 +46,8 @@ class TurnService:
         self.sandbox_ok = sandbox_ok
         self.guard = Guard(settings, engine)
         self.events = TurnEvents()  # each turn's progress, for the channels (SSE, typing...)
-        self.record = TurnRecord(settings, engine=engine, audit=audit, events=self.events)
+        self.record = TurnRecord(settings, engine=engine, audit=audit, events=self.events,
+                                 registry=lambda: self.registry)
         self.checker = StepChecker(self)
         self.runner = StepRunner(self)
         # a manifest's `effect` → what the host carries out from the validated result (the
@@ -59,8 +61,14 @@ class TurnService:
         key = (lang or ctx.lang, i18n.generation())
         if key not in self._tools:
             self._tools = {k: v for k, v in self._tools.items() if k[1] == key[1]}
-            self._tools[key] = self.registry.tool_specs(key[0])
+            self._tools[key] = self._specs(key[0])
         return self._tools[key]
+
+    def _specs(self, lang: str) -> list[ToolSpec]:
+        """The admitted executors (none may take the built-in `wish`'s name) and, when a
+        model plans, the `wish` tool (metnos.mnestoma.wish)."""
+        specs = [spec for spec in self.registry.tool_specs(lang) if spec.name != wish.TOOL]
+        return [*specs, wish.tool_spec(self.registry, lang)] if self.port is not None else specs
 
     def other_tools(self, ctx: TurnContext) -> dict[str, list[ToolSpec]]:
         """The same tools in each other active language (the embedded planner tries them)."""
