@@ -155,7 +155,9 @@ def test_paths_languages_and_roles(resources: Path) -> None:
     (resources / "_drafts").mkdir()
     (resources / "it" / "_pending").mkdir()
     assert prompts.prompt_languages() == ["en", "it"]
-    assert prompts.roles() == ["planner", "summary", "translator"] == prompts.roles("it")
+    expected = ["planner", "summary", "synt_code", "synt_manifest", "synt_profile",
+                "synt_review", "synt_spec", "synt_tests", "translator", "vaglio_judge"]
+    assert prompts.roles() == expected == prompts.roles("it")
     assert prompts.prompt_path("planner", "it") == resources / "it" / "planner.j2"
     assert prompts.pending_path("planner", "fr") == \
         resources / "fr" / "_pending" / "planner.j2.candidate"
