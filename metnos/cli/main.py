@@ -14,6 +14,7 @@ from metnos.cli import (
     evolution,
     executors,
     login,
+    mnestoma,
     pair,
     proposals,
     synt,
@@ -34,6 +35,7 @@ app.add_typer(pair.app, name="pair")
 app.add_typer(proposals.app, name="proposals")
 app.add_typer(evolution.app, name="evolution")
 app.add_typer(synt.app, name="synt")
+app.add_typer(mnestoma.app, name="mnestoma")
 app.command(name="chat", help=msg("CLI_CHAT_HELP"))(chat.chat)
 app.command(name="undo", help=msg("CLI_UNDO_HELP"))(undo.undo)
 app.command(name="login", help=msg("CLI_LOGIN_HELP"))(login.login)
