@@ -12,9 +12,10 @@ household data says) counts `AFFINITY` when it is one of the tool's affinity wor
 `DESCRIPTION` when it is in its description; a word that shares a stem with one counts one
 less (`_stems`: a common start of ≥ 4 letters, each word at most 3 letters longer: "fatture"
 ~ "fattura", "invoices" ~ "invoice"). The seeds are the (at most `SEEDS`) best tools scoring
-at least `MIN_SCORE` and more than half the best score (a tool sharing only one generic word,
-"folder", with a message another tool matches well is not a seed). An executor with no
-trace yet is a trace of its own.
+at least `MIN_SCORE` and at least a third of the best score (`RELATIVE`: one generic word
+shared with a message another tool matches word for word is not enough; on the scripted
+month a half lost the second habit of ambiguous requests, "annota ..." → lists, not the
+notes' fs_write). An executor with no trace yet is a trace of its own.
 
 When nothing is relevant, the core and the heaviest trace are offered: the household's most
 used habit is the likeliest next need, and the list stays short. The order of the offered
@@ -46,6 +47,7 @@ WISH = "wish"  # the built-in tool of proto-mnests (metnos.mnestoma.wish): alway
 MATCH, AFFINITY, DESCRIPTION = 6, 3, 1  # scores (a stem match counts one less)
 MIN_SCORE = 3  # one affinity word, or a hassil match, or three description words
 SEEDS = 3  # the most relevant tools whose traces are offered
+RELATIVE = 3  # a seed scores at least 1/RELATIVE of the best
 _MIN_STEM, _MAX_TAIL = 4, 3
 
 
@@ -80,7 +82,7 @@ def relevant(tools: Sequence[ToolSpec], text: str, lang: str) -> list[str]:
         if score >= MIN_SCORE:
             scored.append((-score, index, tool.name))
     scored.sort()
-    return [name for score, _, name in scored[:SEEDS] if 2 * score < scored[0][0]]
+    return [name for score, _, name in scored[:SEEDS] if RELATIVE * score <= scored[0][0]]
 
 
 def _hit(word: str, words: frozenset[str], full: int) -> int:

@@ -50,14 +50,30 @@ def graph(engine: Engine) -> nx.Graph:
 
 
 def partition(g: nx.Graph, seed: int = 0) -> tuple[list[set[str]], float]:
-    """Louvain communities of `g` (isolated nodes each their own) and their modularity."""
-    if g.number_of_nodes() == 0:
-        return [], 0.0
-    communities = [set(c) for c in nx.community.louvain_communities(g, weight="weight",
+    """Louvain communities of `g` and their modularity. Isolated nodes are each their own
+    community without running Louvain over them (it would leave them alone anyway, and
+    they add nothing to the modularity): on 10k executors with few hand-offs that is most
+    of the time saved."""
+    alone = [{n} for n in sorted(g.nodes) if g.degree(n) == 0]
+    linked = g.subgraph(n for n in g.nodes if g.degree(n) > 0)
+    if linked.number_of_nodes() == 0:
+        return alone, 0.0
+    communities = [set(c) for c in nx.community.louvain_communities(linked, weight="weight",
                                                                      seed=seed)]
-    if g.size(weight="weight") <= 0:
-        return communities, 0.0
-    return communities, float(nx.community.modularity(g, communities, weight="weight"))
+    if linked.size(weight="weight") <= 0:
+        return communities + alone, 0.0
+    modularity = float(nx.community.modularity(linked, communities, weight="weight"))
+    return communities + alone, modularity
+
+
+def internal_weights(g: nx.Graph, communities: list[set[str]]) -> list[float]:
+    """The sum of the weights of each community's internal edges (one pass over the edges)."""
+    index = {n: i for i, members in enumerate(communities) for n in members}
+    sums = [0.0] * len(communities)
+    for a, b, weight in g.edges(data="weight", default=0.0):
+        if index[a] == index[b]:
+            sums[index[a]] += float(weight)
+    return sums
 
 
 def detect(engine: Engine, settings: Settings, *, seed: int = 0,
@@ -67,13 +83,13 @@ def detect(engine: Engine, settings: Settings, *, seed: int = 0,
     g = graph(engine)
     communities, modularity = partition(g, seed)
     degree = dict(g.degree(weight="weight"))
+    weights = internal_weights(g, communities)
     rows: list[Trace] = []
     with db_session(engine) as db:
         last = db.exec(select(func.max(col(Trace.generation)))).one()
         generation = int(last or 0) + 1
-        for members in communities:
+        for members, weight in zip(communities, weights, strict=True):
             ranked = sorted(members, key=lambda n: (-degree.get(n, 0.0), n))
-            weight = float(g.subgraph(members).size(weight="weight"))
             rows.append(Trace(generation=generation, label=_SEP.join(ranked[:LABEL_SIZE]),
                               members=ranked, weight=weight, modularity=modularity))
         rows.sort(key=lambda t: (-t.weight, t.label))

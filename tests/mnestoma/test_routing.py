@@ -71,8 +71,10 @@ def test_an_italian_invoice_message_gets_the_core_and_the_invoice_trace() -> Non
     assert len(tools) - 1 > SETTINGS.route_above
     offered = route(tools, "Archivia la fattura arrivata stamattina", "it", traces=TRACES,
                     states={}, settings=SETTINGS)
-    # fs_move and pdf_ext share one word with it, archive two: archive is the seed
-    assert names(offered) == {"wish", "fs_find", "fs_read", "notify", "pdf_ext", "archive"}
+    # archive shares two words with it, fs_move and pdf_ext one each: all three are seeds
+    assert names(offered) == {"wish", "fs_find", "fs_read", "notify", "pdf_ext", "archive",
+                              "fs_move", "photo_tag"}
+    assert "fs_write" not in names(offered) and "lists" not in names(offered)
     assert [t.name for t in offered] == [t.name for t in tools if t in offered]  # pool order
 
 
@@ -80,7 +82,8 @@ def test_an_english_photo_message_gets_the_photo_trace_and_not_the_quarantined()
     offered = route(pool("en"), "move the photos to their folder", "en", traces=TRACES,
                     states={"photo_tag": "quarantined", "fs_find": "archived"},
                     settings=SETTINGS)
-    assert names(offered) == {"wish", "fs_read", "notify", "fs_move"}
+    # fs_delete shares "folder" with it: a seed of its own (no trace)
+    assert names(offered) == {"wish", "fs_read", "notify", "fs_move", "fs_delete"}
 
 
 def test_a_relevant_executor_without_a_trace_is_its_own_and_nothing_relevant_the_heaviest(
@@ -95,15 +98,16 @@ def test_a_relevant_executor_without_a_trace_is_its_own_and_nothing_relevant_the
 async def test_a_turn_offers_the_routed_tools_and_reads_the_database_once(
         make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
     home = make_home(llm=scripted_llm, lang="en", METNOS_EVOLUTION_ROUTE_ABOVE="3")
-    (home.workspace / "note.md").write_text("buy milk\n")
+    (home.workspace / "report.txt").write_text("buy milk\n")
     with engine_of(home.settings) as engine:
         plant(engine, {("fs_read", "fs_write"): 5.0, ("fs_find", "fs_move"): 5.0,
                        ("web_fetch", "shell_run"): 1.0})
         traces_mod.detect(engine, home.settings)
-    scripted_llm.enqueue_tool_call("fs_read", {"path": "note.md"})
+    scripted_llm.enqueue_tool_call("fs_read", {"path": "report.txt"})
     scripted_llm.enqueue_text("Your note says: buy milk.")
     async with gateway_client(home, prefect=False) as client:
-        resp = await client.post("/api/turns", json={"text": "read my note", "lang": "en"})
+        resp = await client.post("/api/turns",
+                                 json={"text": "open the file report.txt", "lang": "en"})
         assert resp.json()["status"] == "completed", resp.text
         await wait_closed(client, resp.json()["turn_id"])
         book = thinking._BOOKS[client.app.state.service]  # type: ignore[attr-defined]
