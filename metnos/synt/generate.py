@@ -50,7 +50,10 @@ class Outcome:
 
 def propose(settings: Settings, engine: Engine, proto: ProtoMnest,
             kind: str = "generate", chain: list[str] | None = None) -> Proposal | None:
-    """The generation proposal with its expected cost; None above the cap (audited)."""
+    """The generation proposal with its expected cost; None above the cap (audited), or
+    while no model is configured (the proto-mnest stays open: nothing could generate)."""
+    if not configured(settings.llm):
+        return None
     cost = estimate(settings)
     cap = settings.evolution.synt_max_cost_usd
     if cost.cost_usd is not None and cost.cost_usd > cap:

@@ -175,3 +175,15 @@ async def test_a_near_duplicate_of_an_admitted_executor_is_refused(
     assert not (settings.home / "executors" / "word_counter").exists()
     assert _proposals(engine, "candidate") == []
     engine.dispose()
+
+
+async def test_without_a_model_nothing_is_proposed_for_generation(
+        make_home: MakeHome) -> None:
+    home = make_home(lang="en")
+    engine = engine_of(home.settings)
+    proto_id = _need(home.settings, engine)
+    assert cascade.check(home.settings, engine, load_registry(home.settings)).skipped == [
+        proto_id]
+    assert _proposals(engine, "generate") == []
+    assert proto(engine, proto_id).status == "open"  # proposed once a model is configured
+    engine.dispose()
