@@ -22,7 +22,7 @@ from sqlalchemy.engine import Engine
 
 from metnos import i18n
 from metnos.audit import AuditLog
-from metnos.executors.registry import Registry
+from metnos.executors.registry import Registry, load_registry
 from metnos.llm.port import LLMPort
 from metnos.llm.tools import ToolSpec
 from metnos.mnestoma import wish
@@ -69,6 +69,13 @@ class TurnService:
         model plans, the `wish` tool (metnos.mnestoma.wish)."""
         specs = [spec for spec in self.registry.tool_specs(lang) if spec.name != wish.TOOL]
         return [*specs, wish.tool_spec(self.registry, lang)] if self.port is not None else specs
+
+    def reload_registry(self) -> Registry:
+        """Discover and admit the executors again (a synt candidate was signed or rejected)
+        and forget the tools built from the old registry, so the next turn sees the change."""
+        self.registry = load_registry(self.settings)
+        self._tools = {}
+        return self.registry
 
     def other_tools(self, ctx: TurnContext) -> dict[str, list[ToolSpec]]:
         """The same tools in each other active language (the embedded planner tries them)."""
