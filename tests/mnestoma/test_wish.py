@@ -21,6 +21,7 @@ from metnos.policy.secret_scan import SecretScanner
 from metnos.testing.llm_server import ScriptedLLM
 from tests.mnestoma.test_record import mnestoma, turn
 from tests.support.home import Home, MakeHome, gateway_client
+from tests.support.pdfs import image_only_pdf, text_pdf
 
 TOKEN = "tok-3f9a8c7e1d2b4a6f"
 NOISY = (f"mario.rossi@example.com asked; key {TOKEN}; call +39 347 123 4567 or 0612345678; "
@@ -161,3 +162,23 @@ async def test_the_model_wishes_and_an_executor_wishes_due_once(
     assert stored.result["why"] == wish.scrub(NOISY[:200])
     for leak in ("mario", "rossi", "347", "bank.example", "fatture"):
         assert leak not in stored.result["why"]
+
+
+async def test_pdf_ext_on_an_image_only_scan_wants_ocr(
+        make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
+    home = make_home(llm=scripted_llm, lang="it")
+    image_only_pdf(home.workspace / "scansione.pdf")
+    text_pdf(home.workspace / "fattura.pdf", ["Totale 12,00 EUR"])
+    for name in ("scansione.pdf", "fattura.pdf"):
+        scripted_llm.enqueue_tool_call("pdf_ext", {"path": name})
+    scripted_llm.enqueue_text("Una delle due non ha testo.")
+    async with gateway_client(home, prefect=False) as client:
+        closed = await turn(client, "leggi le due fatture")
+        view = await mnestoma(client)
+    assert [(s["executor"], s["outcome"]) for s in closed["steps"]] == [
+        ("pdf_ext", "done"), ("pdf_ext", "done")]
+    [proto] = view["proto_mnests"]  # the text PDF wanted nothing
+    assert (proto["src"], proto["want"], proto["have_kind"], proto["want_kind"],
+            proto["source"], proto["count"]) == ("pdf_ext", "ocr", "pdf_image", "text",
+                                                 "executor", 1)
+    assert proto["why"] == "il PDF non ha uno strato di testo: solo un OCR potrebbe leggerlo"
