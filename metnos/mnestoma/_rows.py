@@ -22,13 +22,12 @@ from sqlalchemy import (
     delete,
     insert,
     select,
-    tuple_,
+    text,
     update,
 )
 from sqlmodel import SQLModel
 
 MEMORY_TABLES = ("mnest", "proto_mnest", "use_clock", "executor_use", "trace")
-_CHUNK = 5000  # keys per IN (...) when reading rows back
 
 Snapshot = dict[str, dict[str, Any]]
 Shape = dict[str, tuple[list[str], list[tuple[Any, ...]]]]  # table → (columns, keys)
@@ -71,13 +70,23 @@ def encode(value: Any) -> Any:
 
 
 
-def keys_of(snapshot: Snapshot) -> set[tuple[str, str]]:
-    """(table, canonical primary key) of every row a snapshot names."""
-    out: set[tuple[str, str]] = set()
+def weights_moved(found: Iterable[Sequence[Any]]) -> tuple[Snapshot, Snapshot]:
+    """The snapshots of a bulk change of mnest weights from its (src, dst, old, new) rows."""
+    rows = sorted(tuple(r) for r in found)
+    columns = ["src", "dst", "weight"]
+    return ({"mnest": {"columns": columns, "absent": [],
+                       "rows": [[s, d, float(b)] for s, d, b, _ in rows]}},
+            {"mnest": {"columns": columns, "absent": [],
+                       "rows": [[s, d, float(a)] for s, d, _, a in rows]}})
+
+
+def keys_of(snapshot: Snapshot) -> set[tuple[str, tuple[Any, ...]]]:
+    """(table, primary key) of every row a snapshot names."""
+    out: set[tuple[str, tuple[Any, ...]]] = set()
     for name, part in snapshot.items():
         width = len(table_of(name).primary_key.columns)
-        out.update((name, canonical(r[:width])) for r in part["rows"])
-        out.update((name, canonical(k)) for k in part["absent"])
+        out.update((name, tuple(r[:width])) for r in part["rows"])
+        out.update((name, tuple(k)) for k in part["absent"])
     return out
 
 
@@ -120,22 +129,28 @@ def shape_of_changes(changes: Iterable[RowChange]) -> Shape:
 
 
 def read(conn: Connection, shape: Shape) -> Snapshot:
+    """The rows of `shape` as they are now: one query a table, joined to the keys (unnest)."""
     out: Snapshot = {}
     for name, (columns, keys) in shape.items():
-        table = table_of(name)
-        width = len(table.primary_key.columns)
-        seen: dict[str, list[Any]] = {}
-        for start in range(0, len(keys), _CHUNK):
-            chunk = keys[start:start + _CHUNK]
-            where = tuple_(*table.primary_key.columns).in_(chunk)
-            for row in conn.execute(select(*[table.c[c] for c in columns]).where(where)):
-                values = [encode(v) for v in row]
-                seen[canonical(values[:width])] = values
-        rows = [seen[canonical(list(k))] for k in keys if canonical(list(k)) in seen]
-        absent = [list(k) for k in keys if canonical(list(k)) not in seen]
+        pk = list(table_of(name).primary_key.columns)
+        width = len(pk)
+        arrays = ", ".join(f"CAST(:k{i} AS {c.type.compile(dialect=conn.dialect)}[])"
+                           for i, c in enumerate(pk))
+        on = " AND ".join(f't."{c.name}" = k.k{i}' for i, c in enumerate(pk))
+        found = conn.execute(text(
+            f'SELECT {", ".join(f"t.{_quote(c)}" for c in columns)} FROM {_quote(name)} AS t '
+            f'JOIN unnest({arrays}) AS k({", ".join(f"k{i}" for i in range(width))}) ON {on}'),
+            {f"k{i}": [k[i] for k in keys] for i in range(width)})
+        seen = {tuple(row[:width]): [encode(v) for v in row] for row in found}
+        rows = [seen[tuple(k)] for k in keys if tuple(k) in seen]
+        absent = [list(k) for k in keys if tuple(k) not in seen]
         out[name] = {"columns": columns, "rows": rows, "absent": absent}
     return out
 
+
+def _quote(identifier: str) -> str:
+    """A column or table name of our own metadata, quoted."""
+    return '"' + identifier.replace('"', '""') + '"'
 
 
 def change(conn: Connection, change: RowChange) -> None:

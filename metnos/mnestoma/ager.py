@@ -31,7 +31,7 @@ from sqlalchemy import Engine, text
 from metnos import i18n
 from metnos.audit import AuditLog, open_audit_log
 from metnos.db.engine import database_url, make_engine
-from metnos.mnestoma.lifecycle import decay, move_executor
+from metnos.mnestoma.lifecycle import decay, move_executor, move_many
 from metnos.mnestoma.moves import Actor, EvolutionError
 from metnos.pairing.service import OWNER_USER_ID
 from metnos.proposals.models import Proposal
@@ -125,12 +125,12 @@ def _cycle(engine: Engine, settings: Settings, audit: AuditLog,
 def _release_used(engine: Engine, actor: Actor, report: AgerReport) -> None:
     with engine.connect() as conn:
         names = conn.execute(text("SELECT name FROM executor_use WHERE state = 'quarantined' "
-                                  "AND last_clock > state_clock ORDER BY name")).scalars().all()
+                                  "AND last_clock > state_clock")).scalars().all()
     why = i18n.get("MSG_EVOLUTION_WHY_USED_AGAIN")
-    for name in names:
-        report.moves.append(_state_move(engine, name, "release", actor, why,
-                                        "MSG_EVOLUTION_WHY_USED_AGAIN", report))
-        report.released.append(name)
+    done = move_many(engine, "release", dict.fromkeys(names, why), actor,
+                     reason="MSG_EVOLUTION_WHY_USED_AGAIN")
+    report.moves.extend(m.id for m in done)
+    report.released.extend(m.target for m in done)
 
 
 def _quarantine_idle(engine: Engine, settings: Settings, actor: Actor,
@@ -140,20 +140,14 @@ def _quarantine_idle(engine: Engine, settings: Settings, actor: Actor,
         rows = conn.execute(text(
             "SELECT name, :c - GREATEST(last_clock, state_clock) FROM executor_use "
             "WHERE state = 'active' AND NOT (name = ANY(CAST(:core AS varchar[]))) "
-            "AND :c - GREATEST(last_clock, state_clock) >= :after ORDER BY name"),
+            "AND :c - GREATEST(last_clock, state_clock) >= :after"),
             {"c": report.clock, "core": list(settings.evolution.route_core),
              "after": after}).all()
-    for name, idle in rows:
-        why = i18n.get("MSG_EVOLUTION_WHY_QUARANTINE", None, idle=int(idle), after=after)
-        report.moves.append(_state_move(engine, name, "quarantine", actor, why,
-                                        "MSG_EVOLUTION_WHY_QUARANTINE", report))
-        report.quarantined.append(name)
-
-
-def _state_move(engine: Engine, name: str, kind: str, actor: Actor, why: str, reason: str,
-                report: AgerReport) -> str:
-    frm = ("quarantined",) if kind == "release" else ("active",)
-    return move_executor(engine, name, kind, actor, why, reason=reason, only_from=frm).id
+    why = {name: i18n.get("MSG_EVOLUTION_WHY_QUARANTINE", None, idle=int(idle), after=after)
+           for name, idle in rows}
+    done = move_many(engine, "quarantine", why, actor, reason="MSG_EVOLUTION_WHY_QUARANTINE")
+    report.moves.extend(m.id for m in done)
+    report.quarantined.extend(m.target for m in done)
 
 
 def _propose_archiving(engine: Engine, settings: Settings, report: AgerReport) -> None:
@@ -197,7 +191,9 @@ def cycle_instance(settings: Settings) -> AgerReport:
     """`cycle` on the instance's database, registry and audit log."""
     engine = make_engine(database_url(settings))
     try:
-        with open_audit_log(settings) as audit:
+        # a signed checkpoint every 64 lines and at close, not after each (a cycle may write
+        # one line per executor it quarantines)
+        with open_audit_log(settings, checkpoint_every=64) as audit:
             return cycle(engine, settings, audit)
     finally:
         engine.dispose()

@@ -14,11 +14,13 @@ offered to the model and a step naming it is refused.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from datetime import timedelta
+from typing import Any
 
-from sqlalchemy import Engine, text
+from sqlalchemy import Engine, insert, text
 
-from metnos.mnestoma._rows import Snapshot
+from metnos.mnestoma._rows import Snapshot, table_of, weights_moved
 from metnos.mnestoma.models import EvolutionMove
 from metnos.mnestoma.moves import (
     Actor,
@@ -27,6 +29,7 @@ from metnos.mnestoma.moves import (
     apply_locked,
     clock_of,
     lock,
+    next_stamp,
     refuse,
     store,
 )
@@ -61,12 +64,45 @@ def move_executor(engine: Engine, name: str, kind: str, actor: Actor, motivation
         raise
 
 
+def move_many(engine: Engine, kind: str, why: Mapping[str, str], actor: Actor, *,
+              reason: str) -> list[EvolutionMove]:
+    """The same state move on many executors (`why`: name → motivation) in one transaction,
+    one move and one audit line each, in name order (the ager's releases and quarantines);
+    those with no row or in a state the move does not start from are left alone."""
+    if not why:
+        return []
+    names = sorted(why)
+    with engine.begin() as conn:
+        lock(conn)
+        clock, stamp = clock_of(conn), next_stamp(conn)
+        rows = conn.execute(text(
+            "SELECT name, state, state_clock FROM executor_use WHERE name = ANY(CAST(:n AS "
+            "varchar[])) AND state = ANY(CAST(:s AS varchar[])) ORDER BY name FOR UPDATE"),
+            {"n": names, "s": list(SOURCES[kind])}).all()
+        conn.execute(text("UPDATE executor_use SET state = :t, state_clock = :c "
+                          "WHERE name = ANY(CAST(:n AS varchar[]))"),
+                     {"t": TARGET[kind], "c": clock, "n": [r[0] for r in rows]})
+        out, columns = [], ["name", "state", "state_clock"]
+        pending: list[dict[str, Any]] = []
+        for n, (name, state, since) in enumerate(rows):
+            before: Snapshot = {"executor_use": {"columns": columns, "absent": [],
+                                                 "rows": [[name, state, since]]}}
+            after: Snapshot = {"executor_use": {"columns": columns, "absent": [],
+                                                "rows": [[name, TARGET[kind], clock]]}}
+            out.append(store(conn, kind, name, why[name], before, after, actor, reason=reason,
+                             clock=clock, created_at=stamp + timedelta(microseconds=n),
+                             pending=pending))
+        if pending:
+            conn.execute(insert(table_of("evolution_move")), pending)
+        return out
+
+
 def decay(engine: Engine, *, upto: int, amount: float, actor: Actor,
           motivation: Callable[[int], str]) -> EvolutionMove | None:
     """Every mnest last reinforced at use clock `upto` or before loses `amount` of weight
     (never below 0): one move for all of them (`motivation(count)` its text), None when there
-    was none. One statement, so it
-    grows linearly with the mnestoma; `updated_at` stays the time of the last reinforcement."""
+    was none. One statement, so it grows linearly with the mnestoma; `updated_at` stays the
+    time of the last reinforcement."""
     with engine.begin() as conn:
         lock(conn)
         found = conn.execute(text(
@@ -77,11 +113,6 @@ def decay(engine: Engine, *, upto: int, amount: float, actor: Actor,
             "RETURNING m.src, m.dst, old.weight, m.weight"), {"upto": upto, "d": amount}).all()
         if not found:
             return None
-        rows = sorted(tuple(r) for r in found)
-        columns = ["src", "dst", "weight"]
-        before: Snapshot = {"mnest": {"columns": columns, "absent": [],
-                                      "rows": [[s, d, float(b)] for s, d, b, _ in rows]}}
-        after: Snapshot = {"mnest": {"columns": columns, "absent": [],
-                                     "rows": [[s, d, float(a)] for s, d, _, a in rows]}}
-        return store(conn, "decay", f"{len(rows)} mnests", motivation(len(rows)), before,
+        before, after = weights_moved(found)
+        return store(conn, "decay", f"{len(found)} mnests", motivation(len(found)), before,
                      after, actor, reason="MSG_EVOLUTION_WHY_DECAY")

@@ -22,9 +22,11 @@ one first). `dump` is the deterministic text of the memory tables the acceptance
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import Any
 
 from sqlalchemy import Connection, Engine, insert, select, text, update
 
@@ -45,6 +47,7 @@ from metnos.mnestoma._rows import (
     restore,
     shape_of_changes,
     table_of,
+    weights_moved,
 )
 from metnos.mnestoma._rows import change as change_row
 from metnos.mnestoma.models import EvolutionMove
@@ -97,18 +100,24 @@ def apply_locked(conn: Connection, kind: str, target: str, motivation: str,
 
 def store(conn: Connection, kind: str, target: str, motivation: str, before: Snapshot,
           after: Snapshot, actor: Actor, *, reason: str, undoes: str | None = None,
-          ) -> EvolutionMove:
+          clock: int | None = None, created_at: datetime | None = None,
+          pending: list[dict[str, Any]] | None = None) -> EvolutionMove:
     """Record a move made in this transaction, with its audit line (written before the commit:
-    no move is ever kept without one)."""
+    no move is ever kept without one). A batch passes its `clock`, strictly increasing
+    `created_at` stamps (from `next_stamp`) and a `pending` list it inserts itself, at once."""
     row = EvolutionMove(id=new_id(), kind=kind, target=target, motivation=motivation,
-                        before=before, after=after, clock=clock_of(conn), undoes=undoes,
-                        created_at=_next_stamp(conn))
+                        before=before, after=after, undoes=undoes,
+                        clock=clock_of(conn) if clock is None else clock,
+                        created_at=created_at or next_stamp(conn))
     record = actor.audit.append(
         sender=actor.sender, channel=actor.channel, action=f"evolution.{kind}",
         action_id=row.id, args={"target": target, "motivation": motivation, "undoes": undoes},
         decision="allow", reason=reason, outcome="done")
     row.audit_seq = record.seq
-    conn.execute(insert(table_of("evolution_move")).values(**row.model_dump()))
+    if pending is not None:
+        pending.append(row.model_dump())
+    else:
+        conn.execute(insert(table_of("evolution_move")).values(**row.model_dump()))
     return row
 
 
@@ -130,17 +139,17 @@ def undo(engine: Engine, move_id: str, actor: Actor) -> EvolutionMove:
             if move is None:
                 raise EvolutionError("ERR_EVOLUTION_MOVE_NOT_FOUND", move_id=move_id[:80])
             _check_undoable(conn, move)
-            shape = _shape_of(move.before)
-            now = read(conn, shape)
             if move.kind == "decay":
-                _give_back(conn, move)
+                now, then = _give_back(conn, move)
             else:
+                shape = _shape_of(move.before)
+                now = read(conn, shape)
                 restore(conn, move.before)
+                then = read(conn, shape)
             why = i18n.get("MSG_EVOLUTION_WHY_UNDO", None, move_id=move.id,
                            kind=i18n.get(f"MSG_EVOLUTION_KIND_{move.kind.upper()}"))
-            back = store(conn, OPPOSITE.get(move.kind, "undo"), move.target, why, now,
-                         read(conn, shape), actor, reason="MSG_EVOLUTION_WHY_UNDO",
-                         undoes=move.id)
+            back = store(conn, OPPOSITE.get(move.kind, "undo"), move.target, why, now, then,
+                         actor, reason="MSG_EVOLUTION_WHY_UNDO", undoes=move.id)
             table = table_of("evolution_move")
             conn.execute(update(table).where(table.c.id == move.id).values(undone_by=back.id))
             return back
@@ -183,19 +192,23 @@ def _shape_of(snapshot: Snapshot) -> Shape:
     return shape
 
 
-def _give_back(conn: Connection, move: EvolutionMove) -> None:
+def _give_back(conn: Connection, move: EvolutionMove) -> tuple[Snapshot, Snapshot]:
     """Undo a decay: each mnest gets back what it lost (its old weight exactly, unless it was
-    reinforced since: then the reinforcement is kept on top)."""
-    before, after = move.before["mnest"]["rows"], move.after["mnest"]["rows"]
-    lost = {(s, d): w for s, d, w in after}
-    rows = [(s, d, w, lost[(s, d)]) for s, d, w in before if (s, d) in lost]
-    conn.execute(text(
+    reinforced since: then the reinforcement is kept on top). One statement; returns the
+    weights before and after it."""
+    lost = {(s, d): w for s, d, w in move.after["mnest"]["rows"]}
+    rows = [{"s": s, "d": d, "b": w, "a": lost[(s, d)]}
+            for s, d, w in move.before["mnest"]["rows"] if (s, d) in lost]
+    found = conn.execute(text(
+        "WITH v AS (SELECT * FROM json_to_recordset(CAST(:rows AS json)) "
+        "AS v(s varchar, d varchar, b float8, a float8)), "
+        "old AS (SELECT m.src, m.dst, m.weight FROM mnest AS m JOIN v "
+        "ON m.src = v.s AND m.dst = v.d FOR UPDATE OF m) "
         "UPDATE mnest AS m SET weight = CASE WHEN m.weight = v.a THEN v.b "
-        "ELSE m.weight + (v.b - v.a) END "
-        "FROM unnest(CAST(:s AS varchar[]), CAST(:d AS varchar[]), CAST(:b AS float8[]), "
-        "CAST(:a AS float8[])) AS v(s, d, b, a) WHERE m.src = v.s AND m.dst = v.d"),
-        {"s": [r[0] for r in rows], "d": [r[1] for r in rows], "b": [r[2] for r in rows],
-         "a": [r[3] for r in rows]})
+        "ELSE m.weight + (v.b - v.a) END FROM v, old "
+        "WHERE m.src = v.s AND m.dst = v.d AND old.src = m.src AND old.dst = m.dst "
+        "RETURNING m.src, m.dst, old.weight, m.weight"), {"rows": json.dumps(rows)}).all()
+    return weights_moved(found)
 
 
 def clock_of(conn: Connection) -> int:
@@ -225,7 +238,7 @@ def history(engine: Engine, limit: int = 100) -> list[EvolutionMove]:
         return [EvolutionMove.model_validate(dict(r)) for r in rows.mappings()]
 
 
-def _next_stamp(conn: Connection) -> datetime:
+def next_stamp(conn: Connection) -> datetime:
     """Now, strictly after the latest move (under the lock): moves are ordered by it."""
     latest = conn.execute(text("SELECT max(created_at) FROM evolution_move")).scalar()
     now = utcnow()
