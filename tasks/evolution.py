@@ -10,11 +10,13 @@ from typing import Any, TypeVar
 
 from prefect import task
 from prefect.cache_policies import NO_CACHE
+from prefect.client.schemas.objects import State
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
 from metnos.db.engine import database_url, make_engine
 from metnos.executors.registry import load_registry
-from metnos.mnestoma import introvert, traces
+from metnos.mnestoma import ager, introvert, traces
 from metnos.settings import Settings, get_settings
 
 T = TypeVar("T")
@@ -62,3 +64,23 @@ def _introvert(engine: Engine, settings: Settings) -> dict[str, Any]:
 @task(name="introvert", cache_policy=NO_CACHE, persist_result=False)
 async def introvert_task() -> dict[str, Any]:
     return await asyncio.to_thread(with_engine, _introvert)
+
+
+# -- the ager: checked on a schedule, one query; a cycle when ager_every invocations passed
+def _transient(task: object, task_run: object, state: State[Any]) -> bool:
+    """Retry only what a moment may cure: the database unreachable or the connection lost."""
+    return isinstance(state.data, OperationalError | InterfaceError | DisconnectionError)
+
+
+@task(name="ager-due", cache_policy=NO_CACHE, persist_result=False, retries=3,
+      retry_delay_seconds=[2, 10, 30], retry_condition_fn=_transient)
+async def ager_due_task() -> bool:
+    return await asyncio.to_thread(ager.due_instance, get_settings())
+
+
+# idempotent: a cycle re-checks `due` under its lock, moves already made stay made
+@task(name="ager-cycle", cache_policy=NO_CACHE, persist_result=False, retries=2,
+      retry_delay_seconds=[5, 30], retry_condition_fn=_transient, timeout_seconds=900)
+async def ager_cycle_task() -> dict[str, Any]:
+    report = await asyncio.to_thread(ager.cycle_instance, get_settings())
+    return report.to_dict()
