@@ -18,14 +18,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import Any
 
 import networkx as nx
-from sqlalchemy import func
+from sqlalchemy import func, insert
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from metnos.audit import AuditLog, open_audit_log
 from metnos.db.engine import session as db_session
+from metnos.db.models import utcnow
 from metnos.mnestoma.models import ExecutorUse, Mnest, Trace
 from metnos.settings import Settings
 
@@ -84,19 +86,20 @@ def detect(engine: Engine, settings: Settings, *, seed: int = 0,
     communities, modularity = partition(g, seed)
     degree = dict(g.degree(weight="weight"))
     weights = internal_weights(g, communities)
-    rows: list[Trace] = []
+    rows: list[dict[str, Any]] = []
     with db_session(engine) as db:
         last = db.exec(select(func.max(col(Trace.generation)))).one()
         generation = int(last or 0) + 1
         for members, weight in zip(communities, weights, strict=True):
             ranked = sorted(members, key=lambda n: (-degree.get(n, 0.0), n))
-            rows.append(Trace(generation=generation, label=_SEP.join(ranked[:LABEL_SIZE]),
-                              members=ranked, weight=weight, modularity=modularity))
-        rows.sort(key=lambda t: (-t.weight, t.label))
-        db.add_all(rows)
+            rows.append({"generation": generation, "label": _SEP.join(ranked[:LABEL_SIZE]),
+                         "members": ranked, "weight": weight, "modularity": modularity,
+                         "detected_at": utcnow()})
+        if rows:  # one bulk statement of plain rows: thousands of singletons at scale
+            db.execute(insert(Trace), rows)
     _audit(settings, audit, generation=generation, traces=len(rows),
            modularity=round(modularity, 6), nodes=g.number_of_nodes(), edges=g.number_of_edges())
-    return rows
+    return current(engine) if rows else []
 
 
 def current(engine: Engine) -> list[Trace]:
