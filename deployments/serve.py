@@ -12,6 +12,7 @@ from __future__ import annotations
 from prefect import serve
 from prefect.schedules import Cron, Interval
 
+from flows.ager import ager
 from flows.audit_check import audit_check
 from flows.introvert import introvert
 from flows.reminder import reminder
@@ -46,6 +47,11 @@ def main() -> None:
         reminder.to_deployment(  # type: ignore[arg-type]
             name="at", description="At a reminder's time, make its message due (the gateway "
             "delivers it to the chat it was set from)."),
+        # time is use: the check is one query, a cycle runs only after ager_every invocations
+        ager.to_deployment(  # type: ignore[arg-type]
+            name="check", schedules=[Interval(300)],
+            description="Every 5 minutes, one query: an ager cycle when [evolution] ager_every "
+            "invocations passed since the last one (a sleeping system does not age)."),
         limit=4,
     )
 
