@@ -33,6 +33,7 @@ ACTION = "proposal.answer"
 _STATUS = {"ERR_PROPOSAL_NOT_FOUND": 404, "ERR_PROPOSAL_NOT_YOURS": 404,
            "ERR_PROPOSAL_ALREADY_DECIDED": 409, "ERR_PROPOSAL_KIND_UNKNOWN": 422,
            "ERR_PROPOSAL_ACCEPT_FAILED": 502}
+RELOADS = frozenset({"candidate"})  # kinds whose acceptance signs an executor
 _PAST_VAGLIO = ("queued", "delivered", "accepted", "dismissed", "ignored")
 
 
@@ -115,4 +116,6 @@ def answer_proposal(service: TurnService, proposal_id: str, answer: str, *, user
     service.audit.append(sender=sender, channel=channel, action=ACTION, action_id=row.id,
                          decision="allow", reason=f"MSG_PROPOSAL_{row.status.upper()}",
                          outcome=row.status)
+    if row.status == "accepted" and row.kind in RELOADS:  # the pool changed: the next turn
+        service.reload_registry()                         # sees the signed executor
     return row
