@@ -23,13 +23,14 @@ tools is the pool's, so the prompt of one routed set is always the same.
 
 `RouteBook` reads what routing needs from the database once per turn (the newest trace
 generation and the executors' states; the traces themselves only when a new generation
-landed), so later model calls of the same turn cost no query.
+landed) and keeps the turn's routed list, so later model calls of the same turn cost no
+query and no scoring.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 
@@ -118,6 +119,7 @@ class RouteBook:
     _generation: int | None = None
     _traces: list[Trace] = field(default_factory=list)
     _states: dict[str, str] = field(default_factory=dict)
+    _offered: tuple[str, int, list[ToolSpec]] | None = None  # turn, id of its tools, routed
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def view(self, turn_id: str) -> tuple[list[Trace], dict[str, str]]:
@@ -127,6 +129,17 @@ class RouteBook:
                 self._refresh()
                 self._turn = turn_id
             return self._traces, self._states
+
+    def routed(self, turn_id: str, tools: list[ToolSpec],
+               choose: Callable[[list[Trace], dict[str, str]], list[ToolSpec]]) -> list[ToolSpec]:
+        """`choose(traces, states)` once per turn (and per list of tools), then kept."""
+        memo = self._offered
+        if memo is not None and memo[0] == turn_id and memo[1] == id(tools):
+            return memo[2]
+        traces, states = self.view(turn_id)
+        offered = choose(traces, states)
+        self._offered = (turn_id, id(tools), offered)
+        return offered
 
     def _refresh(self) -> None:
         with self.engine.connect() as conn:

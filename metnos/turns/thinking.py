@@ -68,8 +68,9 @@ def routed(service: TurnService, ctx: TurnContext) -> list[ToolSpec]:
     book = _BOOKS.get(service)
     if book is None:
         book = _BOOKS[service] = RouteBook(service.engine)
-    traces, states = book.view(ctx.turn_id)
-    offered = route(service.tools(ctx), ctx.text, ctx.lang, traces=traces, states=states,
-                    settings=service.settings.evolution)
+    tools = service.tools(ctx)
+    offered = book.routed(ctx.turn_id, tools, lambda traces, states: route(
+        tools, ctx.text, ctx.lang, traces=traces, states=states,
+        settings=service.settings.evolution))
     ctx.timings["route"] = ctx.timings.get("route", 0.0) + (time.perf_counter() - started) * 1000
     return offered
