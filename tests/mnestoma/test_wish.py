@@ -19,6 +19,7 @@ from metnos.mnestoma import wish
 from metnos.mnestoma.record import Memory
 from metnos.policy.secret_scan import SecretScanner
 from metnos.testing.llm_server import ScriptedLLM
+from tests.approvals.test_approval_flow import wait_status
 from tests.mnestoma.test_record import mnestoma, turn
 from tests.support.home import Home, MakeHome, gateway_client
 from tests.support.pdfs import image_only_pdf, text_pdf
@@ -182,3 +183,22 @@ async def test_pdf_ext_on_an_image_only_scan_wants_ocr(
             proto["source"], proto["count"]) == ("pdf_ext", "ocr", "pdf_image", "text",
                                                  "executor", 1)
     assert proto["why"] == "il PDF non ha uno strato di testo: solo un OCR potrebbe leggerlo"
+
+
+@pytest.mark.xfail(strict=True, reason="metnos/turns/pipeline.py `_untrusted` takes a name "
+                   "with no executor (the built-in `wish`) for outside data: a session's next "
+                   "turn is tainted by an earlier wish (the lead's fix: `wish` is trusted)")
+async def test_an_earlier_wish_does_not_taint_the_next_turn(
+        make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
+    home = make_home(llm=scripted_llm, lang="en", autonomy="Full")
+    scripted_llm.enqueue_tool_call("wish", {"capability": "ocr", "why": "a scan"})
+    scripted_llm.enqueue_text("I cannot read scans yet.")
+    scripted_llm.enqueue_tool_call("fs_write", {"path": "note.md", "content": "scan"})
+    scripted_llm.enqueue_text("Noted in note.md.")
+    async with gateway_client(home, prefect=False) as client:
+        first = (await client.post("/api/turns", json={"text": "read my scan"})).json()
+        await wait_status(client, first["turn_id"], "completed")
+        second = (await client.post("/api/turns", json={
+            "text": "then write it down", "session_id": first["session_id"]})).json()
+    assert second["status"] == "completed", second
+    assert (home.workspace / "note.md").read_text() == "scan"
