@@ -35,6 +35,7 @@ from fastapi import FastAPI
 
 from metnos.channels.telegram.config import load_config
 from metnos.channels.telegram.proposals import keyboard
+from metnos.notify import effect as notify
 from metnos.pairing.service import OWNER_USER_ID
 from metnos.proposals import delivery as proposals
 from metnos.proposals import store, vaglio
@@ -161,6 +162,7 @@ def with_reminders(app: FastAPI, scheduler: Scheduler | None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
         async with inner(app) as state:
             service: TurnService = app.state.service
+            service.effects[notify.EFFECT] = notify.effect(service)  # needs no scheduler
             if scheduler is not None:
                 service.effects[EFFECT] = effect(service, scheduler)
             config = load_config(service.settings)

@@ -9,16 +9,21 @@ whichever executor declares it. The checks themselves are code (SPEC §4: securi
   address unless the host allows it); the host, never the model, adds `allow_private`;
 - `list_name`: a list's name gets its file, `lists/<slug>.md` (`metnos.lists`), resolved in
   the workspace like any path argument; the host, never the model, sets `path`, so the
-  before-record covers exactly the list's file.
+  before-record covers exactly the list's file;
+- `archive_destination`: an archive's category and year give the file its place,
+  `archive/<year>/<category>/<name>` (`metnos.archiving`); the host, never the model, sets
+  `dst`, so the before-record covers both ends of the move.
+A check sees the arguments checked so far (paths resolved already).
 A failing check raises `PolicyDenied` with its i18n key.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from metnos.archiving import archive_destination
 from metnos.errors import PolicyDenied
 from metnos.lists import list_path
 from metnos.policy.paths import resolve_in_workspace
@@ -26,21 +31,25 @@ from metnos.policy.shell import check_command
 from metnos.policy.urls import check_url
 from metnos.settings import Settings
 
-# (settings, input name, value) -> the arguments to set (the checked value, and any the host adds)
-HostCheck = Callable[[Settings, str, Any], dict[str, Any]]
+# (settings, input name, value, the arguments so far) -> the arguments to set (the checked
+# value, and any the host adds)
+HostCheck = Callable[[Settings, str, Any, Mapping[str, Any]], dict[str, Any]]
 
 
-def _shell_command(settings: Settings, name: str, value: Any) -> dict[str, Any]:
+def _shell_command(settings: Settings, name: str, value: Any,
+                   args: Mapping[str, Any]) -> dict[str, Any]:
     check_command(str(value), settings.policy.shell_allow)
     return {name: value}
 
 
-def _url(settings: Settings, name: str, value: Any) -> dict[str, Any]:
+def _url(settings: Settings, name: str, value: Any,
+         args: Mapping[str, Any]) -> dict[str, Any]:
     allow = settings.sandbox.web_allow_private
     return {name: check_url(str(value), allow_private=allow), "allow_private": allow}
 
 
-def _list_name(settings: Settings, name: str, value: Any) -> dict[str, Any]:
+def _list_name(settings: Settings, name: str, value: Any,
+               args: Mapping[str, Any]) -> dict[str, Any]:
     path = list_path(str(value))
     if path is None:
         raise PolicyDenied("ERR_EXECUTOR_ARG_INVALID", arg=name)
@@ -52,7 +61,8 @@ def _list_name(settings: Settings, name: str, value: Any) -> dict[str, Any]:
 
 
 HOST_CHECKS: dict[str, HostCheck] = {"shell_command": _shell_command, "url": _url,
-                                     "list_name": _list_name}
+                                     "list_name": _list_name,
+                                     "archive_destination": archive_destination}
 
 
 def apply_host_checks(settings: Settings, checks: dict[str, str],
@@ -62,5 +72,5 @@ def apply_host_checks(settings: Settings, checks: dict[str, str],
     out = dict(args)
     for name, check in checks.items():
         if name in args:
-            out.update(HOST_CHECKS[check](settings, name, args[name]))
+            out.update(HOST_CHECKS[check](settings, name, args[name], out))
     return out

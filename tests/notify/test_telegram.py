@@ -14,7 +14,6 @@ from asgi_lifespan import LifespanManager
 from metnos.db.engine import database_url, make_engine
 from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
-from metnos.notify.effect import EFFECT, effect
 from metnos.reminders import outbox
 from metnos.testing.telegram_server import FakeTelegram
 from tests.gateway.test_turns import wait_closed
@@ -42,8 +41,6 @@ async def test_a_notification_goes_to_the_preferred_telegram_chat(
                 httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app),
                                   base_url=GATEWAY_BASE, headers=home.auth(),
                                   timeout=60) as client):
-        service = app.state.service
-        service.effects[EFFECT] = effect(service)  # as the gateway's composition wires it
         await pair(client, telegram, ANNA)  # the first pairing: Anna is the owner
         before = len(telegram.sent_texts(ANNA))
         telegram.push_message(ANNA, "elenca i file", language_code="it")
