@@ -35,6 +35,7 @@ bench: $(STAMP)
 	$(PY) bench/hot_paths.py
 	$(PY) bench/sandbox_limits.py
 	$(PY) -m tests.support.services -- $(PY) bench/chat_concurrency.py
+	$(PY) -m tests.support.services -- $(PY) bench/mnestoma_scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

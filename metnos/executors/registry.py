@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 KEY_PURPOSE = "executors"
+RESERVED_NAMES = frozenset({"wish"})  # the loop's own tools (metnos.mnestoma.wish)
 # a folder the synt generated, waiting for the owner (`metnos synt sign`): never admitted
 CANDIDATE_FILE = "CANDIDATE.json"
 
@@ -164,6 +165,11 @@ def admit(
     """Verify each spec's signature; the valid ones are admitted, the others refused."""
     registry = Registry(refused=list(problems))
     for spec in specs:
+        if spec.name in RESERVED_NAMES:  # a built-in tool of the loop has this name
+            log.warning("executors.refused name=%s key=ERR_EXECUTOR_NAME_RESERVED", spec.name)
+            registry.refused.append(Refusal(spec.name, "ERR_EXECUTOR_NAME_RESERVED",
+                                            {"name": spec.name}))
+            continue
         if (spec.folder / CANDIDATE_FILE).exists():
             log.warning("executors.refused name=%s key=ERR_EXECUTOR_CANDIDATE", spec.name)
             registry.refused.append(Refusal(spec.name, "ERR_EXECUTOR_CANDIDATE",

@@ -109,6 +109,8 @@ class EvolutionMove(SQLModel, table=True):
     `evolution undo` restores the previous state exactly."""
 
     __tablename__ = "evolution_move"
+    __table_args__ = (Index("evolution_move_created", "created_at"),
+                      Index("evolution_move_kind", "kind", "undone_by"))
 
     id: str = Field(default_factory=new_id, primary_key=True)
     kind: str  # decay | quarantine | release | archive | restore | fuse | defuse | compose ...

@@ -27,6 +27,7 @@ from metnos.errors import MetnosError
 from metnos.proposals.models import ORIGINS, Proposal
 from metnos.settings import Settings
 
+BOOKKEEPING = frozenset({"batch"})  # payload keys that say when, not what
 Handler = Callable[[Engine, Proposal], None]  # runs when the owner accepts a proposal
 _HANDLERS: dict[str, Handler] = {}
 
@@ -48,7 +49,9 @@ class Draft:
     scheduled: bool = False
 
     def fingerprint(self) -> str:
-        body = json.dumps([self.kind, self.target, self.payload, self.action],
+        """What makes two proposals the same: not which night's batch carried them."""
+        same = {k: v for k, v in self.payload.items() if k not in BOOKKEEPING}
+        body = json.dumps([self.kind, self.target, same, self.action],
                           sort_keys=True, ensure_ascii=False, default=str)
         return hashlib.sha256(body.encode()).hexdigest()[:32]
 

@@ -23,6 +23,8 @@ from metnos import i18n
 from metnos.db.models import utcnow
 from metnos.llm.embedded import plan_embedded
 from metnos.llm.port import LLMReply
+from metnos.mnestoma.record import WISH
+from metnos.synt import composition
 from metnos.turns import gate, history, language
 from metnos.turns.budget import Budget
 from metnos.turns.context import TurnContext
@@ -135,7 +137,12 @@ async def _open(service: TurnService, ctx: TurnContext) -> tuple[Conversation, h
     if window.sources:  # earlier outside data is still in what the model reads
         ctx.tainted = True
         ctx.sources.extend(window.sources)
-    workspace = await asyncio.to_thread(prompt_context, settings.workspace)
+    workspace, hints = await asyncio.gather(
+        asyncio.to_thread(prompt_context, settings.workspace),
+        asyncio.to_thread(composition.hints, service.engine, service.registry.names(),
+                          ctx.lang))
+    if hints:  # the accepted compositions (the synt): Metnos's own lines, after the files
+        workspace = "\n\n".join(part for part in (workspace, "\n".join(hints)) if part)
     convo = Conversation.open(ctx.text, ctx.lang, service.tools(ctx), history=window.messages,
                               workspace_context=workspace, untrusted=ctx.untrusted,
                               intents=settings.i18n,
@@ -156,6 +163,8 @@ def _history_items(window: history.Window, lang: str) -> list[dict[str, object]]
 
 
 def _untrusted(service: TurnService, executor: str) -> bool:
+    if executor == WISH:  # the built-in wish tool: Metnos's own words, never outside data
+        return False
     spec = service.registry.find(executor)
     return spec is None or spec.manifest.untrusted_output
 

@@ -185,9 +185,6 @@ async def test_pdf_ext_on_an_image_only_scan_wants_ocr(
     assert proto["why"] == "il PDF non ha uno strato di testo: solo un OCR potrebbe leggerlo"
 
 
-@pytest.mark.xfail(strict=True, reason="metnos/turns/pipeline.py `_untrusted` takes a name "
-                   "with no executor (the built-in `wish`) for outside data: a session's next "
-                   "turn is tainted by an earlier wish (the lead's fix: `wish` is trusted)")
 async def test_an_earlier_wish_does_not_taint_the_next_turn(
         make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
     home = make_home(llm=scripted_llm, lang="en", autonomy="Full")

@@ -121,7 +121,6 @@ async def test_a_chain_of_the_pool_is_proposed_with_no_model_call_accepted_and_p
     assert composition.hints(engine, ["t_raster"], "en") == []  # only for the tools offered
 
     (home.workspace / "scan.pdf").write_text("x")
-    made: list[Proposal] = []
     async with gateway_client(home, prefect=False) as client:
         for turn in range(2):
             scripted_llm.enqueue_tool_call("t_raster", {"path": "scan.pdf"})
@@ -131,9 +130,12 @@ async def test_a_chain_of_the_pool_is_proposed_with_no_model_call_accepted_and_p
             assert resp.status_code == 200, resp.text
             turn_id = resp.json()["turn_id"]
             await wait_closed(client, turn_id)
-            ran = _ran(engine, turn_id)
-            assert ran == ["t_raster", "t_reader"]
-            made += composition.observe(engine, settings, ran)
+            assert _ran(engine, turn_id) == ["t_raster", "t_reader"]
+            system = scripted_llm.requests[-1]["messages"][0]
+            assert system["role"] == "system"  # the accepted composition, as a hint
+            assert "To turn tst_scan into tst_words: t_raster → t_reader." in system["content"]
+            with db_session(engine) as db:  # the closed turn's memory hook counted its use
+                made = list(db.exec(select(Proposal).where(col(Proposal.kind) == "promote")))
             assert len(made) == turn  # promote_after=2: the second use proposes it
     assert [p.kind for p in made] == ["promote"] and made[0].title_key == \
         "PROPOSAL_SYNT_PROMOTE_UNPRICED"
