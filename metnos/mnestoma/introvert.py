@@ -35,12 +35,12 @@ from typing import Any
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from metnos.audit import AuditLog, open_audit_log
+from metnos.audit import AuditLog
 from metnos.db.engine import session as db_session
 from metnos.db.models import ChatMessage, TurnStep, new_id
 from metnos.executors.manifest import Manifest
 from metnos.mnestoma.models import ExecutorUse, Mnest, Trace
-from metnos.mnestoma.traces import current
+from metnos.mnestoma.traces import current, system_audit
 from metnos.proposals.models import Proposal
 from metnos.proposals.store import Draft, submit
 from metnos.settings import Settings
@@ -92,7 +92,7 @@ def run(engine: Engine, settings: Settings, manifests: Mapping[str, Manifest], *
                                    vars=draft.vars, payload=payload))
         if row is not None:
             report.proposals.append(row)
-    _audit(settings, audit, batch=report.batch, proposals=report.kinds(),
+    system_audit(settings, audit, AUDIT_ACTION, batch=report.batch, proposals=report.kinds(),
            repeated=report.repeated, traces=len(traces))
     return report
 
@@ -224,12 +224,3 @@ def _made(engine: Engine) -> set[tuple[str, str]]:
             col(Proposal.origin) == ORIGIN))
         return {(kind, str(payload.get("subject"))) for kind, payload in rows}
 
-
-def _audit(settings: Settings, audit: AuditLog | None, **args: object) -> None:
-    log = audit if audit is not None else open_audit_log(settings)
-    try:
-        log.append(sender="metnos", channel="system", action=AUDIT_ACTION, decision="info",
-                   reason="ok", outcome="done", args=args)
-    finally:
-        if audit is None:
-            log.close()

@@ -97,7 +97,7 @@ def detect(engine: Engine, settings: Settings, *, seed: int = 0,
                          "detected_at": utcnow()})
         if rows:  # one bulk statement of plain rows: thousands of singletons at scale
             db.execute(insert(Trace), rows)
-    _audit(settings, audit, generation=generation, traces=len(rows),
+    system_audit(settings, audit, AUDIT_ACTION, generation=generation, traces=len(rows),
            modularity=round(modularity, 6), nodes=g.number_of_nodes(), edges=g.number_of_edges())
     return current(engine) if rows else []
 
@@ -124,10 +124,13 @@ def trace_of(traces: Iterable[Trace]) -> dict[str, int]:
     return {name: index for index, trace in enumerate(traces) for name in trace.members}
 
 
-def _audit(settings: Settings, audit: AuditLog | None, **args: object) -> None:
+def system_audit(settings: Settings, audit: AuditLog | None, action: str,
+                 **args: object) -> None:
+    """One audit line of Metnos's own (a detection, a night's introvert run), on `audit` or
+    on the instance's log opened for it."""
     log = audit if audit is not None else open_audit_log(settings)
     try:
-        log.append(sender="metnos", channel="system", action=AUDIT_ACTION, decision="info",
+        log.append(sender="metnos", channel="system", action=action, decision="info",
                    reason="ok", outcome="done", args=args)
     finally:
         if audit is None:
