@@ -13,6 +13,7 @@ from fastapi.responses import HTMLResponse
 from metnos import i18n
 from metnos.gateway.deps import SESSION_COOKIE, LangDep, OwnerDep, ServiceDep, authenticate
 from metnos.gateway.routes.web import _render, page_locale
+from metnos.gateway.schemas import error_responses
 from metnos.i18n.tags import match_language
 from metnos.mnestoma import picture, views
 from metnos.turns.service import TurnService
@@ -22,7 +23,7 @@ router = APIRouter(tags=["mnestoma"])
 PAGE_ROWS = 50  # mnests listed on the web page (the picture draws up to picture.MAX_EDGES)
 
 
-@router.get("/api/mnestoma")
+@router.get("/api/mnestoma", responses=error_responses(401))
 async def mnestoma(service: ServiceDep, owner: OwnerDep,
                    limit: int = Query(200, ge=1, le=views.MAX_MNESTS)) -> dict[str, Any]:
     """The mnestoma now: the heaviest `limit` mnests first."""
@@ -30,7 +31,7 @@ async def mnestoma(service: ServiceDep, owner: OwnerDep,
 
 
 @router.get("/api/mnestoma.png", response_class=Response,
-            responses={200: {"content": {"image/png": {}}}})
+            responses={200: {"content": {"image/png": {}}}, **error_responses(401)})
 async def mnestoma_png(service: ServiceDep, owner: OwnerDep, lang: LangDep,
                        locale: str | None = Query(None, alias="lang", max_length=35)
                        ) -> Response:
