@@ -39,8 +39,11 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from metnos import i18n
+from metnos.db.engine import database_url, make_engine
 from metnos.gateway.app import create_app
 from metnos.i18n.tags import match_language
+from metnos.pairing.service import OWNER_USER_ID
+from metnos.proposals.store import Draft, submit
 from tests.support.home import Home, MakeHome, served_app
 from tests.support.pg import free_port
 
@@ -156,8 +159,8 @@ def _asked(case: Case, header: str) -> str:
 
 def seed(home: Home, base_url: str) -> dict[str, str]:
     """Real resources for the operations that take an id, made through the API (embedded
-    planner, Supervised): a finished turn and its session, a write waiting for approval, and
-    an approved, executed write that can be undone."""
+    planner, Supervised): a finished turn and its session, a write waiting for approval, an
+    approved, executed write that can be undone, an evolution move and a proposal."""
     def ask(text: str) -> dict[str, Any]:
         resp = requests.post(f"{base_url}/api/turns", json={"text": text, "lang": "it"},
                              headers=home.auth(), timeout=120)
@@ -178,8 +181,19 @@ def seed(home: Home, base_url: str) -> dict[str, str]:
         time.sleep(0.1)
     assert (home.workspace / "fuzz-b.txt").read_text() == "ciao", turn
     [action_id] = [p.name for p in (home.settings.state_dir / "before").iterdir()]
+    moved = requests.post(f"{base_url}/api/evolution/executors/fs_delete/quarantine",
+                          json={"why": "fuzz"}, headers=home.auth(), timeout=60)
+    assert moved.status_code == 200, moved.text
+    engine = make_engine(database_url(home.settings))
+    proposal = submit(engine, Draft(kind="archive", origin="ager", user_id=OWNER_USER_ID,
+                                    title_key="MSG_EVOLUTION_PROPOSE_ARCHIVE",
+                                    target="fs_delete", payload={"executor": "fs_delete"}))
+    engine.dispose()
+    assert proposal is not None
     return {"turn_id": done["turn_id"], "session_id": done["session_id"],
-            "approval_id": waiting["approvals"][0]["approval_id"], "action_id": action_id}
+            "approval_id": waiting["approvals"][0]["approval_id"], "action_id": action_id,
+            "move_id": moved.json()["move"]["id"], "proposal_id": proposal.id,
+            "name": "fs_delete", "move": "release", "answer": "dismiss", "decision": "reject"}
 
 
 def test_the_fuzzer_finds_no_failure(served_home: tuple[Home, str],
