@@ -15,6 +15,9 @@ from metnos.paths import repo_path
 
 # a text input gets a command that leaves a trace if anything ever runs it (shell_run)
 FILLER_TEXT = "touch pwned-by-attack.txt"
+# a valid value for an input whose host check would refuse the filler text before the policy
+# is reached (the attack is on the policy, not on the argument's shape)
+CHECKED_FILLERS = {"archive_destination": "attack"}
 
 
 @cache
@@ -45,6 +48,8 @@ def filler(spec: InputSpec) -> Any:
     """A valid value for a required non-path input, from its manifest type."""
     if spec.enum:
         return spec.enum[0]
+    if spec.check in CHECKED_FILLERS:
+        return CHECKED_FILLERS[spec.check]
     if spec.type in ("integer", "number"):
         return spec.minimum if spec.minimum is not None else 1
     return {"string": FILLER_TEXT, "boolean": False, "array": []}.get(spec.type, "x")

@@ -103,6 +103,10 @@ def test_every_executor_path_input_is_under_attack() -> None:
     assert len(SPELLINGS) >= 60 and len({s.id for s in SPELLINGS}) == len(SPELLINGS)
 
 
+# a host check that needs the file to exist (archive's destination) refuses a look-alike name
+NO_SUCH_FILE = frozenset({"ERR_FILE_NOT_FOUND"})
+
+
 @pytest.mark.attack
 @pytest.mark.parametrize("target", TARGETS, ids=[f"{e}.{i}" for e, i in TARGETS])
 @pytest.mark.parametrize("spelling", SPELLINGS, ids=[s.id for s in SPELLINGS])
@@ -122,6 +126,8 @@ async def test_forbidden_path_is_refused(arena: Arena, spelling: Spelling,
     assert line["action"] == executor, line
     if spelling.lookalike and line["decision"] == "allow":
         return  # an ordinary workspace name: it ran inside the sandbox, harmlessly
+    if spelling.lookalike and line["reason"] in NO_SUCH_FILE:
+        return  # an ordinary workspace name of no file: a host check (archive's) refused it
     assert (line["decision"], line["outcome"]) == ("deny", "refused"), line
     assert line["reason"] in PATH_KEYS, line
     bait, bait_bytes = batch.baits[target]
