@@ -1,0 +1,253 @@
+"""The Tutor's catalog: signed sections and their vectors in one SQLite file.
+
+`METNOS_HOME/tutor/catalog.sqlite` holds `meta`, `sections` and `vectors` (float32 BLOBs).
+The signature (Ed25519, key `keys/tutor`) covers the model identity (name, version,
+dimension, each model file's sha256) and every section's id, content hash and vector hash,
+all recomputed from the rows at open: one changed byte anywhere is refused. Opening also
+hashes the model files again: a changed file refuses the catalog; an absent one (the
+embedder cannot load) leaves it usable by its lexical index only.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import sqlite3
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from cryptography.exceptions import InvalidSignature
+
+from metnos.errors import MetnosError
+from metnos.keys import load_public_key
+from metnos.tutor.embedder import Embedder, EmbedderUnavailable, default_embedder, sha256_file
+from metnos.tutor.sections import Section
+
+SCHEMA = "1"
+CATALOG_NAME = "catalog.sqlite"
+TABLES = {"meta", "sections", "vectors"}
+FIELDS = ("id", "source", "lang", "title", "text", "kind", "audience", "url", "concept")
+EVERYONE = frozenset({"everyone"})
+
+__all__ = ["Catalog", "CatalogUnavailable", "DocEntry", "Hit", "ModelInfo", "Section",
+           "catalog_path", "open_catalog"]
+
+
+class CatalogUnavailable(MetnosError, RuntimeError):
+    """`reason`: missing, unreadable, schema, signature, vectors, model_changed, key."""
+
+    key = "ERR_TUTOR_CATALOG_UNAVAILABLE"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason=reason)
+        self.reason = reason
+
+
+@dataclass(frozen=True)
+class ModelInfo:
+    name: str
+    version: str
+    dim: int
+    files: dict[str, str] = field(default_factory=dict)  # path → sha256
+
+    @classmethod
+    def of(cls, embedder: Embedder) -> ModelInfo:
+        return cls(embedder.name, embedder.version, int(embedder.dim), dict(embedder.files()))
+
+    def identity(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "dim": self.dim,
+                "files": dict(sorted(self.files.items()))}
+
+
+@dataclass(frozen=True)
+class Hit:
+    section: Section
+    score: float  # cosine in [-1, 1] (lexical fallback: BM25 mapped into [0, 1))
+
+
+@dataclass(frozen=True)
+class DocEntry:
+    source: str    # "docs/en/memory.md"
+    lang: str
+    name: str      # "memory.md"
+    rel_path: str  # "memory.md" (inside docs/<lang>/)
+    url: str       # "/docs/en/memory"
+    title: str
+
+
+def catalog_path(home: Path) -> Path:
+    return home / "tutor" / CATALOG_NAME
+
+
+def canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def section_hash(section: Section) -> str:
+    return hashlib.sha256(canonical(asdict(section))).hexdigest()
+
+
+def embed_text(section: Section) -> str:
+    """What is embedded: the heading path, then the text."""
+    return f"{section.title}\n\n{section.text}"
+
+
+def embed_hash(section: Section) -> str:
+    return hashlib.sha256(embed_text(section).encode()).hexdigest()
+
+
+def vector_hash(blob: bytes) -> str:
+    return hashlib.sha256(blob).hexdigest()
+
+
+def signed_rows(sections: Sequence[Section], blobs: Sequence[bytes]) -> list[tuple[str, ...]]:
+    return [(s.id, s.lang, section_hash(s), vector_hash(b))
+            for s, b in zip(sections, blobs, strict=True)]
+
+
+def digest(model: ModelInfo, rows: list[tuple[str, ...]]) -> bytes:
+    """The signed digest: schema, model identity, and (id, lang, section hash, vector hash)."""
+    return hashlib.sha256(canonical({"schema": SCHEMA, "model": model.identity(),
+                                     "sections": [list(r) for r in rows]})).digest()
+
+
+class Catalog:
+    def __init__(self, path: Path, model: ModelInfo, sections: tuple[Section, ...],
+                 matrix: np.ndarray, version: str, semantic: bool = True) -> None:
+        self.path = path
+        self.model = model
+        self.sections = sections
+        self.matrix = matrix
+        self.version = version
+        self.semantic = semantic  # False: the model files are absent, lexical search only
+        self._lexical: Any = None
+
+    def vectors(self) -> dict[tuple[str, str], np.ndarray]:
+        return {(s.id, s.lang): self.matrix[i] for i, s in enumerate(self.sections)}
+
+    def _mask(self, sources: set[str] | None, audience: set[str] | frozenset[str]) -> np.ndarray:
+        return np.array([s.audience in audience and (sources is None or s.source in sources)
+                         for s in self.sections], dtype=bool)
+
+    def search(self, vector: np.ndarray, *, k: int = 5, sources: set[str] | None = None,
+               audience: set[str] | frozenset[str] = EVERYONE) -> list[Hit]:
+        """The `k` admissible sections nearest `vector` by cosine (brute force)."""
+        if not self.sections:
+            return []
+        query = np.asarray(vector, dtype=np.float32).reshape(-1)
+        norm = float(np.linalg.norm(query))
+        scores = self.matrix @ (query / norm if norm else query)
+        scores = np.where(self._mask(sources, audience), scores, -np.inf)
+        order = np.argsort(-scores, kind="stable")[:k]
+        return [Hit(self.sections[i], float(scores[i])) for i in order if np.isfinite(scores[i])]
+
+    def search_text(self, query: str, *, k: int = 5, sources: set[str] | None = None,
+                    audience: set[str] | frozenset[str] = EVERYONE,
+                    embedder: Embedder | None = None) -> list[Hit]:
+        """Embed `query` and search; the lexical index when the model cannot serve."""
+        if self.semantic:
+            try:
+                emb = embedder or default_embedder()
+                if ModelInfo.of(emb).identity() == self.model.identity():
+                    return self.search(emb.encode([query])[0], k=k, sources=sources,
+                                       audience=audience)
+            except EmbedderUnavailable:
+                pass
+        return self.search_lexical(query, k=k, sources=sources, audience=audience)
+
+    def search_lexical(self, query: str, *, k: int = 5, sources: set[str] | None = None,
+                       audience: set[str] | frozenset[str] = EVERYONE) -> list[Hit]:
+        from metnos.tutor.lexical import LexicalIndex
+
+        if self._lexical is None:
+            self._lexical = LexicalIndex(self.sections)
+        hits: list[Hit] = self._lexical.search(query, k=k, sources=sources, audience=audience)
+        return hits
+
+    def documents(self) -> list[DocEntry]:
+        """One entry per published doc page (the first section of a page gives its title)."""
+        seen: dict[str, DocEntry] = {}
+        for s in self.sections:
+            if s.kind != "doc" or s.source in seen:
+                continue
+            rel = s.source.split("/", 2)[2]
+            seen[s.source] = DocEntry(s.source, s.lang, rel.rsplit("/", 1)[-1], rel,
+                                      s.url.split("#", 1)[0], s.title.split(" › ", 1)[0])
+        return list(seen.values())
+
+
+def open_catalog(home: Path) -> Catalog:
+    """The admitted catalog of `home`, verified; CatalogUnavailable with a reason if not."""
+    path = catalog_path(home)
+    if not path.is_file():
+        raise CatalogUnavailable("missing")
+    return load(path, home / "keys")
+
+
+def load(path: Path, keys_dir: Path) -> Catalog:
+    """Read and verify the catalog file at `path` against the `tutor` public key."""
+    try:
+        with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as db:
+            tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+            if not tables >= TABLES:
+                raise CatalogUnavailable("schema")
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            rows = db.execute(f"SELECT {', '.join(FIELDS)} FROM sections ORDER BY ord").fetchall()
+            blobs = dict(((i, lang), b) for i, lang, b in
+                         db.execute("SELECT id, lang, vector FROM vectors").fetchall())
+    except sqlite3.Error as exc:
+        raise CatalogUnavailable("unreadable") from exc
+    if meta.get("schema") != SCHEMA:
+        raise CatalogUnavailable("schema")
+    try:
+        model = ModelInfo(meta["model_name"], meta["model_version"], int(meta["model_dim"]),
+                          json.loads(meta["model_files"]))
+        signature = base64.b64decode(meta["signature"], validate=True)
+    except (KeyError, ValueError) as exc:
+        raise CatalogUnavailable("schema") from exc
+    sections = tuple(Section(*row) for row in rows)
+    if len(blobs) != len(sections) or any((s.id, s.lang) not in blobs for s in sections):
+        raise CatalogUnavailable("vectors")
+    ordered = [blobs[(s.id, s.lang)] for s in sections]
+    version = digest(model, signed_rows(sections, ordered))
+    try:
+        load_public_key(keys_dir, "tutor").verify(signature, version)
+    except MetnosError as exc:
+        raise CatalogUnavailable("key") from exc
+    except InvalidSignature as exc:
+        raise CatalogUnavailable("signature") from exc
+    matrix = _matrix(ordered, model.dim)
+    return Catalog(path, model, sections, matrix, version.hex(), _model_present(model))
+
+
+def _matrix(blobs: list[bytes], dim: int) -> np.ndarray:
+    if any(len(b) != 4 * dim for b in blobs):
+        raise CatalogUnavailable("vectors")
+    matrix = np.frombuffer(b"".join(blobs), dtype="<f4").reshape(len(blobs), dim).copy()
+    if not np.isfinite(matrix).all():
+        raise CatalogUnavailable("vectors")
+    if len(blobs) and not np.allclose(np.linalg.norm(matrix, axis=1), 1.0, atol=1e-3):
+        raise CatalogUnavailable("vectors")
+    return matrix
+
+
+def _model_present(model: ModelInfo) -> bool:
+    """True when every model file is there unchanged; False when one is absent."""
+    present = True
+    for name, expected in model.files.items():
+        file = Path(name)
+        if not file.is_file():
+            present = False
+            continue
+        try:
+            actual = sha256_file(file)
+        except OSError:
+            present = False
+            continue
+        if actual != expected:
+            raise CatalogUnavailable("model_changed")
+    return present

@@ -1,0 +1,134 @@
+"""Compile the docs and the executor manifests into a new signed catalog, atomically.
+
+The candidate is written beside the admitted one (`tutor/catalog.<random>.sqlite`), signed,
+opened and verified like any reader would, and only then moved onto `catalog.sqlite` with
+`os.replace`. Any failure removes the candidate: the catalog in place stays admitted.
+Sections whose embedded text is unchanged under the same model reuse their vectors.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import secrets
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from metnos import durable
+from metnos.keys import ensure_keypair, load_private_key
+from metnos.paths import repo_path
+from metnos.tutor.catalog import (
+    FIELDS,
+    SCHEMA,
+    CatalogUnavailable,
+    ModelInfo,
+    catalog_path,
+    digest,
+    embed_hash,
+    embed_text,
+    load,
+    open_catalog,
+    signed_rows,
+)
+from metnos.tutor.embedder import Embedder, default_embedder, normalise
+from metnos.tutor.sections import Section, all_sections
+
+BATCH = 32
+DDL = (
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    "CREATE TABLE sections (id TEXT NOT NULL, source TEXT NOT NULL, lang TEXT NOT NULL, "
+    "title TEXT NOT NULL, text TEXT NOT NULL, kind TEXT NOT NULL, audience TEXT NOT NULL, "
+    "url TEXT NOT NULL, concept TEXT NOT NULL, ord INTEGER NOT NULL, embed_hash TEXT NOT NULL, "
+    "PRIMARY KEY (id, lang))",
+    "CREATE TABLE vectors (id TEXT NOT NULL, lang TEXT NOT NULL, vector BLOB NOT NULL, "
+    "PRIMARY KEY (id, lang))",
+)
+
+
+@dataclass(frozen=True)
+class CompileReport:
+    sections: int
+    reused: int
+    computed: int
+    version: str
+    seconds: float
+
+
+def compile_catalog(home: Path, *, embedder: Embedder | None = None,
+                    docs_dir: Path | None = None,
+                    executors_dir: Path | None = None) -> CompileReport:
+    """Build, sign, verify and admit a new catalog for `home`; the old one stays on failure."""
+    started = time.monotonic()
+    emb = embedder or default_embedder()
+    sections = all_sections(docs_dir or repo_path("docs"), executors_dir or repo_path("executors"))
+    model = ModelInfo.of(emb)
+    vectors, reused = _vectors(home, model, sections, emb)
+    keys_dir = home / "keys"
+    ensure_keypair(keys_dir, "tutor")
+    folder = home / "tutor"
+    durable.make_dir(folder, 0o755)
+    candidate = folder / f"catalog.{secrets.token_hex(8)}.sqlite"
+    try:
+        version = _write(candidate, model, sections, vectors, keys_dir)
+        load(candidate, keys_dir)  # the reader's own checks, on the candidate
+        durable.fsync_path(candidate)
+        os.replace(candidate, catalog_path(home))
+        durable.fsync_dir(folder)
+    finally:
+        candidate.unlink(missing_ok=True)
+    return CompileReport(len(sections), reused, len(sections) - reused, version,
+                         time.monotonic() - started)
+
+
+def _vectors(home: Path, model: ModelInfo, sections: list[Section],
+             emb: Embedder) -> tuple[np.ndarray, int]:
+    """One vector per section: the admitted catalog's when its embedded text and model match."""
+    previous: dict[str, np.ndarray] = {}
+    try:
+        current = open_catalog(home)
+        if current.model.identity() == model.identity():
+            previous = {embed_hash(s): current.matrix[i] for i, s in enumerate(current.sections)}
+    except CatalogUnavailable:
+        pass
+    out = np.zeros((len(sections), model.dim), dtype=np.float32)
+    missing = [i for i, s in enumerate(sections) if embed_hash(s) not in previous]
+    for i, s in enumerate(sections):
+        if embed_hash(s) in previous:
+            out[i] = previous[embed_hash(s)]
+    for start in range(0, len(missing), BATCH):
+        batch = missing[start:start + BATCH]
+        encoded = normalise(emb.encode([embed_text(sections[i]) for i in batch]))
+        if encoded.shape != (len(batch), model.dim):
+            raise CatalogUnavailable("vectors")
+        out[batch] = encoded
+    return out, len(sections) - len(missing)
+
+
+def _write(path: Path, model: ModelInfo, sections: list[Section], vectors: np.ndarray,
+           keys_dir: Path) -> str:
+    blobs = [vectors[i].astype("<f4").tobytes() for i in range(len(sections))]
+    version = digest(model, signed_rows(sections, blobs))
+    signature = load_private_key(keys_dir, "tutor").sign(version)
+    meta = {"schema": SCHEMA, "model_name": model.name, "model_version": model.version,
+            "model_dim": str(model.dim), "model_files": json.dumps(model.files, sort_keys=True),
+            "version": version.hex(), "signature": base64.b64encode(signature).decode()}
+    db = sqlite3.connect(path)
+    try:
+        for statement in DDL:
+            db.execute(statement)
+        db.executemany("INSERT INTO meta VALUES (?, ?)", sorted(meta.items()))
+        db.executemany(
+            f"INSERT INTO sections ({', '.join(FIELDS)}, ord, embed_hash) "
+            f"VALUES ({', '.join('?' * (len(FIELDS) + 2))})",
+            [(*(getattr(s, f) for f in FIELDS), n, embed_hash(s)) for n, s in enumerate(sections)])
+        db.executemany("INSERT INTO vectors VALUES (?, ?, ?)",
+                       [(s.id, s.lang, b) for s, b in zip(sections, blobs, strict=True)])
+        db.commit()
+    finally:
+        db.close()
+    return version.hex()

