@@ -24,10 +24,18 @@ from cryptography.exceptions import InvalidSignature
 
 from metnos.errors import MetnosError
 from metnos.keys import load_public_key
-from metnos.tutor.embedder import Embedder, EmbedderUnavailable, default_embedder, sha256_file
+from metnos.tutor.embedder import (
+    Embedder,
+    EmbedderUnavailable,
+    default_embedder,
+    normalise,
+    sha256_file,
+)
 from metnos.tutor.sections import Section
 
 SCHEMA = "1"
+RECIPE = "title-text-mix/1"  # how a section becomes a vector (title_weight): signed, and a
+                             # change of it recomputes every vector instead of reusing
 CATALOG_NAME = "catalog.sqlite"
 TABLES = {"meta", "sections", "vectors"}
 FIELDS = ("id", "source", "lang", "title", "text", "kind", "audience", "url", "concept")
@@ -91,13 +99,27 @@ def section_hash(section: Section) -> str:
     return hashlib.sha256(canonical(asdict(section))).hexdigest()
 
 
-def embed_text(section: Section) -> str:
-    """What is embedded: the heading path, then the text."""
-    return f"{section.title}\n\n{section.text}"
+def title_weight(section: Section) -> float:
+    """A section's vector is `w·title + (1-w)·text`: a doc heading names its topic better
+    than a long passage does for a sentence encoder (measured: R@3 0.50 → 0.83 on 24 it/en
+    questions); a manifest's title is only the tool's name, so its text weighs more."""
+    return 0.6 if section.kind == "doc" else 0.3
 
 
 def embed_hash(section: Section) -> str:
-    return hashlib.sha256(embed_text(section).encode()).hexdigest()
+    """What the vector depends on: equal hash, same model → the vector can be reused."""
+    key = f"{title_weight(section)}\n{section.title}\n\n{section.text}"
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+def section_vectors(embedder: Embedder, sections: Sequence[Section]) -> np.ndarray:
+    """One L2-normalised vector per section (title and text encoded apart, then mixed)."""
+    if not sections:
+        return np.zeros((0, int(embedder.dim)), dtype=np.float32)
+    titles = embedder.encode([s.title for s in sections])
+    texts = embedder.encode([s.text for s in sections])
+    weights = np.array([[title_weight(s)] for s in sections], dtype=np.float32)
+    return normalise(weights * titles + (1.0 - weights) * texts)
 
 
 def vector_hash(blob: bytes) -> str:
@@ -109,16 +131,19 @@ def signed_rows(sections: Sequence[Section], blobs: Sequence[bytes]) -> list[tup
             for s, b in zip(sections, blobs, strict=True)]
 
 
-def digest(model: ModelInfo, rows: list[tuple[str, ...]]) -> bytes:
-    """The signed digest: schema, model identity, and (id, lang, section hash, vector hash)."""
+def digest(model: ModelInfo, rows: list[tuple[str, ...]], recipe: str = RECIPE) -> bytes:
+    """The signed digest: schema, model identity, recipe, (id, lang, section, vector hash)."""
     return hashlib.sha256(canonical({"schema": SCHEMA, "model": model.identity(),
+                                     "recipe": recipe,
                                      "sections": [list(r) for r in rows]})).digest()
 
 
 class Catalog:
     def __init__(self, path: Path, model: ModelInfo, sections: tuple[Section, ...],
-                 matrix: np.ndarray, version: str, semantic: bool = True) -> None:
+                 matrix: np.ndarray, version: str, semantic: bool = True,
+                 recipe: str = RECIPE) -> None:
         self.path = path
+        self.recipe = recipe
         self.model = model
         self.sections = sections
         self.matrix = matrix
@@ -213,7 +238,8 @@ def load(path: Path, keys_dir: Path) -> Catalog:
     if len(blobs) != len(sections) or any((s.id, s.lang) not in blobs for s in sections):
         raise CatalogUnavailable("vectors")
     ordered = [blobs[(s.id, s.lang)] for s in sections]
-    version = digest(model, signed_rows(sections, ordered))
+    recipe = meta.get("recipe", "")
+    version = digest(model, signed_rows(sections, ordered), recipe)
     try:
         load_public_key(keys_dir, "tutor").verify(signature, version)
     except MetnosError as exc:
@@ -221,7 +247,7 @@ def load(path: Path, keys_dir: Path) -> Catalog:
     except InvalidSignature as exc:
         raise CatalogUnavailable("signature") from exc
     matrix = _matrix(ordered, model.dim)
-    return Catalog(path, model, sections, matrix, version.hex(), _model_present(model))
+    return Catalog(path, model, sections, matrix, version.hex(), _model_present(model), recipe)
 
 
 def _matrix(blobs: list[bytes], dim: int) -> np.ndarray:

@@ -24,18 +24,19 @@ from metnos.keys import ensure_keypair, load_private_key
 from metnos.paths import repo_path
 from metnos.tutor.catalog import (
     FIELDS,
+    RECIPE,
     SCHEMA,
     CatalogUnavailable,
     ModelInfo,
     catalog_path,
     digest,
     embed_hash,
-    embed_text,
     load,
     open_catalog,
+    section_vectors,
     signed_rows,
 )
-from metnos.tutor.embedder import Embedder, default_embedder, normalise
+from metnos.tutor.embedder import Embedder, default_embedder
 from metnos.tutor.sections import Section, all_sections
 
 BATCH = 32
@@ -91,7 +92,7 @@ def _vectors(home: Path, model: ModelInfo, sections: list[Section],
     previous: dict[str, np.ndarray] = {}
     try:
         current = open_catalog(home)
-        if current.model.identity() == model.identity():
+        if current.model.identity() == model.identity() and current.recipe == RECIPE:
             previous = {embed_hash(s): current.matrix[i] for i, s in enumerate(current.sections)}
     except CatalogUnavailable:
         pass
@@ -102,7 +103,7 @@ def _vectors(home: Path, model: ModelInfo, sections: list[Section],
             out[i] = previous[embed_hash(s)]
     for start in range(0, len(missing), BATCH):
         batch = missing[start:start + BATCH]
-        encoded = normalise(emb.encode([embed_text(sections[i]) for i in batch]))
+        encoded = section_vectors(emb, [sections[i] for i in batch])
         if encoded.shape != (len(batch), model.dim):
             raise CatalogUnavailable("vectors")
         out[batch] = encoded
@@ -116,6 +117,7 @@ def _write(path: Path, model: ModelInfo, sections: list[Section], vectors: np.nd
     signature = load_private_key(keys_dir, "tutor").sign(version)
     meta = {"schema": SCHEMA, "model_name": model.name, "model_version": model.version,
             "model_dim": str(model.dim), "model_files": json.dumps(model.files, sort_keys=True),
+            "recipe": RECIPE,
             "version": version.hex(), "signature": base64.b64encode(signature).decode()}
     db = sqlite3.connect(path)
     try:

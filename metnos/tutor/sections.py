@@ -119,8 +119,9 @@ def _merged(blocks: list[_Block]) -> list[_Block]:
     return [b for b in out if b.body.strip()]
 
 
-def chunks(text: str, limit: int = MAX_CHARS) -> list[str]:
+def chunks(text: str, limit: int | None = None) -> list[str]:
     """`text` cut at paragraphs into pieces of at most about `limit` characters."""
+    limit = limit or MAX_CHARS
     pieces: list[str] = []
     current = ""
     for para in re.split(r"\n\s*\n", text.strip()):

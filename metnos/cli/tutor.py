@@ -1,0 +1,63 @@
+"""`metnos tutor compile` and `metnos tutor verify`: the Tutor's signed catalog of the docs.
+
+Both work on this machine's `METNOS_HOME` directly (no running instance needed): compile
+builds a new catalog and swaps it in atomically; verify checks the one in place.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+
+from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._lang import msg
+from metnos.errors import MetnosError
+
+app = typer.Typer(help=msg("CLI_TUTOR_HELP"), no_args_is_help=True)
+
+
+@app.command("compile", help=msg("CLI_TUTOR_COMPILE_HELP"))
+def compile_(
+    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
+) -> None:
+    from metnos.tutor.compile import compile_catalog
+
+    settings = settings_or_exit()
+    try:
+        report = compile_catalog(settings.home)
+    except MetnosError as exc:
+        exit_with(exc)
+        return
+    if as_json:
+        typer.echo(json.dumps({"sections": report.sections, "reused": report.reused,
+                               "computed": report.computed, "version": report.version,
+                               "seconds": round(report.seconds, 3)}))
+        return
+    typer.echo(msg("MSG_TUTOR_COMPILED", version=report.version[:12], sections=report.sections,
+                   reused=report.reused, computed=report.computed,
+                   seconds=f"{report.seconds:.1f}"))
+
+
+@app.command("verify", help=msg("CLI_TUTOR_VERIFY_HELP"))
+def verify(
+    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
+) -> None:
+    from metnos.tutor.catalog import open_catalog
+
+    settings = settings_or_exit()
+    try:
+        catalog = open_catalog(settings.home)
+    except MetnosError as exc:
+        exit_with(exc)
+        return
+    if as_json:
+        typer.echo(json.dumps({"version": catalog.version, "sections": len(catalog.sections),
+                               "model": catalog.model.name,
+                               "model_version": catalog.model.version,
+                               "semantic": catalog.semantic}))
+        return
+    typer.echo(msg("MSG_TUTOR_VERIFIED", version=catalog.version[:12],
+                   sections=len(catalog.sections), model=catalog.model.name,
+                   model_version=catalog.model.version))
