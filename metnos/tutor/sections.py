@@ -119,21 +119,43 @@ def _merged(blocks: list[_Block]) -> list[_Block]:
     return [b for b in out if b.body.strip()]
 
 
+def paragraphs(text: str) -> list[str]:
+    """Blank-line separated paragraphs; a fenced code block stays one paragraph."""
+    out: list[str] = []
+    lines: list[str] = []
+    fenced = False
+    for line in text.strip().splitlines():
+        if FENCE.match(line):
+            fenced = not fenced
+        if not fenced and not line.strip():
+            if lines:
+                out.append("\n".join(lines))
+                lines = []
+            continue
+        lines.append(line)
+    if lines:
+        out.append("\n".join(lines))
+    return out
+
+
 def chunks(text: str, limit: int | None = None) -> list[str]:
     """`text` cut at paragraphs into pieces of at most about `limit` characters."""
     limit = limit or MAX_CHARS
     pieces: list[str] = []
     current = ""
-    for para in re.split(r"\n\s*\n", text.strip()):
+    for para in paragraphs(text):
         while len(para) > limit:  # one giant paragraph: cut at a line or a space
-            cut = para.rfind("\n", 0, limit)
-            cut = cut if cut > limit // 2 else para.rfind(" ", 0, limit)
-            cut = cut if cut > 0 else limit
+            code = FENCE.match(para) is not None  # a long code block: closed, then reopened
+            room = limit - 4 if code else limit
+            cut = para.rfind("\n", 0, room)
+            cut = cut if cut > room // 2 else para.rfind(" ", 0, room)
+            cut = cut if cut > 0 else room
             if current:
                 pieces.append(current)
                 current = ""
-            pieces.append(para[:cut].strip())
-            para = para[cut:].strip()
+            head, para = para[:cut].strip(), para[cut:].strip()
+            pieces.append(f"{head}\n```" if code else head)
+            para = f"```\n{para}" if code else para
         if current and len(current) + 2 + len(para) > limit:
             pieces.append(current)
             current = para
