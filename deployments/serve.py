@@ -3,8 +3,8 @@
     python -m deployments.serve
 
 Each scheduled run starts a process (4–6 s, measured): right for nightly work, never for a
-chat turn (a reminder arrives a few seconds after its time). Later issues add the ager and
-the mail digest here.
+chat turn (a reminder arrives a few seconds after its time). Later issues add the mail digest
+here.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from flows.reminder import reminder
 from flows.synt import synt
 from flows.traces import traces
 from flows.translation_sweep import translation_sweep
+from flows.tutor import tutor_catalog
 
 TIMEZONE = "Europe/Rome"
 
@@ -52,6 +53,11 @@ def main() -> None:
             name="check", schedules=[Interval(300)],
             description="Every 5 minutes, one query: an ager cycle when [evolution] ager_every "
             "invocations passed since the last one (a sleeping system does not age)."),
+        # the check parses the docs (no model) and compiles only what changed
+        tutor_catalog.to_deployment(  # type: ignore[arg-type]
+            name="check", schedules=[Interval(600)],
+            description="Every 10 minutes: compile the Tutor's catalog again when the docs "
+            "or the executor manifests changed (unchanged sections keep their vectors)."),
         limit=4,
     )
 
