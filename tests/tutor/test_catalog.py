@@ -226,3 +226,34 @@ def test_contract_outranks_and_filters_apply(compiled: tuple[Path, CompileReport
     for _ in range(20):
         catalog.search(vector, k=5)
     assert (time.perf_counter() - started) / 20 < 0.05  # brute force over a few hundred rows
+
+
+def test_the_cli_compiles_and_verifies_in_the_users_language(
+        compiled: tuple[Path, CompileReport], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from metnos.cli.main import app
+    from metnos.settings import get_settings
+
+    home = clone(compiled[0], tmp_path / "home")
+    monkeypatch.setenv("METNOS_HOME", str(home))
+    monkeypatch.setenv("METNOS_LANG", "it")
+    get_settings.cache_clear()
+    try:
+        runner = CliRunner()
+        done = runner.invoke(app, ["tutor", "compile"])
+        assert done.exit_code == 0, done.output
+        assert (f"Catalogo {compiled[1].version[:12]} compilato: {compiled[1].sections} sezioni, "
+                f"{compiled[1].sections} vettori riusati, 0 calcolati") in done.output
+        checked = runner.invoke(app, ["tutor", "verify", "--json"])
+        assert checked.exit_code == 0 and f'"version": "{compiled[1].version}"' in checked.output
+        _flip_vector_byte(home)
+        refused = runner.invoke(app, ["tutor", "verify"])
+        assert refused.exit_code == 1
+        assert "Il catalogo del Tutor non è disponibile (signature)." in refused.output
+        monkeypatch.setenv("METNOS_LANG", "en")
+        redone = runner.invoke(app, ["tutor", "compile"])  # a tampered catalog lends nothing
+        assert redone.exit_code == 0 and "0 vectors reused" in redone.output
+    finally:
+        get_settings.cache_clear()
