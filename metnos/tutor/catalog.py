@@ -14,6 +14,7 @@ import base64
 import hashlib
 import json
 import sqlite3
+import threading
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -42,7 +43,7 @@ FIELDS = ("id", "source", "lang", "title", "text", "kind", "audience", "url", "c
 EVERYONE = frozenset({"everyone"})
 
 __all__ = ["Catalog", "CatalogUnavailable", "DocEntry", "Hit", "ModelInfo", "Section",
-           "catalog_path", "open_catalog"]
+           "cached_catalog", "catalog_path", "open_catalog"]
 
 
 class CatalogUnavailable(MetnosError, RuntimeError):
@@ -211,6 +212,36 @@ def open_catalog(home: Path) -> Catalog:
     if not path.is_file():
         raise CatalogUnavailable("missing")
     return load(path, home / "keys")
+
+
+_CACHE: dict[Path, tuple[tuple[Any, ...], Catalog]] = {}
+_CACHE_LOCK = threading.Lock()
+
+
+def _stamp(path: Path, catalog: Catalog | None) -> tuple[Any, ...]:
+    files = [path, *(Path(f) for f in (catalog.model.files if catalog else {}))]
+    out: list[Any] = []
+    for file in files:
+        try:
+            st = file.stat()
+            out.append((str(file), st.st_ino, st.st_size, st.st_mtime_ns))
+        except OSError:
+            out.append((str(file), None))
+    return tuple(out)
+
+
+def cached_catalog(home: Path) -> Catalog:
+    """`open_catalog`, verified again only when the catalog file or a model file changed
+    (inode, size, mtime): the turn's pre-check need not hash 32 MB of model each time."""
+    path = catalog_path(home)
+    with _CACHE_LOCK:
+        entry = _CACHE.get(path)
+        if entry is not None and entry[0] == _stamp(path, entry[1]):
+            return entry[1]
+    catalog = open_catalog(home)
+    with _CACHE_LOCK:
+        _CACHE[path] = (_stamp(path, catalog), catalog)
+    return catalog
 
 
 def load(path: Path, keys_dir: Path) -> Catalog:

@@ -257,3 +257,15 @@ def test_the_cli_compiles_and_verifies_in_the_users_language(
         assert redone.exit_code == 0 and "0 vectors reused" in redone.output
     finally:
         get_settings.cache_clear()
+
+
+def test_the_cached_catalog_checks_again_after_a_change(
+        compiled: tuple[Path, CompileReport], tmp_path: Path) -> None:
+    from metnos.tutor.catalog import cached_catalog
+
+    home = clone(compiled[0], tmp_path / "home")
+    first = cached_catalog(home)
+    assert cached_catalog(home) is first
+    _flip_vector_byte(home)  # the file's size stays, its mtime moves
+    with pytest.raises(CatalogUnavailable):
+        cached_catalog(home)
