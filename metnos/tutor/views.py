@@ -1,0 +1,165 @@
+"""View admission (the seed's three checks) and premise correction.
+
+A view is a registered probe, the facts it covers, and descriptions per language (the data
+files `data/views.toml` and `data/<lang>/views.toml`; a language without a file uses English).
+`admit` proposes the view nearest to the question, verifies that this one view covers every
+requested fact, and confirms it is the primary by a margin over every other visible view; if
+any check fails it withdraws and the request goes to the normal engine ("check if there is
+mail" is no question for the services view). `premise_correction` compares what a question
+takes for granted ("why is the scheduler stopped?") with the observation and returns a marker
+for the composer: the i18n key and its variables.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from metnos.tutor.embedder import Embedder
+from metnos.tutor.observation import Observation
+from metnos.tutor.probes import Asker, ProbeRegistry
+
+DATA = Path(__file__).with_name("data")
+FALLBACK_LANG = "en"
+FLOOR = 0.5  # nearest view below this: not about it (measured: asked 0.59+, others 0.46-)
+MARGIN = 0.05  # the primary's lead over the next visible view
+PREMISE_FLOOR = 0.6
+NEUTRAL = "neutral"  # the prototypes of a question that assumes no state
+SCHEDULER_STATE_KEYS = {"running": "TUTOR_SCHEDULER_RUNNING",
+                        "degraded": "TUTOR_SCHEDULER_DEGRADED",
+                        "failed": "TUTOR_SCHEDULER_FAILED",
+                        "stopped": "TUTOR_SCHEDULER_STOPPED"}
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    probe: str
+    covers: frozenset[str]
+    descriptions: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Admission:
+    view: View | None  # None: withdrawn, the normal engine answers
+    reason: str  # admitted | no_view | below_floor | not_covered | no_margin
+    score: float = 0.0
+    runner_up: float = 0.0
+
+
+@dataclass(frozen=True)
+class Marker:
+    """Something the composer must say, as an i18n key and its variables (values that are
+    themselves keys, such as a state's name, end in `_key`)."""
+
+    key: str
+    vars: dict[str, str]
+
+
+def load_views(lang: str) -> list[View]:
+    """The views with their descriptions in `lang` (English when `lang` has none)."""
+    spec = _read(DATA / "views.toml")
+    texts = _texts(lang)
+    return [View(name, str(entry["probe"]), frozenset(entry["covers"]),
+                 tuple(texts.get(name, {}).get("descriptions", ())))
+            for name, entry in spec.items()]
+
+
+def visible_views(views: Iterable[View], probes: ProbeRegistry, asker: Asker) -> list[View]:
+    """The views whose probe the asker may run: the others never take part in admission."""
+    return [v for v in views if probes.allowed(v.probe, asker)]
+
+
+def admit(question_vec: np.ndarray, requested_facts: set[str] | frozenset[str],
+          views: Sequence[View], embedder: Embedder, *, floor: float = FLOOR,
+          margin: float = MARGIN) -> Admission:
+    """Propose, verify, confirm; any failed check withdraws."""
+    scored = [(view_score(question_vec, v, embedder), v) for v in views if v.descriptions]
+    if not scored:
+        return Admission(None, "no_view")
+    scored.sort(key=lambda sv: -sv[0])
+    best, view = scored[0]
+    runner_up = scored[1][0] if len(scored) > 1 else -1.0
+    if best < floor:
+        return Admission(None, "below_floor", best, runner_up)
+    if not set(requested_facts) <= view.covers:
+        return Admission(None, "not_covered", best, runner_up)
+    if best - runner_up < margin:
+        return Admission(None, "no_margin", best, runner_up)
+    return Admission(view, "admitted", best, runner_up)
+
+
+def view_score(question_vec: np.ndarray, view: View, embedder: Embedder) -> float:
+    """The question's cosine with the nearest of the view's descriptions."""
+    matrix = _encoded(embedder, view.descriptions)
+    return float(np.max(matrix @ np.asarray(question_vec, dtype=np.float32).reshape(-1)))
+
+
+def assumed_state(question_vec: np.ndarray, subject: str, lang: str,
+                  embedder: Embedder, floor: float = PREMISE_FLOOR) -> str | None:
+    """The state of `subject` the question takes for granted, if one prototype stands out."""
+    prototypes = _texts(lang).get("premise", {}).get(subject, {})
+    best: tuple[float, str | None] = (floor, None)
+    for state, texts in prototypes.items():
+        score = float(np.max(_encoded(embedder, tuple(texts)) @ question_vec.reshape(-1)))
+        if score >= best[0]:
+            best = (score, state)
+    return None if best[1] == NEUTRAL else best[1]
+
+
+def premise_correction(assumed: str | None, obs: Observation, now: Any) -> Marker | None:
+    """What the composer must say before anything else about the scheduler observation:
+    stale, incomplete or unavailable is said; a wrong assumed state is corrected; a confirmed
+    premise needs no marker."""
+    current = obs.as_of(now)
+    time = current.taken_at.isoformat(timespec="seconds")
+    if current.status == "unavailable":
+        return Marker("TUTOR_OBSERVATION_UNAVAILABLE", {})
+    if current.status == "stale":
+        return Marker("TUTOR_OBSERVATION_STALE", {"time": time})
+    state = current.facts.get("state")
+    if current.status == "partial":
+        return Marker("TUTOR_OBSERVATION_PARTIAL", {"time": time})
+    if assumed is None or not isinstance(state, str) or state == assumed:
+        return None
+    if state not in SCHEDULER_STATE_KEYS or assumed not in SCHEDULER_STATE_KEYS:
+        return None
+    return Marker("TUTOR_PREMISE_SCHEDULER", {"state_key": SCHEDULER_STATE_KEYS[state],
+                                              "assumed_key": SCHEDULER_STATE_KEYS[assumed],
+                                              "time": time})
+
+
+def render(marker: Marker, lang: str) -> str:
+    """The marker in `lang`: `*_key` variables are looked up first."""
+    from metnos import i18n
+
+    values = {(k[:-4] if k.endswith("_key") else k): (i18n.get(v, lang) if k.endswith("_key")
+                                                       else v) for k, v in marker.vars.items()}
+    return i18n.get(marker.key, lang, **values)
+
+
+_vectors: dict[tuple[str, str, tuple[str, ...]], np.ndarray] = {}
+
+
+def _encoded(embedder: Embedder, texts: tuple[str, ...]) -> np.ndarray:
+    key = (embedder.name, embedder.version, texts)
+    if key not in _vectors:
+        _vectors[key] = embedder.encode(list(texts))
+    return _vectors[key]
+
+
+def _texts(lang: str) -> dict[str, Any]:
+    path = DATA / lang / "views.toml"
+    return _read(path if path.is_file() else DATA / FALLBACK_LANG / "views.toml")
+
+
+@cache
+def _read(path: Path) -> dict[str, Any]:
+    with path.open("rb") as fh:
+        return tomllib.load(fh)

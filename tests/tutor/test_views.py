@@ -1,0 +1,143 @@
+"""View admission with the real multilingual embedder, and premise correction: "why is the
+scheduler stopped?" against a running scheduler is corrected, a stale observation said stale."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from metnos.tutor.embedder import Embedder, default_embedder
+from metnos.tutor.probes import Asker, ProbeContext, SchedulerSignals, default_probes
+from metnos.tutor.views import (
+    Marker,
+    admit,
+    assumed_state,
+    load_views,
+    premise_correction,
+    render,
+    visible_views,
+)
+
+NOW = datetime(2026, 12, 1, 22, 0, tzinfo=UTC)
+OWNER = Asker("owner-1", is_owner=True)
+
+
+@pytest.fixture(scope="module")
+def embedder() -> Embedder:
+    return default_embedder()
+
+
+ADMITTED = [
+    ("en", "Which services are running and what are they for?", "services"),
+    ("it", "Quali servizi sono attivi e a che cosa servono?", "services"),
+    ("en", "Why does the scheduler look stopped?", "scheduler"),
+    ("it", "Perché lo scheduler risulta fermo?", "scheduler"),
+    ("en", "Which executors are admitted?", "executors"),
+    ("it", "Quando è il mio prossimo promemoria?", "scheduled_tasks"),
+]
+WITHDRAWN = [
+    ("en", "Check if there is mail"),
+    ("en", "check if there is mail for metnos"),
+    ("it", "Controlla se c'è posta"),
+    ("it", "Controlla se c'è posta metnos"),
+    ("en", "What does the approvals page show?"),
+    ("it", "Mostrami i file nella mia cartella"),
+]
+
+
+@pytest.mark.parametrize(("lang", "question", "view"), ADMITTED)
+def test_admitted(embedder: Embedder, lang: str, question: str, view: str) -> None:
+    got = admit(embedder.encode([question])[0], set(), load_views(lang), embedder)
+    assert got.reason == "admitted" and got.view is not None and got.view.name == view
+
+
+@pytest.mark.parametrize(("lang", "question"), WITHDRAWN)
+def test_withdrawn_to_the_engine(embedder: Embedder, lang: str, question: str) -> None:
+    got = admit(embedder.encode([question])[0], set(), load_views(lang), embedder)
+    assert got.view is None and got.reason in ("below_floor", "no_margin")
+
+
+def test_every_check_can_withdraw(embedder: Embedder) -> None:
+    views = load_views("en")
+    vec = embedder.encode(["Is the database up?"])[0]
+    assert admit(vec, {"service_health"}, views, embedder).reason == "admitted"
+    # the nearest view does not cover the mail the question asks about
+    assert admit(vec, {"service_health", "mail"}, views, embedder).reason == "not_covered"
+    # a second visible view as near as the first: no primary
+    services = next(v for v in views if v.name == "services")
+    assert admit(vec, set(), [services, services], embedder).reason == "no_margin"
+    assert admit(vec, set(), [], embedder).reason == "no_view"
+
+
+def test_a_member_sees_only_their_own_view(embedder: Embedder) -> None:
+    member = Asker("member-2", is_owner=False)
+    views = visible_views(load_views("it"), default_probes(), member)
+    assert [v.name for v in views] == ["scheduled_tasks"]
+    vec = embedder.encode(["Perché lo scheduler risulta fermo?"])[0]
+    assert admit(vec, set(), views, embedder).view is None
+
+
+def test_a_language_without_a_file_uses_english() -> None:
+    assert [v.descriptions for v in load_views("xx")] == [v.descriptions
+                                                         for v in load_views("en")]
+
+
+@pytest.mark.parametrize(("lang", "question", "state"), [
+    ("en", "Why is the scheduler stopped?", "stopped"),
+    ("it", "Perché lo scheduler risulta fermo?", "stopped"),
+    ("en", "Why did the scheduler crash?", "failed"),
+    ("it", "Perché le esecuzioni sono in ritardo?", "degraded"),
+    ("en", "Is the scheduler running?", None),
+    ("it", "In che stato è lo scheduler?", None),
+])
+def test_assumed_state(embedder: Embedder, lang: str, question: str,
+                       state: str | None) -> None:
+    assert assumed_state(embedder.encode([question])[0], "scheduler", lang, embedder) == state
+
+
+def test_premise_corrected_against_a_running_scheduler() -> None:
+    obs = default_probes().run("scheduler", ProbeContext(
+        asker=OWNER, now=NOW,
+        scheduler=lambda: SchedulerSignals(True, NOW - timedelta(seconds=5),
+                                           runs={"failed": 2})))
+    marker = premise_correction("stopped", obs, NOW + timedelta(seconds=1))
+    assert marker == Marker("TUTOR_PREMISE_SCHEDULER", {
+        "state_key": "TUTOR_SCHEDULER_RUNNING", "assumed_key": "TUTOR_SCHEDULER_STOPPED",
+        "time": "2026-12-01T22:00:00+00:00"})
+    assert render(marker, "en") == ("The scheduler is running (observed at "
+                                    "2026-12-01T22:00:00+00:00); it is not stopped.")
+    assert render(marker, "it").startswith("Lo scheduler è in funzione (osservato alle ")
+    assert premise_correction(None, obs, NOW) is None  # nothing assumed, nothing to correct
+
+
+def test_premise_confirmed_when_it_is_stopped() -> None:
+    obs = default_probes().run("scheduler", ProbeContext(
+        asker=OWNER, now=NOW,
+        scheduler=lambda: SchedulerSignals(True, NOW - timedelta(minutes=30))))
+    assert obs.facts["state"] == "stopped" and obs.cause == "runner_heartbeat_missing"
+    assert premise_correction("stopped", obs, NOW) is None
+    degraded = default_probes().run("scheduler", ProbeContext(
+        asker=OWNER, now=NOW,
+        scheduler=lambda: SchedulerSignals(True, NOW, runs={"late": 1})))
+    marker = premise_correction("stopped", degraded, NOW)
+    assert marker is not None and marker.vars["state_key"] == "TUTOR_SCHEDULER_DEGRADED"
+
+
+def test_stale_and_partial_are_said() -> None:
+    obs = default_probes().run("scheduler", ProbeContext(
+        asker=OWNER, now=NOW, scheduler=lambda: SchedulerSignals(True, NOW)))
+    stale = premise_correction("stopped", obs, NOW + timedelta(minutes=5))
+    assert stale == Marker("TUTOR_OBSERVATION_STALE", {"time": "2026-12-01T22:00:00+00:00"})
+    assert render(stale, "en") == ("This observation is stale "
+                                   "(taken at 2026-12-01T22:00:00+00:00).")
+    assert "non è aggiornata" in render(stale, "it")
+    stale_healthy = premise_correction(None, obs, NOW + timedelta(minutes=5))
+    assert stale_healthy is not None and stale_healthy.key == "TUTOR_OBSERVATION_STALE"
+    partial = default_probes().run("scheduler", ProbeContext(
+        asker=OWNER, now=NOW, scheduler=lambda: SchedulerSignals(True, None)))
+    marker = premise_correction(None, partial, NOW)
+    assert marker is not None and marker.key == "TUTOR_OBSERVATION_PARTIAL"
+    gone = default_probes().run("scheduler", ProbeContext(asker=OWNER, now=NOW))
+    assert premise_correction("stopped", gone, NOW) == Marker(
+        "TUTOR_OBSERVATION_UNAVAILABLE", {})
