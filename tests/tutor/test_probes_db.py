@@ -1,0 +1,101 @@
+"""The executors probe on a real registry of an initialised home (lifecycle from the real
+database, provenance, no paths, no refusals), and the scheduled-tasks probe on the real outbox:
+the asker's own reminders only, never their text."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from metnos.db.engine import database_url, make_engine, session
+from metnos.executors.registry import load_registry, signatures_dir
+from metnos.executors.signing import sign_executor, signature_path
+from metnos.keys import load_private_key
+from metnos.mnestoma.models import ExecutorUse
+from metnos.paths import repo_path
+from metnos.reminders import outbox
+from metnos.reminders.outbox import Outbox
+from metnos.settings import Settings
+from metnos.tutor.probes import Asker, ProbeContext, default_probes
+from tests.support.home import MakeHome
+
+OWNER = Asker("owner-1", is_owner=True)
+
+
+def _home_executor(settings: Settings, name: str, *, signed: bool = True) -> Path:
+    """A copy of the shipped `lists` executor under another name in METNOS_HOME."""
+    folder = settings.home / "executors" / name
+    shutil.copytree(repo_path("executors") / "lists", folder,
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    manifest = folder / "manifest.toml"
+    manifest.write_text(manifest.read_text().replace('name = "lists"', f'name = "{name}"'))
+    if signed:
+        sign_executor(folder, load_private_key(settings.keys_dir, "executors"),
+                      signature_path(signatures_dir(settings), name))
+    return folder
+
+
+def test_executors_probe_on_a_real_registry(make_home: MakeHome) -> None:
+    settings = make_home(lang="en").settings
+    _home_executor(settings, "house_lists")
+    _home_executor(settings, "synt_lists")
+    (settings.home / "synt" / "signed").mkdir(parents=True, exist_ok=True)
+    (settings.home / "synt" / "signed" / "synt_lists.json").write_text("{}")
+    _home_executor(settings, "unsigned_lists", signed=False)
+    registry = load_registry(settings)
+    assert "unsigned_lists" not in registry and "synt_lists" in registry
+    engine = make_engine(database_url(settings))
+    with session(engine) as db:
+        db.add(ExecutorUse(name="fs_delete", state="quarantined"))
+        db.add(ExecutorUse(name="archive", state="archived"))
+    ctx = ProbeContext(asker=OWNER, registry=registry, engine=engine, home=settings.home,
+                       repo_executors=repo_path("executors"))
+    obs = default_probes().run("executors", ctx)
+    engine.dispose()
+    assert obs.status == "ok", obs
+    lifecycle, provenance = obs.facts["lifecycle"], obs.facts["provenance"]
+    assert isinstance(lifecycle, dict) and isinstance(provenance, dict)
+    assert lifecycle["fs_delete"] == "quarantined" and lifecycle["archive"] == "archived"
+    assert lifecycle["fs_read"] == "active"
+    assert provenance["fs_read"] == "builtin" and provenance["house_lists"] == "owner"
+    assert provenance["synt_lists"] == "synt"
+    assert obs.facts["count"] == len(registry.admitted) == len(lifecycle)
+    facts = json.dumps(obs.facts)
+    assert "unsigned_lists" not in facts  # refused executors are not listed, nor why
+    assert "/" not in facts and str(settings.home) not in obs.to_json()
+    without_db = default_probes().run("executors", ProbeContext(asker=OWNER, registry=registry))
+    assert without_db.status == "partial" and not without_db.healthy
+
+
+def test_scheduled_tasks_probe_sees_only_the_askers_own(make_home: MakeHome) -> None:
+    settings = make_home(lang="en").settings
+    engine = make_engine(database_url(settings))
+    now = datetime.now(UTC)
+
+    def reminder(user: str, hours: int, **extra: datetime) -> None:
+        outbox.add(engine, Outbox(kind="reminder", user_id=user, channel="web", address="s",
+                                  text=f"SECRET {user} {hours}", lang="en",
+                                  scheduled_for=now + timedelta(hours=hours), **extra))
+
+    reminder("alice", 5)
+    reminder("alice", 2)
+    reminder("alice", -1, delivered_at=now - timedelta(minutes=30))
+    reminder("alice", 9, cancelled_at=now)
+    reminder("bob", 1)
+    outbox.add(engine, Outbox(kind="message", user_id="alice", channel="web", address="s",
+                              text="a message, no reminder", lang="en"))
+    alice = Asker("alice", is_owner=False)
+    obs = default_probes().run("scheduled_tasks", ProbeContext(asker=alice, engine=engine))
+    bob = default_probes().run("scheduled_tasks",
+                               ProbeContext(asker=Asker("bob", False), engine=engine))
+    engine.dispose()
+    assert obs.status == "ok"
+    assert (obs.facts["pending"], obs.facts["delivered"]) == (2, 1)
+    next_at = obs.facts["next_at"]
+    assert isinstance(next_at, list)
+    assert [datetime.fromisoformat(str(t)) for t in next_at] == [
+        now + timedelta(hours=2), now + timedelta(hours=5)]
+    assert "SECRET" not in obs.to_json() and "bob" not in obs.to_json()
+    assert (bob.facts["pending"], bob.facts["delivered"]) == (1, 0)
