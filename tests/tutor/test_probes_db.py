@@ -74,10 +74,12 @@ def test_scheduled_tasks_probe_sees_only_the_askers_own(make_home: MakeHome) -> 
     engine = make_engine(database_url(settings))
     now = datetime.now(UTC)
 
-    def reminder(user: str, hours: int, **extra: datetime) -> None:
+    def reminder(user: str, hours: int, delivered_at: datetime | None = None,
+                 cancelled_at: datetime | None = None) -> None:
         outbox.add(engine, Outbox(kind="reminder", user_id=user, channel="web", address="s",
                                   text=f"SECRET {user} {hours}", lang="en",
-                                  scheduled_for=now + timedelta(hours=hours), **extra))
+                                  scheduled_for=now + timedelta(hours=hours),
+                                  delivered_at=delivered_at, cancelled_at=cancelled_at))
 
     reminder("alice", 5)
     reminder("alice", 2)
