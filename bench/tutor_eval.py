@@ -1,0 +1,84 @@
+"""The Tutor's evaluation set (tests/tutor/eval/<lang>.toml): retrieval and classification.
+
+    .venv/bin/python bench/tutor_eval.py [--misses] [--no-catalog]
+
+Compiles the real docs and manifests into a temporary home with the Tutor's compiler, then
+prints per language and for both: recall@3 and MRR of the expected sections (a section's chunks
+and its translation count as the section), the classification confusion matrix, the count of
+explanations classified as actions (target 0), actions taken by the Tutor, and ms per query.
+Exits 1 when recall@3 < 0.9 or an explanation became an action. Needs no database or server.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from metnos.tutor.catalog import Catalog, open_catalog  # noqa: E402
+from metnos.tutor.classify import Classifier  # noqa: E402
+from tests.tutor.eval import LANGS, Report, matrix_lines, run  # noqa: E402
+
+RECALL_TARGET = 0.9
+
+
+def show(name: str, report: Report, misses: bool) -> None:
+    retrieval = report.retrieval()
+    print(f"[{name}] {len(report.questions)} questions, {len(retrieval)} with expected sections")
+    if retrieval and any(r is not None for r in report.ranks):
+        print(f"    hybrid (cosine + BM25, RRF): recall@3 {report.recall():.3f}   "
+              f"MRR {report.mrr():.3f}")
+        print(f"    cosine alone:                recall@3 {report.recall(True):.3f}   "
+              f"MRR {report.mrr(True):.3f}")
+    print(f"    classification accuracy {report.accuracy():.3f}")
+    for line in matrix_lines(report):
+        print("    " + line)
+    print(f"    explanation -> action: {len(report.explanation_as_action())} (target 0)")
+    swallowed = len(report.action_swallowed())
+    print(f"    action or mixed -> explanation/observation (swallowed): {swallowed}")
+    print(f"    {report.ms_per_query():.1f} ms per query (classification + retrieval)")
+    if misses:
+        for q, got, r in zip(report.questions, report.predicted, report.ranks, strict=True):
+            if got != q.label or (q.expected and (r is None or r > 3)):
+                print(f"      - {q.text!r}: class {q.label} -> {got}, rank {r}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--misses", action="store_true", help="list every miss")
+    parser.add_argument("--no-catalog", action="store_true", help="classification only")
+    args = parser.parse_args()
+    classifier = Classifier()
+    catalog: Catalog | None = None
+    with tempfile.TemporaryDirectory(prefix="tutor_eval_") as tmp:
+        if not args.no_catalog:
+            from metnos.tutor.compile import compile_catalog
+
+            started = time.perf_counter()
+            compiled = compile_catalog(Path(tmp), embedder=classifier.embedder)
+            catalog = open_catalog(Path(tmp))
+            print(f"catalog: {compiled.sections} sections compiled in "
+                  f"{time.perf_counter() - started:.1f} s")
+        classifier.classify("warm up", "en")
+        reports = {lang: run(classifier, catalog, (lang,)) for lang in LANGS}
+    both = Report()
+    for report in reports.values():
+        both.questions += report.questions
+        both.predicted += report.predicted
+        both.ranks += report.ranks
+        both.semantic += report.semantic
+        both.seconds += report.seconds
+    for name, report in (*reports.items(), ("both", both)):
+        show(name, report, args.misses and name != "both")
+    failed = bool(both.explanation_as_action())
+    if catalog is not None and both.recall() < RECALL_TARGET:
+        failed = True
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""The Tutor's evaluation set (`<lang>.toml` here) and the run shared by bench/tutor_eval.py and
+tests/tutor/test_eval.py: retrieval recall@3 and MRR on the real compiled catalog, and the
+classification confusion matrix with the explanation->action count (must be 0)."""
+
+from __future__ import annotations
+
+import time
+import tomllib
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from metnos.tutor.catalog import Catalog, Hit
+from metnos.tutor.classify import LABELS, Classifier
+
+EVAL_DIR = Path(__file__).resolve().parent
+LANGS = ("it", "en")
+K = 3
+DEPTH = 30
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class Question:
+    lang: str
+    text: str
+    expected: tuple[str, ...]  # empty: "none"
+    label: str
+
+
+@dataclass
+class Report:
+    questions: list[Question] = field(default_factory=list)
+    predicted: list[str] = field(default_factory=list)
+    ranks: list[int | None] = field(default_factory=list)  # retrieval rank, 1-based, per question
+    semantic: list[int | None] = field(default_factory=list)  # the same, cosine alone
+    seconds: float = 0.0
+
+    def confusion(self) -> Counter[tuple[str, str]]:
+        return Counter((q.label, p) for q, p in zip(self.questions, self.predicted, strict=True))
+
+    def explanation_as_action(self) -> list[Question]:
+        return [q for q, p in zip(self.questions, self.predicted, strict=True)
+                if q.label == "explanation" and p == "action"]
+
+    def action_swallowed(self) -> list[Question]:
+        return [q for q, p in zip(self.questions, self.predicted, strict=True)
+                if q.label in ("action", "mixed") and p in ("explanation", "observation")]
+
+    def retrieval(self, semantic: bool = False) -> list[int | None]:
+        ranks = self.semantic if semantic else self.ranks
+        return [r for q, r in zip(self.questions, ranks, strict=True) if q.expected]
+
+    def recall(self, semantic: bool = False) -> float:
+        ranks = self.retrieval(semantic)
+        return sum(r is not None and r <= K for r in ranks) / len(ranks) if ranks else 0.0
+
+    def mrr(self, semantic: bool = False) -> float:
+        ranks = self.retrieval(semantic)
+        return sum(1 / r for r in ranks if r) / len(ranks) if ranks else 0.0
+
+    def accuracy(self) -> float:
+        right = sum(q.label == p for q, p in zip(self.questions, self.predicted, strict=True))
+        return right / len(self.questions) if self.questions else 0.0
+
+    def ms_per_query(self) -> float:
+        return 1000 * self.seconds / len(self.questions) if self.questions else 0.0
+
+
+def load(lang: str) -> list[Question]:
+    data = tomllib.loads((EVAL_DIR / f"{lang}.toml").read_text(encoding="utf-8"))
+    out = []
+    for row in data["q"]:
+        expected = row["expected"]
+        ids = () if expected == "none" else tuple(expected)
+        out.append(Question(lang, row["text"], ids, row["class"]))
+    return out
+
+
+def base_id(section_id: str) -> str:
+    """A chunk's section id: "docs/en/memory.md#settings/2" -> "docs/en/memory.md#settings"."""
+    source, _, anchor = section_id.partition("#")
+    return f"{source}#{anchor.split('/', 1)[0]}"
+
+
+def fused(lists: list[list[Hit]], k0: int = RRF_K) -> list[Hit]:
+    """Reciprocal rank fusion of ranked hit lists (cosine and BM25 are not comparable)."""
+    score: dict[str, float] = {}
+    first: dict[str, Hit] = {}
+    for hits in lists:
+        for n, hit in enumerate(hits):
+            key = hit.section.id + "@" + hit.section.lang
+            score[key] = score.get(key, 0.0) + 1 / (k0 + n + 1)
+            first.setdefault(key, hit)
+    order = sorted(score, key=lambda key: -score[key])
+    return [Hit(first[key].section, score[key]) for key in order]
+
+
+def rank(catalog: Catalog, question: Question, hits: list[Hit]) -> int | None:
+    """1-based rank of the first hit on an expected section (or its translation), None if none;
+    hits of another language are skipped (the Tutor answers from the asker's language)."""
+    wanted = set(question.expected)
+    concepts = {s.concept for s in catalog.sections if base_id(s.id) in wanted}
+    seen: list[str] = []
+    for hit in hits:
+        key = base_id(hit.section.id)
+        if hit.section.lang != question.lang or key in seen:
+            continue  # chunks of one section count once
+        seen.append(key)
+        if key in wanted or hit.section.concept in concepts:
+            return len(seen)
+    return None
+
+
+def run(classifier: Classifier, catalog: Catalog | None,
+        langs: tuple[str, ...] = LANGS) -> Report:
+    report = Report()
+    started = time.perf_counter()
+    for lang in langs:
+        for q in load(lang):
+            report.questions.append(q)
+            result = classifier.classify(q.text, lang)
+            report.predicted.append(result.label)
+            if catalog is not None and q.expected:
+                query = result.explained or q.text  # mixed: the clause to explain is searched
+                vector = classifier.embedder.encode([query])[0]
+                cosine = catalog.search(vector, k=DEPTH)
+                lexical = catalog.search_lexical(query, k=DEPTH)
+                report.semantic.append(rank(catalog, q, cosine))
+                report.ranks.append(rank(catalog, q, fused([cosine, lexical])))
+            else:
+                report.semantic.append(None)
+                report.ranks.append(None)
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def matrix_lines(report: Report) -> list[str]:
+    confusion = report.confusion()
+    head = "expected \\ got".ljust(16) + "".join(label[:11].rjust(12) for label in LABELS)
+    lines = [head]
+    for truth in LABELS:
+        row = [confusion[(truth, got)] for got in LABELS]
+        if sum(row):
+            lines.append(truth.ljust(16) + "".join(str(n).rjust(12) for n in row))
+    return lines

@@ -1,0 +1,48 @@
+"""The evaluation set (tests/tutor/eval/<lang>.toml) on the real compiled catalog and the real
+embedder: recall@3 >= 0.9, and no explanation ever classified as an action, no action or mixed
+request swallowed as an explanation. bench/tutor_eval.py prints the full figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from metnos.paths import repo_path
+from metnos.tutor.catalog import open_catalog
+from metnos.tutor.classify import LABELS, Classifier
+from metnos.tutor.compile import compile_catalog
+from metnos.tutor.sections import all_sections
+from tests.tutor.eval import LANGS, Report, base_id, load, run
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
+    home = tmp_path_factory.mktemp("tutor_eval")
+    classifier = Classifier()
+    compile_catalog(home, embedder=classifier.embedder)
+    return run(classifier, open_catalog(home))
+
+
+def test_the_set_is_large_and_covers_every_kind() -> None:
+    for lang in LANGS:
+        questions = load(lang)
+        assert len(questions) >= 45
+        assert {q.label for q in questions} >= {"explanation", "observation", "action", "mixed"}
+        assert {q.label for q in questions} <= set(LABELS)
+
+
+def test_every_expected_section_exists() -> None:
+    ids = {base_id(s.id) for s in all_sections(repo_path("docs"), repo_path("executors"))}
+    for lang in LANGS:
+        for q in load(lang):
+            assert all(expected in ids for expected in q.expected), q
+            assert all(e.startswith((f"docs/{lang}/", "executors/")) for e in q.expected), q
+
+
+def test_recall_at_3(report: Report) -> None:
+    assert report.recall() >= 0.9, report.recall()
+    assert report.mrr() > 0.7
+
+
+def test_no_explanation_becomes_an_action(report: Report) -> None:
+    assert report.explanation_as_action() == []
+    assert report.action_swallowed() == []
