@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -133,6 +133,31 @@ def premise_correction(assumed: str | None, obs: Observation, now: Any) -> Marke
     return Marker("TUTOR_PREMISE_SCHEDULER", {"state_key": SCHEDULER_STATE_KEYS[state],
                                               "assumed_key": SCHEDULER_STATE_KEYS[assumed],
                                               "time": time})
+
+
+def scheduler_answer(assumed: str | None, obs: Observation, now: Any) -> list[Marker]:
+    """Every marker of an answer about the scheduler, in order: a stale observation says so
+    and what it saw then, never as the current state; an incomplete one says so; a wrong
+    premise is corrected; the cause only when the observation attests it."""
+    current = obs.as_of(now)
+    time = current.taken_at.isoformat(timespec="seconds")
+    state = current.facts.get("state")
+    state_key = SCHEDULER_STATE_KEYS.get(state) if isinstance(state, str) else None
+    if current.status == "unavailable" or state_key is None:
+        return [Marker("TUTOR_OBSERVATION_UNAVAILABLE", {})]
+    if current.status == "stale":
+        return [Marker("TUTOR_OBSERVATION_STALE", {"time": time}),
+                Marker("TUTOR_SCHEDULER_WAS", {"state_key": state_key, "time": time})]
+    markers = []
+    if current.status == "partial":
+        markers.append(Marker("TUTOR_OBSERVATION_PARTIAL", {"time": time}))
+    correction = premise_correction(assumed, replace(current, status="ok"), now)
+    markers.append(correction or Marker("TUTOR_SCHEDULER_IS",
+                                        {"state_key": state_key, "time": time}))
+    if current.cause:
+        markers.append(Marker("TUTOR_OBSERVED_CAUSE",
+                              {"cause_key": f"TUTOR_CAUSE_{current.cause.upper()}"}))
+    return markers
 
 
 def render(marker: Marker, lang: str) -> str:

@@ -16,6 +16,7 @@ from metnos.tutor.views import (
     load_views,
     premise_correction,
     render,
+    scheduler_answer,
     visible_views,
 )
 
@@ -141,3 +142,38 @@ def test_stale_and_partial_are_said() -> None:
     gone = default_probes().run("scheduler", ProbeContext(asker=OWNER, now=NOW))
     assert premise_correction("stopped", gone, NOW) == Marker(
         "TUTOR_OBSERVATION_UNAVAILABLE", {})
+
+
+def _answer(signals: SchedulerSignals, assumed: str | None, lang: str,
+            at: datetime = NOW) -> list[str]:
+    obs = default_probes().run("scheduler", ProbeContext(asker=OWNER, now=NOW,
+                                                         scheduler=lambda: signals))
+    return [render(m, lang) for m in scheduler_answer(assumed, obs, at)]
+
+
+def test_observation_answers_stopped_degraded_healthy_stale() -> None:
+    t = "2026-12-01T22:00:00+00:00"
+    stopped = SchedulerSignals(True, NOW - timedelta(minutes=30), runs={"completed": 3})
+    assert _answer(stopped, "stopped", "en") == [
+        f"The scheduler is stopped (observed at {t}).",
+        "Observed cause: the deployment runner has not given a sign of life recently."]
+    assert _answer(stopped, "stopped", "it") == [
+        f"Lo scheduler è fermo (osservato alle {t}).",
+        "Causa osservata: il runner dei deployment non dà segni di vita da un po'."]
+    degraded = SchedulerSignals(True, NOW, runs={"late": 2, "failed": 1})
+    assert _answer(degraded, "stopped", "en") == [
+        f"The scheduler is degraded (observed at {t}); it is not stopped.",
+        "Observed cause: some runs are late."]
+    healthy = SchedulerSignals(True, NOW, runs={"failed": 4})
+    assert _answer(healthy, "stopped", "it") == [
+        f"Lo scheduler è in funzione (osservato alle {t}); non è fermo."]
+    assert _answer(healthy, None, "en") == [f"The scheduler is running (observed at {t})."]
+    stale = _answer(healthy, "stopped", "en", NOW + timedelta(hours=1))
+    assert stale == [f"This observation is stale (taken at {t}).",
+                     f"When it was observed ({t}), the scheduler was running; "
+                     "its state now is not known."]
+    assert "non è aggiornata" in _answer(healthy, None, "it", NOW + timedelta(hours=1))[0]
+    partial = _answer(SchedulerSignals(True, None), None, "en")
+    assert partial[0].startswith("This observation is incomplete")
+    assert _answer(SchedulerSignals(), "stopped", "en") == [
+        "The current state could not be observed."]
