@@ -133,6 +133,8 @@ def docs_from_folder(docs_dir: Path) -> list[DocEntry]:
 class _Classifies(Protocol):
     def classify(self, text: str, lang: str) -> Classification: ...
 
+    def operation(self, remainder: str, lang: str) -> str: ...
+
 
 @dataclass(frozen=True)
 class Route:
@@ -150,8 +152,10 @@ def route(text: str, docs: Iterable[DocEntry], lang: str, classifier: _Classifie
     if isinstance(identity, Ambiguous):
         return Route("ask", identity, result)
     if isinstance(identity, Bound):
-        if result.scores["action"] >= result.scores["explanation"] and result.label != "mixed":
-            return Route("loop", identity, result)  # closer to doing than to explaining
+        if result.label != "mixed":
+            remainder = text.replace(identity.matched, " ")
+            if classifier.operation(remainder, lang) == "action":
+                return Route("loop", identity, result)  # an operation on the page: the loop's
         return Route("tutor", identity, result)
     if result.label in ("explanation", "observation", "mixed"):
         return Route("tutor", identity, result)

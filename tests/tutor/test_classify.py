@@ -18,6 +18,7 @@ from metnos.tutor.classify import (
     load_intents,
     split_clauses,
 )
+from metnos.tutor.identity import route
 
 
 @pytest.fixture(scope="module")
@@ -32,12 +33,22 @@ def classifier() -> Classifier:
     ("show me the files in my folder", "en", "action"),
     ("why does the scheduler look stopped?", "en", "observation"),
     ("perché lo scheduler sembra fermo?", "it", "observation"),
-    ("Controlla se c'è posta metnos", "it", "action"),
-    ("check if there is metnos mail", "en", "action"),
 ])
 def test_the_target_decides_not_the_verb(classifier: Classifier, text: str, lang: str,
                                          label: str) -> None:
     assert classifier.classify(text, lang).label == label
+
+
+@pytest.mark.parametrize(("text", "lang"), [
+    ("Controlla se c'è posta metnos", "it"),
+    ("check if there is metnos mail", "en"),
+    ("Cancella note.md", "it"),
+])
+def test_mail_and_files_are_never_the_tutors(classifier: Classifier, text: str,
+                                             lang: str) -> None:
+    result = classifier.classify(text, lang)
+    assert result.label in ("action", "unclear")  # both go to the loop
+    assert route(text, [], lang, classifier).target == "loop"
 
 
 @pytest.mark.parametrize(("text", "lang", "operative", "explained"), [
@@ -88,6 +99,7 @@ def test_every_language_file_has_every_class() -> None:
         assert data["separators"], path
         for name in CLASSES:
             assert len(data["prototypes"][name]) >= 10, (path, name)
+        assert data["document"]["explanation"] and data["document"]["action"], path
 
 
 def test_close_or_weak_scores_are_unclear() -> None:

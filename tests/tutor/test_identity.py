@@ -93,6 +93,29 @@ def test_an_outside_path_stays_a_user_path(classifier: Classifier, text: str) ->
     assert route(text, DOCS, "it", classifier).target == "loop"
 
 
+@pytest.mark.parametrize(("text", "lang"), [
+    ("Sposta memoria.md in archivio", "it"),
+    ("elimina sicurezza.md per favore", "it"),
+    ("copy security.md to my desktop", "en"),
+    ("remove docs/en/memory.md", "en"),
+])
+def test_an_operation_on_a_known_document_goes_to_the_loop(classifier: Classifier, text: str,
+                                                          lang: str) -> None:
+    result = route(text, DOCS, lang, classifier)
+    assert isinstance(result.identity, Bound) and result.target == "loop"
+
+
+@pytest.mark.parametrize(("text", "lang"), [
+    ("che cosa dice memoria.md sul synt?", "it"),
+    ("what does memory.md say about the ager?", "en"),
+    ("spiegami «visita-guidata»", "it"),
+])
+def test_a_question_on_a_known_document_is_the_tutors(classifier: Classifier, text: str,
+                                                     lang: str) -> None:
+    result = route(text, DOCS, lang, classifier)
+    assert isinstance(result.identity, Bound) and result.target == "tutor"
+
+
 def test_an_unknown_name_is_a_user_file() -> None:
     identity = resolve("Che cosa contiene appunti_privati.md?", DOCS, "it")
     assert identity == UserPath("appunti_privati.md")
