@@ -3,9 +3,11 @@
     .venv/bin/python bench/tutor_eval.py [--misses] [--no-catalog]
 
 Compiles the real docs and manifests into a temporary home with the Tutor's compiler, then
-prints per language and for both: recall@3 and MRR of the expected sections (a section's chunks
-and its translation count as the section), the classification confusion matrix, the count of
-explanations classified as actions (target 0), actions taken by the Tutor, and ms per query.
+prints per language and for both: recall@3 and MRR of the expected sections (a section's
+chunks and its translation count as the section; a question naming a document searches that
+document only, as the Tutor does), by cosine alone and fused with BM25 (reciprocal rank
+fusion); the classification confusion matrix; the count of explanations classified as actions
+(target 0) and of actions or mixed requests swallowed by the Tutor; ms per query.
 Exits 1 when recall@3 < 0.9 or an explanation became an action. Needs no database or server.
 """
 

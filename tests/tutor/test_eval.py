@@ -31,7 +31,8 @@ def test_the_set_is_large_and_covers_every_kind() -> None:
 
 
 def test_every_expected_section_exists() -> None:
-    ids = {base_id(s.id) for s in all_sections(repo_path("docs"), repo_path("executors"))}
+    sections = all_sections(repo_path("docs"), repo_path("executors"))
+    ids = {base_id(s.id) for s in sections} | {s.source for s in sections}
     for lang in LANGS:
         for q in load(lang):
             assert all(expected in ids for expected in q.expected), q
@@ -39,8 +40,9 @@ def test_every_expected_section_exists() -> None:
 
 
 def test_recall_at_3(report: Report) -> None:
-    assert report.recall() >= 0.9, report.recall()
-    assert report.mrr() > 0.7
+    assert report.recall() >= 0.9, report.recall()  # cosine fused with BM25
+    assert report.mrr() > 0.75
+    assert report.recall(semantic=True) >= 0.85, report.recall(semantic=True)  # cosine alone
 
 
 def test_no_explanation_becomes_an_action(report: Report) -> None:

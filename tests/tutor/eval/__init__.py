@@ -12,6 +12,7 @@ from pathlib import Path
 
 from metnos.tutor.catalog import Catalog, Hit
 from metnos.tutor.classify import LABELS, Classifier
+from metnos.tutor.identity import Bound, resolve
 
 EVAL_DIR = Path(__file__).resolve().parent
 LANGS = ("it", "en")
@@ -107,7 +108,7 @@ def rank(catalog: Catalog, question: Question, hits: list[Hit]) -> int | None:
         if hit.section.lang != question.lang or key in seen:
             continue  # chunks of one section count once
         seen.append(key)
-        if key in wanted or hit.section.concept in concepts:
+        if key in wanted or hit.section.source in wanted or hit.section.concept in concepts:
             return len(seen)
     return None
 
@@ -123,9 +124,11 @@ def run(classifier: Classifier, catalog: Catalog | None,
             report.predicted.append(result.label)
             if catalog is not None and q.expected:
                 query = result.explained or q.text  # mixed: the clause to explain is searched
+                identity = resolve(q.text, catalog.documents(), lang)
+                sources = {identity.doc.source} if isinstance(identity, Bound) else None
                 vector = classifier.embedder.encode([query])[0]
-                cosine = catalog.search(vector, k=DEPTH)
-                lexical = catalog.search_lexical(query, k=DEPTH)
+                cosine = catalog.search(vector, k=DEPTH, sources=sources)
+                lexical = catalog.search_lexical(query, k=DEPTH, sources=sources)
                 report.semantic.append(rank(catalog, q, cosine))
                 report.ranks.append(rank(catalog, q, fused([cosine, lexical])))
             else:
