@@ -23,7 +23,7 @@ from metnos.tutor.classify import Classification
 
 TOKEN = re.compile(r"[^\s\"'«»“”‘’<>()\[\]{}`,;]+")
 TRAIL = ".:;?!,)»\"'"
-FILE_LIKE = re.compile(r"^[\w][\w.\-]*\.[^\W_]{1,5}$")
+FILE_LIKE = re.compile(r"^\w[\w.\-]*\.(?=[^\W_]*[^\W\d_])[^\W_]{1,5}$")  # ext has a letter
 OUTSIDE = re.compile(r"^(?:/|~|\\\\|[A-Za-z]:[\\/]|\.\.[\\/])")
 NON_WORD_STEM = re.compile(r"[-_\d]")
 

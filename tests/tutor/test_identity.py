@@ -75,6 +75,7 @@ def test_a_name_path_or_address_binds(text: str, lang: str, source: str) -> None
     "what is a file?",                     # the word "file" alone is no signal
     "mostrami il file",
     "che cosa contiene il file?",
+    "what changed in version 0.2.1?",      # a number is not a file name
 ])
 def test_no_signal_no_binding(text: str) -> None:
     assert resolve(text, DOCS, "it") is None
