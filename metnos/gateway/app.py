@@ -30,6 +30,7 @@ from metnos.gateway.routes import (
     approvals,
     audit,
     chat_ws,
+    docs,
     evolution,
     health,
     login,
@@ -125,6 +126,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(proposals.router)
     app.include_router(evolution.router)
     app.include_router(mnestoma.router)
+    app.include_router(docs.router)
     app.include_router(synt.router)
     app.include_router(web.router)
     app.include_router(chat_ws.router)
