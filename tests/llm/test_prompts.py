@@ -156,7 +156,8 @@ def test_paths_languages_and_roles(resources: Path) -> None:
     (resources / "it" / "_pending").mkdir()
     assert prompts.prompt_languages() == ["en", "it"]
     expected = ["planner", "summary", "synt_code", "synt_manifest", "synt_profile",
-                "synt_review", "synt_spec", "synt_tests", "translator", "vaglio_judge"]
+                "synt_review", "synt_spec", "synt_tests", "translator", "tutor_compose",
+                "vaglio_judge"]
     assert prompts.roles() == expected == prompts.roles("it")
     assert prompts.prompt_path("planner", "it") == resources / "it" / "planner.j2"
     assert prompts.pending_path("planner", "fr") == \
