@@ -37,6 +37,7 @@ from metnos.intent_settings import (  # the [i18n] group's tables
 )
 from metnos.reminders.settings import ReminderSettings
 from metnos.timezone import known_zone, system_timezone
+from metnos.tutor_settings import TutorSettings
 
 Autonomy = Literal["ReadOnly", "Supervised", "Full"]
 
@@ -237,6 +238,7 @@ class Settings(BaseSettings):
     reminders: ReminderSettings = Field(default_factory=lambda: ReminderSettings())
     notify: NotifySettings = Field(default_factory=lambda: NotifySettings())
     evolution: EvolutionSettings = Field(default_factory=lambda: EvolutionSettings())
+    tutor: TutorSettings = Field(default_factory=lambda: TutorSettings())
 
     @field_validator("lang")
     @classmethod

@@ -10,6 +10,10 @@ the database).
 `head_start` is the flow's head start: it opens the conversation and starts the first model
 call while Prefect is still creating the flow run; the pipeline then takes the conversation
 from it (`head=`), and the flow's first `think` task awaits that call.
+
+Before either, the Tutor's pre-check (SPEC §10, `service.precheck`, set by the runtime) may
+answer a question about Metnos itself from the signed docs catalog; it runs first in the
+head start, so a question the Tutor answers never costs a model call of the loop.
 """
 
 from __future__ import annotations
@@ -48,20 +52,37 @@ from metnos.workspace import prompt_context
 
 @dataclass
 class HeadStart:
-    """A turn's conversation, opened, and its first model call under way."""
+    """A turn's conversation, opened, and its first model call under way; or the Tutor's
+    answer (`tutored`), and then neither."""
 
-    convo: Conversation
-    window: history.Window
-    first: asyncio.Task[LLMReply]
+    convo: Conversation | None = None
+    window: history.Window | None = None
+    first: asyncio.Task[LLMReply] | None = None
+    tutored: str | None = None
 
 
 async def head_start(service: TurnService, ctx: TurnContext) -> HeadStart | None:
-    """Open the conversation and start the first model call (None without a model)."""
+    """The Tutor's pre-check, then (no answer from it) open the conversation and start the
+    first model call (None without a model)."""
+    tutored = await _precheck(service, ctx)
+    if tutored is not None:
+        return HeadStart(tutored=tutored)
     if service.port is None:
         return None
     convo, window = await _open(service, ctx)
     return HeadStart(convo, window,
                      asyncio.create_task(plain_think(service, ctx, convo, True, 1)))
+
+
+async def _precheck(service: TurnService, ctx: TurnContext) -> str | None:
+    """The Tutor's answer, or None: the turn goes on to the loop or the embedded planner.
+    The Tutor is optional help: any failure of it steps aside (the pre-check audits why)."""
+    if service.precheck is None:
+        return None
+    started = time.perf_counter()
+    answer = await service.precheck(service, ctx)
+    ctx.mark("tutor", started)
+    return answer
 
 
 async def discard(head: asyncio.Task[HeadStart | None]) -> None:
@@ -71,6 +92,8 @@ async def discard(head: asyncio.Task[HeadStart | None]) -> None:
         head.cancel()
     await asyncio.wait([head])
     if head.cancelled() or head.exception() is not None or (started := head.result()) is None:
+        return
+    if started.first is None:
         return
     if not started.first.done():
         started.first.cancel()
@@ -89,7 +112,13 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
                 await_approval or gate.wait_in_db, via)
     added: list[dict[str, object]] = [{"role": "user", "content": ctx.text}]
     try:
-        if service.port is not None:
+        started = await head if head is not None else None
+        tutored = started.tutored if started is not None else (
+            None if head is not None else await _precheck(service, ctx))
+        if tutored is not None:
+            reply = tutored
+            added.append({"role": "assistant", "content": reply})
+        elif service.port is not None:
             try:
                 reply, added = await _agent(service, ctx, think or plain_think, how, head)
             except ModelBudgetSpent as exc:  # the day's LLM budget is spent: the planner serves
@@ -117,7 +146,10 @@ def _remember(service: TurnService, ctx: TurnContext, added: list[dict[str, obje
 async def _agent(service: TurnService, ctx: TurnContext, think: ThinkFn, how: Steps,
                  head: Awaitable[HeadStart | None] | None) -> tuple[str, list[dict[str, object]]]:
     started = await head if head is not None else None
-    convo, window = (started.convo, started.window) if started else await _open(service, ctx)
+    if started is not None and started.convo is not None and started.window is not None:
+        convo, window = started.convo, started.window
+    else:
+        convo, window = await _open(service, ctx)
     ctx.activity.extend(_history_items(window, ctx.lang))
     how.budget = Budget(service.settings.agent)
     how.budget.cost_usd = window.cost_usd  # a fold's call is this turn's spend too

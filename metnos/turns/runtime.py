@@ -3,19 +3,27 @@ and what a closed turn's memory is handed to."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from collections.abc import Awaitable, Callable
 from functools import partial
 
 from metnos.audit import open_audit_log
-from metnos.db.engine import create_tables, database_url, make_engine
-from metnos.errors import NotInitialisedError
+from metnos.db.engine import create_tables, database_url, make_engine, ping
+from metnos.errors import MetnosError, NotInitialisedError
 from metnos.executors.registry import load_registry
 from metnos.llm.port import LLMPort, configured
 from metnos.mnestoma.record import Memory
+from metnos.paths import repo_path
 from metnos.sandbox import run_canary
 from metnos.settings import Settings
 from metnos.synt import composition
+from metnos.turns.context import TurnContext
 from metnos.turns.service import TurnService
+from metnos.tutor.precheck import Tutor, answer, composer
+from metnos.tutor.probes import Asker, ProbeContext, default_probes
+
+Precheck = Callable[[TurnService, TurnContext], Awaitable[str | None]]
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +44,35 @@ async def build_service(settings: Settings) -> TurnService:
     service = TurnService(settings, engine=engine, registry=registry,
                           audit=open_audit_log(settings), port=port, sandbox_ok=canary.ok)
     service.record.memory_hooks.append(partial(_observe, service))
+    if settings.tutor.enabled:
+        service.precheck = await asyncio.to_thread(tutoring, settings, service)
     return service
+
+
+def tutoring(settings: Settings, service: TurnService) -> Precheck:
+    """The Tutor's pre-check of this instance (SPEC §10), warmed when a catalog is there
+    (about 2 s: the model's load) so that no question pays for it inside the window."""
+    def reading(asker: Asker) -> ProbeContext:  # what a probe may read, for this asker
+        return ProbeContext(asker=asker, registry=service.registry, engine=service.engine,
+                            home=settings.home, repo_executors=repo_path("executors"),
+                            services=lambda: {"database": _up(service), "gateway": True})
+
+    tutor = Tutor(settings.home, service.audit, window_s=settings.tutor.window_ms / 1000,
+                  probes=default_probes(), probe_context=reading)
+    tutor.warm(settings.active_languages)
+    compose = composer(settings, service.port)
+
+    async def precheck(_: TurnService, ctx: TurnContext) -> str | None:
+        return await answer(tutor, compose, ctx)
+    return precheck
+
+
+def _up(service: TurnService) -> bool:
+    try:
+        ping(service.engine)
+    except MetnosError:
+        return False
+    return True
 
 
 def _observe(service: TurnService, memory: Memory) -> None:

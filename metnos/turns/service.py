@@ -16,7 +16,7 @@ Nothing here imports prefect.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from sqlalchemy.engine import Engine
 
@@ -53,6 +53,9 @@ class TurnService:
         # a manifest's `effect` → what the host carries out from the validated result (the
         # gateway registers "schedule_reminder": metnos.reminders.effect)
         self.effects: dict[str, Effect] = {}
+        # the Tutor's pre-check before the loop (SPEC §10; the runtime sets it): an answer
+        # about Metnos itself from the docs catalog, or None
+        self.precheck: Callable[[TurnService, TurnContext], Awaitable[str | None]] | None = None
         self._tools: dict[tuple[str, int], list[ToolSpec]] = {}  # per language and generation
 
     def tools(self, ctx: TurnContext, lang: str | None = None) -> list[ToolSpec]:

@@ -1,0 +1,199 @@
+"""The Tutor's pre-check, before the loop (SPEC §10): answer a question about Metnos itself
+from the signed catalog, or step aside.
+
+One short window (`[tutor] window_ms`) holds every check that gives the Tutor a turn:
+source identity, classification, retrieval, view admission. Past it, or on any failure of
+those checks, the message goes to the loop or the embedded planner: the Tutor is optional
+help, never an HTTP error and never an action. Once the Tutor holds the turn, the probe and
+the composition get the turn's deadline; a failure then is said plainly ("technically
+unavailable"), since the question was one for the Tutor.
+
+Who may see what is decided here, before any text reaches a composer: owner-only sections
+and probes never contribute to another person's answer. Each outcome leaves an audit line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from metnos import i18n
+from metnos.audit import AuditLog
+from metnos.llm.port import LLMPort
+from metnos.pairing import OWNER_USER_ID
+from metnos.settings import Settings
+from metnos.turns.context import TurnContext
+from metnos.tutor.catalog import Catalog, CatalogUnavailable, Hit, cached_catalog, catalog_path
+from metnos.tutor.classify import default_classifier
+from metnos.tutor.embedder import default_embedder
+from metnos.tutor.identity import Bound, route
+from metnos.tutor.observation import Observation
+from metnos.tutor.probes import Asker, ProbeContext, ProbeRegistry
+from metnos.tutor.sections import Section
+from metnos.tutor.views import admit, load_views, visible_views
+
+log = logging.getLogger(__name__)
+EVERYONE, OWNER = frozenset({"everyone"}), frozenset({"everyone", "owner"})
+FALLBACK_LANG = "en"  # a concept with no section in the asker's language: its English one
+Composer = Callable[["Plan"], Awaitable[tuple[str, str]]]  # the reply and its outcome
+ADMIT_FLOOR = 0.30  # below this no section is about the question: no admissible source
+
+
+@dataclass
+class Plan:
+    """What the window decided: the sections (and the observation) the answer rests on."""
+
+    lang: str
+    question: str
+    hits: list[Hit]
+    observation: Observation | None = None
+    bound: str | None = None  # the document the request named, if it named one
+    sections: list[str] = field(default_factory=list)
+    translations: tuple[Section, ...] = ()  # the sections the asker may see (their twins)
+
+
+class Tutor:
+    """The pre-check of one instance: its catalog (re-read when the file changes), the
+    probes the runtime registered and what a probe may read."""
+
+    def __init__(self, home: Path, audit: AuditLog, *, window_s: float,
+                 probes: ProbeRegistry | None = None,
+                 probe_context: Callable[[Asker], ProbeContext] | None = None) -> None:
+        self.home = home
+        self.audit = audit
+        self.window_s = window_s
+        self.probes = probes
+        self.probe_context = probe_context
+        self._lock = threading.Lock()
+        self._refused: tuple[tuple[int, int, int] | None, str] | None = None
+
+    def catalog(self) -> Catalog | None:
+        """The admitted catalog (verified again when its file or a model file changed);
+        None when it is missing or refused, with one audit line per refused file."""
+        try:
+            return cached_catalog(self.home)
+        except CatalogUnavailable as exc:
+            if exc.reason != "missing":
+                try:
+                    st = catalog_path(self.home).stat()
+                    stamp = (st.st_ino, st.st_mtime_ns, st.st_size)
+                except OSError:
+                    stamp = None
+                with self._lock:
+                    told, self._refused = self._refused == (stamp, exc.reason), (stamp, exc.reason)
+                if not told:
+                    self.audit.append(action="tutor.catalog_refused", decision="deny",
+                                      reason=exc.reason)
+            return None
+
+    def warm(self, langs: Iterable[str]) -> None:
+        """Load the catalog, the model and the classifier's prototypes of each language
+        (at start-up), so the first question is not the one that pays for them."""
+        catalog = self.catalog()
+        if catalog is not None and catalog.semantic:
+            for lang in langs:
+                default_classifier().classify("Metnos", lang)
+            catalog.search_text("Metnos", k=1)
+            catalog.documents()
+
+    def plan(self, ctx: TurnContext) -> Plan | None:
+        """The window's work (blocking: a worker thread). None: the loop serves."""
+        catalog = self.catalog()
+        if catalog is None:
+            return None
+        routed = route(ctx.text, catalog.documents(), ctx.lang, default_classifier())
+        label = routed.classification.label
+        if routed.target != "tutor" or label == "mixed":  # mixed: the loop does both parts
+            return None
+        owner = ctx.user_id == OWNER_USER_ID
+        sources = {routed.identity.doc.source} if isinstance(routed.identity, Bound) else None
+        observation = self._observe(ctx, owner) if label == "observation" else None
+        if label == "observation" and observation is None:
+            return None  # no view covers the question: the normal engine reads the data
+        hits = catalog.search_text(ctx.text, k=8, sources=sources,
+                                   audience=OWNER if owner else EVERYONE)
+        hits = prefer_language([h for h in hits if h.score >= ADMIT_FLOOR or sources], ctx.lang)
+        if not hits and observation is None:
+            return None  # no admissible source: the classifier's reading alone closes nothing
+        audience = OWNER if owner else EVERYONE
+        visible = tuple(s for s in catalog.sections if s.audience in audience)
+        return Plan(ctx.lang, ctx.text, hits[:3], observation,
+                    sources.pop() if sources else None, [h.section.id for h in hits[:3]],
+                    visible)
+
+    def _observe(self, ctx: TurnContext, owner: bool) -> Observation | None:
+        if self.probes is None or self.probe_context is None:
+            return None
+        asker = Asker(ctx.user_id, owner)
+        views = visible_views(load_views(ctx.lang), self.probes, asker)
+        embedder = default_embedder()
+        question = embedder.encode([ctx.text])[0]
+        admission = admit(question, set(), views, embedder)
+        if admission.view is None:
+            return None
+        return self.probes.run(admission.view.probe, self.probe_context(asker))
+
+
+def prefer_language(hits: list[Hit], lang: str) -> list[Hit]:
+    """One hit per concept, the asker's language first, English as the fallback, in the
+    order of each concept's best score."""
+    best: dict[str, Hit] = {}
+    rank = {lang: 0, FALLBACK_LANG: 1}
+    order: list[str] = []
+    for hit in hits:
+        concept = hit.section.concept or hit.section.id
+        if concept not in best:
+            order.append(concept)
+            best[concept] = hit
+        elif rank.get(hit.section.lang, 2) < rank.get(best[concept].section.lang, 2):
+            best[concept] = hit
+    return [best[c] for c in order]
+
+
+async def within(tutor: Tutor, ctx: TurnContext) -> Plan | None:
+    """`tutor.plan` within the window; a busy or failing pre-check steps aside."""
+    try:
+        return await asyncio.wait_for(asyncio.to_thread(tutor.plan, ctx), tutor.window_s)
+    except TimeoutError:
+        tutor.audit.append(action="tutor.busy", turn_id=ctx.turn_id, decision="info")
+    except Exception as exc:  # optional help: its failure is the loop's turn, not an error
+        log.exception("tutor.precheck_failed turn_id=%s", ctx.turn_id)
+        tutor.audit.append(action="tutor.stepped_aside", turn_id=ctx.turn_id,
+                           decision="info", reason=type(exc).__name__)
+    return None
+
+
+async def answer(tutor: Tutor, compose: Composer, ctx: TurnContext) -> str | None:
+    """The Tutor's reply to this turn, or None (the loop serves). The composition runs
+    within the turn's deadline; its failure is said in the asker's language."""
+    plan = await within(tutor, ctx)
+    if plan is None:
+        return None
+    catalog = tutor.catalog()
+    version = catalog.version if catalog is not None else ""
+    try:
+        reply, outcome = await compose(plan)
+    except Exception as exc:
+        log.exception("tutor.compose_failed turn_id=%s", ctx.turn_id)
+        reply = i18n.get("TUTOR_ANSWER_UNAVAILABLE", ctx.lang)
+        outcome = f"unavailable:{type(exc).__name__}"
+    # the reason names the document the request bound to; the args digest covers the
+    # sections, the probe and the catalog's version the reply rests on
+    tutor.audit.append(action="tutor.answered", turn_id=ctx.turn_id, decision="info",
+                       outcome=outcome, reason=plan.bound,
+                       args={"sections": plan.sections, "catalog": version,
+                             "probe": plan.observation.probe if plan.observation else None})
+    return reply
+
+
+def composer(settings: Settings, port: LLMPort | None) -> Composer:
+    """How this instance writes the Tutor's replies (`[tutor] composer`). Only the
+    extractive composer is wired so far (the model's, `compose.with_model`, still needs the
+    daily budget's reserve and settle around its call): `llm` and `auto` use it too."""
+    from metnos.tutor.reply import extractive
+
+    return extractive
