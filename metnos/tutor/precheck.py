@@ -142,7 +142,7 @@ def prefer_language(hits: list[Hit], lang: str) -> list[Hit]:
     """One hit per concept, the asker's language first, English as the fallback, in the
     order of each concept's best score."""
     best: dict[str, Hit] = {}
-    rank = {lang: 0, FALLBACK_LANG: 1}
+    rank = {FALLBACK_LANG: 1, lang: 0}  # an English asker: English first
     order: list[str] = []
     for hit in hits:
         concept = hit.section.concept or hit.section.id
