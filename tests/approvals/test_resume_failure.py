@@ -4,6 +4,7 @@ their language with the approval's state, never a silent success."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import uuid
 from typing import Any
@@ -27,6 +28,18 @@ async def _finished_turn(client: httpx.AsyncClient) -> dict[str, Any]:
     assert resp.status_code == 200, resp.text
     turn = await wait_closed(client, resp.json()["turn_id"])
     assert turn["status"] == "completed" and turn["flow_run_id"]
+    # the turn's row closes before its flow run's final state is set (the run's state is
+    # named after the outcome, last): wait for that too, or the run is not finished yet
+    from prefect import get_client
+
+    async with get_client() as prefect:
+        for _ in range(200):
+            run = await prefect.read_flow_run(uuid.UUID(turn["flow_run_id"]))
+            if run.state is not None and run.state.is_final():
+                break
+            await asyncio.sleep(0.05)
+        else:
+            raise AssertionError(f"flow run {turn['flow_run_id']} never finished")
     return turn
 
 
