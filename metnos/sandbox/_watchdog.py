@@ -8,7 +8,7 @@ would have exhausted the host's pids (gateway, database and Prefect included). A
 (`pids.max`) is the real tool but needs a writable cgroup tree, which we do not have; a
 dedicated unprivileged uid would make the workspace (owned by the gateway's user) unwritable.
 
-How: every sandbox has its own pid namespace, whose init is bwrap's child. `watch` finds it
+How: every sandbox has its own pid namespace, whose init is bwrap's child. `Watch` finds it
 (`/proc/<bwrap>/task/<bwrap>/children`, checked by `NSpid` ending in 1 and its parent), opens
 the sandbox's own procfs through `/proc/<init>/root/proc` (which lists exactly the namespace's
 processes) and a pidfd on init, then, in a thread of its own, every `POLL_S` counts the tasks
@@ -94,37 +94,38 @@ def _alive(pidfd: int) -> bool:
     return not poller.poll(0)
 
 
-async def watch(bwrap_pid: int, max_tasks: int, max_rss_bytes: int) -> Breach | None:
-    """Watch the sandbox started by `bwrap_pid` until it ends (None) or breaches a bound.
+class Watch:
+    """Watch the sandbox started by `bwrap_pid` until `stop` is awaited.
 
     The polls run in a thread of their own, so a busy or blocked event loop never delays a
-    kill. On a breach the namespace is already killed when this returns. Cancel it to stop
-    watching: the thread is stopped and waited for (within one poll) before the cancellation
-    goes on, so nothing is signalled once the caller reaps bwrap. Fails closed: a namespace it
-    cannot attach to within `ATTACH_TIMEOUT_S` is killed too.
+    kill. On a breach the thread kills the namespace at once and keeps the Breach for `stop`,
+    which the runner awaits once bwrap has ended: a breach found while the run was ending is
+    never lost (a cancelled watch task used to drop it when the kill and the reap raced).
+    Fails closed: a namespace it cannot attach to within `ATTACH_TIMEOUT_S` is killed too.
     """
-    loop = asyncio.get_running_loop()
-    done: asyncio.Future[Breach | None] = loop.create_future()
-    stop = threading.Event()
 
-    def run() -> None:
-        outcome: Breach | BaseException | None
-        try:
-            outcome = _watch(bwrap_pid, max_tasks, max_rss_bytes, stop)
-        except BaseException as exc:  # handed to the awaiting task, which raises it
-            outcome = exc
-        with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
-            loop.call_soon_threadsafe(_settle, done, outcome)
+    def __init__(self, bwrap_pid: int, max_tasks: int, max_rss_bytes: int) -> None:
+        loop = asyncio.get_running_loop()
+        self._done: asyncio.Future[Breach | None] = loop.create_future()
+        self._stop = threading.Event()
 
-    threading.Thread(target=run, name=f"sandbox-watchdog-{bwrap_pid}", daemon=True).start()
-    try:
-        return await asyncio.shield(done)
-    finally:
-        stop.set()
-        if not done.done():
-            await asyncio.wait([done])
-        if not done.cancelled():
-            done.exception()  # retrieved: a cancelled watch has nobody else to raise it to
+        def run() -> None:
+            outcome: Breach | BaseException | None
+            try:
+                outcome = _watch(bwrap_pid, max_tasks, max_rss_bytes, self._stop)
+            except BaseException as exc:  # handed to `stop`, which raises it
+                outcome = exc
+            with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
+                loop.call_soon_threadsafe(_settle, self._done, outcome)
+
+        threading.Thread(target=run, name=f"sandbox-watchdog-{bwrap_pid}", daemon=True).start()
+
+    async def stop(self) -> Breach | None:
+        """Stop polling and return the breach seen, if any. The thread ends within one poll,
+        so nothing is signalled once the caller reaps bwrap; a cancelled caller leaves it to
+        end on its own (the stop is already set)."""
+        self._stop.set()
+        return await asyncio.shield(self._done)
 
 
 def _settle(done: asyncio.Future[Breach | None], outcome: Breach | BaseException | None) -> None:

@@ -174,29 +174,16 @@ async def _execute(
     )
     run = _process.Run(spawn_s=time.monotonic() - started)
     max_rss = request.profile.memory_mb * 1024 * 1024
-    watchdog = asyncio.create_task(_watchdog.watch(proc.pid, request.max_processes, max_rss))
+    watchdog = _watchdog.Watch(proc.pid, request.max_processes, max_rss)
     try:
         await _communicate(proc, payload, request, run)
     finally:
         _process.kill_group(proc.pid)
-        await _stop_watchdog(watchdog, run)
+        # A breach the watchdog saw (it already killed the namespace) decides the outcome.
+        if (breach := await watchdog.stop()) is not None:
+            run.error_key, run.error_vars = breach.key, dict(breach.vars)
         await _process.reap(proc, run)
     return run
-
-
-async def _stop_watchdog(
-    watchdog: asyncio.Task[_watchdog.Breach | None], run: _process.Run
-) -> None:
-    """Stop watching; a breach it saw (it already killed the namespace) decides the outcome."""
-    if not watchdog.done():
-        watchdog.cancel()
-    await asyncio.wait([watchdog])  # never raises the task's outcome; our own cancel does
-    if watchdog.cancelled():
-        return
-    if (error := watchdog.exception()) is not None:
-        raise error
-    if (breach := watchdog.result()) is not None:
-        run.error_key, run.error_vars = breach.key, dict(breach.vars)
 
 
 async def _communicate(
