@@ -26,6 +26,8 @@ from metnos.policy import usage_models as _usage_models  # noqa: F401
 from metnos.proposals import models as _proposal_models  # noqa: F401
 from metnos.reminders import outbox as _outbox_models  # noqa: F401
 from metnos.settings import Settings
+from metnos.tutor import confirm_models as _tutor_confirm_models  # noqa: F401
+from metnos.tutor import feedback_models as _tutor_feedback_models  # noqa: F401
 from metnos.web import models as _web_models  # noqa: F401
 
 PREFECT_URL_ENV = "PREFECT_SERVER_DATABASE_CONNECTION_URL"

@@ -27,6 +27,7 @@ from metnos.llm.port import LLMPort
 from metnos.pairing import OWNER_USER_ID
 from metnos.settings import Settings
 from metnos.turns.context import TurnContext
+from metnos.tutor import feedback
 from metnos.tutor.catalog import Catalog, CatalogUnavailable, Hit, cached_catalog, catalog_path
 from metnos.tutor.classify import default_classifier
 from metnos.tutor.embedder import default_embedder
@@ -116,6 +117,7 @@ class Tutor:
             return None  # no view covers the question: the normal engine reads the data
         hits = catalog.search_text(ctx.text, k=8, sources=sources,
                                    audience=OWNER if owner else EVERYONE)
+        hits = feedback.boosted(self, ctx, hits)  # feedback: this asker's own 👍 first
         hits = prefer_language([h for h in hits if h.score >= ADMIT_FLOOR or sources], ctx.lang)
         if not hits and observation is None:
             return None  # no admissible source: the classifier's reading alone closes nothing
@@ -187,6 +189,7 @@ async def answer(tutor: Tutor, compose: Composer, ctx: TurnContext) -> str | Non
                        outcome=outcome, reason=plan.bound,
                        args={"sections": plan.sections, "catalog": version,
                              "probe": plan.observation.probe if plan.observation else None})
+    await feedback.offer(tutor, ctx, plan, version)  # its 👍/👎, for the asker only
     return reply
 
 

@@ -1,0 +1,364 @@
+"""Feedback on the Tutor's answers (SPEC §10, issue 14 Build 8): 👍/👎 in the web chat and
+Telegram, for the person who asked only.
+
+When the Tutor answers, `offer` keeps what a rating needs server-side, keyed by the turn
+(`tutor_answer`, for `PENDING_TTL`): the asker, the question's vector (never its text), the
+sections the answer rests on with their content hashes, the catalog version. The reply
+carries one activity item `{"feedback": <turn id>}` that the surfaces turn into buttons.
+
+`rate` judges a press against that row: only the asker, once, before the expiry; any other
+press is refused with an audit line. 👍 associates the question's vector with the primary
+section (as it was: its content hash); 👎 removes this person's associations of that answer's
+sections with questions near this one and records a typed gap:
+
+- `wrong_section`: the cited section is about something else;
+- `insufficient`: it is about the question but does not answer it;
+- `outdated`: it says something that is no longer true of Metnos;
+- `not_about_metnos`: the question was not one for the Tutor.
+
+`boosted` (a hook of `Tutor.plan`) moves the sections this person associated with a near
+question (cosine >= `NEAR`) to the front of what retrieval found, never adding one and never
+for anyone else. `check` (`metnos tutor feedback-check`, the catalog upkeep) drops the
+associations whose section is gone or changed; `boosted` also skips them at use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+import weakref
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from functools import lru_cache
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from sqlalchemy import Engine
+from sqlmodel import col, delete, select
+
+from metnos.audit import AuditLog
+from metnos.db.engine import session as db_session
+from metnos.db.models import utcnow
+from metnos.errors import MetnosError
+from metnos.turns.context import TurnContext
+from metnos.tutor.catalog import Catalog, Hit, ModelInfo, section_hash
+from metnos.tutor.embedder import EmbedderUnavailable, default_embedder
+from metnos.tutor.feedback_models import (
+    GAP_CAUSES,
+    RATINGS,
+    TutorAnswer,
+    TutorAssociation,
+    TutorGap,
+)
+
+if TYPE_CHECKING:
+    from metnos.tutor.precheck import Plan, Tutor
+
+log = logging.getLogger(__name__)
+
+# Two questions are "near" when their cosine (USE v3 multilingual) is at least this. Measured
+# on it/en pairs (tests/tutor/test_feedback.py): paraphrases 0.79-0.93 (a terse rewording
+# 0.67-0.75), other topics 0.19-0.58, "the approvals page" vs "the audit page" 0.74. A
+# wrong boost reorders the wrong section first, a missed one only leaves retrieval as it was:
+# the threshold sits above the nearest different topic.
+NEAR = 0.78
+GROUP = 0.75  # gaps within this cosine of a group's first one are grouped with it
+PENDING_TTL = timedelta(days=7)  # how long an answer can be rated
+ACTION = "tutor.feedback"
+
+__all__ = ["GAP_CAUSES", "NEAR", "FeedbackRefused", "GapGroup", "Rated", "bind", "boosted",
+           "boosts", "check", "gap_groups", "offer", "rate"]
+
+
+class FeedbackRefused(MetnosError, PermissionError):
+    """A rating that may not count: unknown, another's, expired, already rated, invalid."""
+
+    def __init__(self, key: str, status: int, reason: str | None = None) -> None:
+        super().__init__(key)
+        self.status = status
+        self.reason = reason or key  # the audit's reason: what the caller is not told
+
+
+@dataclass(frozen=True)
+class Rated:
+    rating: str
+    cause: str | None
+    associated: bool = False  # 👍: a new association was stored
+    removed: int = 0  # 👎: this person's associations it removed
+
+
+@dataclass(frozen=True)
+class GapGroup:
+    """Gaps of one cause whose questions are near each other: counts and sections only."""
+
+    cause: str
+    count: int
+    sections: list[str]  # "id@lang", the most frequent first
+    langs: list[str]
+    first: datetime
+    last: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"cause": self.cause, "count": self.count, "sections": self.sections,
+                "langs": self.langs, "first": self.first.isoformat(),
+                "last": self.last.isoformat()}
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    kept: int
+    dropped: int
+    expired: int  # pending answers past their expiry, deleted
+    dropped_ids: list[int] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"kept": self.kept, "dropped": self.dropped, "expired": self.expired}
+
+
+# ---- binding: which database a Tutor's feedback lives in (set by the runtime) ----
+
+_ENGINES: weakref.WeakKeyDictionary[Tutor, Engine] = weakref.WeakKeyDictionary()
+_ENGINES_LOCK = threading.Lock()
+
+
+def bind(tutor: Tutor, engine: Engine) -> None:
+    """Feedback for `tutor`'s answers is kept in `engine`'s database; unbound, none is."""
+    with _ENGINES_LOCK:
+        _ENGINES[tutor] = engine
+
+
+def _engine(tutor: Tutor) -> Engine | None:
+    with _ENGINES_LOCK:
+        return _ENGINES.get(tutor)
+
+
+def to_blob(vector: np.ndarray) -> bytes:
+    return np.asarray(vector, dtype="<f4").reshape(-1).tobytes()
+
+
+def from_blob(blob: bytes) -> np.ndarray:
+    return np.frombuffer(blob, dtype="<f4")
+
+
+@lru_cache(maxsize=64)
+def _encode(text: str) -> bytes:
+    return to_blob(default_embedder().encode([text])[0])
+
+
+def question_vector(catalog: Catalog, text: str) -> np.ndarray | None:
+    """`text`'s vector by the catalog's own model (cached: the pre-check, the boost and the
+    offer read the same question); None when the catalog cannot embed."""
+    if not catalog.semantic:
+        return None
+    try:
+        if ModelInfo.of(default_embedder()).identity() != catalog.model.identity():
+            return None
+        return from_blob(_encode(text))
+    except EmbedderUnavailable:
+        return None
+
+
+def _cosines(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(rows, axis=1) * (float(np.linalg.norm(vector)) or 1.0)
+    return np.asarray((rows @ vector) / np.where(norms == 0, 1.0, norms))
+
+
+# ---- the answer: offered for rating ----
+
+async def offer(tutor: Tutor, ctx: TurnContext, plan: Plan, version: str) -> None:
+    """Keep what a rating of this answer needs and put its buttons' item in the reply's
+    activity. Optional: a failure here leaves the answer unchanged (logged)."""
+    engine = _engine(tutor)
+    if engine is None or not plan.hits or not version:
+        return
+    try:
+        await asyncio.to_thread(_offer, tutor, engine, ctx, plan, version)
+    except Exception:  # the answer stands without its buttons
+        log.exception("tutor.feedback_offer_failed turn_id=%s", ctx.turn_id)
+        return
+    ctx.activity.append({"executor": "tutor", "status": "done", "text": "",
+                         "action_id": None, "undo": False, "approval_id": None,
+                         "feedback": ctx.turn_id})
+
+
+def _offer(tutor: Tutor, engine: Engine, ctx: TurnContext, plan: Plan, version: str) -> None:
+    catalog = tutor.catalog()
+    vector = question_vector(catalog, ctx.text) if catalog is not None else None
+    sections = [[h.section.id, h.section.lang, section_hash(h.section)] for h in plan.hits]
+    now = utcnow()
+    row = TutorAnswer(turn_id=ctx.turn_id, user_id=ctx.user_id, session_id=ctx.session_id,
+                      channel=ctx.channel, lang=ctx.lang,
+                      vector=to_blob(vector) if vector is not None else None,
+                      sections=sections, catalog_version=version, created_at=now,
+                      expires_at=now + PENDING_TTL)
+    with db_session(engine) as db:
+        db.merge(row)
+
+
+# ---- the rating ----
+
+def rate(engine: Engine, audit: AuditLog, turn_id: str, *, user_id: str, rating: str,
+         cause: str | None = None, channel: str = "web",
+         session_id: str | None = None) -> Rated:
+    """`user_id`'s rating of the answer of turn `turn_id` (single use; with `session_id`,
+    only from that conversation). One audit line either way; FeedbackRefused when refused
+    (unknown and another's answer read alike to the caller: nothing is revealed)."""
+    fields: dict[str, Any] = {"sender": user_id, "channel": channel, "action": ACTION,
+                              "turn_id": turn_id[:64]}
+    try:
+        with db_session(engine) as db:
+            done = _rate(db, turn_id, user_id, rating, cause, session_id)
+    except FeedbackRefused as exc:
+        audit.append(**fields, decision="deny", reason=exc.reason, outcome="refused")
+        raise
+    audit.append(**fields, decision="info", outcome=rating, reason=cause,
+                 args={"associated": done.associated, "removed": done.removed})
+    return done
+
+
+def _rate(db: Any, turn_id: str, user_id: str, rating: str, cause: str | None,
+          session_id: str | None) -> Rated:
+    if rating not in RATINGS or (rating == "down") != (cause is not None) or (
+            cause is not None and cause not in GAP_CAUSES):
+        raise FeedbackRefused("ERR_TUTOR_FEEDBACK_INVALID", 422)
+    row = db.exec(select(TutorAnswer).where(col(TutorAnswer.turn_id) == turn_id)
+                  .with_for_update()).first()
+    if row is None:
+        raise FeedbackRefused("ERR_TUTOR_FEEDBACK_UNKNOWN", 404)
+    if row.user_id != user_id or (session_id is not None and row.session_id != session_id):
+        raise FeedbackRefused("ERR_TUTOR_FEEDBACK_UNKNOWN", 404, "ERR_TUTOR_FEEDBACK_NOT_YOURS")
+    if row.rating is not None:
+        raise FeedbackRefused("ERR_TUTOR_FEEDBACK_ALREADY", 409)
+    if row.expires_at <= utcnow():
+        raise FeedbackRefused("ERR_TUTOR_FEEDBACK_EXPIRED", 410)
+    row.rating, row.cause, row.rated_at = rating, cause, utcnow()
+    db.add(row)
+    vector = from_blob(row.vector) if row.vector else None
+    if rating == "up":
+        if vector is None or not row.sections:
+            return Rated(rating, None)
+        section_id, lang, digest = row.sections[0]
+        db.add(TutorAssociation(user_id=user_id, turn_id=turn_id, vector=row.vector,
+                                section_id=section_id, lang=lang, content_hash=digest,
+                                catalog_version=row.catalog_version))
+        return Rated(rating, None, associated=True)
+    removed = _forget(db, user_id, vector, {(s[0], s[1]) for s in row.sections})
+    db.add(TutorGap(user_id=user_id, cause=str(cause),
+                    sections=[f"{s[0]}@{s[1]}" for s in row.sections], vector=row.vector,
+                    lang=row.lang, catalog_version=row.catalog_version))
+    return Rated(rating, cause, removed=removed)
+
+
+def _forget(db: Any, user_id: str, vector: np.ndarray | None,
+            sections: set[tuple[str, str]]) -> int:
+    """Delete `user_id`'s associations of `sections` with a question near `vector` (all of
+    them for those sections when the answer had no vector)."""
+    rows = [r for r in db.exec(select(TutorAssociation)
+                               .where(col(TutorAssociation.user_id) == user_id)).all()
+            if (r.section_id, r.lang) in sections]
+    if vector is not None and rows:
+        near = _cosines(np.stack([from_blob(r.vector) for r in rows]), vector) >= NEAR
+        rows = [r for r, n in zip(rows, near, strict=True) if n]
+    for r in rows:
+        db.delete(r)
+    return len(rows)
+
+
+# ---- use: this person's boosts ----
+
+def boosts(engine: Engine, user_id: str, vector: np.ndarray) -> dict[tuple[str, str],
+                                                                     tuple[float, str]]:
+    """(section id, lang) → (the best cosine of `user_id`'s associations with a question
+    near `vector`, the content hash it was associated at). Only `user_id`'s own rows."""
+    with db_session(engine) as db:
+        rows = db.exec(select(TutorAssociation)
+                       .where(col(TutorAssociation.user_id) == user_id)).all()
+    if not rows:
+        return {}
+    scores = _cosines(np.stack([from_blob(r.vector) for r in rows]), vector)
+    out: dict[tuple[str, str], tuple[float, str]] = {}
+    for row, score in zip(rows, scores, strict=True):
+        key = (row.section_id, row.lang)
+        if score >= NEAR and score > out.get(key, (-1.0, ""))[0]:
+            out[key] = (float(score), row.content_hash)
+    return out
+
+
+def boosted(tutor: Tutor, ctx: TurnContext, hits: list[Hit]) -> list[Hit]:
+    """`hits` with the sections this person associated with a near question first (the
+    best association first), each unchanged since; the others keep their order. Optional:
+    any failure leaves `hits` as they were."""
+    engine = _engine(tutor)
+    if engine is None or not hits:
+        return hits
+    try:
+        catalog = tutor.catalog()
+        vector = question_vector(catalog, ctx.text) if catalog is not None else None
+        if vector is None:
+            return hits
+        found = boosts(engine, ctx.user_id, vector)
+    except Exception:
+        log.exception("tutor.feedback_boost_failed turn_id=%s", ctx.turn_id)
+        return hits
+    lifted = {}
+    for n, hit in enumerate(hits):
+        got = found.get((hit.section.id, hit.section.lang))
+        if got is not None and got[1] == section_hash(hit.section):  # a changed one: never
+            lifted[n] = got[0]
+    if not lifted:
+        return hits
+    first = sorted(lifted, key=lambda n: (-lifted[n], n))
+    return [hits[n] for n in first] + [h for n, h in enumerate(hits) if n not in lifted]
+
+
+# ---- the owner's views: gaps grouped, the counterfactual check ----
+
+def gap_groups(engine: Engine, threshold: float = GROUP) -> list[GapGroup]:
+    """The gaps grouped by cause, then greedily by the proximity of their questions (a gap
+    joins the first group whose first question is within `threshold`), largest first."""
+    with db_session(engine) as db:
+        rows = db.exec(select(TutorGap).order_by(col(TutorGap.created_at),
+                                                 col(TutorGap.id))).all()
+    groups: list[tuple[str, np.ndarray | None, list[TutorGap]]] = []
+    for row in rows:
+        vector = from_blob(row.vector) if row.vector else None
+        for cause, seed, members in groups:
+            if cause != row.cause:
+                continue
+            if (vector is None and seed is None) or (
+                    vector is not None and seed is not None
+                    and float(_cosines(seed.reshape(1, -1), vector)[0]) >= threshold):
+                members.append(row)
+                break
+        else:
+            groups.append((row.cause, vector, [row]))
+    out = []
+    for cause, _, members in groups:
+        counted = Counter(s for m in members for s in m.sections)
+        out.append(GapGroup(cause, len(members), [s for s, _ in counted.most_common()],
+                            sorted({m.lang for m in members}), members[0].created_at,
+                            members[-1].created_at))
+    return sorted(out, key=lambda g: (-g.count, g.cause, g.first))
+
+
+def check(engine: Engine, catalog: Catalog, audit: AuditLog | None = None) -> CheckReport:
+    """The counterfactual check: every association must still point at a section of the
+    current catalog with the content it was associated at; the others are dropped (counted,
+    never used). Answers past their rating time are deleted too."""
+    current = {(s.id, s.lang): section_hash(s) for s in catalog.sections}
+    with db_session(engine) as db:
+        rows = db.exec(select(TutorAssociation)).all()
+        stale = [r for r in rows if current.get((r.section_id, r.lang)) != r.content_hash]
+        for row in stale:
+            db.delete(row)
+        expired = db.exec(delete(TutorAnswer).where(
+            col(TutorAnswer.expires_at) <= utcnow())).rowcount
+    report = CheckReport(len(rows) - len(stale), len(stale), int(expired or 0),
+                         [r.id for r in stale if r.id is not None])
+    if audit is not None:
+        audit.append(action="tutor.feedback_check", decision="info",
+                     outcome=f"kept={report.kept} dropped={report.dropped}",
+                     args={**report.to_dict(), "catalog": catalog.version})
+    return report
