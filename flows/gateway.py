@@ -14,6 +14,7 @@ import os
 import uvicorn
 from fastapi import FastAPI
 
+from flows._scheduler_signals import Snapshot, with_scheduler_signals
 from flows.reminder import scheduler
 from flows.turn import crash_runs, resume_approval, run_turn
 from metnos.gateway.app import create_app
@@ -23,10 +24,13 @@ from metnos.settings import get_settings
 
 def app() -> FastAPI:
     """ASGI factory: `uvicorn flows.gateway:app --factory`. Reminders are scheduled as runs
-    of the served `reminder/at` deployment and delivered by the app's outbox loop."""
+    of the served `reminder/at` deployment and delivered by the app's outbox loop; the
+    scheduler's signals for the Tutor are read from Prefect by a refresher of the lifespan."""
     settings = get_settings()
-    return with_reminders(create_app(settings, runner=run_turn, resumer=resume_approval,
-                                     close_runs=crash_runs), scheduler(settings))
+    signals = Snapshot()
+    built = create_app(settings, runner=run_turn, resumer=resume_approval,
+                       close_runs=crash_runs, scheduler_signals=signals)
+    return with_scheduler_signals(with_reminders(built, scheduler(settings)), signals)
 
 
 def main() -> None:

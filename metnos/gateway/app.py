@@ -51,7 +51,7 @@ from metnos.i18n.store import MessageStore
 from metnos.settings import Settings, get_settings
 from metnos.turns.pipeline import run_pipeline
 from metnos.turns.recovery import recover_at_start
-from metnos.turns.runtime import build_service
+from metnos.turns.runtime import Signals, build_service
 from metnos.turns.service import TurnContext, TurnService
 
 log = logging.getLogger(__name__)
@@ -75,13 +75,21 @@ async def plain_runner(service: TurnService, ctx: TurnContext) -> None:
 
 
 def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = None,
-               resumer: Resumer | None = None, close_runs: RunCloser | None = None) -> FastAPI:
+               resumer: Resumer | None = None, close_runs: RunCloser | None = None,
+               scheduler_signals: Signals | None = None) -> FastAPI:
+    """`scheduler_signals`: the scheduler's latest signals, for the Tutor's probes (the
+    composition root keeps them current; without it the scheduler is not observed)."""
     settings = settings or get_settings()
     background: set[asyncio.Task[None]] = set()
 
+    def telegram_polling() -> bool | None:  # None: no bot configured (or not started yet)
+        channel = getattr(app.state, "telegram", None)
+        return None if channel is None else channel.polling
+
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        service = await build_service(settings)
+        service = await build_service(settings, scheduler=scheduler_signals,
+                                      telegram=telegram_polling)
         store = await asyncio.to_thread(_message_store, settings)
         await asyncio.to_thread(intents.audit_policy, service.audit, settings)
         threading.Thread(target=lint.warm_up, args=(settings.active_languages,),
@@ -91,7 +99,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
             await close_runs(recovered.flow_runs)
         app.state.service = service
         app.state.owner_token = settings.owner_token()
-        telegram = await start_telegram(app, settings)
+        telegram = app.state.telegram = await start_telegram(app, settings)
         log.info("gateway.ready executors=%d sandbox_ok=%s",
                  len(service.registry.admitted), service.sandbox_ok)
         yield

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from functools import partial
 
 from metnos.audit import open_audit_log
@@ -22,15 +23,26 @@ from metnos.turns.context import TurnContext
 from metnos.turns.service import TurnService
 from metnos.tutor import feedback
 from metnos.tutor.precheck import Tutor, answer, composer
-from metnos.tutor.probes import Asker, ProbeContext, default_probes
+from metnos.tutor.probes import (
+    Asker,
+    ProbeContext,
+    SchedulerSignals,
+    default_probes,
+    scheduler_services,
+)
 
 Precheck = Callable[[TurnService, TurnContext], Awaitable[str | None]]
+Signals = Callable[[], SchedulerSignals]  # the scheduler's latest signals (never waits)
+Liveness = Callable[[], bool | None]  # a service's state: None when not configured or known
 
 log = logging.getLogger(__name__)
 
 
-async def build_service(settings: Settings) -> TurnService:
-    """Everything a turn needs, checked at start-up (the canary decides sandbox_ok)."""
+async def build_service(settings: Settings, *, scheduler: Signals | None = None,
+                        telegram: Liveness | None = None) -> TurnService:
+    """Everything a turn needs, checked at start-up (the canary decides sandbox_ok).
+    `scheduler` and `telegram` are what the gateway knows of those services, for the
+    Tutor's probes."""
     if not settings.owner_token_path.is_file():
         raise NotInitialisedError(home=str(settings.home))
     engine = make_engine(database_url(settings))
@@ -46,17 +58,24 @@ async def build_service(settings: Settings) -> TurnService:
                           audit=open_audit_log(settings), port=port, sandbox_ok=canary.ok)
     service.record.memory_hooks.append(partial(_observe, service))
     if settings.tutor.enabled:
-        service.precheck = await asyncio.to_thread(tutoring, settings, service)
+        service.precheck = await asyncio.to_thread(tutoring, settings, service,
+                                                   scheduler, telegram)
     return service
 
 
-def tutoring(settings: Settings, service: TurnService) -> Precheck:
+def tutoring(settings: Settings, service: TurnService, scheduler: Signals | None = None,
+             telegram: Liveness | None = None) -> Precheck:
     """The Tutor's pre-check of this instance (SPEC §10), warmed when a catalog is there
     (about 2 s: the model's load) so that no question pays for it inside the window."""
+    def services() -> dict[str, bool | None]:
+        seen = scheduler_services(scheduler() if scheduler else None, datetime.now(UTC))
+        return {"database": _up(service), "gateway": True, **seen,
+                "telegram_poller": telegram() if telegram else None}
+
     def reading(asker: Asker) -> ProbeContext:  # what a probe may read, for this asker
         return ProbeContext(asker=asker, registry=service.registry, engine=service.engine,
                             home=settings.home, repo_executors=repo_path("executors"),
-                            services=lambda: {"database": _up(service), "gateway": True})
+                            services=services, scheduler=scheduler)
 
     tutor = Tutor(settings.home, service.audit, window_s=settings.tutor.window_ms / 1000,
                   probes=default_probes(), probe_context=reading)

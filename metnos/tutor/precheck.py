@@ -35,7 +35,7 @@ from metnos.tutor.identity import Bound, route
 from metnos.tutor.observation import Observation
 from metnos.tutor.probes import Asker, ProbeContext, ProbeRegistry
 from metnos.tutor.sections import Section
-from metnos.tutor.views import admit, load_views, visible_views
+from metnos.tutor.views import admit, load_views, requested_facts, visible_views
 
 log = logging.getLogger(__name__)
 EVERYONE, OWNER = frozenset({"everyone"}), frozenset({"everyone", "owner"})
@@ -134,8 +134,12 @@ class Tutor:
         views = visible_views(load_views(ctx.lang), self.probes, asker)
         embedder = default_embedder()
         question = embedder.encode([ctx.text])[0]
-        admission = admit(question, set(), views, embedder)
-        if admission.view is None:
+        asked = requested_facts(question, ctx.lang, embedder)
+        admission = admit(question, asked, views, embedder)
+        if admission.view is None:  # the normal engine reads the data: said in the audit
+            self.audit.append(action="tutor.view_withdrawn", turn_id=ctx.turn_id,
+                              decision="info", reason=admission.reason,
+                              args={"facts": sorted(asked)})
             return None
         return self.probes.run(admission.view.probe, self.probe_context(asker))
 

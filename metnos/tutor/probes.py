@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -29,6 +29,7 @@ Scope = Literal["owner", "self"]
 SERVICES = ("database", "prefect_server", "gateway", "deployment_runner", "telegram_poller")
 SchedulerState = Literal["running", "degraded", "failed", "stopped"]
 DEFAULT_TIMEOUT_S = 2.0
+SIGNALS_FRESH_S = 30.0  # the scheduler probe's ttl: older signals no longer tell a service's state
 
 
 class ProbeRefused(MetnosError, PermissionError):
@@ -50,7 +51,8 @@ class SchedulerSignals:
     runner_heartbeat: datetime | None = None  # the runner's last sign of life
     heartbeat_timeout_s: float = 120.0  # older than this: the runner is not alive
     runs: Mapping[str, int] = field(default_factory=dict)  # recent runs by state
-    observed_at: datetime | None = None
+    observed_at: datetime | None = None  # when these signals were read (the snapshot's time)
+    deployments: int | None = None  # deployments the runner serves, as the server lists them
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,7 @@ class Reading:
     facts: dict[str, object]
     status: Status = "ok"
     cause: str | None = None
+    taken_at: datetime | None = None  # when the facts were seen, if earlier than the run
 
 
 ProbeFn = Callable[[ProbeContext], Reading]
@@ -139,7 +142,7 @@ class ProbeRegistry:
         got = box[0]
         if isinstance(got, BaseException):
             return unavailable(name, now=ctx.now, source_version=version, cause="error")
-        return observe(name, got.facts, now=ctx.now, ttl_s=probe.ttl_s,
+        return observe(name, got.facts, now=got.taken_at or ctx.now, ttl_s=probe.ttl_s,
                        source_version=version, status=got.status, cause=got.cause)
 
 
@@ -158,7 +161,9 @@ def scheduler_state(sig: SchedulerSignals, now: datetime) -> Reading:
         return Reading({**facts, "state": None}, status="unavailable")
     if sig.server_reachable is False:
         return Reading({**facts, "state": "failed"}, cause="server_unreachable")
-    if age is not None and age > sig.heartbeat_timeout_s:
+    if (age is not None and age > sig.heartbeat_timeout_s) or (
+            age is None and sig.server_reachable and sig.deployments is not None):
+        # silent too long, or the server lists the deployments and none was ever polled
         return Reading({**facts, "state": "stopped"}, cause="runner_heartbeat_missing")
     status: Status = "ok" if age is not None and sig.server_reachable else "partial"
     if runs.get("crashed", 0) > 0:
@@ -169,9 +174,33 @@ def scheduler_state(sig: SchedulerSignals, now: datetime) -> Reading:
 
 
 def probe_scheduler(ctx: ProbeContext) -> Reading:
+    """The state the signals showed when they were read: a snapshot's time is the
+    observation's, so an old snapshot reads as stale, never as the current state."""
     if ctx.scheduler is None:
         return Reading({"state": None}, status="unavailable")
-    return scheduler_state(ctx.scheduler(), ctx.now)
+    sig = ctx.scheduler()
+    seen = scheduler_state(sig, sig.observed_at or ctx.now)
+    return replace(seen, taken_at=sig.observed_at) if sig.observed_at else seen
+
+
+def runner_alive(sig: SchedulerSignals) -> bool | None:
+    """Whether the deployment runner polled recently, when the signals tell."""
+    if not sig.server_reachable or sig.observed_at is None:
+        return None
+    if sig.runner_heartbeat is None:
+        return False if sig.deployments is not None else None
+    age = (sig.observed_at - sig.runner_heartbeat).total_seconds()
+    return age <= sig.heartbeat_timeout_s
+
+
+def scheduler_services(sig: SchedulerSignals | None, now: datetime,
+                       fresh_s: float = SIGNALS_FRESH_S) -> dict[str, bool | None]:
+    """`prefect_server` and `deployment_runner` for the services probe, from signals no
+    older than `fresh_s` (older ones, or none: not known)."""
+    if sig is None or sig.observed_at is None or (
+            now - sig.observed_at).total_seconds() > fresh_s:
+        return {"prefect_server": None, "deployment_runner": None}
+    return {"prefect_server": sig.server_reachable, "deployment_runner": runner_alive(sig)}
 
 
 # -- services ------------------------------------------------------------------------------
@@ -251,7 +280,7 @@ def default_probes() -> ProbeRegistry:
                           covers={"executors", "executor_lifecycle", "executor_provenance"})
     probes.register_probe("services", probe_services, scope="owner", ttl_s=30.0,
                           covers={"services", "service_health"})
-    probes.register_probe("scheduler", probe_scheduler, scope="owner", ttl_s=30.0,
+    probes.register_probe("scheduler", probe_scheduler, scope="owner", ttl_s=SIGNALS_FRESH_S,
                           covers={"scheduler", "scheduler_state", "scheduler_cause"})
     probes.register_probe("scheduled_tasks", probe_scheduled_tasks, scope="self",
                           covers={"scheduled_tasks", "next_reminder"})

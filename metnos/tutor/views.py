@@ -3,9 +3,10 @@
 A view is a registered probe, the facts it covers, and descriptions per language (the data
 files `data/views.toml` and `data/<lang>/views.toml`; a language without a file uses English).
 `admit` proposes the view nearest to the question, verifies that this one view covers every
-requested fact, and confirms it is the primary by a margin over every other visible view; if
-any check fails it withdraws and the request goes to the normal engine ("check if there is
-mail" is no question for the services view). `premise_correction` compares what a question
+requested fact (`requested_facts`: the facts of `[facts]` the question is nearest to), and
+confirms it is the primary by a margin over every other visible view; if any check fails it
+withdraws and the request goes to the normal engine ("check if there is mail" asks for mail,
+which no view covers). `premise_correction` compares what a question
 takes for granted ("why is the scheduler stopped?") with the observation and returns a marker
 for the composer: the i18n key and its variables.
 """
@@ -30,6 +31,8 @@ FALLBACK_LANG = "en"
 FLOOR = 0.5  # nearest view below this: not about it (measured: asked 0.59+, others 0.46-)
 MARGIN = 0.05  # the primary's lead over the next visible view
 PREMISE_FLOOR = 0.6
+FACT_FLOOR = 0.45  # a fact below this is not asked for (measured: asked 0.52+, others 0.41-)
+FACT_SPREAD = 0.1  # facts this close to the nearest one are asked for too
 NEUTRAL = "neutral"  # the prototypes of a question that assumes no state
 SCHEDULER_STATE_KEYS = {"running": "TUTOR_SCHEDULER_RUNNING",
                         "degraded": "TUTOR_SCHEDULER_DEGRADED",
@@ -93,6 +96,20 @@ def admit(question_vec: np.ndarray, requested_facts: set[str] | frozenset[str],
     if best - runner_up < margin:
         return Admission(None, "no_margin", best, runner_up)
     return Admission(view, "admitted", best, runner_up)
+
+
+def requested_facts(question_vec: np.ndarray, lang: str, embedder: Embedder, *,
+                    floor: float = FACT_FLOOR, spread: float = FACT_SPREAD) -> frozenset[str]:
+    """The facts the question asks for (`[facts]` of `data/<lang>/views.toml`): the nearest
+    one and any within `spread` of it, above `floor`; none when nothing stands out (then the
+    views' own floor and margin decide). A fact no view covers makes the check fail."""
+    vec = np.asarray(question_vec, dtype=np.float32).reshape(-1)
+    scored = [(float(np.max(_encoded(embedder, tuple(texts)) @ vec)), name)
+              for name, texts in _texts(lang).get("facts", {}).items() if texts]
+    best = max((score for score, _ in scored), default=0.0)
+    if best < floor:
+        return frozenset()
+    return frozenset(name for score, name in scored if score >= max(floor, best - spread))
 
 
 def view_score(question_vec: np.ndarray, view: View, embedder: Embedder) -> float:

@@ -80,6 +80,12 @@ class TelegramChannel:
     def service(self) -> TurnService:
         return self.host.service
 
+    @property
+    def polling(self) -> bool:
+        """The poller reached the Bot API and has not ended (the Tutor's services probe)."""
+        return (self._runner is not None and not self._runner.done()
+                and self._polling.is_set() and not self._stopped)
+
     async def start(self) -> None:
         server = TelegramAPIServer.from_base(self.config.api_base)
         self.bot = Bot(self.config.token, session=AiohttpSession(api=server))
