@@ -36,6 +36,10 @@ def show(name: str, report: Report, misses: bool) -> None:
               f"MRR {report.mrr():.3f}")
         print(f"    cosine alone:                recall@3 {report.recall(True):.3f}   "
               f"MRR {report.mrr(True):.3f}")
+    answered = report.answered()
+    if answered is not None:
+        print(f"    answered from an expected section (top 3, best >= the gap "
+              f"threshold): {answered:.3f}")
     print(f"    classification accuracy {report.accuracy():.3f}")
     for line in matrix_lines(report):
         print("    " + line)
@@ -73,6 +77,7 @@ def main() -> int:
         both.predicted += report.predicted
         both.ranks += report.ranks
         both.semantic += report.semantic
+        both.best += report.best
         both.seconds += report.seconds
     for name, report in (*reports.items(), ("both", both)):
         show(name, report, args.misses and name != "both")

@@ -175,15 +175,23 @@ class Catalog:
                     audience: set[str] | frozenset[str] = EVERYONE,
                     embedder: Embedder | None = None) -> list[Hit]:
         """Embed `query` and search; the lexical index when the model cannot serve."""
-        if self.semantic:
-            try:
-                emb = embedder or default_embedder()
-                if ModelInfo.of(emb).identity() == self.model.identity():
-                    return self.search(emb.encode([query])[0], k=k, sources=sources,
-                                       audience=audience)
-            except EmbedderUnavailable:
-                pass
+        vector = self.query_vector(query, embedder)
+        if vector is not None:
+            return self.search(vector, k=k, sources=sources, audience=audience)
         return self.search_lexical(query, k=k, sources=sources, audience=audience)
+
+    def query_vector(self, query: str, embedder: Embedder | None = None) -> np.ndarray | None:
+        """`query`'s embedding by this catalog's model; None when the catalog is lexical only,
+        the model is unavailable or it is not the one the catalog was compiled with."""
+        if not self.semantic:
+            return None
+        try:
+            emb = embedder or default_embedder()
+            if ModelInfo.of(emb).identity() == self.model.identity():
+                return np.asarray(emb.encode([query])[0], dtype=np.float32)
+        except EmbedderUnavailable:
+            pass
+        return None
 
     def search_lexical(self, query: str, *, k: int = 5, sources: set[str] | None = None,
                        audience: set[str] | frozenset[str] = EVERYONE) -> list[Hit]:

@@ -27,6 +27,10 @@ from metnos.tutor.embedder import Embedder, default_embedder
 INTENTS_DIR = Path(__file__).with_name("intents")
 FALLBACK_LANG = "en"
 CLASSES = ("explanation", "observation", "action")
+# Questions about the world rather than Metnos ("how do I bake bread?"): scored like a class,
+# decided as "unclear", so the loop answers them. Optional in a language's intents file.
+ELSEWHERE = "elsewhere"
+SCORED = CLASSES + (ELSEWHERE,)
 LABELS = CLASSES + ("mixed", "unclear")
 DOC_CLASSES = ("explanation", "action")
 
@@ -78,7 +82,7 @@ def load_intents(lang: str) -> Intents:
     data = tomllib.loads(path.read_text(encoding="utf-8"))
     protos, doc = data.get("prototypes", {}), data.get("document", {})
     return Intents(path.stem, tuple(data.get("separators", ())),
-                   {c: tuple(protos.get(c, ())) for c in CLASSES},
+                   {c: tuple(protos.get(c, ())) for c in SCORED},
                    {c: tuple(doc.get(c, ())) for c in DOC_CLASSES})
 
 
@@ -129,7 +133,8 @@ class Classifier:
         with self._lock:
             if intents.lang not in self._vectors:
                 self._vectors[intents.lang] = {
-                    c: self.embedder.encode(list(intents.prototypes[c])) for c in CLASSES}
+                    c: self.embedder.encode(list(intents.prototypes[c])) for c in SCORED
+                    if intents.prototypes[c] or c in CLASSES}
             return self._vectors[intents.lang]
 
     def _document(self, lang: str) -> dict[str, np.ndarray]:
@@ -157,7 +162,7 @@ class Classifier:
         out = []
         for q in queries:
             row = {}
-            for c in CLASSES:
+            for c in protos:
                 sims = np.sort(protos[c] @ q)[::-1][:TOP]
                 row[c] = float(sims.mean()) if sims.size else -1.0
             out.append(row)
@@ -188,7 +193,10 @@ class Classifier:
 
 def decide(scores: dict[str, float]) -> str:
     """The class of one clause's scores, or "unclear" when weak or explanation/action are close."""
-    ranked = sorted(scores.items(), key=lambda kv: kv[1], reverse=True)
+    if max(scores, key=lambda c: scores[c]) == ELSEWHERE:
+        return "unclear"  # about the world, not Metnos: the loop's
+    ranked = sorted(((c, v) for c, v in scores.items() if c != ELSEWHERE),
+                    key=lambda kv: kv[1], reverse=True)
     best, score = ranked[0]
     if score < MIN_SCORE or score - ranked[1][1] < MARGIN:
         return "unclear"

@@ -12,13 +12,13 @@ from pathlib import Path
 
 from metnos.tutor.catalog import Catalog, Hit
 from metnos.tutor.classify import LABELS, Classifier
+from metnos.tutor.compose import GAP_BELOW
 from metnos.tutor.identity import Bound, resolve
+from metnos.tutor.retrieval import DEPTH, admitted, retrieve
 
 EVAL_DIR = Path(__file__).resolve().parent
 LANGS = ("it", "en")
 K = 3
-DEPTH = 30
-RRF_K = 60
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,7 @@ class Report:
     predicted: list[str] = field(default_factory=list)
     ranks: list[int | None] = field(default_factory=list)  # retrieval rank, 1-based, per question
     semantic: list[int | None] = field(default_factory=list)  # the same, cosine alone
+    best: list[float | None] = field(default_factory=list)  # best admitted cosine (gap check)
     seconds: float = 0.0
 
     def confusion(self) -> Counter[tuple[str, str]]:
@@ -60,6 +61,16 @@ class Report:
         ranks = self.retrieval(semantic)
         return sum(1 / r for r in ranks if r) / len(ranks) if ranks else 0.0
 
+    def answered(self) -> float | None:
+        """Questions with an expected section answered from it: found in the top 3 and the
+        best admitted section over the composer's gap threshold (else a declared gap)."""
+        rows = [(r, b) for q, r, b in zip(self.questions, self.ranks, self.best, strict=True)
+                if q.expected]
+        if not rows or all(b is None for _, b in rows):
+            return None
+        return sum(r is not None and r <= K and b is not None and b >= GAP_BELOW
+                   for r, b in rows) / len(rows)
+
     def accuracy(self) -> float:
         right = sum(q.label == p for q, p in zip(self.questions, self.predicted, strict=True))
         return right / len(self.questions) if self.questions else 0.0
@@ -82,19 +93,6 @@ def base_id(section_id: str) -> str:
     """A chunk's section id: "docs/en/memory.md#settings/2" -> "docs/en/memory.md#settings"."""
     source, _, anchor = section_id.partition("#")
     return f"{source}#{anchor.split('/', 1)[0]}"
-
-
-def fused(lists: list[list[Hit]], k0: int = RRF_K) -> list[Hit]:
-    """Reciprocal rank fusion of ranked hit lists (cosine and BM25 are not comparable)."""
-    score: dict[str, float] = {}
-    first: dict[str, Hit] = {}
-    for hits in lists:
-        for n, hit in enumerate(hits):
-            key = hit.section.id + "@" + hit.section.lang
-            score[key] = score.get(key, 0.0) + 1 / (k0 + n + 1)
-            first.setdefault(key, hit)
-    order = sorted(score, key=lambda key: -score[key])
-    return [Hit(first[key].section, score[key]) for key in order]
 
 
 def rank(catalog: Catalog, question: Question, hits: list[Hit]) -> int | None:
@@ -128,12 +126,15 @@ def run(classifier: Classifier, catalog: Catalog | None,
                 sources = {identity.doc.source} if isinstance(identity, Bound) else None
                 vector = classifier.embedder.encode([query])[0]
                 cosine = catalog.search(vector, k=DEPTH, sources=sources)
-                lexical = catalog.search_lexical(query, k=DEPTH, sources=sources)
                 report.semantic.append(rank(catalog, q, cosine))
-                report.ranks.append(rank(catalog, q, fused([cosine, lexical])))
+                hits = admitted(retrieve(catalog, query, vector, k=DEPTH, sources=sources),
+                                bound=bool(sources))
+                report.ranks.append(rank(catalog, q, hits))  # the Tutor's own ranking
+                report.best.append(max((h.score for h in hits), default=None))
             else:
                 report.semantic.append(None)
                 report.ranks.append(None)
+                report.best.append(None)
     report.seconds = time.perf_counter() - started
     return report
 
