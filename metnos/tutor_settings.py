@@ -24,3 +24,7 @@ class TutorSettings(BaseSettings):
         "auto", pattern="^(auto|llm|extractive)$", description="How answers are written: "
         "llm (the configured model, bound to the sources), extractive (sentences of the "
         "sources, no model), auto (llm when a model is configured).")
+    confirm_ttl_s: int = Field(
+        300, ge=10, le=3600, description="How long the one-time confirmation of a mixed "
+        "request's operative clause (\"explain X and then do Y\") waits for a yes in the same "
+        "conversation; past it the clause never runs and must be asked again.")

@@ -76,7 +76,10 @@ async def head_start(service: TurnService, ctx: TurnContext) -> HeadStart | None
 
 async def _precheck(service: TurnService, ctx: TurnContext) -> str | None:
     """The Tutor's answer, or None: the turn goes on to the loop or the embedded planner.
-    The Tutor is optional help: any failure of it steps aside (the pre-check audits why)."""
+    The Tutor is optional help: any failure of it steps aside (the pre-check audits why).
+    It runs first for every message, so a plain yes to the Tutor's pending confirmation of
+    a mixed request is settled before any plan: the confirmed clause, verbatim, becomes
+    `ctx.text`, and the loop or the planner runs it as any turn, with every check."""
     if service.precheck is None:
         return None
     started = time.perf_counter()
@@ -115,6 +118,7 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
         started = await head if head is not None else None
         tutored = started.tutored if started is not None else (
             None if head is not None else await _precheck(service, ctx))
+        added[0]["content"] = ctx.text  # a confirmed clause of a mixed request is the text
         if tutored is not None:
             reply = tutored
             added.append({"role": "assistant", "content": reply})

@@ -22,6 +22,7 @@ from metnos.synt import composition
 from metnos.turns.context import TurnContext
 from metnos.turns.service import TurnService
 from metnos.tutor import feedback
+from metnos.tutor.mixed import Confirmations
 from metnos.tutor.precheck import Tutor, answer, composer
 from metnos.tutor.probes import (
     Asker,
@@ -78,7 +79,9 @@ def tutoring(settings: Settings, service: TurnService, scheduler: Signals | None
                             services=services, scheduler=scheduler)
 
     tutor = Tutor(settings.home, service.audit, window_s=settings.tutor.window_ms / 1000,
-                  probes=default_probes(), probe_context=reading)
+                  probes=default_probes(), probe_context=reading,
+                  confirmations=Confirmations(service.engine, service.audit,
+                                              settings.tutor.confirm_ttl_s))
     tutor.warm(settings.active_languages)
     feedback.bind(tutor, service.engine)  # its answers' 👍/👎 live in the instance's database
     compose = composer(settings, service.port)

@@ -29,9 +29,10 @@ from metnos.settings import Settings
 from metnos.turns.context import TurnContext
 from metnos.tutor import feedback
 from metnos.tutor.catalog import Catalog, CatalogUnavailable, Hit, cached_catalog, catalog_path
-from metnos.tutor.classify import default_classifier
+from metnos.tutor.classify import Classification, default_classifier
 from metnos.tutor.embedder import default_embedder
 from metnos.tutor.identity import Bound, route
+from metnos.tutor.mixed import Confirmations, Settled, Split, Unsafe, separately, shaped, split
 from metnos.tutor.observation import Observation
 from metnos.tutor.probes import Asker, ProbeContext, ProbeRegistry
 from metnos.tutor.sections import Section
@@ -55,6 +56,8 @@ class Plan:
     bound: str | None = None  # the document the request named, if it named one
     sections: list[str] = field(default_factory=list)
     translations: tuple[Section, ...] = ()  # the sections the asker may see (their twins)
+    clause: str | None = None  # mixed: the operative clause, verbatim, to confirm once
+    unsafe: str | None = None  # mixed, not separable: why (the reply asks for two messages)
 
 
 class Tutor:
@@ -63,8 +66,10 @@ class Tutor:
 
     def __init__(self, home: Path, audit: AuditLog, *, window_s: float,
                  probes: ProbeRegistry | None = None,
-                 probe_context: Callable[[Asker], ProbeContext] | None = None) -> None:
+                 probe_context: Callable[[Asker], ProbeContext] | None = None,
+                 confirmations: Confirmations | None = None) -> None:
         self.home = home
+        self.confirmations = confirmations  # mixed requests' one-time confirmations
         self.audit = audit
         self.window_s = window_s
         self.probes = probes
@@ -108,7 +113,13 @@ class Tutor:
             return None
         routed = route(ctx.text, catalog.documents(), ctx.lang, default_classifier())
         label = routed.classification.label
-        if routed.target != "tutor" or label == "mixed":  # mixed: the loop does both parts
+        explained = None
+        if shaped(routed.classification):  # mixed: explain, then confirm the clause once
+            found = self._mixed(ctx, routed.classification)
+            if not isinstance(found, Split):
+                return found
+            explained = found
+        elif routed.target != "tutor":
             return None
         owner = ctx.user_id == OWNER_USER_ID
         sources = {routed.identity.doc.source} if isinstance(routed.identity, Bound) else None
@@ -123,9 +134,27 @@ class Tutor:
             return None  # no admissible source: the classifier's reading alone closes nothing
         audience = OWNER if owner else EVERYONE
         visible = tuple(s for s in catalog.sections if s.audience in audience)
-        return Plan(ctx.lang, ctx.text, hits[:3], observation,
-                    sources.pop() if sources else None, [h.section.id for h in hits[:3]],
-                    visible)
+        return Plan(ctx.lang, explained.explained if explained else ctx.text, hits[:3],
+                    observation, sources.pop() if sources else None,
+                    [h.section.id for h in hits[:3]], visible,
+                    clause=explained.clause if explained else None)
+
+    def _mixed(self, ctx: TurnContext, result: Classification) -> Split | Plan | None:
+        """A mixed request's split, or the plan that asks for its parts separately. None
+        leaves both parts to the loop: no confirmations here, or a dialogue already open
+        in the conversation (an approval card waiting), which is never replaced."""
+        if self.confirmations is None:
+            return None
+        if self.confirmations.open_dialogue(ctx.session_id):
+            self.audit.append(action="tutor.stepped_aside", turn_id=ctx.turn_id,
+                              session_id=ctx.session_id, decision="info",
+                              reason="open_dialogue")
+            return None
+        found = split(result, ctx.text, ctx.lang)
+        if isinstance(found, Unsafe):
+            return Plan(ctx.lang, ctx.text, [], unsafe=found.reason)
+        return found
+
 
     def _observe(self, ctx: TurnContext, owner: bool) -> Observation | None:
         if self.probes is None or self.probe_context is None:
@@ -175,14 +204,23 @@ async def within(tutor: Tutor, ctx: TurnContext) -> Plan | None:
 
 async def answer(tutor: Tutor, compose: Composer, ctx: TurnContext) -> str | None:
     """The Tutor's reply to this turn, or None (the loop serves). The composition runs
-    within the turn's deadline; its failure is said in the asker's language."""
+    within the turn's deadline; its failure is said in the asker's language. First, a
+    plain yes or no to the conversation's pending confirmation (a mixed request's): a yes
+    makes the confirmed clause this turn's text, for the loop to run with every check."""
+    settled = await _settle(tutor, ctx)
+    if settled.clause is not None:
+        ctx.text = settled.clause
+        return None
+    if settled.reply is not None:
+        return settled.reply
     plan = await within(tutor, ctx)
     if plan is None:
         return None
     catalog = tutor.catalog()
     version = catalog.version if catalog is not None else ""
     try:
-        reply, outcome = await compose(plan)
+        reply, outcome = ((separately(ctx.lang), f"unsafe:{plan.unsafe}") if plan.unsafe
+                          else await compose(plan))
     except Exception as exc:
         log.exception("tutor.compose_failed turn_id=%s", ctx.turn_id)
         reply = i18n.get("TUTOR_ANSWER_UNAVAILABLE", ctx.lang)
@@ -194,7 +232,30 @@ async def answer(tutor: Tutor, compose: Composer, ctx: TurnContext) -> str | Non
                        args={"sections": plan.sections, "catalog": version,
                              "probe": plan.observation.probe if plan.observation else None})
     await feedback.offer(tutor, ctx, plan, version)  # its 👍/👎, for the asker only
+    if plan.clause is not None and tutor.confirmations is not None:
+        try:
+            reply = await asyncio.to_thread(tutor.confirmations.ask, ctx, plan.clause,
+                                            version, reply)
+        except Exception as exc:  # not stored: the explanation alone, the clause not offered
+            log.exception("tutor.confirm_failed turn_id=%s", ctx.turn_id)
+            tutor.audit.append(action="tutor.stepped_aside", turn_id=ctx.turn_id,
+                               decision="error", reason=f"confirm:{type(exc).__name__}")
     return reply
+
+
+async def _settle(tutor: Tutor, ctx: TurnContext) -> Settled:
+    """What the message does to a pending confirmation; a failure here runs nothing."""
+    if tutor.confirmations is None:
+        return Settled()
+    catalog = tutor.catalog()
+    try:
+        return await asyncio.to_thread(tutor.confirmations.settle, ctx,
+                                       catalog.version if catalog is not None else None)
+    except Exception as exc:
+        log.exception("tutor.confirm_failed turn_id=%s", ctx.turn_id)
+        tutor.audit.append(action="tutor.stepped_aside", turn_id=ctx.turn_id,
+                           decision="info", reason=f"confirm:{type(exc).__name__}")
+        return Settled()
 
 
 def composer(settings: Settings, port: LLMPort | None) -> Composer:
