@@ -1,7 +1,10 @@
-"""`metnos tutor compile` and `metnos tutor verify`: the Tutor's signed catalog of the docs.
+"""`metnos tutor compile`, `verify`, `feedback-check` and `gaps`: the Tutor's signed catalog of
+the docs, and what people said of its answers.
 
-Both work on this machine's `METNOS_HOME` directly (no running instance needed): compile
-builds a new catalog and swaps it in atomically; verify checks the one in place.
+All work on this machine's `METNOS_HOME` directly (no running instance needed): compile
+builds a new catalog and swaps it in atomically; verify checks the one in place;
+feedback-check drops the remembered 👍 whose section is gone or changed (the database must be
+reachable); gaps lists the reported gaps grouped, never a question's text.
 """
 
 from __future__ import annotations
@@ -61,3 +64,48 @@ def verify(
     typer.echo(msg("MSG_TUTOR_VERIFIED", version=catalog.version[:12],
                    sections=len(catalog.sections), model=catalog.model.name,
                    model_version=catalog.model.version))
+
+
+@app.command("feedback-check", help=msg("CLI_TUTOR_FEEDBACK_CHECK_HELP"))
+def feedback_check(
+    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
+) -> None:
+    from metnos.tutor.catalog import open_catalog
+    from metnos.tutor.feedback_report import check_instance
+
+    settings = settings_or_exit()
+    try:
+        open_catalog(settings.home)  # refused or missing: said, and nothing is dropped
+        report = check_instance(settings)
+    except MetnosError as exc:
+        exit_with(exc)
+        return
+    assert report is not None
+    if as_json:
+        typer.echo(json.dumps(report.to_dict()))
+        return
+    typer.echo(msg("MSG_TUTOR_FEEDBACK_CHECKED", version=report.version[:12], kept=report.kept,
+                   dropped=report.dropped, expired=report.expired))
+
+
+@app.command("gaps", help=msg("CLI_TUTOR_GAPS_HELP"))
+def gaps(
+    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
+) -> None:
+    from metnos.db.engine import database_url, make_engine
+    from metnos.tutor.feedback_report import gap_groups
+
+    settings = settings_or_exit()
+    engine = make_engine(database_url(settings))
+    try:
+        groups = gap_groups(engine)
+    finally:
+        engine.dispose()
+    if as_json:
+        typer.echo(json.dumps([g.to_dict() for g in groups]))
+        return
+    if not groups:
+        typer.echo(msg("MSG_TUTOR_GAPS_NONE"))
+    for group in groups:
+        typer.echo(msg("MSG_TUTOR_GAP_GROUP", count=group.count, cause=group.cause,
+                       langs=", ".join(group.langs), sections=", ".join(group.sections[:5])))

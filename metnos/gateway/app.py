@@ -40,6 +40,7 @@ from metnos.gateway.routes import (
     sessions,
     synt,
     turns,
+    tutor_feedback,
     undo,
     web,
 )
@@ -138,6 +139,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(synt.router)
     app.include_router(web.router)
     app.include_router(chat_ws.router)
+    app.include_router(tutor_feedback.router)
     login.install(app)  # after the web chat: its `/` wins over the placeholder
     _install_error_handlers(app)
     # a message and up to 10 forwarded texts of max_message_chars, at 4 UTF-8 bytes a

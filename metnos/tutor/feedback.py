@@ -18,8 +18,8 @@ sections with questions near this one and records a typed gap:
 
 `boosted` (a hook of `Tutor.plan`) moves the sections this person associated with a near
 question (cosine >= `NEAR`) to the front of what retrieval found, never adding one and never
-for anyone else. `check` (`metnos tutor feedback-check`, the catalog upkeep) drops the
-associations whose section is gone or changed; `boosted` also skips them at use.
+for anyone else. `feedback_report.check` (`metnos tutor feedback-check`, the catalog upkeep)
+drops the associations whose section is gone or changed; `boosted` also skips them at use.
 """
 
 from __future__ import annotations
@@ -28,22 +28,26 @@ import asyncio
 import logging
 import threading
 import weakref
-from collections import Counter
-from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from dataclasses import dataclass
+from datetime import timedelta
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import Engine
-from sqlmodel import col, delete, select
+from sqlmodel import col, select
 
 from metnos.audit import AuditLog
 from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
 from metnos.errors import MetnosError
 from metnos.turns.context import TurnContext
-from metnos.tutor.catalog import Catalog, Hit, ModelInfo, section_hash
+from metnos.tutor.catalog import (
+    Catalog,
+    Hit,
+    ModelInfo,
+    section_hash,
+)
 from metnos.tutor.embedder import EmbedderUnavailable, default_embedder
 from metnos.tutor.feedback_models import (
     GAP_CAUSES,
@@ -64,12 +68,11 @@ log = logging.getLogger(__name__)
 # wrong boost reorders the wrong section first, a missed one only leaves retrieval as it was:
 # the threshold sits above the nearest different topic.
 NEAR = 0.78
-GROUP = 0.75  # gaps within this cosine of a group's first one are grouped with it
 PENDING_TTL = timedelta(days=7)  # how long an answer can be rated
 ACTION = "tutor.feedback"
 
-__all__ = ["GAP_CAUSES", "NEAR", "FeedbackRefused", "GapGroup", "Rated", "bind", "boosted",
-           "boosts", "check", "gap_groups", "offer", "rate"]
+__all__ = ["GAP_CAUSES", "NEAR", "FeedbackRefused", "Rated", "bind", "boosted", "boosts",
+           "may_rate", "offer", "rate"]
 
 
 class FeedbackRefused(MetnosError, PermissionError):
@@ -87,34 +90,6 @@ class Rated:
     cause: str | None
     associated: bool = False  # 👍: a new association was stored
     removed: int = 0  # 👎: this person's associations it removed
-
-
-@dataclass(frozen=True)
-class GapGroup:
-    """Gaps of one cause whose questions are near each other: counts and sections only."""
-
-    cause: str
-    count: int
-    sections: list[str]  # "id@lang", the most frequent first
-    langs: list[str]
-    first: datetime
-    last: datetime
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"cause": self.cause, "count": self.count, "sections": self.sections,
-                "langs": self.langs, "first": self.first.isoformat(),
-                "last": self.last.isoformat()}
-
-
-@dataclass(frozen=True)
-class CheckReport:
-    kept: int
-    dropped: int
-    expired: int  # pending answers past their expiry, deleted
-    dropped_ids: list[int] = field(default_factory=list)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kept": self.kept, "dropped": self.dropped, "expired": self.expired}
 
 
 # ---- binding: which database a Tutor's feedback lives in (set by the runtime) ----
@@ -160,7 +135,7 @@ def question_vector(catalog: Catalog, text: str) -> np.ndarray | None:
         return None
 
 
-def _cosines(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
+def cosines(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(rows, axis=1) * (float(np.linalg.norm(vector)) or 1.0)
     return np.asarray((rows @ vector) / np.where(norms == 0, 1.0, norms))
 
@@ -218,13 +193,23 @@ def rate(engine: Engine, audit: AuditLog, turn_id: str, *, user_id: str, rating:
     return done
 
 
-def _rate(db: Any, turn_id: str, user_id: str, rating: str, cause: str | None,
-          session_id: str | None) -> Rated:
-    if rating not in RATINGS or (rating == "down") != (cause is not None) or (
-            cause is not None and cause not in GAP_CAUSES):
-        raise FeedbackRefused("ERR_TUTOR_FEEDBACK_INVALID", 422)
-    row = db.exec(select(TutorAnswer).where(col(TutorAnswer.turn_id) == turn_id)
-                  .with_for_update()).first()
+def may_rate(engine: Engine, audit: AuditLog, turn_id: str, *, user_id: str,
+             channel: str, session_id: str | None = None) -> None:
+    """Whether `user_id` may still rate that answer (before a surface offers the causes of
+    a 👎); FeedbackRefused, with an audit line, when not."""
+    try:
+        with db_session(engine) as db:
+            _pending(db, turn_id, user_id, session_id, lock=False)
+    except FeedbackRefused as exc:
+        audit.append(sender=user_id, channel=channel, action=ACTION, turn_id=turn_id[:64],
+                     decision="deny", reason=exc.reason, outcome="refused")
+        raise
+
+
+def _pending(db: Any, turn_id: str, user_id: str, session_id: str | None,
+             lock: bool = True) -> TutorAnswer:
+    query = select(TutorAnswer).where(col(TutorAnswer.turn_id) == turn_id)
+    row: TutorAnswer | None = db.exec(query.with_for_update() if lock else query).first()
     if row is None:
         raise FeedbackRefused("ERR_TUTOR_FEEDBACK_UNKNOWN", 404)
     if row.user_id != user_id or (session_id is not None and row.session_id != session_id):
@@ -233,11 +218,20 @@ def _rate(db: Any, turn_id: str, user_id: str, rating: str, cause: str | None,
         raise FeedbackRefused("ERR_TUTOR_FEEDBACK_ALREADY", 409)
     if row.expires_at <= utcnow():
         raise FeedbackRefused("ERR_TUTOR_FEEDBACK_EXPIRED", 410)
+    return row
+
+
+def _rate(db: Any, turn_id: str, user_id: str, rating: str, cause: str | None,
+          session_id: str | None) -> Rated:
+    if rating not in RATINGS or (rating == "down") != (cause is not None) or (
+            cause is not None and cause not in GAP_CAUSES):
+        raise FeedbackRefused("ERR_TUTOR_FEEDBACK_INVALID", 422)
+    row = _pending(db, turn_id, user_id, session_id)
     row.rating, row.cause, row.rated_at = rating, cause, utcnow()
     db.add(row)
     vector = from_blob(row.vector) if row.vector else None
     if rating == "up":
-        if vector is None or not row.sections:
+        if row.vector is None or not row.sections:
             return Rated(rating, None)
         section_id, lang, digest = row.sections[0]
         db.add(TutorAssociation(user_id=user_id, turn_id=turn_id, vector=row.vector,
@@ -259,7 +253,7 @@ def _forget(db: Any, user_id: str, vector: np.ndarray | None,
                                .where(col(TutorAssociation.user_id) == user_id)).all()
             if (r.section_id, r.lang) in sections]
     if vector is not None and rows:
-        near = _cosines(np.stack([from_blob(r.vector) for r in rows]), vector) >= NEAR
+        near = cosines(np.stack([from_blob(r.vector) for r in rows]), vector) >= NEAR
         rows = [r for r, n in zip(rows, near, strict=True) if n]
     for r in rows:
         db.delete(r)
@@ -277,7 +271,7 @@ def boosts(engine: Engine, user_id: str, vector: np.ndarray) -> dict[tuple[str, 
                        .where(col(TutorAssociation.user_id) == user_id)).all()
     if not rows:
         return {}
-    scores = _cosines(np.stack([from_blob(r.vector) for r in rows]), vector)
+    scores = cosines(np.stack([from_blob(r.vector) for r in rows]), vector)
     out: dict[tuple[str, str], tuple[float, str]] = {}
     for row, score in zip(rows, scores, strict=True):
         key = (row.section_id, row.lang)
@@ -311,54 +305,3 @@ def boosted(tutor: Tutor, ctx: TurnContext, hits: list[Hit]) -> list[Hit]:
         return hits
     first = sorted(lifted, key=lambda n: (-lifted[n], n))
     return [hits[n] for n in first] + [h for n, h in enumerate(hits) if n not in lifted]
-
-
-# ---- the owner's views: gaps grouped, the counterfactual check ----
-
-def gap_groups(engine: Engine, threshold: float = GROUP) -> list[GapGroup]:
-    """The gaps grouped by cause, then greedily by the proximity of their questions (a gap
-    joins the first group whose first question is within `threshold`), largest first."""
-    with db_session(engine) as db:
-        rows = db.exec(select(TutorGap).order_by(col(TutorGap.created_at),
-                                                 col(TutorGap.id))).all()
-    groups: list[tuple[str, np.ndarray | None, list[TutorGap]]] = []
-    for row in rows:
-        vector = from_blob(row.vector) if row.vector else None
-        for cause, seed, members in groups:
-            if cause != row.cause:
-                continue
-            if (vector is None and seed is None) or (
-                    vector is not None and seed is not None
-                    and float(_cosines(seed.reshape(1, -1), vector)[0]) >= threshold):
-                members.append(row)
-                break
-        else:
-            groups.append((row.cause, vector, [row]))
-    out = []
-    for cause, _, members in groups:
-        counted = Counter(s for m in members for s in m.sections)
-        out.append(GapGroup(cause, len(members), [s for s, _ in counted.most_common()],
-                            sorted({m.lang for m in members}), members[0].created_at,
-                            members[-1].created_at))
-    return sorted(out, key=lambda g: (-g.count, g.cause, g.first))
-
-
-def check(engine: Engine, catalog: Catalog, audit: AuditLog | None = None) -> CheckReport:
-    """The counterfactual check: every association must still point at a section of the
-    current catalog with the content it was associated at; the others are dropped (counted,
-    never used). Answers past their rating time are deleted too."""
-    current = {(s.id, s.lang): section_hash(s) for s in catalog.sections}
-    with db_session(engine) as db:
-        rows = db.exec(select(TutorAssociation)).all()
-        stale = [r for r in rows if current.get((r.section_id, r.lang)) != r.content_hash]
-        for row in stale:
-            db.delete(row)
-        expired = db.exec(delete(TutorAnswer).where(
-            col(TutorAnswer.expires_at) <= utcnow())).rowcount
-    report = CheckReport(len(rows) - len(stale), len(stale), int(expired or 0),
-                         [r.id for r in stale if r.id is not None])
-    if audit is not None:
-        audit.append(action="tutor.feedback_check", decision="info",
-                     outcome=f"kept={report.kept} dropped={report.dropped}",
-                     args={**report.to_dict(), "catalog": catalog.version})
-    return report

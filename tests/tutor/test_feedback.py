@@ -20,7 +20,7 @@ from metnos.audit import AuditLog, open_audit_log, read_tail
 from metnos.db.engine import database_url, make_engine, session
 from metnos.db.models import utcnow
 from metnos.turns.context import TurnContext
-from metnos.tutor import feedback
+from metnos.tutor import feedback, feedback_report
 from metnos.tutor.catalog import Catalog, Hit, open_catalog
 from metnos.tutor.compile import compile_catalog
 from metnos.tutor.embedder import default_embedder
@@ -158,7 +158,7 @@ async def test_an_answer_is_rated_once_by_its_asker_only(setup: Setup) -> None:
     with pytest.raises(FeedbackRefused) as expired:
         feedback.rate(setup.engine, setup.audit, late.turn_id, user_id="owner", rating="up")
     assert expired.value.status == 410
-    assert feedback.check(setup.engine, setup.catalog).expired == 1
+    assert feedback_report.check(setup.engine, setup.catalog).expired == 1
 
 
 async def test_a_thumbs_up_boosts_that_persons_near_questions_only(setup: Setup) -> None:
@@ -217,7 +217,7 @@ async def test_gaps_are_grouped_by_cause_and_proximity(setup: Setup) -> None:
         await setup.answered(ctx, setup.hits(text)[:2])
         feedback.rate(setup.engine, setup.audit, ctx.turn_id, user_id="owner",
                       rating="down", cause=cause)
-    groups = feedback.gap_groups(setup.engine)
+    groups = feedback_report.gap_groups(setup.engine)
     assert [(g.cause, g.count) for g in groups] == [
         ("insufficient", 2), ("insufficient", 1), ("outdated", 1)]
     assert groups[0].langs == ["en"] and groups[0].sections
@@ -232,7 +232,7 @@ async def test_the_counterfactual_check_drops_associations_to_changed_or_gone_se
         ctx = setup.ctx(QUESTION)
         await setup.answered(ctx, [hit])
         feedback.rate(setup.engine, setup.audit, ctx.turn_id, user_id="owner", rating="up")
-    report = feedback.check(setup.engine, setup.catalog, setup.audit)
+    report = feedback_report.check(setup.engine, setup.catalog, setup.audit)
     assert (report.kept, report.dropped) == (3, 0)
     changed, gone = hits[0].section, hits[1].section
     sections = tuple(replace(s, text=s.text + " Now different.") if s == changed else s
@@ -240,7 +240,7 @@ async def test_the_counterfactual_check_drops_associations_to_changed_or_gone_se
     keep = np.array([s != gone for s in setup.catalog.sections])
     newer = Catalog(setup.catalog.path, setup.catalog.model, sections,
                     setup.catalog.matrix[keep], "v2")
-    report = feedback.check(setup.engine, newer, setup.audit)
+    report = feedback_report.check(setup.engine, newer, setup.audit)
     assert (report.kept, report.dropped) == (1, 2)
     with session(setup.engine) as db:
         left = db.exec(select(TutorAssociation)).all()
@@ -249,3 +249,45 @@ async def test_the_counterfactual_check_drops_associations_to_changed_or_gone_se
                if r.get("action") == "tutor.feedback_check"]
     assert checked[-1]["outcome"] == "kept=1 dropped=2"
     assert open_catalog(setup.settings.home).version == setup.catalog.version
+
+
+def _stale_association(setup: Setup) -> None:
+    section = setup.catalog.sections[0]
+    with session(setup.engine) as db:
+        db.add(TutorAssociation(user_id="owner", turn_id="t-old", vector=feedback.to_blob(
+            default_embedder().encode([QUESTION])[0]), section_id=section.id,
+            lang=section.lang, content_hash="0" * 64, catalog_version="v0"))
+
+
+async def test_the_cli_checks_the_feedback_and_lists_the_gaps(setup: Setup) -> None:
+    from typer.testing import CliRunner
+
+    from metnos.cli.main import app
+
+    hits = setup.hits(OTHER_TOPIC)
+    for text, rating, cause in ((QUESTION, "up", None), (OTHER_TOPIC, "down", "outdated")):
+        ctx = setup.ctx(text)
+        await setup.answered(ctx, setup.hits(text)[:2])
+        feedback.rate(setup.engine, setup.audit, ctx.turn_id, user_id="owner",
+                      rating=rating, cause=cause)
+    _stale_association(setup)
+    runner = CliRunner()
+    done = runner.invoke(app, ["tutor", "feedback-check"])
+    assert done.exit_code == 0, done.output
+    assert (f"Feedback checked against catalog {setup.catalog.version[:12]}: 1 associations "
+            "kept, 1 dropped") in done.output
+    listed = runner.invoke(app, ["tutor", "gaps"])
+    assert listed.exit_code == 0 and f"1 × outdated (en): {hits[0].section.id}@en" in listed.output
+    assert OTHER_TOPIC not in listed.output
+    (setup.settings.home / "tutor" / "catalog.sqlite").unlink()
+    refused = runner.invoke(app, ["tutor", "feedback-check"])
+    assert refused.exit_code == 1 and "(missing)" in refused.output
+
+
+async def test_the_upkeep_flow_drops_stale_associations(setup: Setup, prefect_api: str) -> None:
+    from flows.tutor import tutor_catalog
+
+    _stale_association(setup)
+    assert (await tutor_catalog())["compiled"] is False  # the same sources: no compile
+    with session(setup.engine) as db:
+        assert db.exec(select(TutorAssociation)).all() == []

@@ -21,6 +21,7 @@ from metnos import approvals, i18n, pairing
 from metnos.approvals import ApprovalError
 from metnos.channels.telegram.cards import CHANNEL, parse_button
 from metnos.channels.telegram.conversation import close_card
+from metnos.channels.telegram.feedback import handle_feedback, parse_feedback
 from metnos.channels.telegram.proposals import handle_proposal, parse_proposal
 from metnos.channels.telegram.undo import handle_undo, parse_undo
 from metnos.db.engine import session as db_session
@@ -39,6 +40,10 @@ async def handle_callback(ch: TelegramChannel, query: CallbackQuery) -> None:
     action_id = parse_undo(query.data)
     if action_id is not None:  # an Undo button under a reply
         await handle_undo(ch, query, action_id)
+        return
+    rated = parse_feedback(query.data)
+    if rated is not None:  # 👍 / 👎 (or a 👎's cause) under a Tutor answer
+        await handle_feedback(ch, query, *rated)
         return
     answer = parse_proposal(query.data)
     if answer is not None:  # Accept / Dismiss under a proposal

@@ -24,6 +24,7 @@ from aiogram.types import InlineKeyboardMarkup, LinkPreviewOptions
 from metnos.channels.actions import item_text, prose_without_hints
 from metnos.channels.render import render
 from metnos.channels.telegram.cards import CHANNEL
+from metnos.channels.telegram.feedback import with_feedback
 from metnos.channels.telegram.split import split_html
 from metnos.channels.telegram.undo import ReplyRef, keyboard, undo_buttons
 
@@ -91,7 +92,7 @@ class LiveReply:
             if not pieces:
                 return
             actions = undo_buttons(self.ch.service, activity, self.lang)
-            markup = keyboard(actions)  # under the last piece
+            markup = with_feedback(keyboard(actions), activity, self.lang)  # under the last
             first = markup if len(pieces) == 1 else None
             if self.message_id is not None and not await self._edit(pieces[0], first):
                 self.message_id = None  # the streamed message cannot be edited: send anew

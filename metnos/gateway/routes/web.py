@@ -35,7 +35,7 @@ LOCALE_MAX_AGE_S = 365 * 24 * 3600
 _JS = "text/javascript; charset=utf-8"
 # chat.js and the ES modules it imports; render.js and the vendored libraries are plain scripts
 MODULES = ("chat.js", "api.js", "actions.js", "bubbles.js", "cards.js", "composer.js",
-           "panels.js", "stream.js")
+           "feedback.js", "panels.js", "stream.js")
 STATIC_FILES = {**dict.fromkeys(MODULES, _JS), "chat.css": "text/css; charset=utf-8",
                 "favicon.svg": "image/svg+xml", "render.js": _JS,
                 # vendored, unchanged: versions and sha256 in webchat/static/README.md
@@ -55,7 +55,11 @@ _JS_KEYS = {
     "undo": "UNDO_BUTTON", "undone": "UNDO_DONE_ITEM", "undoAlready": "UNDO_ALREADY",
     "undoFailed": "UNDO_FAILED", "pasteTooLong": "WEB_CHAT_PASTE_TOO_LONG",
     "pasteSendFit": "WEB_CHAT_PASTE_SEND_FIT", "notice": "WEB_CHAT_NOTICE",
+    "feedbackAsk": "TUTOR_FEEDBACK_ASK", "feedbackUp": "TUTOR_FEEDBACK_UP",
+    "feedbackDown": "TUTOR_FEEDBACK_DOWN", "feedbackWhy": "TUTOR_FEEDBACK_WHY",
+    "feedbackFailed": "TUTOR_FEEDBACK_FAILED",
 }
+_FEEDBACK_CAUSES = ("wrong_section", "insufficient", "outdated", "not_about_metnos")
 NOTICES_ROUTE = "notice_events"  # the reminders' stream (routes/notices.py), when served
 _STATUSES = ("planning", "running", "awaiting_approval", "completed", "failed")
 
@@ -119,6 +123,8 @@ def _strings(locale: str) -> dict[str, Any]:
     strings: dict[str, Any] = {name: _raw(key, locale) for name, key in _JS_KEYS.items()}
     strings["status"] = {s: _raw(f"WEB_CHAT_STATUS_{s.upper()}", locale) for s in _STATUSES}
     strings["outcomes"] = _words(locale, "STATUS_DECISION_") | _words(locale, "STATUS_OUTCOME_")
+    strings["feedbackCauses"] = {c: _raw(f"TUTOR_FEEDBACK_CAUSE_{c.upper()}", locale)
+                                 for c in _FEEDBACK_CAUSES}
     strings["locale"] = locale
     return strings
 

@@ -2,6 +2,7 @@
 // collapsed, reminders; each with its local time.
 import { S, fill, timeElement } from "./api.js";
 import { activityList, proseWithoutHints } from "./actions.js";
+import { addFeedback, withoutFeedback } from "./feedback.js";
 
 const R = window.MetnosRender;
 const messages = document.getElementById("messages");
@@ -38,8 +39,10 @@ export function bubble(who, text, at) {
 // What ran beside the reply `prose` (as shown), below the bubble's text.
 export function addActivity(item, activity, prose) {
   if (!activity || !activity.length) return;
-  const list = activityList(activity, prose);
+  const shown = withoutFeedback(activity); // a Tutor answer's 👍/👎 are buttons, not a line
+  const list = activityList(shown, prose);
   if (list.children.length) item.append(list);
+  addFeedback(item, activity);
 }
 
 // A tool message: collapsed, its content as plain text (it is data, never markup).
