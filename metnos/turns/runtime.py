@@ -21,7 +21,8 @@ from metnos.settings import Settings
 from metnos.synt import composition
 from metnos.turns.context import TurnContext
 from metnos.turns.service import TurnService
-from metnos.tutor import feedback
+from metnos.tutor import feedback, views
+from metnos.tutor.embedder import default_embedder
 from metnos.tutor.mixed import Confirmations
 from metnos.tutor.precheck import Tutor, answer, composer
 from metnos.tutor.probes import (
@@ -83,6 +84,8 @@ def tutoring(settings: Settings, service: TurnService, scheduler: Signals | None
                   confirmations=Confirmations(service.engine, service.audit,
                                               settings.tutor.confirm_ttl_s))
     tutor.warm(settings.active_languages)
+    if tutor.catalog() is not None:  # the views too: their first question is in a window
+        views.warm(settings.active_languages, default_embedder())
     feedback.bind(tutor, service.engine)  # its answers' 👍/👎 live in the instance's database
     compose = composer(settings, service.port)
 

@@ -112,6 +112,18 @@ def requested_facts(question_vec: np.ndarray, lang: str, embedder: Embedder, *,
     return frozenset(name for score, name in scored if score >= max(floor, best - spread))
 
 
+def warm(langs: Iterable[str], embedder: Embedder) -> None:
+    """Encode every view description and fact of `langs` (at start-up): the first
+    observation question then pays for none of them inside the pre-check's window."""
+    for lang in langs:
+        for view in load_views(lang):
+            if view.descriptions:
+                _encoded(embedder, view.descriptions)
+        for texts in _texts(lang).get("facts", {}).values():
+            if texts:
+                _encoded(embedder, tuple(texts))
+
+
 def view_score(question_vec: np.ndarray, view: View, embedder: Embedder) -> float:
     """The question's cosine with the nearest of the view's descriptions."""
     matrix = _encoded(embedder, view.descriptions)
