@@ -22,6 +22,7 @@ from metnos.audit import read_tail
 from metnos.db.engine import database_url, make_engine
 from metnos.db.models import ChatMessage, utcnow
 from metnos.paths import repo_path
+from metnos.testing.llm_server import ScriptedLLM
 from metnos.tutor.compile import compile_catalog
 from metnos.tutor.confirm_models import TutorConfirmation
 from tests.gateway.test_turns import wait_closed
@@ -44,8 +45,8 @@ def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return home
 
 
-def _home(make_home: MakeHome, compiled: Path, lang: str, **env: str) -> Home:
-    home = make_home(lang=lang, **env)
+def _home(make_home: MakeHome, compiled: Path, lang: str, **kw: Any) -> Home:
+    home = make_home(lang=lang, **kw)
     shutil.copytree(compiled / "tutor", home.path / "tutor", dirs_exist_ok=True)
     for name in ("tutor.key", "tutor.pub"):
         shutil.copy2(compiled / "keys" / name, home.path / "keys" / name)
@@ -248,3 +249,24 @@ async def test_an_open_approval_card_is_not_replaced(make_home: MakeHome, compil
         assert denied.status_code == 200, denied.text
         await wait_closed(client, waiting["turn_id"])
     assert _rows(home) == []
+
+
+async def test_with_a_model_the_loop_gets_the_clause_as_the_turns_text(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, compiled: Path,
+        prefect_api: str) -> None:
+    home = _home(make_home, compiled, "en", llm=scripted_llm)
+    case = CASES["en"]
+    done = "There is no old_report.pdf in the workspace."
+    # the loop's calls carry the tools; a Tutor composition by the model, if any, does not
+    scripted_llm.respond_with(lambda body: done if body.get("tools") else None)
+    async with gateway_client(home) as client:
+        body = await _say(client, case["text"])
+        question = i18n.get("TUTOR_MIXED_CONFIRM", "en", clause=case["clause"])
+        assert body["reply"].endswith(question), body["reply"]
+        assert not [r for r in scripted_llm.requests if r.get("tools")]  # the loop: not yet
+        ran = await _say(client, "yes", body["session_id"])
+        assert ran["reply"] == done
+    [request] = [r for r in scripted_llm.requests if r.get("tools")]
+    users = [m["content"] for m in request["messages"] if m["role"] == "user"]
+    assert users[-1] == case["clause"]  # exactly the clause, never rephrased
+    assert users[:-1] == [case["text"]]  # the request it came from, in the history
