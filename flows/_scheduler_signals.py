@@ -157,4 +157,5 @@ def with_scheduler_signals(app: FastAPI, snapshot: Snapshot) -> FastAPI:
             await asyncio.gather(task, return_exceptions=True)
 
     app.router.lifespan_context = lifespan
+    app.state.scheduler_signals = snapshot
     return app

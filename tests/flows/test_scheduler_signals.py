@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
+from asgi_lifespan import LifespanManager
 from prefect import flow
 from prefect.client.orchestration import PrefectClient
 from prefect.states import Crashed
 
 from flows._scheduler_signals import Snapshot, client, read_signals
-from metnos.tutor.probes import SchedulerSignals, runner_alive, scheduler_state
+from flows.gateway import app
+from metnos.tutor.probes import (
+    SchedulerSignals,
+    runner_alive,
+    scheduler_services,
+    scheduler_state,
+)
+from tests.support.home import MakeHome
 from tests.support.pg import free_port
 
 NAME = f"signals-check-{uuid.uuid4().hex[:8]}"
@@ -99,3 +107,40 @@ async def test_the_refresher_keeps_the_snapshot_and_it_ages_when_stopped(
     held = snapshot().observed_at
     await asyncio.sleep(0.5)
     assert snapshot().observed_at == held  # stopped: the snapshot no longer moves
+
+
+async def test_the_served_gateway_refreshes_the_signals_for_its_lifespan(
+        make_home: MakeHome, prefect_api: str) -> None:
+    """The composition root's app reads the real server in the background; its services
+    probe sees the Prefect server up; once the app stops, so does the refresher."""
+    make_home(lang="en")
+    gateway = app()
+    snapshot: Snapshot = gateway.state.scheduler_signals
+    async with LifespanManager(gateway, startup_timeout=60, shutdown_timeout=60):
+        for _ in range(100):
+            if snapshot().observed_at is not None:
+                break
+            await asyncio.sleep(0.1)
+        sig = snapshot()
+        assert sig.server_reachable is True and sig.observed_at is not None
+        assert scheduler_services(sig, datetime.now(UTC))["prefect_server"] is True
+    held = snapshot().observed_at
+    await asyncio.sleep(0.3)
+    assert snapshot().observed_at == held
+
+
+def test_services_from_signals_only_while_they_are_fresh() -> None:
+    now = datetime.now(UTC)
+    alive = SchedulerSignals(True, now, 60.0, {}, now, deployments=3)
+    assert scheduler_services(alive, now) == {"prefect_server": True,
+                                              "deployment_runner": True}
+    aged = SchedulerSignals(True, now, 60.0, {}, now - timedelta(minutes=5), deployments=3)
+    assert scheduler_services(aged, now) == {"prefect_server": None,
+                                             "deployment_runner": None}
+    silent = SchedulerSignals(True, now - timedelta(minutes=5), 60.0, {}, now, deployments=3)
+    assert scheduler_services(silent, now)["deployment_runner"] is False
+    down = SchedulerSignals(False, None, 60.0, {}, now)
+    assert scheduler_services(down, now) == {"prefect_server": False,
+                                             "deployment_runner": None}
+    assert scheduler_services(None, now) == {"prefect_server": None,
+                                             "deployment_runner": None}
