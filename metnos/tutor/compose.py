@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -58,6 +58,8 @@ class Answer:
     outcome: str = "answered"       # "answered" | "gap" | "unavailable"
     composer: str = "extractive"    # who wrote `text`: "extractive" | "llm"
     unattested: tuple[str, ...] = ()  # what a discarded model answer brought in: audit it
+    cost_usd: float | None = None   # the model call's cost, when one answered (the budget's)
+    model: str = ""                 # the model that answered, when one did
 
 
 def extractive(question: str, lang: str, hits: Sequence[Hit], *,
@@ -112,16 +114,16 @@ async def with_model(port: LLMPort, question: str, lang: str, hits: Sequence[Hit
     except (LLMError, MetnosError) as exc:
         log.warning("tutor.compose_llm_failed key=%s", getattr(exc, "key", type(exc).__name__))
         return unavailable(lang)
+    cost, model = reply.cost_usd, reply.model or ""
     text = (reply.text or "").strip()
     if not text:
-        return Answer(fallback.text, fallback.citations, fallback.outcome, "extractive",
-                      ("<empty>",))
+        return replace(fallback, unattested=("<empty>",), cost_usd=cost, model=model)
     sources = [s.text for s in chosen] + [s.title for s in chosen] + [observed or ""]
     bad = unattested(text, sources, executors)
     if bad:
         log.warning("tutor.compose_unattested terms=%s", list(bad)[:10])
-        return Answer(fallback.text, fallback.citations, fallback.outcome, "extractive", bad)
-    return _with_sources(text, lang, chosen, "llm")
+        return replace(fallback, unattested=bad, cost_usd=cost, model=model)
+    return replace(_with_sources(text, lang, chosen, "llm"), cost_usd=cost, model=model)
 
 
 def prompt(question: str, lang: str, sections: Sequence[Section], observed: str | None) -> str:
