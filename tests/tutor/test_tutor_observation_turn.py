@@ -165,8 +165,10 @@ async def test_a_member_never_hears_the_scheduler_state(
                 before = len(shown_texts(tg, member))
                 tg.push_message(member, QUESTION["en"], language_code="en")
                 await until(tg, lambda t: len(shown_texts(t, member)) > before, "a reply")
+                assert channel.polling  # what the services probe reads as telegram_poller
             finally:
                 await channel.stop(drain_s=2)
+            assert not channel.polling
     replies = " ".join(shown_texts(tg, member)[before:])
     for key in ("TUTOR_SCHEDULER_IS", "TUTOR_PREMISE_SCHEDULER", "TUTOR_SCHEDULER_WAS",
                 "TUTOR_OBSERVED_CAUSE"):
