@@ -32,7 +32,16 @@ from metnos.tutor.catalog import Catalog, CatalogUnavailable, Hit, cached_catalo
 from metnos.tutor.classify import Classification, default_classifier
 from metnos.tutor.embedder import default_embedder
 from metnos.tutor.identity import Bound, route
-from metnos.tutor.mixed import Confirmations, Settled, Split, Unsafe, separately, shaped, split
+from metnos.tutor.mixed import (
+    ABOUT_METNOS,
+    Confirmations,
+    Settled,
+    Split,
+    Unsafe,
+    separately,
+    shaped,
+    split,
+)
 from metnos.tutor.observation import Observation
 from metnos.tutor.probes import Asker, ProbeContext, ProbeRegistry
 from metnos.tutor.sections import Section
@@ -152,9 +161,14 @@ class Tutor:
             return None
         found = split(result, ctx.text, ctx.lang)
         if isinstance(found, Unsafe):
+            catalog = self.catalog()
+            audience = OWNER if ctx.user_id == OWNER_USER_ID else EVERYONE
+            best = [h.score for q in found.questions if catalog is not None
+                    for h in catalog.search_text(q, k=1, audience=audience)]
+            if max(best, default=0.0) < ABOUT_METNOS:
+                return None  # the user's own chain of actions: the loop's, not a refusal
             return Plan(ctx.lang, ctx.text, [], unsafe=found.reason)
         return found
-
 
     def _observe(self, ctx: TurnContext, owner: bool) -> Observation | None:
         if self.probes is None or self.probe_context is None:

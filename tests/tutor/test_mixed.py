@@ -231,6 +231,19 @@ async def test_an_unsafe_split_asks_for_two_messages(
     assert _rows(home) == []
 
 
+@pytest.mark.parametrize(("lang", "text"), [
+    ("en", "find my invoices then move them to archive and then tell me how many"),
+    ("it", "cancella a.pdf, poi cancella b.pdf e poi dimmi cosa resta"),
+])
+async def test_a_chain_of_the_users_own_actions_stays_the_loops(
+        make_home: MakeHome, compiled: Path, prefect_api: str, lang: str, text: str) -> None:
+    home = _home(make_home, compiled, lang)
+    async with gateway_client(home) as client:
+        body = await _say(client, text)
+        assert body["reply"] != i18n.get("TUTOR_MIXED_SEPARATELY", lang)
+    assert not _lines(home, "tutor.answered") and _rows(home) == []
+
+
 async def test_an_open_approval_card_is_not_replaced(make_home: MakeHome, compiled: Path,
                                                      prefect_api: str) -> None:
     home = _home(make_home, compiled, "en")
