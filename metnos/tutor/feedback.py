@@ -142,11 +142,13 @@ def cosines(rows: np.ndarray, vector: np.ndarray) -> np.ndarray:
 
 # ---- the answer: offered for rating ----
 
-async def offer(tutor: Tutor, ctx: TurnContext, plan: Plan, version: str) -> None:
+async def offer(tutor: Tutor, ctx: TurnContext, plan: Plan, version: str,
+                outcome: str = "") -> None:
     """Keep what a rating of this answer needs and put its buttons' item in the reply's
-    activity. Optional: a failure here leaves the answer unchanged (logged)."""
+    activity: an answer that rests on sections, not one that says the Tutor is unavailable.
+    Optional: a failure here leaves the answer unchanged (logged)."""
     engine = _engine(tutor)
-    if engine is None or not plan.hits or not version:
+    if engine is None or not plan.hits or not version or outcome.startswith("unavailable"):
         return
     try:
         await asyncio.to_thread(_offer, tutor, engine, ctx, plan, version)

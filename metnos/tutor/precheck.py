@@ -245,7 +245,7 @@ async def answer(tutor: Tutor, compose: Composer, ctx: TurnContext) -> str | Non
                        outcome=outcome, reason=plan.bound,
                        args={"sections": plan.sections, "catalog": version,
                              "probe": plan.observation.probe if plan.observation else None})
-    await feedback.offer(tutor, ctx, plan, version)  # its 👍/👎, for the asker only
+    await feedback.offer(tutor, ctx, plan, version, outcome)  # its 👍/👎, the asker only
     if plan.clause is not None and tutor.confirmations is not None:
         try:
             reply = await asyncio.to_thread(tutor.confirmations.ask, ctx, plan.clause,

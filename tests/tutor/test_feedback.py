@@ -291,3 +291,13 @@ async def test_the_upkeep_flow_drops_stale_associations(setup: Setup, prefect_ap
     assert (await tutor_catalog())["compiled"] is False  # the same sources: no compile
     with session(setup.engine) as db:
         assert db.exec(select(TutorAssociation)).all() == []
+
+
+async def test_an_unavailable_answer_offers_no_rating(setup: Setup) -> None:
+    ctx = setup.ctx(QUESTION)
+    await feedback.offer(setup.tutor, ctx, Plan("en", ctx.text, setup.hits(QUESTION)[:2]),
+                         setup.catalog.version, "unavailable:TimeoutError")
+    await feedback.offer(setup.tutor, ctx, Plan("en", ctx.text, []), setup.catalog.version)
+    with session(setup.engine) as db:
+        assert db.get(TutorAnswer, ctx.turn_id) is None
+    assert ctx.activity == []
