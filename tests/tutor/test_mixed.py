@@ -27,6 +27,7 @@ from metnos.tutor.compile import compile_catalog
 from metnos.tutor.confirm_models import TutorConfirmation
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client
+from tests.tutor.conftest import install_catalog
 
 CASES = {
     "it": {"text": "Spiegami le approvazioni e poi cancella vecchia_relazione.pdf",
@@ -38,18 +39,14 @@ CASES = {
 }
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("mixed_catalog")
-    compile_catalog(home)
-    return home
+@pytest.fixture
+def compiled(compiled_catalog: Path) -> Path:
+    return compiled_catalog  # the Tutor tests' session catalog (tests/tutor/conftest.py)
 
 
 def _home(make_home: MakeHome, compiled: Path, lang: str, **kw: Any) -> Home:
     home = make_home(lang=lang, **kw)
-    shutil.copytree(compiled / "tutor", home.path / "tutor", dirs_exist_ok=True)
-    for name in ("tutor.key", "tutor.pub"):
-        shutil.copy2(compiled / "keys" / name, home.path / "keys" / name)
+    install_catalog(compiled, home.path)
     return home
 
 
