@@ -11,11 +11,14 @@ from collections.abc import Iterator
 
 import pytest
 from sqlalchemy import Engine
+from sqlmodel import Session, select
 
 from metnos.audit import AuditLog, open_audit_log, read_tail
 from metnos.db.engine import database_url, make_engine
+from metnos.db.models import utcnow
 from metnos.turns.context import TurnContext
 from metnos.tutor.classify import Classifier
+from metnos.tutor.confirm_models import TutorConfirmation
 from metnos.tutor.mixed import (
     DATA,
     Confirmations,
@@ -171,3 +174,15 @@ async def test_two_yeses_at_once_run_the_clause_once(store: Store) -> None:
         for _ in range(4)))
     assert [s.clause for s in settled].count("delete a.pdf") == 1
     assert all(s.reply is None for s in settled)
+
+
+def test_a_stale_read_cannot_take_it_again(store: Store) -> None:
+    """What makes it single use is the conditional UPDATE, not the read before it."""
+    store.confirmations.ask(store.ctx("explain and then delete a.pdf"), "delete a.pdf", "v1",
+                            "")
+    with Session(store.engine) as db:
+        [stale] = db.exec(select(TutorConfirmation)).all()
+        db.expunge(stale)
+    assert store.confirmations.settle(store.ctx("yes"), "v1").clause == "delete a.pdf"
+    with Session(store.engine) as db:
+        assert not Confirmations._consume(db, stale, "ran", utcnow(), check=True, version="v1")
