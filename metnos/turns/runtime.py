@@ -87,7 +87,8 @@ def tutoring(settings: Settings, service: TurnService, scheduler: Signals | None
     if tutor.catalog() is not None:  # the views too: their first question is in a window
         views.warm(settings.active_languages, default_embedder())
     feedback.bind(tutor, service.engine)  # its answers' 👍/👎 live in the instance's database
-    compose = composer(settings, service.port)
+    compose = composer(settings, service.port, guard=service.guard, audit=service.audit,
+                       executors=[spec.name for spec in service.registry.admitted])
 
     async def precheck(_: TurnService, ctx: TurnContext) -> str | None:
         return await answer(tutor, compose, ctx)

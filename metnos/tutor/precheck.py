@@ -27,6 +27,7 @@ from metnos.llm.port import LLMPort
 from metnos.pairing import OWNER_USER_ID
 from metnos.settings import Settings
 from metnos.turns.context import TurnContext
+from metnos.turns.guard import Guard
 from metnos.tutor import feedback
 from metnos.tutor.catalog import Catalog, CatalogUnavailable, Hit, cached_catalog, catalog_path
 from metnos.tutor.classify import Classification, default_classifier
@@ -44,14 +45,14 @@ from metnos.tutor.mixed import (
 )
 from metnos.tutor.observation import Observation
 from metnos.tutor.probes import Asker, ProbeContext, ProbeRegistry
+from metnos.tutor.retrieval import admitted, retrieve
 from metnos.tutor.sections import Section
 from metnos.tutor.views import admit, load_views, requested_facts, visible_views
 
 log = logging.getLogger(__name__)
 EVERYONE, OWNER = frozenset({"everyone"}), frozenset({"everyone", "owner"})
 FALLBACK_LANG = "en"  # a concept with no section in the asker's language: its English one
-Composer = Callable[["Plan"], Awaitable[tuple[str, str]]]  # the reply and its outcome
-ADMIT_FLOOR = 0.30  # below this no section is about the question: no admissible source
+Composer = Callable[["Plan", TurnContext], Awaitable[tuple[str, str]]]  # reply, outcome
 
 
 @dataclass
@@ -110,9 +111,10 @@ class Tutor:
         (at start-up), so the first question is not the one that pays for them."""
         catalog = self.catalog()
         if catalog is not None and catalog.semantic:
-            for lang in langs:
+            for lang in langs:  # the request classes and the named-document operations
                 default_classifier().classify("Metnos", lang)
-            catalog.search_text("Metnos", k=1)
+                default_classifier().operation("Metnos", lang)
+            retrieve(catalog, "Metnos", k=1)  # the cosine matrix and the lexical index
             catalog.documents()
 
     def plan(self, ctx: TurnContext) -> Plan | None:
@@ -135,10 +137,10 @@ class Tutor:
         observation = self._observe(ctx, owner) if label == "observation" else None
         if label == "observation" and observation is None:
             return None  # no view covers the question: the normal engine reads the data
-        hits = catalog.search_text(ctx.text, k=8, sources=sources,
-                                   audience=OWNER if owner else EVERYONE)
+        hits = retrieve(catalog, routed.classification.explained or ctx.text, k=8,
+                        sources=sources, audience=OWNER if owner else EVERYONE)
         hits = feedback.boosted(self, ctx, hits)  # feedback: this asker's own 👍 first
-        hits = prefer_language([h for h in hits if h.score >= ADMIT_FLOOR or sources], ctx.lang)
+        hits = prefer_language(admitted(hits, bound=bool(sources)), ctx.lang)
         if not hits and observation is None:
             return None  # no admissible source: the classifier's reading alone closes nothing
         audience = OWNER if owner else EVERYONE
@@ -234,7 +236,7 @@ async def answer(tutor: Tutor, compose: Composer, ctx: TurnContext) -> str | Non
     version = catalog.version if catalog is not None else ""
     try:
         reply, outcome = ((separately(ctx.lang), f"unsafe:{plan.unsafe}") if plan.unsafe
-                          else await compose(plan))
+                          else await compose(plan, ctx))
     except Exception as exc:
         log.exception("tutor.compose_failed turn_id=%s", ctx.turn_id)
         reply = i18n.get("TUTOR_ANSWER_UNAVAILABLE", ctx.lang)
@@ -272,10 +274,14 @@ async def _settle(tutor: Tutor, ctx: TurnContext) -> Settled:
         return Settled()
 
 
-def composer(settings: Settings, port: LLMPort | None) -> Composer:
-    """How this instance writes the Tutor's replies (`[tutor] composer`). Only the
-    extractive composer is wired so far (the model's, `compose.with_model`, still needs the
-    daily budget's reserve and settle around its call): `llm` and `auto` use it too."""
-    from metnos.tutor.reply import extractive
+def composer(settings: Settings, port: LLMPort | None, *, guard: Guard | None = None,
+             audit: AuditLog | None = None, executors: Iterable[str] = ()) -> Composer:
+    """How this instance writes the Tutor's replies (`[tutor] composer`): `extractive`
+    without a model; `llm` and `auto` with the configured one (the turn's "fast" tier, its
+    budget and its attestation guard: `reply.by_model`), extractive when none is configured."""
+    from metnos.tutor.reply import by_model, extractive
 
-    return extractive
+    if (settings.tutor.composer == "extractive" or port is None or guard is None
+            or audit is None):
+        return extractive
+    return by_model(port, guard, audit, executors)

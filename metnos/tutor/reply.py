@@ -20,7 +20,7 @@ from metnos.tutor.compose import extractive as compose_extractive
 from metnos.tutor.compose import with_model
 from metnos.tutor.embedder import default_embedder
 from metnos.tutor.precheck import Plan
-from metnos.tutor.views import Marker, assumed_state, render, scheduler_answer
+from metnos.tutor.views import Marker, assumed_state, facts_answer, render, scheduler_answer
 
 
 async def extractive(plan: Plan, ctx: TurnContext | None = None) -> tuple[str, str]:
@@ -75,7 +75,4 @@ def markers(plan: Plan) -> list[Marker]:
         emb = default_embedder()
         assumed = assumed_state(emb.encode([plan.question])[0], "scheduler", plan.lang, emb)
         return scheduler_answer(assumed, obs, now)
-    if obs.as_of(now).status == "stale":
-        return [Marker("TUTOR_OBSERVATION_STALE",
-                       {"time": obs.taken_at.isoformat(timespec="seconds")})]
-    return []
+    return facts_answer(obs, now)

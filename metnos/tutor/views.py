@@ -189,12 +189,61 @@ def scheduler_answer(assumed: str | None, obs: Observation, now: Any) -> list[Ma
     return markers
 
 
+SERVICE_KEYS = {name: f"TUTOR_SERVICE_{name.upper()}" for name in
+                ("database", "prefect_server", "gateway", "deployment_runner", "telegram_poller")}
+
+
+def facts_answer(obs: Observation, now: Any) -> list[Marker]:
+    """What an observation of the services, the executors or the asker's scheduled tasks
+    says, in order: stale or incomplete first (never presented as healthy), then its facts;
+    nothing past what the probe returned (no endpoint, path or reminder text is there)."""
+    current = obs.as_of(now)
+    time = current.taken_at.isoformat(timespec="seconds")
+    if current.status == "unavailable":
+        return [Marker("TUTOR_OBSERVATION_UNAVAILABLE", {})]
+    markers = []
+    if current.status == "stale":
+        markers.append(Marker("TUTOR_OBSERVATION_STALE", {"time": time}))
+    elif current.status == "partial":
+        markers.append(Marker("TUTOR_OBSERVATION_PARTIAL", {"time": time}))
+    facts = current.facts
+    if obs.probe == "services":
+        for state, key in (("up", "TUTOR_SERVICES_UP"), ("down", "TUTOR_SERVICES_DOWN"),
+                           (None, "TUTOR_SERVICES_UNKNOWN")):
+            names = [SERVICE_KEYS[n] for n in SERVICE_KEYS if n in facts and facts[n] == state]
+            if names:
+                markers.append(Marker(key, {"names_keys": ",".join(names), "time": time}))
+    elif obs.probe == "executors":
+        lifecycle = facts.get("lifecycle")
+        names = sorted(lifecycle) if isinstance(lifecycle, dict) else []
+        markers.append(Marker("TUTOR_EXECUTORS_ADMITTED",
+                              {"count": str(len(names)), "names": ", ".join(names)}))
+    elif obs.probe == "scheduled_tasks":
+        upcoming = facts.get("next_at")
+        pending = facts.get("pending", 0)
+        first = upcoming[0] if isinstance(upcoming, list) and upcoming else None
+        markers.append(Marker("TUTOR_SCHEDULED_PENDING", {"pending": str(pending),
+                                                          "delivered": str(facts.get(
+                                                              "delivered", 0))})
+                       if pending else Marker("TUTOR_SCHEDULED_NONE", {}))
+        if first is not None:
+            markers.append(Marker("TUTOR_SCHEDULED_NEXT", {"time": str(first)}))
+    return markers
+
+
 def render(marker: Marker, lang: str) -> str:
-    """The marker in `lang`: `*_key` variables are looked up first."""
+    """The marker in `lang`: `*_key` variables are looked up first, `*_keys` ones (comma
+    separated keys) each looked up and listed."""
     from metnos import i18n
 
-    values = {(k[:-4] if k.endswith("_key") else k): (i18n.get(v, lang) if k.endswith("_key")
-                                                       else v) for k, v in marker.vars.items()}
+    values: dict[str, str] = {}
+    for k, v in marker.vars.items():
+        if k.endswith("_keys"):
+            values[k[:-5]] = ", ".join(i18n.get(key, lang) for key in v.split(",") if key)
+        elif k.endswith("_key"):
+            values[k[:-4]] = i18n.get(v, lang)
+        else:
+            values[k] = v
     return i18n.get(marker.key, lang, **values)
 
 

@@ -40,9 +40,11 @@ def test_every_expected_section_exists() -> None:
 
 
 def test_recall_at_3(report: Report) -> None:
-    assert report.recall() >= 0.9, report.recall()  # cosine fused with BM25
+    assert report.recall() >= 0.9, report.recall()  # the Tutor's own retrieval and admission
+    assert report.answered() == report.recall()  # no found section falls under the gap
     assert report.mrr() > 0.75
-    assert report.recall(semantic=True) >= 0.85, report.recall(semantic=True)  # cosine alone
+    # cosine alone (not the product's path): a floor that catches an embedder regression
+    assert report.recall(semantic=True) >= 0.80, report.recall(semantic=True)
 
 
 def test_no_explanation_becomes_an_action(report: Report) -> None:

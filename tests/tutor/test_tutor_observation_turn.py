@@ -8,7 +8,6 @@ probe). The scheduler's signals are the third-party edge: a plain callable retur
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
@@ -22,12 +21,11 @@ from asgi_lifespan import LifespanManager
 from metnos import i18n
 from metnos.channels.telegram import TelegramConfig, start_telegram
 from metnos.testing.telegram_server import FakeTelegram
-from metnos.tutor.catalog import catalog_path
-from metnos.tutor.compile import compile_catalog
 from metnos.tutor.embedder import default_embedder
 from metnos.tutor.probes import Asker, SchedulerSignals, default_probes
 from metnos.tutor.views import Marker, admit, load_views, render, requested_facts, visible_views
 from tests.support.home import GATEWAY_BASE, Home, MakeHome
+from tests.support.tutor_catalog import install_catalog
 from tests.telegram.support import TOKEN, pair, shown_texts, until
 from tests.tutor.test_tutor_turn import _ask, _tutor_lines
 
@@ -43,21 +41,6 @@ class Signals:
 
     def __call__(self) -> SchedulerSignals:
         return self.value
-
-
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """One compiled catalog for the module (about 7 s), copied into each test's home."""
-    home = tmp_path_factory.mktemp("catalog_home")
-    compile_catalog(home)
-    return home
-
-
-def _install(compiled: Path, home: Home) -> None:
-    for key in (compiled / "keys").glob("tutor*"):
-        shutil.copy2(key, home.path / "keys" / key.name)
-    catalog_path(home.path).parent.mkdir(parents=True, exist_ok=True)
-    shutil.copy2(catalog_path(compiled), catalog_path(home.path))
 
 
 @asynccontextmanager
@@ -89,9 +72,9 @@ def _answered(home: Home, turn_id: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("lang", ["it", "en"])
 async def test_the_scheduler_observed_stopped_degraded_running_and_stale(
-        make_home: MakeHome, prefect_api: str, compiled: Path, lang: str) -> None:
+        make_home: MakeHome, prefect_api: str, compiled_catalog: Path, lang: str) -> None:
     home = make_home(lang=lang)
-    _install(compiled, home)
+    install_catalog(compiled_catalog, home.path)
     signals = Signals()
     question = QUESTION[lang]
     async with observed_gateway(home, signals) as client:
@@ -144,9 +127,9 @@ async def test_the_scheduler_observed_stopped_degraded_running_and_stale(
 
 
 async def test_a_member_never_hears_the_scheduler_state(
-        make_home: MakeHome, prefect_api: str, compiled: Path) -> None:
+        make_home: MakeHome, prefect_api: str, compiled_catalog: Path) -> None:
     home = make_home(lang="en")
-    _install(compiled, home)
+    install_catalog(compiled_catalog, home.path)
     signals = Signals()
     now = datetime.now(UTC)
     signals.value = SchedulerSignals(True, now - timedelta(minutes=10), 60.0,
@@ -205,3 +188,30 @@ def test_requested_facts_withdraw_what_no_view_covers() -> None:
     assert admitted("Why does the scheduler look stopped?", "en", owner=False) is None
     assert admitted("Did my scheduled tasks run today?", "en", owner=False) == \
         "scheduled_tasks"
+
+
+@pytest.mark.parametrize("lang", ["it", "en"])
+async def test_the_services_observed(make_home: MakeHome, prefect_api: str, compiled_catalog: Path,
+                                     lang: str) -> None:
+    """The owner asks whether the services are healthy and hears each one's state from the
+    gateway's own signals (Telegram not configured here: not known, never "up")."""
+    home = make_home(lang=lang)
+    install_catalog(compiled_catalog, home.path)
+    signals = Signals()
+    now = datetime.now(UTC)
+    signals.value = SchedulerSignals(True, now - timedelta(seconds=5), 60.0,
+                                     {"completed": 3}, now, deployments=8)
+    question = {"it": "I servizi sono tutti in salute adesso?",
+                "en": "Are all the services healthy right now?"}[lang]
+    async with observed_gateway(home, signals) as client:
+        body = await _ask(client, question)
+    reply = body["reply"]
+    up = render(Marker("TUTOR_SERVICE_DATABASE", {}), lang)
+    assert i18n.get("TUTOR_SERVICES_UP", lang).split("{")[0] in reply, (reply,
+                                                                        _tutor_lines(home))
+    assert up in reply and render(Marker("TUTOR_SERVICE_PREFECT_SERVER", {}), lang) in reply
+    unknown = i18n.get("TUTOR_SERVICES_UNKNOWN", lang, names=render(
+        Marker("TUTOR_SERVICE_TELEGRAM_POLLER", {}), lang))
+    assert unknown in reply, reply
+    assert i18n.get("TUTOR_OBSERVATION_PARTIAL", lang).split("(")[0] in reply  # one not known
+    assert _answered(home, body["turn_id"])["outcome"] == "answered"

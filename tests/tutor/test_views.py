@@ -13,6 +13,7 @@ from metnos.tutor.views import (
     Marker,
     admit,
     assumed_state,
+    facts_answer,
     load_views,
     premise_correction,
     render,
@@ -177,3 +178,23 @@ def test_observation_answers_stopped_degraded_healthy_stale() -> None:
     assert partial[0].startswith("This observation is incomplete")
     assert _answer(SchedulerSignals(), "stopped", "en") == [
         "The current state could not be observed."]
+
+
+def test_services_answer_says_up_down_and_unknown_in_both_languages() -> None:
+    services = {"database": True, "gateway": True, "prefect_server": False}
+    obs = default_probes().run("services", ProbeContext(asker=OWNER, now=NOW,
+                                                        services=lambda: services))
+    en = [render(m, "en") for m in facts_answer(obs, NOW)]
+    assert en[0].startswith("This observation is incomplete")  # two services not known
+    assert en[1] == "Up (observed at 2026-12-01T22:00:00+00:00): the database, the gateway."
+    assert en[2] == "Down (observed at 2026-12-01T22:00:00+00:00): the Prefect server."
+    assert en[3] == "Not known: the deployment runner, the Telegram poller."
+    it = " ".join(render(m, "it") for m in facts_answer(obs, NOW))
+    assert "Non attivi (osservati alle 2026-12-01T22:00:00+00:00): il server Prefect." in it
+    later = [render(m, "en") for m in facts_answer(obs, NOW + timedelta(minutes=5))]
+    assert later[0].startswith("This observation is stale")  # said first, never as healthy
+
+
+def test_an_unavailable_probe_says_so_and_nothing_else() -> None:
+    gone = default_probes().run("scheduled_tasks", ProbeContext(asker=OWNER, now=NOW))
+    assert facts_answer(gone, NOW) == [Marker("TUTOR_OBSERVATION_UNAVAILABLE", {})]
