@@ -17,6 +17,7 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 
 pytest_plugins = [
     "tests.support.pg", "tests.llm_guard", "tests.support.home", "tests.support.attacks",
+    "tests.support.tutor_catalog",
 ]
 
 

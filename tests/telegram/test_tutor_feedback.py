@@ -15,9 +15,9 @@ from metnos.testing.telegram_server import FakeTelegram
 from metnos.tutor.feedback_models import TutorAnswer, TutorGap
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import MakeHome
+from tests.support.tutor_catalog import install_catalog
 from tests.telegram.support import buttons, pair, telegram_gateway, until
 from tests.telegram.test_undo_and_cards import answer_to
-from tests.tutor.test_feedback import compiled, install_catalog  # noqa: F401 - the fixture
 
 ANNA, BOB = 7101, 8202
 
@@ -35,9 +35,9 @@ def feedback_buttons(tg: FakeTelegram, chat_id: int) -> list[tuple[int, str, str
 
 
 async def test_the_askers_tap_counts_anyone_elses_is_refused(
-        make_home: MakeHome, telegram: FakeTelegram, compiled: Any) -> None:  # noqa: F811
+        make_home: MakeHome, telegram: FakeTelegram, compiled_catalog: Any) -> None:
     home = make_home(lang="en")
-    install_catalog(compiled, home.settings.home)
+    install_catalog(compiled_catalog, home.settings.home)
     async with telegram_gateway(home, telegram, prefect=False) as (client, _):
         await pair(client, telegram, ANNA, language_code="en")
         await pair(client, telegram, BOB, language_code="en")

@@ -5,7 +5,6 @@ the question's text, gaps grouped by cause and proximity, and the counterfactual
 
 from __future__ import annotations
 
-import shutil
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
@@ -22,12 +21,12 @@ from metnos.db.models import utcnow
 from metnos.turns.context import TurnContext
 from metnos.tutor import feedback, feedback_report
 from metnos.tutor.catalog import Catalog, Hit, open_catalog
-from metnos.tutor.compile import compile_catalog
 from metnos.tutor.embedder import default_embedder
 from metnos.tutor.feedback import FeedbackRefused
 from metnos.tutor.feedback_models import TutorAnswer, TutorAssociation, TutorGap
 from metnos.tutor.precheck import Plan, Tutor
 from tests.support.home import MakeHome
+from tests.support.tutor_catalog import install_catalog
 
 # (question, its paraphrase) and (question, another topic), cosines measured with USE v3
 NEAR_PAIRS = [("How do I undo a change?", "How can I revert a change I made?"),
@@ -51,24 +50,10 @@ PARAPHRASE = "How can I revert a change I made?"
 OTHER_TOPIC = "How do I pair Telegram?"
 
 
-@pytest.fixture(scope="module")
-def compiled(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    home = tmp_path_factory.mktemp("feedback_catalog")
-    compile_catalog(home)
-    return home
-
-
-def install_catalog(compiled: Path, home: Path) -> None:
-    """The module's compiled catalog in `home`, with the key that signed it."""
-    shutil.copytree(compiled / "tutor", home / "tutor", dirs_exist_ok=True)
-    for name in ("tutor.key", "tutor.pub"):
-        shutil.copy2(compiled / "keys" / name, home / "keys" / name)
-
-
 class Setup:
-    def __init__(self, make_home: MakeHome, compiled: Path) -> None:
+    def __init__(self, make_home: MakeHome, compiled_catalog: Path) -> None:
         self.settings = make_home(lang="en").settings
-        install_catalog(compiled, self.settings.home)
+        install_catalog(compiled_catalog, self.settings.home)
         self.engine: Engine = make_engine(database_url(self.settings))
         self.audit: AuditLog = open_audit_log(self.settings)
         self.tutor = Tutor(self.settings.home, self.audit, window_s=5.0)
@@ -102,8 +87,8 @@ class Setup:
 
 
 @pytest.fixture
-def setup(make_home: MakeHome, compiled: Path) -> Setup:
-    return Setup(make_home, compiled)
+def setup(make_home: MakeHome, compiled_catalog: Path) -> Setup:
+    return Setup(make_home, compiled_catalog)
 
 
 def _cos(a: str, b: str) -> float:

@@ -27,7 +27,7 @@ from metnos.tutor.compile import compile_catalog
 from metnos.tutor.confirm_models import TutorConfirmation
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client
-from tests.tutor.conftest import install_catalog
+from tests.support.tutor_catalog import install_catalog
 
 CASES = {
     "it": {"text": "Spiegami le approvazioni e poi cancella vecchia_relazione.pdf",
@@ -41,7 +41,7 @@ CASES = {
 
 @pytest.fixture
 def compiled(compiled_catalog: Path) -> Path:
-    return compiled_catalog  # the Tutor tests' session catalog (tests/tutor/conftest.py)
+    return compiled_catalog  # the session catalog (tests/support/tutor_catalog.py)
 
 
 def _home(make_home: MakeHome, compiled: Path, lang: str, **kw: Any) -> Home:

@@ -6,15 +6,16 @@ loop (the embedded planner here)."""
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from metnos.audit import read_tail
 from metnos.tutor.catalog import catalog_path
-from metnos.tutor.compile import compile_catalog
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client
+from tests.support.tutor_catalog import install_catalog
 
 CASES = {
     "it": {"page": "visita-guidata.md", "url": "/docs/it/visita-guidata",
@@ -46,9 +47,9 @@ async def _ask(client: Any, text: str) -> dict[str, Any]:
 
 @pytest.mark.parametrize("lang", ["it", "en"])
 async def test_the_seeds_four_requests(make_home: MakeHome, prefect_api: str,
-                                       lang: str) -> None:
+                                       compiled_catalog: Path, lang: str) -> None:
     home = make_home(lang=lang)
-    compile_catalog(home.settings.home)
+    install_catalog(compiled_catalog, home.settings.home)
     case = CASES[lang]
     async with gateway_client(home) as client:
         # the name of a published page binds retrieval to it: every cited section is its own
@@ -80,13 +81,13 @@ async def test_the_seeds_four_requests(make_home: MakeHome, prefect_api: str,
 
 
 async def test_no_catalog_or_a_tampered_one_leaves_the_turn_to_the_engine(
-        make_home: MakeHome, prefect_api: str) -> None:
+        make_home: MakeHome, prefect_api: str, compiled_catalog: Path) -> None:
     home = make_home(lang="en")
     question = "What does quick-tour.md contain?"
     async with gateway_client(home) as client:
         body = await _ask(client, question)
         assert "](/docs/" not in body["reply"] and not _tutor_lines(home)
-    compile_catalog(home.settings.home)
+    install_catalog(compiled_catalog, home.settings.home)
     with sqlite3.connect(catalog_path(home.settings.home)) as db:
         db.execute("UPDATE sections SET text = 'Metnos deletes every file on request.' "
                    "WHERE rowid = 1")

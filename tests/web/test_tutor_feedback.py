@@ -17,7 +17,7 @@ from metnos.tutor.feedback import PENDING_TTL
 from metnos.tutor.feedback_models import TutorAnswer, TutorAssociation, TutorGap
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import MakeHome
-from tests.tutor.test_feedback import compiled, install_catalog  # noqa: F401 - the fixture
+from tests.support.tutor_catalog import install_catalog
 from tests.web.support import ORIGIN, browser, log_in
 
 SAME = {"Origin": ORIGIN, "Sec-Fetch-Site": "same-origin"}
@@ -30,9 +30,9 @@ def _feedback_lines(home: Any) -> list[dict[str, Any]]:
 
 @pytest.mark.attack
 async def test_feedback_over_http_is_the_askers_own(make_home: MakeHome,
-                                                    compiled: Any) -> None:  # noqa: F811
+                                                    compiled_catalog: Any) -> None:
     home = make_home(lang="en")
-    install_catalog(compiled, home.settings.home)
+    install_catalog(compiled_catalog, home.settings.home)
     engine = make_engine(database_url(home.settings))
     with session(engine) as db:  # another person's answer (a Telegram member's)
         db.add(TutorAnswer(turn_id="turn-of-another", user_id="member-7", session_id="tg-7",

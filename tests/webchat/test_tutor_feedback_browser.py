@@ -17,7 +17,7 @@ from metnos.tutor.feedback_models import TutorAssociation, TutorGap
 from metnos.web.link import create_login_link
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port
-from tests.tutor.test_feedback import compiled, install_catalog  # noqa: F401 - the fixture
+from tests.support.tutor_catalog import install_catalog
 
 QUESTIONS = {"it": ("Che cosa contiene visita-guidata.md?", "Riassumi docs/it/visita-guidata.md"),
              "en": ("What does quick-tour.md contain?", "Summarise docs/en/quick-tour.md")}
@@ -25,12 +25,12 @@ QUESTIONS = {"it": ("Che cosa contiene visita-guidata.md?", "Riassumi docs/it/vi
 
 @pytest.mark.parametrize("lang", ["it", "en"])
 async def test_thumbs_up_then_down_with_a_cause(make_home: MakeHome, browser: Any,
-                                                compiled: Any,  # noqa: F811
+                                                compiled_catalog: Any,
                                                 tmp_path: Path, lang: str) -> None:
     from playwright.async_api import expect
 
     home = make_home(lang=lang, METNOS_GATEWAY_PORT=str(free_port()))
-    install_catalog(compiled, home.settings.home)
+    install_catalog(compiled_catalog, home.settings.home)
     first, second = QUESTIONS[lang]
     with served_gateway(home):
         context = await browser.new_context(locale=lang)

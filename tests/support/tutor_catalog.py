@@ -1,6 +1,7 @@
-"""One compiled catalog for the whole Tutor test session (a cold compile takes 6-8 s), and
+"""One compiled Tutor catalog for the whole test session (a cold compile takes 6-8 s), and
 how a test's home gets it: the catalog and the key that signed it are copied in, so the
-home's own verification (`keys/tutor.pub`) admits it as it would its own compile."""
+home's own verification (`keys/tutor.pub`) admits it as it would its own compile. Import
+`compiled_catalog` into a test module (or a conftest) to use the fixture."""
 
 from __future__ import annotations
 
