@@ -27,6 +27,7 @@ FILE_LIKE = re.compile(r"^\w[\w.\-]*\.(?=[^\W_]*[^\W\d_])[^\W_]{1,5}$")  # ext h
 OUTSIDE = re.compile(r"^(?:/|~|\\\\|[A-Za-z]:[\\/]|\.\.[\\/])")
 NON_WORD_STEM = re.compile(r"[-_\d]")
 
+FALLBACK_LANG = "en"  # a page named in a language it is not written in: the English one
 
 @dataclass(frozen=True)
 class Bound:
@@ -109,6 +110,8 @@ def resolve(text: str, docs: Sequence[DocEntry], lang: str) -> Identity:
 def _choose(candidates: list[DocEntry], matched: tuple[str, ...], lang: str) -> Identity:
     if len(candidates) > 1:
         here = [d for d in candidates if d.lang == lang]
+        if not here and len({d.name for d in candidates}) == 1:
+            here = [d for d in candidates if d.lang == FALLBACK_LANG]  # a language without it
         if len(here) == 1 and len({d.name for d in candidates}) == 1:
             candidates = here  # one name, two translations: the session language's
     if len(candidates) == 1:

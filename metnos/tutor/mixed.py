@@ -48,7 +48,7 @@ FALLBACK_LANG = "en"
 WORD = re.compile(r"[\w'’.\-]+")
 MIN_CONTENT = 2  # an operative clause names an operation and what it acts on
 # An unsafe split is the Tutor's to refuse only when a clause not clearly operative is about
-# Metnos: its best section scores this much (the Tutor's admission floor). Measured on the
+# Metnos: its best section scores this much (by cosine alone). Measured on the
 # compiled docs: "tell me how many", "dimmi cosa resta" after the user's own actions at most
 # 0.23 (the loop's); "explain the approvals" 0.42, "explain how to delete a file" 0.54.
 ABOUT_METNOS = 0.30

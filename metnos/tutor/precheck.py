@@ -32,7 +32,7 @@ from metnos.tutor import feedback
 from metnos.tutor.catalog import Catalog, CatalogUnavailable, Hit, cached_catalog, catalog_path
 from metnos.tutor.classify import Classification, default_classifier
 from metnos.tutor.embedder import default_embedder
-from metnos.tutor.identity import Bound, route
+from metnos.tutor.identity import Ambiguous, Bound, route
 from metnos.tutor.mixed import (
     ABOUT_METNOS,
     Confirmations,
@@ -68,6 +68,7 @@ class Plan:
     translations: tuple[Section, ...] = ()  # the sections the asker may see (their twins)
     clause: str | None = None  # mixed: the operative clause, verbatim, to confirm once
     unsafe: str | None = None  # mixed, not separable: why (the reply asks for two messages)
+    pages: tuple[str, ...] = ()  # the request named several pages: ask which one
 
 
 class Tutor:
@@ -130,6 +131,9 @@ class Tutor:
             if not isinstance(found, Split):
                 return found
             explained = found
+        elif routed.target == "ask" and isinstance(routed.identity, Ambiguous):
+            pages = tuple(d.url for d in routed.identity.candidates)
+            return Plan(ctx.lang, ctx.text, [], pages=pages)  # which one: never a guess
         elif routed.target != "tutor":
             return None
         owner = ctx.user_id == OWNER_USER_ID
@@ -235,8 +239,12 @@ async def answer(tutor: Tutor, compose: Composer, ctx: TurnContext) -> str | Non
     catalog = tutor.catalog()
     version = catalog.version if catalog is not None else ""
     try:
-        reply, outcome = ((separately(ctx.lang), f"unsafe:{plan.unsafe}") if plan.unsafe
-                          else await compose(plan, ctx))
+        if plan.pages:
+            reply, outcome = which_page(plan), "ask"
+        elif plan.unsafe:
+            reply, outcome = separately(ctx.lang), f"unsafe:{plan.unsafe}"
+        else:
+            reply, outcome = await compose(plan, ctx)
     except Exception as exc:
         log.exception("tutor.compose_failed turn_id=%s", ctx.turn_id)
         reply = i18n.get("TUTOR_ANSWER_UNAVAILABLE", ctx.lang)
@@ -272,6 +280,12 @@ async def _settle(tutor: Tutor, ctx: TurnContext) -> Settled:
         tutor.audit.append(action="tutor.stepped_aside", turn_id=ctx.turn_id,
                            decision="info", reason=f"confirm:{type(exc).__name__}")
         return Settled()
+
+
+def which_page(plan: Plan) -> str:
+    """The question back when a request named several published pages."""
+    links = ", ".join(f"[{url}]({url})" for url in plan.pages)
+    return i18n.get("TUTOR_ANSWER_WHICH_PAGE", plan.lang, pages=links)
 
 
 def composer(settings: Settings, port: LLMPort | None, *, guard: Guard | None = None,

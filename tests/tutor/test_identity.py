@@ -134,11 +134,15 @@ def test_the_session_language_resolves_translations_with_one_name() -> None:
     assert bound("what does docs/en/telegram.md say?", "it", docs) == "docs/en/telegram.md"
 
 
-def test_ambiguity_stops_without_a_guess(classifier: Classifier) -> None:
+def test_a_language_without_the_page_reads_its_english_one() -> None:
     docs = DOCS + [twin("en"), twin("it")]
-    identity = resolve("what does telegram.md say?", docs, "fr")  # neither is the session's
-    assert isinstance(identity, Ambiguous)
-    assert [d.source for d in identity.candidates] == ["docs/en/telegram.md", "docs/it/telegram.md"]
+    assert bound("que dit telegram.md ?", "fr", docs) == "docs/en/telegram.md"
+    identity = resolve("que dit telegram.md ?", [twin("it"), twin("de")], "fr")
+    assert isinstance(identity, Ambiguous)  # no English one either: no guess
+    assert [d.source for d in identity.candidates] == ["docs/de/telegram.md", "docs/it/telegram.md"]
+
+
+def test_ambiguity_stops_without_a_guess(classifier: Classifier) -> None:
     two = resolve("compare memoria.md and sicurezza.md", DOCS, "it")
     assert isinstance(two, Ambiguous) and len(two.candidates) == 2
     assert route("compare memoria.md and sicurezza.md", DOCS, "it", classifier).target == "ask"

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from metnos import i18n
 from metnos.audit import read_tail
 from metnos.tutor.catalog import catalog_path
 from tests.gateway.test_turns import wait_closed
@@ -97,3 +98,21 @@ async def test_no_catalog_or_a_tampered_one_leaves_the_turn_to_the_engine(
         assert "deletes every file" not in body["reply"]
     refused = [r for r in _tutor_lines(home) if r["action"] == "tutor.catalog_refused"]
     assert refused and refused[-1]["reason"] == "signature"
+
+
+@pytest.mark.parametrize("lang", ["it", "en"])
+async def test_two_pages_named_are_asked_about_never_guessed(
+        make_home: MakeHome, prefect_api: str, compiled_catalog: Path, lang: str) -> None:
+    home = make_home(lang=lang)
+    install_catalog(compiled_catalog, home.settings.home)
+    text = {"it": "Che cosa contengono visita-guidata.md e memoria.md?",
+            "en": "What do quick-tour.md and memory.md contain?"}[lang]
+    async with gateway_client(home) as client:
+        body = await _ask(client, text)
+    assert body["status"] == "completed"
+    assert body["reply"].startswith(i18n.get("TUTOR_ANSWER_WHICH_PAGE", lang).split("{")[0])
+    pages = {"it": ("/docs/it/visita-guidata", "/docs/it/memoria"),
+             "en": ("/docs/en/quick-tour", "/docs/en/memory")}[lang]
+    assert all(f"]({page})" in body["reply"] for page in pages), body["reply"]
+    answered = [r for r in _tutor_lines(home) if r["action"] == "tutor.answered"]
+    assert answered[-1]["outcome"] == "ask"
