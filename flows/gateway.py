@@ -14,12 +14,13 @@ import os
 import uvicorn
 from fastapi import FastAPI
 
-from flows._scheduler_signals import Snapshot, with_scheduler_signals
+from flows._scheduler_signals import empty, reader
 from flows.reminder import scheduler
 from flows.turn import crash_runs, resume_approval, run_turn
 from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
 from metnos.settings import get_settings
+from metnos.tutor.signals import Snapshot, with_scheduler_signals
 
 
 def app() -> FastAPI:
@@ -27,10 +28,10 @@ def app() -> FastAPI:
     of the served `reminder/at` deployment and delivered by the app's outbox loop; the
     scheduler's signals for the Tutor are read from Prefect by a refresher of the lifespan."""
     settings = get_settings()
-    signals = Snapshot()
+    signals = Snapshot(empty())
     built = create_app(settings, runner=run_turn, resumer=resume_approval,
                        close_runs=crash_runs, scheduler_signals=signals)
-    return with_scheduler_signals(with_reminders(built, scheduler(settings)), signals)
+    return with_scheduler_signals(with_reminders(built, scheduler(settings)), signals, reader)
 
 
 def main() -> None:

@@ -9,13 +9,14 @@ from __future__ import annotations
 import asyncio
 import uuid
 from datetime import UTC, datetime, timedelta
+from functools import partial
 
 from asgi_lifespan import LifespanManager
 from prefect import flow
 from prefect.client.orchestration import PrefectClient
 from prefect.states import Crashed
 
-from flows._scheduler_signals import Snapshot, client, read_signals
+from flows._scheduler_signals import client, empty, read_signals, reader
 from flows.gateway import app
 from metnos.tutor.probes import (
     SchedulerSignals,
@@ -23,6 +24,7 @@ from metnos.tutor.probes import (
     scheduler_services,
     scheduler_state,
 )
+from metnos.tutor.signals import Snapshot
 from tests.support.home import MakeHome
 from tests.support.pg import free_port
 
@@ -84,10 +86,10 @@ async def test_stopped_running_degraded_and_failed(prefect_api: str) -> None:
 
 async def test_the_refresher_keeps_the_snapshot_and_it_ages_when_stopped(
         prefect_api: str) -> None:
-    snapshot = Snapshot()
+    snapshot = Snapshot(empty())
     assert snapshot().observed_at is None  # before the first refresh: nothing observed
     task = asyncio.get_running_loop().create_task(
-        snapshot.refresh(interval_s=0.2, api_url=prefect_api, flow_names=[NAME]))
+        snapshot.refresh(partial(reader, prefect_api, [NAME]), interval_s=0.2))
     try:
         for _ in range(100):
             if snapshot().observed_at is not None:
