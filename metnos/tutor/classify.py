@@ -22,10 +22,10 @@ from pathlib import Path
 
 import numpy as np
 
+from metnos.i18n import FALLBACK_LANG
 from metnos.tutor.embedder import Embedder, default_embedder
 
 INTENTS_DIR = Path(__file__).with_name("intents")
-FALLBACK_LANG = "en"
 CLASSES = ("explanation", "observation", "action")
 # Questions about the world rather than Metnos ("how do I bake bread?"): scored like a class,
 # decided as "unclear", so the loop answers them. Optional in a language's intents file.

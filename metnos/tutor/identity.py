@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from metnos.i18n import FALLBACK_LANG
 from metnos.tutor.catalog import DocEntry
 from metnos.tutor.classify import Classification
 
@@ -27,7 +28,6 @@ FILE_LIKE = re.compile(r"^\w[\w.\-]*\.(?=[^\W_]*[^\W\d_])[^\W_]{1,5}$")  # ext h
 OUTSIDE = re.compile(r"^(?:/|~|\\\\|[A-Za-z]:[\\/]|\.\.[\\/])")
 NON_WORD_STEM = re.compile(r"[-_\d]")
 
-FALLBACK_LANG = "en"  # a page named in a language it is not written in: the English one
 
 @dataclass(frozen=True)
 class Bound:

@@ -39,12 +39,12 @@ from metnos import i18n
 from metnos.approvals.models import Approval
 from metnos.audit import AuditLog
 from metnos.db.models import utcnow
+from metnos.i18n import FALLBACK_LANG
 from metnos.turns.context import TurnContext
 from metnos.tutor.classify import Classification, leans, load_intents
 from metnos.tutor.confirm_models import TutorConfirmation
 
 DATA = Path(__file__).with_name("data")
-FALLBACK_LANG = "en"
 WORD = re.compile(r"[\w'’.\-]+")
 MIN_CONTENT = 2  # an operative clause names an operation and what it acts on
 # An unsafe split is the Tutor's to refuse only when a clause not clearly operative is about

@@ -23,13 +23,21 @@ from pathlib import Path
 
 from metnos import i18n
 from metnos.audit import AuditLog
+from metnos.i18n import FALLBACK_LANG
 from metnos.llm.port import LLMPort
 from metnos.pairing import OWNER_USER_ID
 from metnos.settings import Settings
 from metnos.turns.context import TurnContext
 from metnos.turns.guard import Guard
 from metnos.tutor import feedback
-from metnos.tutor.catalog import Catalog, CatalogUnavailable, Hit, cached_catalog, catalog_path
+from metnos.tutor.catalog import (
+    EVERYONE,
+    Catalog,
+    CatalogUnavailable,
+    Hit,
+    cached_catalog,
+    catalog_path,
+)
 from metnos.tutor.classify import Classification, default_classifier
 from metnos.tutor.embedder import default_embedder
 from metnos.tutor.identity import Ambiguous, Bound, route
@@ -50,8 +58,7 @@ from metnos.tutor.sections import Section
 from metnos.tutor.views import admit, load_views, requested_facts, visible_views
 
 log = logging.getLogger(__name__)
-EVERYONE, OWNER = frozenset({"everyone"}), frozenset({"everyone", "owner"})
-FALLBACK_LANG = "en"  # a concept with no section in the asker's language: its English one
+OWNER = EVERYONE | {"owner"}  # what the owner may see: every section
 Composer = Callable[["Plan", TurnContext], Awaitable[tuple[str, str]]]  # reply, outcome
 
 

@@ -22,12 +22,12 @@ from typing import Any
 
 import numpy as np
 
+from metnos.i18n import FALLBACK_LANG
 from metnos.tutor.embedder import Embedder
 from metnos.tutor.observation import Observation
 from metnos.tutor.probes import Asker, ProbeRegistry
 
 DATA = Path(__file__).with_name("data")
-FALLBACK_LANG = "en"
 FLOOR = 0.5  # nearest view below this: not about it (measured: asked 0.59+, others 0.46-)
 MARGIN = 0.05  # the primary's lead over the next visible view
 PREMISE_FLOOR = 0.6

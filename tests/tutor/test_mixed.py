@@ -39,14 +39,9 @@ CASES = {
 }
 
 
-@pytest.fixture
-def compiled(compiled_catalog: Path) -> Path:
-    return compiled_catalog  # the session catalog (tests/support/tutor_catalog.py)
-
-
-def _home(make_home: MakeHome, compiled: Path, lang: str, **kw: Any) -> Home:
+def _home(make_home: MakeHome, compiled_catalog: Path, lang: str, **kw: Any) -> Home:
     home = make_home(lang=lang, **kw)
-    install_catalog(compiled, home.path)
+    install_catalog(compiled_catalog, home.path)
     return home
 
 
@@ -98,8 +93,8 @@ def _asked(body: dict[str, Any], lang: str) -> None:
 
 @pytest.mark.parametrize("lang", ["it", "en"])
 async def test_explained_confirmed_once_then_run_as_a_normal_turn(
-        make_home: MakeHome, compiled: Path, prefect_api: str, lang: str) -> None:
-    home = _home(make_home, compiled, lang)
+        make_home: MakeHome, compiled_catalog: Path, prefect_api: str, lang: str) -> None:
+    home = _home(make_home, compiled_catalog, lang)
     case = CASES[lang]
     async with gateway_client(home) as client:
         body = await _say(client, case["text"])
@@ -135,9 +130,9 @@ async def test_explained_confirmed_once_then_run_as_a_normal_turn(
 
 
 @pytest.mark.parametrize("lang", ["it", "en"])
-async def test_a_no_runs_nothing(make_home: MakeHome, compiled: Path, prefect_api: str,
+async def test_a_no_runs_nothing(make_home: MakeHome, compiled_catalog: Path, prefect_api: str,
                                  lang: str) -> None:
-    home = _home(make_home, compiled, lang)
+    home = _home(make_home, compiled_catalog, lang)
     case = CASES[lang]
     async with gateway_client(home) as client:
         body = await _say(client, case["text"])
@@ -152,8 +147,8 @@ async def test_a_no_runs_nothing(make_home: MakeHome, compiled: Path, prefect_ap
 
 
 async def test_expired_or_asked_before_the_catalog_changed_never_runs(
-        make_home: MakeHome, compiled: Path, prefect_api: str, tmp_path: Path) -> None:
-    home = _home(make_home, compiled, "en")
+        make_home: MakeHome, compiled_catalog: Path, prefect_api: str, tmp_path: Path) -> None:
+    home = _home(make_home, compiled_catalog, "en")
     case = CASES["en"]
     async with gateway_client(home) as client:
         body = await _say(client, case["text"])
@@ -178,9 +173,9 @@ async def test_expired_or_asked_before_the_catalog_changed_never_runs(
     assert [r.outcome for r in _rows(home)] == ["expired", "catalog"]
 
 
-async def test_bound_to_its_conversation(make_home: MakeHome, compiled: Path,
+async def test_bound_to_its_conversation(make_home: MakeHome, compiled_catalog: Path,
                                          prefect_api: str) -> None:
-    home = _home(make_home, compiled, "en")
+    home = _home(make_home, compiled_catalog, "en")
     case = CASES["en"]
     async with gateway_client(home) as client:
         body = await _say(client, case["text"])
@@ -196,9 +191,9 @@ async def test_bound_to_its_conversation(make_home: MakeHome, compiled: Path,
         assert [a["executor"] for a in ran["approvals"]] == ["fs_delete"]
 
 
-async def test_any_other_message_drops_it(make_home: MakeHome, compiled: Path,
+async def test_any_other_message_drops_it(make_home: MakeHome, compiled_catalog: Path,
                                           prefect_api: str) -> None:
-    home = _home(make_home, compiled, "en")
+    home = _home(make_home, compiled_catalog, "en")
     async with gateway_client(home) as client:
         body = await _say(client, CASES["en"]["text"])
         _asked(body, "en")
@@ -216,9 +211,9 @@ async def test_any_other_message_drops_it(make_home: MakeHome, compiled: Path,
     ("it", "Spiegami le approvazioni e poi cancellalo", "refers_back"),
 ])
 async def test_an_unsafe_split_asks_for_two_messages(
-        make_home: MakeHome, compiled: Path, prefect_api: str, lang: str, text: str,
+        make_home: MakeHome, compiled_catalog: Path, prefect_api: str, lang: str, text: str,
         reason: str) -> None:
-    home = _home(make_home, compiled, lang)
+    home = _home(make_home, compiled_catalog, lang)
     async with gateway_client(home) as client:
         body = await _say(client, text)
         assert body["reply"] == i18n.get("TUTOR_MIXED_SEPARATELY", lang)
@@ -233,17 +228,18 @@ async def test_an_unsafe_split_asks_for_two_messages(
     ("it", "cancella a.pdf, poi cancella b.pdf e poi dimmi cosa resta"),
 ])
 async def test_a_chain_of_the_users_own_actions_stays_the_loops(
-        make_home: MakeHome, compiled: Path, prefect_api: str, lang: str, text: str) -> None:
-    home = _home(make_home, compiled, lang)
+        make_home: MakeHome, compiled_catalog: Path, prefect_api: str, lang: str,
+        text: str) -> None:
+    home = _home(make_home, compiled_catalog, lang)
     async with gateway_client(home) as client:
         body = await _say(client, text)
         assert body["reply"] != i18n.get("TUTOR_MIXED_SEPARATELY", lang)
     assert not _lines(home, "tutor.answered") and _rows(home) == []
 
 
-async def test_an_open_approval_card_is_not_replaced(make_home: MakeHome, compiled: Path,
+async def test_an_open_approval_card_is_not_replaced(make_home: MakeHome, compiled_catalog: Path,
                                                      prefect_api: str) -> None:
-    home = _home(make_home, compiled, "en")
+    home = _home(make_home, compiled_catalog, "en")
     async with gateway_client(home) as client:
         waiting = await _say(client, "Delete notes.md", deny=False)
         assert waiting["status"] == "awaiting_approval"
@@ -262,9 +258,9 @@ async def test_an_open_approval_card_is_not_replaced(make_home: MakeHome, compil
 
 
 async def test_with_a_model_the_loop_gets_the_clause_as_the_turns_text(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, compiled: Path,
+        make_home: MakeHome, scripted_llm: ScriptedLLM, compiled_catalog: Path,
         prefect_api: str) -> None:
-    home = _home(make_home, compiled, "en", llm=scripted_llm)
+    home = _home(make_home, compiled_catalog, "en", llm=scripted_llm)
     case = CASES["en"]
     done = "There is no old_report.pdf in the workspace."
     # the loop's calls carry the tools; a Tutor composition by the model, if any, does not
