@@ -1,0 +1,19 @@
+"""The `[remote]` settings group: executors that run on another machine (SPEC §1 scale-out).
+
+Environment variables are `METNOS_REMOTE_<FIELD>`; the table in `metnos.toml` is `[remote]`.
+A manifest's `runs_on` names a place; `pools` maps each place to its Prefect work pool.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class RemoteSettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="METNOS_REMOTE_", extra="forbid",
+                                      validate_default=True)
+
+    pools: dict[str, str] = Field(
+        default_factory=lambda: {"laptop": "laptop"},
+        description="The Prefect work pool of each place a manifest's runs_on may name.")
