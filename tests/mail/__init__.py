@@ -1,0 +1,1 @@
+"""Tests of the mail executors, the account and the digest (issue 15)."""
