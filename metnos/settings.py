@@ -28,6 +28,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, SettingsConfigDict
 
 from metnos.agent_settings import AgentSettings
+from metnos.channel_settings import TelegramSettings, WebSettings
 from metnos.errors import ConfigError
 from metnos.evolution_settings import EvolutionSettings, NotifySettings
 from metnos.intent_settings import (  # the [i18n] group's tables
@@ -35,7 +36,10 @@ from metnos.intent_settings import (  # the [i18n] group's tables
     CommunicationIntent,
     bcp47,
 )
+from metnos.mail.settings import MailSettings
 from metnos.reminders.settings import ReminderSettings
+from metnos.remote_settings import RemoteSettings
+from metnos.schedules.settings import ScheduleSettings
 from metnos.timezone import known_zone, system_timezone
 from metnos.tutor_settings import TutorSettings
 
@@ -164,29 +168,6 @@ class I18nSettings(_Group):
         return None if value is None else bcp47(value)
 
 
-class WebSettings(_Group):
-    """The web chat's login (SPEC §3): one-time links from `metnos login`, cookie sessions."""
-
-    model_config = SettingsConfigDict(env_prefix="METNOS_WEB_", extra="forbid")
-
-    login_token_ttl_s: int = Field(600, ge=30, description="Life of a login link (used once).")
-    session_ttl_s: int = Field(30 * 86400, ge=300, description="Life of a web session (fixed).")
-    login_max_failures: int = Field(
-        10, ge=1, description="Failed logins of one client within login_window_s before a 429.")
-    login_window_s: int = Field(900, ge=1, description="Window of the login rate limit.")
-
-
-class TelegramSettings(_Group):
-    """The Telegram channel (SPEC §11): on when a bot token is set here or in
-    `METNOS_HOME/secrets/telegram.token` (mode 0600)."""
-
-    model_config = SettingsConfigDict(env_prefix="METNOS_TELEGRAM_", extra="forbid")
-
-    bot_token: SecretStr | None = Field(None, description="The bot's token (from @BotFather).")
-    api_base: str = Field("https://api.telegram.org", description="Bot API server.")
-    poll_timeout_s: int = Field(25, ge=1, le=50, description="Long-polling wait.")
-
-
 class PolicySettings(_Group):
     model_config = SettingsConfigDict(env_prefix="METNOS_POLICY_", extra="forbid")
 
@@ -239,6 +220,9 @@ class Settings(BaseSettings):
     notify: NotifySettings = Field(default_factory=lambda: NotifySettings())
     evolution: EvolutionSettings = Field(default_factory=lambda: EvolutionSettings())
     tutor: TutorSettings = Field(default_factory=lambda: TutorSettings())
+    mail: MailSettings = Field(default_factory=lambda: MailSettings())
+    schedules: ScheduleSettings = Field(default_factory=lambda: ScheduleSettings())
+    remote: RemoteSettings = Field(default_factory=lambda: RemoteSettings())
 
     @field_validator("lang")
     @classmethod

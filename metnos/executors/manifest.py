@@ -190,7 +190,13 @@ class Manifest(_Model):
     untrusted_output: bool = False  # its results carry outside text (web, mail): data, not orders
     # what the host carries out from the run's validated result (the executor itself changes
     # nothing): "schedule_reminder" (metnos.reminders.effect); undone with the action
-    effect: Literal["schedule_reminder", "notify"] | None = None
+    effect: Literal["schedule_reminder", "notify", "summarize", "schedule_task"] | None = None
+    # the account the host hands the run in its stdin envelope (never in the arguments, the
+    # prompt, a log or the audit): "imap" is the `[mail]` account of `metnos mail add`
+    account: Literal["imap"] | None = None
+    # where it runs: None on this server; a place of `[remote] pools` (e.g. "laptop") sends
+    # the step to that Prefect work pool, checked again there (SPEC §1 scale-out)
+    runs_on: str | None = Field(None, pattern=NAME_RE.pattern)
     sandbox: SandboxProfile = Field(default_factory=SandboxProfile)
     inputs: dict[str, InputSpec] = Field(default_factory=dict)
     outputs: dict[str, OutputSpec] = Field(default_factory=dict)
