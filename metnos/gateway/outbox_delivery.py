@@ -35,6 +35,7 @@ from fastapi import FastAPI
 
 from metnos.channels.telegram.config import load_config
 from metnos.channels.telegram.proposals import keyboard
+from metnos.mail import summary
 from metnos.notify import effect as notify
 from metnos.pairing.service import OWNER_USER_ID
 from metnos.proposals import delivery as proposals
@@ -163,6 +164,7 @@ def with_reminders(app: FastAPI, scheduler: Scheduler | None) -> FastAPI:
         async with inner(app) as state:
             service: TurnService = app.state.service
             service.effects[notify.EFFECT] = notify.effect(service)  # needs no scheduler
+            service.effects[summary.EFFECT] = summary.effect(service)  # the mail's lines
             if scheduler is not None:
                 service.effects[EFFECT] = effect(service, scheduler)
             config = load_config(service.settings)

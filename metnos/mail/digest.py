@@ -1,0 +1,303 @@
+"""The morning mail digest (SPEC §12; seed §7, the canonical example), without Prefect.
+
+`imap_status` → only if something is new → `imap_fetch_headers` → classify → `summarize` →
+`notify`, silent when nothing is worth saying. The chain is fixed in this code: no model
+chooses a step, so nothing a mail says can add one.
+
+It runs like a turn: one `Turn` row (channel `schedule`, for the owner, in the session
+`mail-digest`), each step through the same step checker (signature, policy, Laws, run budget)
+and step runner (sandbox, audit line, effects) as a turn's steps, each step in the trace with
+the step it was handed by (think = its stage, seen = the previous stage's steps), so closing
+the turn reinforces imap_status→imap_fetch_headers→summarize→notify like any turn's hand-offs.
+
+- Nothing new (`digest_state.compare`): the turn closes after `imap_status`; no header is
+  read, no model is asked, no message is sent.
+- The scheduled runs' own quota (`[mail] digest_max_per_day`), apart from the proposals'
+  bother budget: once spent, the run stops before reading anything and the mail waits for
+  the next day (the folders' state is not advanced), with a deny audit line.
+- The taint rule (Law 3): after `imap_fetch_headers` the turn is tainted, and a tainted
+  turn's acting step asks the owner. The digest's `notify` is checked with the taint lifted
+  for that one step (`_untainted`, with an info audit line naming the sources) because here
+  the step was not chosen by anything that read the mail: its arguments are the header line
+  from i18n and the capped summary lines this code composed, and `notify` delivers only to
+  the owner, like a tainted turn's reply. The turn itself stays tainted; model-driven turns
+  are untouched (tests/mail/test_digest_chain.py checks both).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from metnos import i18n
+from metnos.audit import open_audit_log
+from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.db.models import utcnow
+from metnos.errors import MetnosError, NotInitialisedError
+from metnos.executors.registry import load_registry
+from metnos.llm.port import LLMPort, configured
+from metnos.llm.tools import PlanStep
+from metnos.mail import digest_state as state
+from metnos.mail import summary
+from metnos.mail.classify import classify
+from metnos.mail.summary import extractive_lines
+from metnos.notify import effect as notify
+from metnos.reminders import outbox
+from metnos.sandbox import run_canary
+from metnos.settings import Settings
+from metnos.turns.context import CheckedStep, TurnContext
+from metnos.turns.loop import step_row
+from metnos.turns.reply import StepOutcome
+from metnos.turns.service import TurnService
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "schedule"  # the turn's channel: the scheduler, not a person
+SENDER = "owner"  # whom the digest works for (its mail, its chat)
+SESSION = "mail-digest"
+AUDIT_ACTION = "mail.digest"
+MAX_TEXT = 1400  # of the message (notify takes 1500)
+STAGES = {"imap_status": 1, "imap_fetch_headers": 2, "summarize": 3, "notify": 4}
+
+
+class DigestStepFailed(MetnosError):
+    """A step of the chain did not complete (the flow retries the run, then reports it)."""
+
+
+@dataclass
+class DigestResult:
+    outcome: str  # baseline | nothing_new | quota_spent | nothing_worth | sent
+    turn_id: str
+    new_messages: int = 0
+    labels: dict[str, int] = field(default_factory=dict)
+    worth: int = 0
+    outbox_id: str | None = None
+    model_called: bool = False
+
+
+@dataclass
+class DigestRun:
+    """One run of the chain in one turn (`open` → `check` → `rest` → `close`)."""
+
+    service: TurnService
+    ctx: TurnContext
+    trace: dict[int, list[int]] = field(default_factory=dict)  # stage → its steps' seq
+    news: list[state.FolderNews] = field(default_factory=list)
+
+    @classmethod
+    async def open(cls, service: TurnService) -> DigestRun:
+        await asyncio.to_thread(state.ensure_tables, service.engine)
+        ctx = await service.open_turn(
+            i18n.get("MSG_DIGEST_TURN_TEXT", service.settings.lang), session_id=SESSION,
+            lang=None, channel=CHANNEL, sender=SENDER)
+        return cls(service, ctx)
+
+    # -- one step, as a turn runs it -----------------------------------------------------
+    async def step(self, executor: str, args: dict[str, Any],
+                   ctx: TurnContext | None = None) -> StepOutcome:
+        run_ctx = ctx or self.ctx
+        service, stage = self.service, STAGES[executor]
+        seq = sum(len(v) for v in self.trace.values()) + 1
+        started = utcnow()
+        checked = await asyncio.to_thread(service.checker.check, run_ctx,
+                                          PlanStep(executor, args), seq=seq, think=stage)
+        try:
+            outcome = await self._run(run_ctx, checked)
+        finally:
+            if checked.run_slot is not None:
+                await asyncio.to_thread(service.guard.release_run, checked)
+        seen = [s for st, seqs in self.trace.items() if st == stage - 1 for s in seqs]
+        row = step_row(self.ctx, checked, outcome, started, utcnow(), seen)
+        await asyncio.to_thread(service.record.record_step, self.ctx, row)
+        self.trace.setdefault(stage, []).append(seq)
+        if outcome.status != "done":
+            reason = i18n.get(outcome.key or "ERR_INTERNAL_UNEXPECTED", self.ctx.lang,
+                              **{"executor": executor, **outcome.vars})
+            raise DigestStepFailed("ERR_DIGEST_STEP_FAILED", executor=executor, reason=reason)
+        return outcome
+
+    async def _run(self, ctx: TurnContext, checked: CheckedStep) -> StepOutcome:
+        record = self.service.record
+        if checked.outcome is not None:  # refused, with its audit line
+            record.step_event(ctx, checked, "refused", checked.outcome)
+            return checked.outcome
+        if checked.approval is not None:  # nothing here waits for the owner: stop
+            await asyncio.to_thread(record.audit_line, ctx, action=AUDIT_ACTION,
+                                    decision="deny", reason="MSG_DIGEST_WOULD_ASK",
+                                    outcome="refused", approval_id=checked.approval.id)
+            return StepOutcome(checked.step.executor, "refused", key="MSG_DIGEST_WOULD_ASK",
+                               vars={"executor": checked.step.executor})
+        record.step_event(ctx, checked, "started")
+        try:
+            outcome = await self.service.runner.execute(ctx, checked)
+        except MetnosError as exc:
+            outcome = StepOutcome(checked.step.executor, "failed", key=exc.key,
+                                  vars=dict(exc.vars), action_id=checked.action_id)
+        record.step_event(ctx, checked, outcome.status, outcome)
+        return outcome
+
+    def audit(self, decision: str, reason: str, outcome: str, **fields: Any) -> None:
+        self.service.record.audit_line(self.ctx, action=AUDIT_ACTION, decision=decision,
+                                       reason=reason, outcome=outcome, **fields)
+
+    # -- the chain ---------------------------------------------------------------------------
+    async def check(self) -> bool:
+        """`imap_status` and the verdict per folder; True when some folder has new mail."""
+        mail = self.service.settings.mail
+        status = await self.step("imap_status", {"folders": list(mail.digest_folders)})
+        now = state.status_folders(status.result)
+        seen = await asyncio.to_thread(state.load_seen, self.service.engine, now)
+        self.news = state.compare(now, seen)
+        return any(n.verdict == "new" for n in self.news)
+
+    async def rest(self) -> DigestResult:
+        """After `check`: what is new, read, sorted, summarised, and said (or not)."""
+        engine, settings, turn_id = self.service.engine, self.service.settings, self.ctx.turn_id
+        new = [n for n in self.news if n.verdict == "new"]
+        if not new:
+            outcome = ("baseline" if any(n.verdict == "baseline" for n in self.news)
+                       else "nothing_new")
+            await asyncio.to_thread(state.save_seen, engine, self.news)
+            await asyncio.to_thread(self.audit, "info", f"MSG_DIGEST_{outcome.upper()}",
+                                    "done")
+            return DigestResult(outcome, turn_id)
+        sent = await asyncio.to_thread(state.sent_today, engine, settings.tz)
+        if sent >= settings.mail.digest_max_per_day:  # tomorrow's digest takes them in
+            await asyncio.to_thread(self.audit, "deny", "MSG_DIGEST_QUOTA_SPENT", "refused",
+                                    args={"sent_today": sent,
+                                          "max": settings.mail.digest_max_per_day})
+            return DigestResult("quota_spent", turn_id)
+        messages: list[dict[str, Any]] = []
+        for item in new:
+            fetched = await self.step("imap_fetch_headers", {
+                "folder": item.folder, "since_uid": item.since_uid})
+            found = (fetched.result or {}).get("messages") or []
+            messages += [m for m in found if isinstance(m, dict) and isinstance(
+                m.get("uid"), int) and m["uid"] > item.since_uid]
+        labels = await classify(messages, port=self.service.port, guard=self.service.guard,
+                                ctx=self.ctx, audit_line=self.service.record.audit_line)
+        result = DigestResult("nothing_worth", turn_id, len(messages), labels.counts(),
+                              model_called=labels.model_called)
+        worth = [m for m in messages if m["uid"] in set(labels.worth())]
+        if worth:
+            result.worth = len(worth)
+            result.outbox_id = await self._say(worth)
+            result.outcome = "sent"
+        else:
+            await asyncio.to_thread(self.audit, "info", "MSG_DIGEST_NOTHING_WORTH", "done",
+                                    args=labels.counts())
+        await asyncio.to_thread(state.save_seen, engine, self.news)
+        return result
+
+    async def _say(self, worth: list[dict[str, Any]]) -> str | None:
+        keep = ("uid", "from", "subject", "snippet")
+        summary = await self.step("summarize", {"messages": json.dumps(
+            [{k: m.get(k) for k in keep} for m in worth], ensure_ascii=False)})
+        lines = extractive_lines(summary.result)
+        text = compose(lines, [m["uid"] for m in worth], self.ctx.lang)
+        said = await self.step("notify", {"text": text, "title": i18n.get(
+            "MSG_DIGEST_TITLE", self.ctx.lang)}, ctx=await self._untainted())
+        note = (said.result or {}).get("notification") or {}
+        outbox_id = str(note.get("id")) if note.get("id") else None
+        await asyncio.to_thread(state.record_sent, self.service.engine,
+                                turn_id=self.ctx.turn_id, outbox_id=outbox_id,
+                                messages=len(worth))
+        return outbox_id
+
+    async def _untainted(self) -> TurnContext:
+        """The context the digest's own `notify` is checked in (see the module: the taint
+        rule and why this step passes it); the turn itself stays tainted."""
+        ctx = self.ctx
+        if ctx.tainted:
+            await asyncio.to_thread(self.audit, "info", "MSG_DIGEST_FIXED_CHAIN", "done",
+                                    args={"sources": list(ctx.sources)[:10]})
+        return replace(ctx, tainted=False, sources=[])
+
+    async def close(self, result: DigestResult) -> None:
+        reply = i18n.get(f"MSG_DIGEST_{result.outcome.upper()}", self.ctx.lang)
+        self.service.record.publish(self.ctx, reply)
+        await self.service.close_turn(self.ctx, reply, "completed")
+
+    async def fail(self, exc: BaseException) -> None:
+        if not self.ctx.closed:
+            await self.service.fail_turn(self.ctx, exc)
+
+
+def compose(lines: dict[int, list[str]], order: list[int], lang: str) -> str:
+    """The digest's text: the header line, then each message's two lines, within MAX_TEXT
+    (what does not fit is counted on a last line)."""
+    shown: list[str] = []
+    total = 0
+    for n, uid in enumerate(order):
+        pair = lines.get(uid)
+        if pair is None:
+            continue
+        block = "\n".join(pair)
+        if total + len(block) > MAX_TEXT - 200:
+            shown.append(i18n.get("MSG_DIGEST_MORE", lang, count=len(order) - n))
+            break
+        shown.append(block)
+        total += len(block) + 2
+    header = i18n.get("MSG_DIGEST_HEADER", lang, count=len(order))
+    return "\n\n".join([header, *shown])
+
+
+async def run_digest(service: TurnService) -> DigestResult:
+    """The whole chain in one call (tests, the bench); the flow runs the same parts as tasks."""
+    run = await DigestRun.open(service)
+    try:
+        await run.check()
+        result = await run.rest()  # with nothing new: the state saved, nothing read
+        await run.close(result)
+        return result
+    except BaseException as exc:
+        await run.fail(exc)
+        raise
+
+
+async def digest_service(settings: Settings) -> TurnService:
+    """A turn service for the digest (as `runtime.build_service`, without the Tutor): the
+    database, the admitted executors, the audit log, the LLM port, the sandbox canary, and
+    the effects of `notify` and `summarize`."""
+    if not settings.owner_token_path.is_file():
+        raise NotInitialisedError(home=str(settings.home))
+    engine = make_engine(database_url(settings))
+    await asyncio.to_thread(create_tables, engine)
+    canary = await run_canary(settings.workspace)
+    if not canary.ok:
+        log.error("digest.canary_failed detail=%s", canary.detail)
+    port = LLMPort(settings.llm) if configured(settings.llm) else None
+    service = TurnService(settings, engine=engine, registry=load_registry(settings),
+                          audit=open_audit_log(settings), port=port, sandbox_ok=canary.ok)
+    return wire(service)
+
+
+def wire(service: TurnService) -> TurnService:
+    """The host effects the chain needs (kept when the gateway set them already)."""
+    service.effects.setdefault(notify.EFFECT, notify.effect(service))
+    service.effects.setdefault(summary.EFFECT, summary.effect(service))
+    return service
+
+
+def report_failure(settings: Settings, reason: str) -> str:
+    """A run that failed for good (after its retries): an audit line and a notice to the
+    owner on their preferred channel (an outbox row the gateway delivers). Returns its id."""
+    lang = settings.lang
+    open_audit_log(settings).append(sender=SENDER, channel=CHANNEL, action=AUDIT_ACTION,
+                                    decision="error", reason="ERR_DIGEST_FAILED",
+                                    outcome="failed")
+    text = i18n.get("ERR_DIGEST_FAILED", lang, reason=reason[:300])
+    note = notify.Notification(uuid.uuid4().hex, text, i18n.get("MSG_DIGEST_TITLE", lang))
+    engine = make_engine(database_url(settings))
+    try:
+        where = notify.destination(engine, settings, SENDER, notify.Destination("cli", SESSION))
+        row = notify.notification_row(note, where, settings=settings, user_id=SENDER,
+                                      lang=lang, now=utcnow(), action_id=None, turn_id=None)
+        outbox.add(engine, row)
+    finally:
+        engine.dispose()
+    return row.id
