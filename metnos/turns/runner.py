@@ -20,6 +20,8 @@ from metnos.errors import MetnosError
 from metnos.executors.registry import ExecutorSpec
 from metnos.executors.signing import code_hash
 from metnos.policy.laws import no_undo_record_decision
+from metnos.remote.port import RemotePort
+from metnos.remote.server import run_remote
 from metnos.sandbox import SandboxResult, run_sandboxed
 from metnos.turns import recovery
 from metnos.turns.context import CheckedStep, TurnContext
@@ -39,11 +41,16 @@ class StepRunner:
     def __init__(self, service: TurnService) -> None:
         self.service = service
         self.settings = service.settings
+        # how a step whose manifest says `runs_on` reaches its work pool (the composition
+        # root sets it: flows/remote_step.py); None: such a step fails, naming the place
+        self.remote: RemotePort | None = None
 
     async def execute(self, ctx: TurnContext, checked: CheckedStep) -> StepOutcome:
         """Run one admitted step in the sandbox; record the before state of what it may change."""
         if checked.request is None or checked.spec is None:
             raise ValueError("execute() takes a step the policy admitted")
+        if checked.spec.manifest.runs_on is not None:  # another machine's step (metnos.remote)
+            return await run_remote(self.service, self.remote, ctx, checked)
         refused = await asyncio.to_thread(self._prepare_run, ctx, checked)
         if refused is not None:
             return refused

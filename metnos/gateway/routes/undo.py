@@ -11,6 +11,7 @@ from metnos import i18n, keys
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.schemas import error_responses
 from metnos.reminders.effect import cancel_reminder
+from metnos.remote.undo import undoer
 from metnos.turns.service import TurnService
 from metnos.undo import UndoError, UndoReport, undo
 
@@ -45,4 +46,5 @@ def run_undo(service: TurnService, action_id: str, *, sender: str, channel: str)
     return undo(action_id, state_dir=settings.state_dir, workspace=settings.workspace,
                 public_key=keys.load_public_key(settings.keys_dir, "audit"),
                 private_key=keys.load_private_key(settings.keys_dir, "audit"),
-                audit=service.audit, sender=sender, channel=channel)
+                audit=service.audit, sender=sender, channel=channel,
+                remote=undoer(service))  # a remote action: its pool undoes it
