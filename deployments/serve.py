@@ -3,63 +3,147 @@
     python -m deployments.serve
 
 Each scheduled run starts a process (4–6 s, measured): right for nightly work, never for a
-chat turn (a reminder arrives a few seconds after its time). Later issues add the mail digest
-here.
+chat turn (a reminder arrives a few seconds after its time). Every schedule is in the
+instance's time zone (`[general] timezone`, `METNOS_TIMEZONE`; the machine's by default).
+
+Before serving: runs missed while nothing served them are reported once (the latest of each
+deployment runs late, the earlier ones are skipped: `flows/_schedules_start.py`), and the
+owner's scheduled tasks (`metnos schedule`) become the schedules of `owner-task/scheduled`.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib
+import logging
+from typing import Any
+
 from prefect import serve
 from prefect.schedules import Cron, Interval
 
+from flows._schedules_start import missed, reconcile, tables
 from flows.ager import ager
 from flows.audit_check import audit_check
 from flows.introvert import introvert
+from flows.owner_task import owner_task
 from flows.reminder import reminder
 from flows.synt import synt
 from flows.traces import traces
 from flows.translation_sweep import translation_sweep
 from flows.tutor import tutor_catalog
+from metnos.db.engine import database_url, make_engine
+from metnos.schedules.models import ScheduledTask
+from metnos.schedules.owner import slug, wanted_schedules
+from metnos.settings import Settings, get_settings
 
-TIMEZONE = "Europe/Rome"
+log = logging.getLogger(__name__)
 
 
-def main() -> None:
-    serve(
-        audit_check.to_deployment(  # type: ignore[arg-type]  # sync context: not a coroutine
-            name="nightly", schedules=[Cron("15 3 * * *", timezone=TIMEZONE)],
+def built_in(settings: Settings) -> list[Any]:
+    """The built-in deployments, in the instance's time zone."""
+    tz = settings.timezone
+    found = [
+        audit_check.to_deployment(
+            name="nightly", schedules=[Cron("15 3 * * *", timezone=tz)],
             description="Verify the audit chain and its signed checkpoint every night."),
-        translation_sweep.to_deployment(  # type: ignore[arg-type]
-            name="nightly", schedules=[Cron("40 2 * * *", timezone=TIMEZONE)],
+        translation_sweep.to_deployment(
+            name="nightly", schedules=[Cron("40 2 * * *", timezone=tz)],
             description="Write translation candidates for stale and missing texts (tier wise)."),
-        synt.to_deployment(  # type: ignore[arg-type]
-            name="check", schedules=[Interval(1800)],
+        synt.to_deployment(
+            name="check", schedules=[Interval(1800, timezone=tz)],
             description="Due proto-mnests: a composition or a generation proposal (no model "
             "call); accepted generations write candidates, unsigned until the owner signs."),
-        traces.to_deployment(  # type: ignore[arg-type]
-            name="weekly", schedules=[Cron("30 3 * * *", timezone=TIMEZONE)],
+        traces.to_deployment(
+            name="weekly", schedules=[Cron("30 3 * * *", timezone=tz)],
             description="Detect the mnestoma's traces when [evolution] traces_every_days "
             "passed (checked daily, one query; weekly by default)."),
-        introvert.to_deployment(  # type: ignore[arg-type]
-            name="nightly", schedules=[Cron("50 3 * * *", timezone=TIMEZONE)],
+        introvert.to_deployment(
+            name="nightly", schedules=[Cron("50 3 * * *", timezone=tz)],
             description="Propose fusing, generalising or specialising executors inside "
             "one trace, as one batch (proposals only)."),
         # no schedule of its own: the gateway schedules one run per reminder, at its time
-        reminder.to_deployment(  # type: ignore[arg-type]
+        reminder.to_deployment(
             name="at", description="At a reminder's time, make its message due (the gateway "
             "delivers it to the chat it was set from)."),
         # time is use: the check is one query, a cycle runs only after ager_every invocations
-        ager.to_deployment(  # type: ignore[arg-type]
-            name="check", schedules=[Interval(300)],
+        ager.to_deployment(
+            name="check", schedules=[Interval(300, timezone=tz)],
             description="Every 5 minutes, one query: an ager cycle when [evolution] ager_every "
             "invocations passed since the last one (a sleeping system does not age)."),
         # the check parses the docs (no model) and compiles only what changed
-        tutor_catalog.to_deployment(  # type: ignore[arg-type]
-            name="check", schedules=[Interval(600)],
+        tutor_catalog.to_deployment(
+            name="check", schedules=[Interval(600, timezone=tz)],
             description="Every 10 minutes: compile the Tutor's catalog again when the docs "
             "or the executor manifests changed (unchanged sections keep their vectors)."),
-        limit=4,
-    )
+    ]
+    digest = _mail_digest()
+    if digest is not None:
+        found.append(digest.to_deployment(
+            name="morning", schedules=[Cron(settings.mail.digest_cron, timezone=tz)],
+            description="Check the mailbox; when something is new, classify it and send a "
+                        "digest of what deserves attention (silent when nothing does)."))
+    return found
+
+
+def _mail_digest() -> Any | None:
+    """The mail digest flow (flows/mail_digest.py), None while that module is not there."""
+    try:
+        return importlib.import_module("flows.mail_digest").mail_digest
+    except ModuleNotFoundError as exc:
+        if exc.name != "flows.mail_digest":
+            raise
+        log.warning("serve.no_mail_digest: flows/mail_digest.py is missing")
+        return None
+
+
+def owner_tasks(settings: Settings, tasks: list[ScheduledTask]) -> Any:
+    """`owner-task/scheduled`: one schedule per active task, in the task's zone."""
+    flow = owner_task.with_options(retries=settings.schedules.retries,
+                                   retry_delay_seconds=settings.schedules.retry_delay_s)
+    name = settings.schedules.deployment.split("/", 1)[1]
+    return flow.to_deployment(
+        name=name, schedules=[Cron(t.cron, timezone=t.timezone, slug=slug(t.id),
+                                   parameters={"task_id": t.id}) for t in tasks],
+        description="The owner's scheduled tasks (`metnos schedule list`): each fires a turn "
+                    "from the owner, its reply delivered to the chat it was set from.")
+
+
+async def prepare(settings: Settings, names: list[str]) -> list[ScheduledTask]:
+    engine = make_engine(database_url(settings))
+    try:
+        tables(engine)
+        plan = await missed(engine, settings, names)
+        if plan.run_late or plan.skip:
+            log.warning("serve.missed_runs late=%d skipped=%d", len(plan.run_late),
+                        len(plan.skip))
+        return await reconcile(engine, settings)
+    finally:
+        engine.dispose()
+
+
+def _tasks_only(settings: Settings) -> list[ScheduledTask]:
+    engine = make_engine(database_url(settings))
+    try:
+        return wanted_schedules(engine)
+    except Exception:  # no database either: the deployment is served with no task
+        log.exception("serve.owner_tasks_unreadable")
+        return []
+    finally:
+        engine.dispose()
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO)
+    settings = get_settings()
+    deployments = built_in(settings)
+    names = [f"{d.flow_name}/{d.name}" for d in deployments] + [settings.schedules.deployment]
+    try:
+        tasks = asyncio.run(prepare(settings, names))
+    except Exception:  # the schedules are served anyway: a report is not worth no schedules
+        log.exception("serve.prepare_failed: missed runs not checked, owner tasks from the "
+                      "database only")
+        tasks = _tasks_only(settings)
+    serve(*deployments, owner_tasks(settings, tasks), limit=4)
 
 
 if __name__ == "__main__":

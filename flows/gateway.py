@@ -15,10 +15,12 @@ import uvicorn
 from fastapi import FastAPI
 
 from flows._scheduler_signals import empty, reader
+from flows.owner_task import sync
 from flows.reminder import scheduler
 from flows.turn import crash_runs, resume_approval, run_turn
 from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
+from metnos.schedules.firing import with_schedules
 from metnos.settings import get_settings
 from metnos.tutor.signals import Snapshot, with_scheduler_signals
 
@@ -31,7 +33,8 @@ def app() -> FastAPI:
     signals = Snapshot(empty())
     built = create_app(settings, runner=run_turn, resumer=resume_approval,
                        close_runs=crash_runs, scheduler_signals=signals)
-    return with_scheduler_signals(with_reminders(built, scheduler(settings)), signals, reader)
+    built = with_schedules(with_reminders(built, scheduler(settings)), sync(settings))
+    return with_scheduler_signals(built, signals, reader)
 
 
 def main() -> None:

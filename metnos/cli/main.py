@@ -17,6 +17,7 @@ from metnos.cli import (
     mnestoma,
     pair,
     proposals,
+    schedule,
     synt,
     tutor,
     ui,
@@ -38,6 +39,7 @@ app.add_typer(evolution.app, name="evolution")
 app.add_typer(synt.app, name="synt")
 app.add_typer(mnestoma.app, name="mnestoma")
 app.add_typer(tutor.app, name="tutor")
+app.add_typer(schedule.app, name="schedule")
 app.command(name="chat", help=msg("CLI_CHAT_HELP"))(chat.chat)
 app.command(name="undo", help=msg("CLI_UNDO_HELP"))(undo.undo)
 app.command(name="login", help=msg("CLI_LOGIN_HELP"))(login.login)

@@ -25,6 +25,7 @@ from metnos.pairing import models as _pairing_models  # noqa: F401
 from metnos.policy import usage_models as _usage_models  # noqa: F401
 from metnos.proposals import models as _proposal_models  # noqa: F401
 from metnos.reminders import outbox as _outbox_models  # noqa: F401
+from metnos.schedules import models as _schedule_models  # noqa: F401
 from metnos.settings import Settings
 from metnos.tutor import confirm_models as _tutor_confirm_models  # noqa: F401
 from metnos.tutor import feedback_models as _tutor_feedback_models  # noqa: F401

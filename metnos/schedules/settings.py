@@ -15,3 +15,18 @@ class ScheduleSettings(BaseSettings):
                                       validate_default=True)
 
     max_tasks: int = Field(50, ge=1, le=1000, description="Scheduled tasks the owner may keep.")
+    max_text: int = Field(500, ge=10, le=4000,
+                          description="Longest message a scheduled task may carry.")
+    deployment: str = Field("owner-task/scheduled",
+                            description="The served deployment that fires the owner's tasks.")
+    poll_s: float = Field(1.0, gt=0, le=60,
+                          description="How often the gateway looks for tasks made due.")
+    run_timeout_s: float = Field(600.0, gt=0, le=86400,
+                                 description="How long a fired task's run waits for its turn "
+                                 "to end before it fails (and is retried).")
+    retries: int = Field(1, ge=0, le=5, description="Retries of a failed scheduled run "
+                         "before it is reported.")
+    retry_delay_s: int = Field(30, ge=0, le=3600, description="Seconds between retries.")
+    missed_grace_s: float = Field(300.0, ge=0, le=86400,
+                                  description="A run later than this when the runner starts "
+                                  "was missed: it is reported once.")

@@ -1,0 +1,86 @@
+"""`metnos schedule [list|add|remove]`: the owner's scheduled tasks (SPEC §12).
+
+A client of the running gateway (`/api/schedules`): a task added here is in the database and
+in Prefect (deployment `owner-task/scheduled`, one schedule per task) at once, visible in the
+Prefect UI with its next run. `when` is a cron expression or the everyday form
+("every Monday at 8", "ogni lunedì alle 8"); `what` is a message Metnos runs as a turn from
+the owner then, its reply delivered to the preferred channel.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+
+from metnos.cli._client import api_call
+from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._lang import cli_lang, msg
+from metnos.cli._table import local_time, print_table
+from metnos.errors import MetnosError
+
+app = typer.Typer(help=msg("CLI_SCHEDULE_HELP"), invoke_without_command=True)
+_JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))
+
+
+def _call(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
+    settings = settings_or_exit()
+    try:
+        return api_call(settings, method, path, lang=cli_lang(), **kwargs)
+    except MetnosError as exc:
+        exit_with(exc)
+        raise typer.Exit(1) from exc
+
+
+@app.callback()
+def main(ctx: typer.Context, as_json: bool = _JSON) -> None:
+    if ctx.invoked_subcommand is None:
+        list_(as_json)
+
+
+@app.command("list", help=msg("CLI_SCHEDULE_LIST_HELP"))
+def list_(as_json: bool = _JSON) -> None:
+    data = _call("GET", "/api/schedules")
+    rows: list[dict[str, Any]] = data.get("schedules", [])
+    if as_json:
+        typer.echo(json.dumps(data, ensure_ascii=False))
+        return
+    if not rows:
+        typer.echo(msg("MSG_SCHEDULE_NONE"))
+        return
+    settings = settings_or_exit()
+    headers = [msg(k) for k in ("CLI_COL_ID", "CLI_COL_SCHEDULE_WHEN", "CLI_COL_SCHEDULE_CRON",
+                                "CLI_COL_SCHEDULE_TEXT", "CLI_COL_SCHEDULE_NEXT")]
+    print_table(headers, [[r["id"], r["when"], f"{r['cron']} ({r['timezone']})", r["text"],
+                           local_time(r.get("next_run"), settings)] for r in rows])
+
+
+@app.command(help=msg("CLI_SCHEDULE_ADD_HELP"))
+def add(when: str = typer.Argument(..., help=msg("CLI_SCHEDULE_WHEN_HELP")),
+        what: str = typer.Argument(..., help=msg("CLI_SCHEDULE_WHAT_HELP")),
+        channel: str | None = typer.Option(None, "--channel",
+                                           help=msg("CLI_SCHEDULE_CHANNEL_HELP")),
+        as_json: bool = _JSON) -> None:
+    body: dict[str, Any] = {"when": when, "text": what, "lang": cli_lang()}
+    if channel:
+        body["channel"] = channel
+    data = _call("POST", "/api/schedules", body=body)
+    if as_json:
+        typer.echo(json.dumps(data, ensure_ascii=False))
+        return
+    row = data["schedule"]
+    typer.echo(msg("MSG_SCHEDULE_ADDED", id=row["id"], when=row["when"], cron=row["cron"],
+                   timezone=row["timezone"]))
+    if not data.get("in_prefect"):
+        typer.echo(msg("MSG_SCHEDULE_NOT_IN_PREFECT"))
+
+
+@app.command(help=msg("CLI_SCHEDULE_REMOVE_HELP"))
+def remove(task_id: str = typer.Argument(..., help=msg("CLI_SCHEDULE_ID_HELP")),
+           as_json: bool = _JSON) -> None:
+    data = _call("DELETE", f"/api/schedules/{task_id}")
+    if as_json:
+        typer.echo(json.dumps(data, ensure_ascii=False))
+        return
+    typer.echo(msg("MSG_SCHEDULE_REMOVED", id=data["removed"]))

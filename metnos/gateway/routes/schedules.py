@@ -1,0 +1,115 @@
+"""`/api/schedules`: the owner's scheduled tasks (SPEC §12), what `metnos schedule` calls.
+
+- `GET /api/schedules`: the active tasks, each with its next run as Prefect has it.
+- `POST /api/schedules` `{"when", "text", "lang"?, "channel"?}`: a new task. `when` is a
+  cron expression or the everyday form ("every Monday at 8", "ogni lunedì alle 8"); the
+  reply goes to the preferred channel (`[notify] channel`) unless `channel` names one.
+- `DELETE /api/schedules/{id}`: remove a task (its Prefect schedule goes too).
+
+Owner only (bearer token or web session with our Origin, as every `/api/` route); every
+change and every refusal leaves one audit line (`schedule.add`, `schedule.remove`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal
+
+from fastapi import APIRouter, HTTPException, Request
+from pydantic import BaseModel, Field
+
+from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
+from metnos.gateway.schemas import error_responses
+from metnos.notify.effect import Destination, destination, last_written
+from metnos.schedules import owner
+from metnos.schedules.notices import FALLBACK
+from metnos.schedules.owner import ScheduleError, Sync
+from metnos.turns.service import TurnService
+
+router = APIRouter(prefix="/api/schedules", tags=["schedules"])
+_STATUS = {"ERR_SCHEDULE_NOT_FOUND": 404, "ERR_SCHEDULE_TOO_MANY": 409}
+
+
+class ScheduleCreate(BaseModel):
+    when: str = Field(min_length=1, max_length=200)
+    text: str = Field(min_length=1, max_length=4000)
+    lang: str | None = Field(None, max_length=16)
+    channel: Literal["web", "telegram", "cli"] | None = None
+
+
+def _sync(request: Request) -> Sync | None:
+    found: Sync | None = getattr(request.app.state, "schedules_sync", None)
+    return found
+
+
+def _where(engine: Any, settings: Any, owner_id: str, channel: str | None) -> Destination:
+    """Where the replies go: the chat on `channel` the owner last wrote from, else the
+    preferred one (`[notify] channel`); with none known, what `metnos chat` shows."""
+    if channel is None:
+        return destination(engine, settings, owner_id, FALLBACK)
+    return last_written(engine, owner_id, channel) or FALLBACK
+
+
+def _channel(request: Request) -> str:
+    return "api" if request.headers.get("authorization") else "web"
+
+
+def _refused(service: TurnService, request: Request, owner_id: str, action: str,
+             exc: ScheduleError, lang: str) -> HTTPException:
+    service.audit.append(sender=owner_id, channel=_channel(request), action=action,
+                         decision="deny", reason=exc.key, outcome="refused")
+    return HTTPException(_STATUS.get(exc.key, 422), detail={"key": exc.key,
+                                                            "message": exc.message(lang)})
+
+
+@router.get("", responses=error_responses(401))
+async def list_schedules(request: Request, service: ServiceDep,
+                         owner_id: OwnerDep) -> dict[str, Any]:
+    """The owner's active tasks, oldest first, each with `next_run`."""
+    return {"schedules": await owner.listing(service.engine, _sync(request), owner_id),
+            "timezone": service.settings.timezone}
+
+
+@router.post("", status_code=201, responses=error_responses(401, 409, 422))
+async def add_schedule(body: ScheduleCreate, request: Request, service: ServiceDep,
+                       owner_id: OwnerDep, lang: LangDep) -> dict[str, Any]:
+    """A new task: in the database, then in Prefect (`in_prefect` says whether it is there
+    already; if not, the runner's next start puts it in)."""
+    task_lang = body.lang if body.lang in service.settings.active_languages else lang
+    engine, settings = service.engine, service.settings
+    found = await asyncio.to_thread(_where, engine, settings, owner_id, body.channel)
+    try:
+        task = await asyncio.to_thread(
+            owner.new_task, engine, settings, when=body.when, text=body.text, user_id=owner_id,
+            lang=task_lang, channel=found.channel, address=found.address)
+    except ScheduleError as exc:
+        raise _refused(service, request, owner_id, "schedule.add", exc, lang) from exc
+    sync = _sync(request)
+    published = sync is not None and await owner.publish(sync, task)
+    await asyncio.to_thread(service.audit.append, sender=owner_id, channel=_channel(request),
+                            action="schedule.add", action_id=task.id, decision="allow",
+                            reason="ok", outcome="done",
+                            args={"task_id": task.id, "cron": task.cron})
+    return {"schedule": owner.public(task), "in_prefect": published}
+
+
+@router.delete("/{task_id}", responses=error_responses(401, 404))
+async def remove_schedule(task_id: str, request: Request, service: ServiceDep,
+                          owner_id: OwnerDep, lang: LangDep) -> dict[str, Any]:
+    sync = _sync(request) or Sync(add=_nothing, remove=_nothing, next_runs=_no_runs)
+    try:
+        task = await owner.remove(service.engine, sync, task_id, owner_id)
+    except ScheduleError as exc:
+        raise _refused(service, request, owner_id, "schedule.remove", exc, lang) from exc
+    await asyncio.to_thread(service.audit.append, sender=owner_id, channel=_channel(request),
+                            action="schedule.remove", action_id=task.id, decision="allow",
+                            reason="ok", outcome="done", args={"task_id": task.id})
+    return {"removed": task.id}
+
+
+async def _nothing(_: Any) -> None:
+    return None
+
+
+async def _no_runs() -> dict[str, Any]:
+    return {}

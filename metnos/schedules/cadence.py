@@ -1,0 +1,130 @@
+"""When a scheduled task runs, as a cron expression: either given as one ("0 8 * * 1") or said
+the everyday way in the owner's language ("every Monday at 8", "ogni lunedì alle 8", "every
+day at 7:30", "tutti i giorni alle 7:30", "every weekday at 18").
+
+The grammar is small: a word for "every" (optional), then a word for several days ("day",
+"weekday", "giorni feriali") or one or more weekdays joined by "and"/"e", then a clock time.
+The words are data (`data/<lang>/schedules.toml`); the weekdays and the clock time are read
+by `metnos.reminders.when`, with the reminders' own words, so the two never disagree on what
+"alle 8" or "at 6 pm" means. Nothing here needs a model.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass
+from datetime import datetime
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from cronsim import CronSim, CronSimError
+
+from metnos.reminders import when
+
+DATA = Path(__file__).with_name("data")
+_CRON_FIELD = re.compile(r"^[\w*/,\-]+$")
+# a Monday at midnight and a microsecond: a clock time resolves to that day (or the next, for
+# midnight) with no seconds; a relative one ("in 2 minutes") keeps the microsecond
+_PROBE = datetime(2001, 1, 1, 0, 0, 0, 1)
+
+
+@dataclass(frozen=True)
+class Cadence:
+    cron: str  # five fields
+    spoken: str  # as the owner wrote it, whitespace tidied
+
+
+class CadenceError(ValueError):
+    """`when` names no recurring time this module understands."""
+
+
+@lru_cache(maxsize=8)
+def _words(lang: str) -> dict[str, Any]:
+    path = DATA / lang / "schedules.toml"
+    if not path.is_file():
+        return {}
+    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    key = _key
+    return {"every": {key(p) for p in raw.get("every", [])},
+            "joiners": {key(p) for p in raw.get("joiners", [])},
+            "days": {key(p): str(v) for p, v in raw.get("days", {}).items()}}
+
+
+def _key(phrase: str) -> tuple[str, ...]:
+    return tuple(t.text for t in when.tokenize(phrase)) or (phrase.strip(),)
+
+
+def valid_cron(expr: str) -> bool:
+    fields = expr.split()
+    if len(fields) != 5 or not all(_CRON_FIELD.match(f) for f in fields):
+        return False
+    try:
+        CronSim(" ".join(fields), datetime(2001, 1, 1))
+    except (CronSimError, ValueError):
+        return False
+    return True
+
+
+def next_times(cron: str, tz: str, after: datetime, count: int = 1) -> list[datetime]:
+    """The next `count` times of `cron` in zone `tz` after `after` (aware)."""
+    it = CronSim(cron, after.astimezone(ZoneInfo(tz)))
+    return [next(it) for _ in range(count)]
+
+
+def parse(text: str, lang: str) -> Cadence:
+    """The cadence `text` names, in `lang` (English as the fallback). Raises CadenceError."""
+    spoken = " ".join(text.split())
+    if valid_cron(spoken):
+        return Cadence(spoken, spoken)
+    for candidate in dict.fromkeys((lang, "en")):
+        cron = _from_words(spoken, candidate)
+        if cron is not None:
+            return Cadence(cron, spoken)
+    raise CadenceError(spoken)
+
+
+def _phrase(tokens: list[str], i: int, table: set[tuple[str, ...]] | dict[Any, Any]
+            ) -> tuple[tuple[str, ...], int]:
+    for size in (4, 3, 2, 1):
+        key = tuple(tokens[i:i + size])
+        if len(key) == size and key in table:
+            return key, size
+    return (), 0
+
+
+def _from_words(text: str, lang: str) -> str | None:
+    words, reminder_words = _words(lang), when.words(lang)
+    if not words or not reminder_words:
+        return None
+    found = when.tokenize(text)
+    tokens = [t.text for t in found]
+    i = _phrase(tokens, 0, words["every"])[1]
+    days: list[str] = []
+    while i < len(tokens):
+        key, size = _phrase(tokens, i, words["days"])
+        if size:
+            days.append(words["days"][key])
+        else:
+            key, size = _phrase(tokens, i, reminder_words["weekdays"])
+            if not size:
+                break
+            days.append(str((int(reminder_words["weekdays"][key]) + 1) % 7))  # cron: 0 Sunday
+        i += size
+        joined = _phrase(tokens, i, words["joiners"])[1]
+        if joined:  # "il sabato e la domenica": an article again after the joiner
+            i += joined + _phrase(tokens, i + joined, words["every"])[1]
+    if not days:
+        return None
+    hour, minute = int(reminder_words["default_hour"]), 0
+    if i < len(tokens):
+        moment = when.parse(text[found[i].start:], lang, _PROBE)
+        if moment is None or moment.microsecond or moment.second or \
+                (moment.date() - _PROBE.date()).days not in (0, 1):
+            return None
+        hour, minute = moment.hour, moment.minute
+    dow = "*" if "*" in days else ",".join(dict.fromkeys(
+        part for day in days for part in day.split(",")))
+    return f"{minute} {hour} * * {dow}"

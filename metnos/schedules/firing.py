@@ -1,0 +1,99 @@
+"""The gateway's side of a scheduled task: a due run (made due by the `owner-task` flow run
+in the runner's process) becomes a turn from the owner, in the chat the task belongs to, and
+its reply an outbox notice for that chat.
+
+Why the gateway and not the flow run: the gateway holds the instance's runtime (sessions,
+the mnestoma, approvals, the event bus), and a turn there is an in-process flow (0.2-0.3 s);
+the flow run in the runner is the clock, visible in the Prefect UI, and waits for the end.
+A gateway that is down leaves the run due: it runs when the gateway is back, or the flow run
+times out, is retried, and is reported.
+
+`with_schedules(app, sync)` adds the loop and `/api/schedules` to an app from `create_app`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI
+
+from metnos import i18n
+from metnos.db.models import utcnow
+from metnos.errors import MetnosError
+from metnos.reminders import outbox
+from metnos.reminders.outbox import Outbox
+from metnos.schedules import store
+from metnos.schedules.models import TaskRun
+from metnos.schedules.owner import Sync
+from metnos.turns.service import TurnService
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "schedule"  # the turn's channel: audit lines tell a scheduled turn apart
+KIND = "schedule"  # the outbox row's kind
+
+
+async def fire(app: FastAPI, run: TaskRun) -> None:
+    """Run `run`'s task as a turn and deliver its reply; the run ends done or failed."""
+    service: TurnService = app.state.service
+    engine = service.engine
+    task = await asyncio.to_thread(store.get, engine, run.task_id)
+    if task is None or not task.active:
+        await asyncio.to_thread(store.finish, engine, run.id, "done", error="inactive")
+        return
+    try:
+        ctx = await service.open_turn(task.text, session_id=task.address, lang=task.lang,
+                                      channel=CHANNEL, sender=task.user_id)
+    except MetnosError as exc:
+        await asyncio.to_thread(store.finish, engine, run.id, "failed", error=exc.key)
+        return
+    app.state.launch(app.state.runner(service, ctx))
+    answered = await service.wait_reply(ctx.turn_id, service.settings.schedules.run_timeout_s)
+    if answered is None or answered.status == "failed":
+        key = "ERR_SCHEDULE_RUN_TIMEOUT" if answered is None else "ERR_SCHEDULE_RUN_FAILED"
+        await asyncio.to_thread(store.finish, engine, run.id, "failed", turn_id=ctx.turn_id,
+                                error=key)
+        return
+    text = i18n.get("MSG_SCHEDULE_REPLY", task.lang, when=task.when_text, reply=answered.reply)
+    row = await asyncio.to_thread(outbox.add, engine, Outbox(
+        kind=KIND, user_id=task.user_id, channel=task.channel, address=task.address,
+        text=text, lang=task.lang, due_at=utcnow(), turn_id=ctx.turn_id))
+    await asyncio.to_thread(store.finish, engine, run.id, "done", turn_id=ctx.turn_id,
+                            outbox_id=row.id)
+
+
+async def loop(app: FastAPI) -> None:
+    service: TurnService = app.state.service
+    while True:
+        try:
+            for run in await asyncio.to_thread(store.claim_due, service.engine):
+                app.state.launch(fire(app, run))
+        except Exception:  # the loop's boundary: a bad round must not end the firing
+            log.warning("schedules.round_failed", exc_info=True)
+        await asyncio.sleep(service.settings.schedules.poll_s)
+
+
+def with_schedules(app: FastAPI, sync: Sync | None) -> FastAPI:
+    """`app` with the owner's scheduled tasks: `/api/schedules` and the firing loop."""
+    from metnos.gateway.routes import schedules
+
+    inner = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
+        async with inner(app) as state:
+            app.state.schedules_sync = sync
+            task = asyncio.get_running_loop().create_task(loop(app), name="schedules")
+            try:
+                yield state
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    app.router.lifespan_context = lifespan
+    app.include_router(schedules.router)
+    return app

@@ -1,0 +1,120 @@
+"""Telling the owner about scheduled runs that did not happen as planned (SPEC §12): a run
+missed while the instance was stopped, reported once at the next start of the runner, and a
+run that failed after its retries. Each becomes one outbox notice on the preferred channel
+(`metnos.notify.effect.destination`), and each flow run named in one is recorded
+(`ScheduleNotice`), so a second start says nothing.
+
+Missed runs are not silently skipped: of each deployment's missed runs the latest runs now,
+late, once; the earlier ones are skipped (the caller cancels them in Prefect) and the notice
+says both.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from babel.dates import format_datetime
+from sqlalchemy.engine import Engine
+
+from metnos import i18n
+from metnos.i18n.formatting import locale_for
+from metnos.notify.effect import Destination, destination
+from metnos.pairing.service import OWNER_USER_ID
+from metnos.reminders import outbox
+from metnos.reminders.outbox import Outbox
+from metnos.schedules import store
+from metnos.schedules.models import ScheduleNotice
+from metnos.settings import Settings
+
+KIND = "schedule"  # the outbox rows' kind
+FALLBACK = Destination("cli", "schedule-notices")  # no chat known: `metnos chat` shows it
+
+
+@dataclass(frozen=True)
+class MissedRun:
+    flow_run_id: str
+    deployment: str  # "flow/deployment"
+    due_at: datetime  # aware
+    task_id: str | None = None  # an owner's task (parameters of owner-task/scheduled)
+
+
+@dataclass(frozen=True)
+class Plan:
+    run_late: list[MissedRun]  # one per deployment (per task): the latest
+    skip: list[MissedRun]  # the earlier ones: the caller cancels them
+
+
+def plan(runs: list[MissedRun], engine: Engine) -> Plan:
+    """What to do with missed runs not reported yet: the latest of each runs late."""
+    seen = store.reported(engine, [r.flow_run_id for r in runs])
+    groups: dict[tuple[str, str | None], list[MissedRun]] = {}
+    for run in sorted((r for r in runs if r.flow_run_id not in seen), key=lambda r: r.due_at):
+        groups.setdefault((run.deployment, run.task_id), []).append(run)
+    late = [group[-1] for group in groups.values()]
+    skip = [run for group in groups.values() for run in group[:-1]]
+    return Plan(late, skip)
+
+
+def _name(engine: Engine, deployment: str, task_id: str | None, lang: str) -> str:
+    task = store.get(engine, task_id) if task_id else None
+    if task is None:
+        return deployment
+    return i18n.get("MSG_SCHEDULE_TASK_NAME", lang, when=task.when_text, text=task.text[:80])
+
+
+def _when(at: datetime, settings: Settings, lang: str) -> str:
+    return format_datetime(at.astimezone(settings.tz), format="short", locale=locale_for(lang))
+
+
+def report_missed(engine: Engine, settings: Settings, found: Plan,
+                  now: datetime | None = None) -> Outbox | None:
+    """One notice for the missed runs of `found` (none when there are none)."""
+    if not found.run_late:
+        return None
+    where = destination(engine, settings, OWNER_USER_ID, FALLBACK)
+    lang = settings.lang
+    lines = []
+    for run in found.run_late:
+        earlier = sum(1 for s in found.skip if (s.deployment, s.task_id) ==
+                      (run.deployment, run.task_id))
+        key = "MSG_SCHEDULE_MISSED_LINE_SKIPPED" if earlier else "MSG_SCHEDULE_MISSED_LINE"
+        lines.append(i18n.get(key, lang, name=_name(engine, run.deployment, run.task_id, lang),
+                              when=_when(run.due_at, settings, lang), skipped=earlier))
+    text = i18n.get("MSG_SCHEDULE_MISSED", lang, lines="\n".join(lines))
+    return _send(engine, where, text, lang, [
+        ScheduleNotice(flow_run_id=r.flow_run_id, kind="missed", deployment=r.deployment,
+                       due_at=r.due_at) for r in [*found.run_late, *found.skip]], now)
+
+
+def report_failed(engine: Engine, settings: Settings, *, flow_run_id: str, deployment: str,
+                  attempts: int, task_id: str | None = None,
+                  due_at: datetime | None = None) -> Outbox | None:
+    """The notice of a run that failed after its retries; None when told already."""
+    if store.reported(engine, [flow_run_id]):
+        return None
+    lang = settings.lang
+    where = destination(engine, settings, OWNER_USER_ID, FALLBACK)
+    task = store.get(engine, task_id) if task_id else None
+    if task is not None:
+        where = Destination(task.channel, task.address)
+    text = i18n.get("MSG_SCHEDULE_FAILED", lang, attempts=attempts,
+                    name=_name(engine, deployment, task_id, lang))
+    return _send(engine, where, text, lang, [ScheduleNotice(
+        flow_run_id=flow_run_id, kind="failed", deployment=deployment, due_at=due_at)], None)
+
+
+def _send(engine: Engine, where: Destination, text: str, lang: str,
+          records: list[ScheduleNotice], now: datetime | None) -> Outbox:
+    at = (now or datetime.now(UTC)).astimezone(UTC)
+    row = outbox.add(engine, Outbox(kind=KIND, user_id=OWNER_USER_ID, channel=where.channel,
+                                    address=where.address, text=text, lang=lang, due_at=at))
+    for record in records:
+        record.outbox_id = row.id
+    store.record_reported(engine, records)
+    return row
+
+
+def summary(found: Plan) -> dict[str, Any]:
+    return {"late": len(found.run_late), "skipped": len(found.skip)}
