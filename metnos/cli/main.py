@@ -14,6 +14,7 @@ from metnos.cli import (
     evolution,
     executors,
     login,
+    mail,
     mnestoma,
     pair,
     proposals,
@@ -39,6 +40,7 @@ app.add_typer(evolution.app, name="evolution")
 app.add_typer(synt.app, name="synt")
 app.add_typer(mnestoma.app, name="mnestoma")
 app.add_typer(tutor.app, name="tutor")
+app.add_typer(mail.app, name="mail")
 app.add_typer(schedule.app, name="schedule")
 app.command(name="chat", help=msg("CLI_CHAT_HELP"))(chat.chat)
 app.command(name="undo", help=msg("CLI_UNDO_HELP"))(undo.undo)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 # Host Python packages an executor may ask for (`python_packages`), bound read-only into its
 # sandbox. A code constant, not a setting: an approved manifest must not bind arbitrary host
 # code (e.g. `metnos` itself, with the policy and the keys' loaders).
-ALLOWED_PYTHON_PACKAGES = frozenset({"lingua", "metnos.i18n.lint", "pypdf"})
+ALLOWED_PYTHON_PACKAGES = frozenset({"lingua", "metnos.i18n.lint", "metnos.mail.imap", "pypdf"})
 
 
 class SandboxProfile(BaseModel):

@@ -19,6 +19,9 @@ class SandboxRequest:
 
     `action_id` reaches the executor in its stdin envelope (`{"args": ..., "action_id": ...}`;
     fs_delete names its trash folder after it): letters, digits, `-` and `_` only, at most 128.
+    `account` (a manifest's `account = "imap"`: host, port, security, username, password)
+    is added to the envelope only when set; it holds a credential, so it is never in the
+    repr, the arguments, the audit or a log line.
     `max_output_bytes` caps stdout; `max_processes` bounds the tasks of the run's pid namespace
     (threads included; RLIMIT_NPROC too, see `_process` and `_watchdog`); `max_file_bytes`
     becomes RLIMIT_FSIZE; `bwrap` overrides the bwrap binary.
@@ -34,6 +37,7 @@ class SandboxRequest:
     max_file_bytes: int = 1 << 30
     bwrap: Path | None = None
     action_id: str = ""
+    account: dict[str, Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if not _ACTION_ID_RE.fullmatch(self.action_id):

@@ -123,7 +123,10 @@ async def run_pinned(
         packages = resolve_python_packages(request.profile.python_packages)
     except LookupError as exc:
         return SandboxResult.failure("ERR_SANDBOX_UNAVAILABLE", {"reason": str(exc)}, started)
-    payload = json.dumps({"args": request.args, "action_id": request.action_id}).encode()
+    envelope: dict[str, Any] = {"args": request.args, "action_id": request.action_id}
+    if request.account is not None:  # host-only: the executor's credential, never an argument
+        envelope["account"] = request.account
+    payload = json.dumps(envelope).encode()
     filter_fd: int | None = None
     try:
         filter_fd = seccomp.program_fd()

@@ -23,6 +23,7 @@ from metnos.audit import digest_args
 from metnos.errors import ModelRetryError, PolicyDenied
 from metnos.executors.manifest import Manifest
 from metnos.llm.tools import PlanStep
+from metnos.mail.account import MailNotConfigured, load_account
 from metnos.mnestoma.models import ExecutorUse
 from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
 from metnos.policy.decide import Decision
@@ -90,6 +91,12 @@ class StepChecker:
         if verdict.verdict == "deny":
             return self.refuse(ctx, checked, verdict.key,
                                {**verdict.vars, "executor": step.executor})
+        account = None
+        if manifest.account is not None:  # the envelope's host-only block (metnos.mail)
+            try:
+                account = load_account(self.settings).envelope()
+            except MailNotConfigured as exc:  # before any sandbox starts, with an audit line
+                return self.refuse(ctx, checked, exc.key, {"executor": step.executor})
         slot = service.guard.reserve_run(ctx)  # held until the run starts, else given back
         if isinstance(slot, Decision):
             return self.refuse(ctx, checked, slot.key, slot.vars)
@@ -99,7 +106,7 @@ class StepChecker:
             exec_dir=spec.folder, entry=manifest.entry, profile=manifest.sandbox,
             workspace=self.settings.workspace, args=args, action_id=checked.action_id,
             max_output_bytes=self.settings.sandbox.max_output_bytes,
-            max_processes=self.settings.sandbox.max_processes)
+            max_processes=self.settings.sandbox.max_processes, account=account)
         if verdict.verdict == "ask":
             gate.open_approval(service, ctx, checked, verdict)
         return checked

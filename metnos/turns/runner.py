@@ -19,6 +19,7 @@ from metnos import keys, reversibility
 from metnos.errors import MetnosError
 from metnos.executors.registry import ExecutorSpec
 from metnos.executors.signing import code_hash
+from metnos.mail import record as mail_record
 from metnos.policy.laws import no_undo_record_decision
 from metnos.remote.port import RemotePort
 from metnos.remote.server import run_remote
@@ -57,6 +58,9 @@ class StepRunner:
         started = time.perf_counter()
         result = await run_sandboxed(checked.request)
         ctx.mark("sandbox_total", started)
+        if checked.spec.manifest.account is not None and checked.request.args.get("mode") == "move":
+            await asyncio.to_thread(mail_record.after_move, self.settings, checked.action_id,
+                                    result)  # the new UIDs, signed beside the before-record
         ctx.timings["sandbox_spawn"] = ctx.timings.get("sandbox_spawn", 0.0) + result.spawn_s * 1000
         outcome = await asyncio.to_thread(self._record_result, ctx, checked, result)
         declared = checked.spec.manifest.effect
@@ -89,10 +93,16 @@ class StepRunner:
             written = [request.args[n] for n, acc in spec.manifest.path_inputs().items()
                        if acc == "write" and isinstance(request.args.get(n), str)]
             try:  # kept even when the run then fails: a crash may have changed files already
-                signed = reversibility.record_before(
-                    self.settings.state_dir, checked.action_id, self.settings.workspace,
-                    spec.name, written, keys.load_private_key(self.settings.keys_dir, "audit"),
-                    copy=not spec.manifest.sandbox.trash)
+                key = keys.load_private_key(self.settings.keys_dir, "audit")
+                if spec.manifest.account is not None:  # a mailbox: the server's answer, signed
+                    signed, checked.request = mail_record.before_move(
+                        self.settings.state_dir, request, spec.name, key)
+                else:
+                    signed = reversibility.record_before(
+                        self.settings.state_dir, checked.action_id, self.settings.workspace,
+                        spec.name, written, key, copy=not spec.manifest.sandbox.trash)
+            except mail_record.SnapshotFailed as exc:  # nothing moved: the server's reason
+                return checker.refuse(ctx, checked, exc.key, exc.vars, decision="error").outcome
             except (OSError, ValueError, MetnosError) as exc:  # Law 1: no undo, no action
                 log.error("turn.before_record_failed action_id=%s: %s", checked.action_id, exc)
                 law = no_undo_record_decision(spec.name)

@@ -169,6 +169,29 @@ class ImapServer:
             names = [_folder_name(row) for row in rows if isinstance(row, bytes)]
             return {name: sorted(_flags(conn, name)) for name in names}
 
+    def state(self) -> dict[str, dict[str, frozenset[str]]]:
+        """Folder → {Message-ID: flags}: what a move and its undo must leave as it was (UIDs
+        change with a move; Message-IDs and flags do not)."""
+        out: dict[str, dict[str, frozenset[str]]] = {}
+        with self.client() as conn:
+            typ, rows = conn.list()
+            for name in [_folder_name(row) for row in rows if isinstance(row, bytes)]:
+                flags = _flags(conn, name)
+                out[name] = {}
+                if not flags:
+                    continue
+                typ, data = conn.uid("FETCH", "1:*", "(BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])")
+                assert typ == "OK", data
+                for item in data:
+                    if isinstance(item, tuple):
+                        uid = _UID_RE.search(item[0]) or _UID_RE.search(
+                            data[data.index(item) + 1] if data.index(item) + 1 < len(data)
+                            and isinstance(data[data.index(item) + 1], bytes) else b"")
+                        mid = re.search(rb"<[^>]+>", item[1])
+                        assert uid is not None and mid is not None, item
+                        out[name][mid.group().decode()] = frozenset(flags[int(uid.group(1))])
+        return out
+
     def headers(self, folder: str, uid: int) -> bytes:
         """The raw header block of one message (BODY.PEEK: \\Seen unchanged)."""
         with self.client() as conn:

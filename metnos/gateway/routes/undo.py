@@ -10,6 +10,7 @@ from fastapi import APIRouter, HTTPException, Request
 from metnos import i18n, keys
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.schemas import error_responses
+from metnos.mail.undo import undo_mail
 from metnos.reminders.effect import cancel_reminder
 from metnos.remote.undo import undoer
 from metnos.turns.service import TurnService
@@ -42,6 +43,9 @@ def run_undo(service: TurnService, action_id: str, *, sender: str, channel: str)
     cancelled = cancel_reminder(service, action_id, sender=sender, channel=channel)
     if cancelled is not None:  # a reminder: its message is cancelled, no file changed
         return cancelled
+    moved = undo_mail(service, action_id, sender=sender, channel=channel)
+    if moved is not None:  # a mail move: the messages go back, through the sandbox
+        return moved
     settings = service.settings
     return undo(action_id, state_dir=settings.state_dir, workspace=settings.workspace,
                 public_key=keys.load_public_key(settings.keys_dir, "audit"),
