@@ -17,9 +17,11 @@ from fastapi import FastAPI
 from flows._scheduler_signals import empty, reader
 from flows.owner_task import sync
 from flows.reminder import scheduler
+from flows.remote_step import port
 from flows.turn import crash_runs, resume_approval, run_turn
 from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
+from metnos.remote.wiring import with_remote
 from metnos.schedules.firing import with_schedules
 from metnos.settings import get_settings
 from metnos.tutor.signals import Snapshot, with_scheduler_signals
@@ -34,6 +36,7 @@ def app() -> FastAPI:
     built = create_app(settings, runner=run_turn, resumer=resume_approval,
                        close_runs=crash_runs, scheduler_signals=signals)
     built = with_schedules(with_reminders(built, scheduler(settings)), sync(settings))
+    built = with_remote(built, port(settings))  # steps that `runs_on` a work pool
     return with_scheduler_signals(built, signals, reader)
 
 

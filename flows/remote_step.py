@@ -1,5 +1,6 @@
 """The `remote-step` flow: one phase of a step whose manifest says `runs_on`, run by a
 Prefect worker of that place's work pool (deployment `remote-step/<pool>`; SPEC §1).
+`python -m flows.remote_step` deploys it for every place in `[remote] pools`.
 
 The reply travels back through the Prefect server as the final state's message (JSON): a
 laptop shares no disk with the server, so no result storage is involved; the server reads it
@@ -9,6 +10,7 @@ Failed with its reason, visible in the Prefect UI. The server's calls are `port(
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 from pathlib import Path
@@ -22,6 +24,7 @@ from prefect.exceptions import ObjectAlreadyExists
 from prefect.states import Completed, Failed
 
 from flows._remote_port import port
+from metnos.settings import get_settings
 from tasks.remote import remote_executor
 
 ENTRYPOINT = "flows/remote_step.py:remote_step"
@@ -47,4 +50,13 @@ async def deploy(pool: str, source: Path) -> UUID:
     return deployment_id
 
 
-__all__ = ["deploy", "port", "remote_step"]
+async def deploy_pools() -> list[UUID]:
+    """`python -m flows.remote_step`: the deployment of every place in `[remote] pools`."""
+    settings = get_settings()
+    return [await deploy(pool, settings.resources_root) for pool in settings.remote.pools.values()]
+
+
+__all__ = ["deploy", "deploy_pools", "port", "remote_step"]
+
+if __name__ == "__main__":
+    asyncio.run(deploy_pools())

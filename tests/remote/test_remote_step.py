@@ -21,14 +21,17 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import create_engine, text
 
 from flows.remote_step import deploy, port
 from metnos import i18n, keys
+from metnos.db.engine import database_url
 from metnos.paths import repo_root
 from metnos.remote import record
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import Home, MakeHome, gateway_client
-from tests.support.worker import Worker, laptop_home
+from tests.support.pg import TestPostgres
+from tests.support.worker import Worker, laptop_home, worker_env
 
 POOL = "laptop"
 PHOTOS = {"IMG_0412.JPG": b"\xff\xd8 first" * 300, "IMG_0413.jpg": b"\xff\xd8 second" * 200,
@@ -210,3 +213,44 @@ def test_a_worker_without_the_credential_is_refused(tmp_path: Path, prefect_api:
         worker.stop()
     assert code != 0
     assert "401" in worker.tail() or "Unauthorized" in worker.tail(), worker.tail()
+
+
+async def test_server_and_metnos_share_one_postgresql_the_worker_none(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str, tmp_path: Path,
+        pg_server: TestPostgres) -> None:
+    """The scale-out topology's databases (docs/en/scale-out.md): Metnos's tables
+    (METNOS_DATABASE_URL) and the Prefect server's (PREFECT_SERVER_DATABASE_CONNECTION_URL)
+    on one PostgreSQL outside both processes. The session's cluster stands in for an external
+    one: `make test` starts the Prefect server on it, the home's URL points at it. The
+    laptop's worker has no database URL at all: it reaches only the Prefect API."""
+    home = server_home(make_home, scripted_llm)
+    laptop = laptop_home(tmp_path / "laptop", home.settings)
+    seed_photos(laptop)
+    assert "METNOS_DATABASE_URL" not in worker_env(laptop)
+    scripted_llm.enqueue_tool_call("photo_rename", {"folder": "photos", "prefix": "db-"})
+    scripted_llm.enqueue_text("Done.")
+    with Worker(laptop, POOL, name="laptop-db"):
+        async with remote_gateway(home) as client:
+            turn = await run_turn(client, "rename the photos in photos with the prefix db-")
+    assert turn["status"] == "completed"
+    action_id = next(a["action_id"] for a in audit_tail(home) if a.get("action") == "photo_rename")
+    assert home.settings.database.url is not None  # not the embedded one under METNOS_HOME
+    metnos_db = create_engine(database_url(home.settings))
+    try:
+        with metnos_db.connect() as db:  # the record's row, in Metnos's tables
+            rows = db.execute(text("select executor from before_manifest where id = :a"),
+                              {"a": action_id}).all()
+    finally:
+        metnos_db.dispose()
+    assert rows == [("photo_rename",)]
+    prefect = create_engine(pg_server.url("prefect"))
+    try:
+        with prefect.connect() as db:  # its two runs, in the Prefect server's tables
+            runs = db.execute(text(
+                "select fr.name, fr.state_type from flow_run fr join deployment d"
+                " on d.id = fr.deployment_id where d.name = :pool and fr.name like :name"),
+                {"pool": POOL, "name": f"%-{action_id[:12]}"}).all()
+    finally:
+        prefect.dispose()
+    assert sorted(runs) == [(f"apply-{action_id[:12]}", "COMPLETED"),
+                            (f"prepare-{action_id[:12]}", "COMPLETED")]
