@@ -10,12 +10,15 @@ for good leaves the owner a notice (an outbox row on the preferred channel) and 
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 from prefect import flow
 from prefect.client.schemas.objects import State
 from prefect.states import Completed
 
+from metnos.errors import MetnosError
+from metnos.settings import get_settings
 from tasks.mail import (
     check_mail_task,
     close_digest_task,
@@ -25,9 +28,12 @@ from tasks.mail import (
 )
 
 
-def _report(flow: Any, flow_run: Any, state: State) -> None:
-    """on_failure (after the last retry): tell the owner the digest failed."""
-    report_failure_task.fn(state.message or type(state).__name__)
+async def _report(flow: Any, flow_run: Any, state: State) -> None:
+    """on_failure (after the last retry): tell the owner the digest failed, and why."""
+    exc = await state.aresult(raise_on_failure=False)
+    reason = (exc.message(get_settings().lang) if isinstance(exc, MetnosError)
+              else type(exc).__name__)
+    await asyncio.to_thread(report_failure_task.fn, reason)
 
 
 @flow(name="mail-digest", persist_result=False, log_prints=False, retries=1,

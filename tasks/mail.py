@@ -21,7 +21,7 @@ async def open_digest_task() -> DigestRun:
 
 # a read (`imap_status` downloads nothing): safe to retry while the IMAP server restarts
 @task(name="mail-status", cache_policy=NO_CACHE, persist_result=False,
-      retries=2, retry_delay_seconds=[2, 10])
+      retries=2, retry_delay_seconds=[1, 5])
 async def check_mail_task(run: DigestRun) -> bool:
     """Whether some watched folder has new mail."""
     return await run.check()

@@ -16,12 +16,14 @@ the turn reinforces imap_status→imap_fetch_headers→summarize→notify like a
   bother budget: once spent, the run stops before reading anything and the mail waits for
   the next day (the folders' state is not advanced), with a deny audit line.
 - The taint rule (Law 3): after `imap_fetch_headers` the turn is tainted, and a tainted
-  turn's acting step asks the owner. The digest's `notify` is checked with the taint lifted
-  for that one step (`_untainted`, with an info audit line naming the sources) because here
-  the step was not chosen by anything that read the mail: its arguments are the header line
-  from i18n and the capped summary lines this code composed, and `notify` delivers only to
-  the owner, like a tainted turn's reply. The turn itself stays tainted; model-driven turns
-  are untouched (tests/mail/test_digest_chain.py checks both).
+  turn's acting step (side effects or network) asks the owner. The digest's later steps,
+  `notify` and a second folder's `imap_fetch_headers`, are checked with the taint lifted for
+  that one step (`_untainted`, with an info audit line naming the step and the sources)
+  because here nothing that read the mail chose them or their arguments: the folder and uid
+  come from the settings and the state, the message is the header line from i18n and the
+  capped summary lines this code composed, and `notify` delivers only to the owner, like a
+  tainted turn's reply. The turn itself stays tainted; model-driven turns keep the rule
+  (tests/mail/test_digest_parts.py checks both sides).
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ SENDER = "owner"  # whom the digest works for (its mail, its chat)
 SESSION = "mail-digest"
 AUDIT_ACTION = "mail.digest"
 MAX_TEXT = 1400  # of the message (notify takes 1500)
+FETCH_LIMIT = 50  # imap_fetch_headers' most per run
 STAGES = {"imap_status": 1, "imap_fetch_headers": 2, "summarize": 3, "notify": 4}
 
 
@@ -174,10 +177,14 @@ class DigestRun:
         messages: list[dict[str, Any]] = []
         for item in new:
             fetched = await self.step("imap_fetch_headers", {
-                "folder": item.folder, "since_uid": item.since_uid})
-            found = (fetched.result or {}).get("messages") or []
-            messages += [m for m in found if isinstance(m, dict) and isinstance(
-                m.get("uid"), int) and m["uid"] > item.since_uid]
+                "folder": item.folder, "since_uid": item.since_uid, "limit": FETCH_LIMIT},
+                ctx=await self._untainted("imap_fetch_headers"))
+            found = [m for m in (fetched.result or {}).get("messages") or []
+                     if isinstance(m, dict) and isinstance(m.get("uid"), int)
+                     and m["uid"] > item.since_uid]
+            messages += found
+            if len(found) >= FETCH_LIMIT:  # more than one run reads: the rest next time
+                self._resume_after(item, max(m["uid"] for m in found))
         labels = await classify(messages, port=self.service.port, guard=self.service.guard,
                                 ctx=self.ctx, audit_line=self.service.record.audit_line)
         result = DigestResult("nothing_worth", turn_id, len(messages), labels.counts(),
@@ -200,7 +207,7 @@ class DigestRun:
         lines = extractive_lines(summary.result)
         text = compose(lines, [m["uid"] for m in worth], self.ctx.lang)
         said = await self.step("notify", {"text": text, "title": i18n.get(
-            "MSG_DIGEST_TITLE", self.ctx.lang)}, ctx=await self._untainted())
+            "MSG_DIGEST_TITLE", self.ctx.lang)}, ctx=await self._untainted("notify"))
         note = (said.result or {}).get("notification") or {}
         outbox_id = str(note.get("id")) if note.get("id") else None
         await asyncio.to_thread(state.record_sent, self.service.engine,
@@ -208,13 +215,18 @@ class DigestRun:
                                 messages=len(worth))
         return outbox_id
 
-    async def _untainted(self) -> TurnContext:
-        """The context the digest's own `notify` is checked in (see the module: the taint
-        rule and why this step passes it); the turn itself stays tainted."""
+    def _resume_after(self, item: state.FolderNews, last_uid: int) -> None:
+        self.news = [replace(n, uidnext=last_uid + 1) if n.folder == item.folder else n
+                     for n in self.news]
+
+    async def _untainted(self, executor: str) -> TurnContext:
+        """The context a later step of the fixed chain is checked in (see the module: the
+        taint rule and why these steps pass it); the turn itself stays tainted."""
         ctx = self.ctx
         if ctx.tainted:
             await asyncio.to_thread(self.audit, "info", "MSG_DIGEST_FIXED_CHAIN", "done",
-                                    args={"sources": list(ctx.sources)[:10]})
+                                    args={"executor": executor,
+                                          "sources": list(ctx.sources)[:10]})
         return replace(ctx, tainted=False, sources=[])
 
     async def close(self, result: DigestResult) -> None:

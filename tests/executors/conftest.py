@@ -20,7 +20,7 @@ from metnos.settings import get_settings
 REPO_EXECUTORS = repo_path("executors")
 BUILTINS = (
     "fs_find", "fs_read", "fs_write", "fs_move", "fs_delete", "shell_run", "web_fetch", "i18n_lint",
-    "lists", "reminder_set", "pdf_ext", "archive", "notify",
+    "lists", "reminder_set", "pdf_ext", "archive", "notify", "summarize",
 )
 
 

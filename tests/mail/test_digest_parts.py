@@ -205,7 +205,8 @@ async def test_the_summarize_step_keeps_the_models_words_bound_to_their_message(
                         "Sabato sera da noi alle 20."]  # malformed: the extractive pair
     assert outcome.result["by"] == "mixed"
     sent = scripted_llm.requests[0]
-    assert "tools" not in sent and sent["messages"][0]["content"].count('<untrusted-data source="mail"') == 2
+    assert "tools" not in sent
+    assert sent["messages"][0]["content"].count('<untrusted-data source="mail"') == 2
     # no model at all: the extractive lines
     home2 = service.settings.model_copy(update={"llm": service.settings.llm.model_copy(
         update={"model": None, "model_fast": None})})
@@ -230,7 +231,7 @@ async def test_the_taint_rule_asks_for_notify_outside_the_digests_own_step(
     assert checked.approval is not None and checked.ask is not None
     service.guard.release_run(checked)
     # the digest's own step passes it (its arguments are composed by the chain)
-    outcome = await run.step("notify", args, ctx=await run._untainted())
+    outcome = await run.step("notify", args, ctx=await run._untainted("notify"))
     assert outcome.status == "done"
     assert run.ctx.tainted  # the turn stays tainted
     with Session(service.engine) as db:
