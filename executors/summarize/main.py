@@ -25,6 +25,8 @@ TOKENS = re.compile(r"<\|[^<>|]{0,40}\|>|</?s>|\[/?INST\]|<</?SYS>>|</?(start|en
 GREETING = re.compile(r"^(ciao|salve|buongiorno|buonasera|gentile|caro|cara|egregio|hi|hello|"
                       r"hey|dear|good (morning|afternoon|evening))\b[^.!?]{0,40}[,!:]?$",
                       re.IGNORECASE)
+GREETING_START = re.compile(r"^(ciao|salve|buongiorno|buonasera|gentile|caro|cara|hi|hello|"
+                            r"hey|dear)\b[^.!?,:]{0,30}[,!:]\s+", re.IGNORECASE)
 SENTENCE = re.compile(r"(.+?[.!?])(\s|$)")
 ADDRESS = re.compile(r"<([^<>@\s]+@[^<>\s]+)>")
 
@@ -67,6 +69,7 @@ def first_sentence(snippet):
         line = clean(line)
         if not line or line.startswith(">") or GREETING.match(line) or len(line) < 3:
             continue
+        line = GREETING_START.sub("", line, count=1)
         found = SENTENCE.match(line)
         return cut(found.group(1) if found else line)
     return ""

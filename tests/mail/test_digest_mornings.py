@@ -165,3 +165,31 @@ def _no_password(home: Home, service: TurnService, password: str, llm: ScriptedL
             dumped = json.dumps([list(map(str, r)) for r in conn.execute(
                 text(f"SELECT * FROM {table}"))])  # noqa: S608 - fixed table names
             assert password not in dumped, table
+
+
+async def test_without_a_model_and_past_the_daily_quota(
+        make_home: MakeHome, imap_server: ImapServer) -> None:
+    home = make_home(lang="it", METNOS_MAIL_DIGEST_MAX_PER_DAY="1")
+    service = await digest_service(configure(home, imap_server))
+    assert service.port is None  # the rules label, the executor's lines are the summary
+    await run_digest(service)
+    imap_server.deliver("INBOX", raw("request_it"))
+    first = await run_digest(service)
+    assert first.outcome == "sent"
+    lines = outbox(service)[0].text.splitlines()
+    assert "Giulia Rossi: Cena di sabato: puoi portare il vino?" in lines
+    assert "Sabato sera da noi alle 20." in lines
+    assert "📬 Un messaggio nuovo merita la tua attenzione:" in lines
+    # the day's quota is spent: the next request waits, nothing is read for it
+    imap_server.deliver("INBOX", raw("request_en"))
+    held = await run_digest(service)
+    assert held.outcome == "quota_spent" and steps(service, held.turn_id) == ["imap_status"]
+    assert len(outbox(service)) == 1
+    with service.engine.begin() as conn:  # the next day
+        conn.execute(text("UPDATE mail_digest_sent SET sent_at = sent_at - interval '1 day'"))
+    later = await run_digest(service)
+    assert later.outcome == "sent" and later.new_messages == 1
+    rows = outbox(service)
+    assert len(rows) == 2 and "Tom Baker: Could you send me the signed lease by Friday?" in (
+        rows[1].text.splitlines())
+    service.engine.dispose()

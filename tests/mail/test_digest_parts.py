@@ -238,3 +238,29 @@ async def test_the_taint_rule_asks_for_notify_outside_the_digests_own_step(
         approvals = db.exec(select(Approval)).all()
     assert len(approvals) == 1  # only the rule's own check above opened one
     service.engine.dispose()
+
+
+@pytest.mark.parametrize("cause", ["budget", "model_down"])
+async def test_the_rules_decide_when_the_model_cannot(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, cause: str) -> None:
+    env = {"METNOS_POLICY_MAX_LLM_COST_PER_DAY_USD": "0"} if cause == "budget" else {}
+    home = make_home(llm=scripted_llm, lang="en", METNOS_LLM_MAX_ATTEMPTS="1", **env)
+    service = await digest_service(home.settings)
+    run = await DigestRun.open(service)
+    if cause == "model_down":
+        scripted_llm.enqueue_error(400, "bad request")
+    found = await classify.classify([REQUEST, SPAM, CONFIRMATION], port=service.port,
+                                    guard=service.guard, ctx=run.ctx,
+                                    audit_line=service.record.audit_line)
+    assert found.labels == {7: "request", 9: "spam", 8: "automatic"}
+    assert found.how == {8: "headers", 7: "rules", 9: "rules"}
+    assert len(scripted_llm.requests) == (0 if cause == "budget" else 1)
+    lines = [json.loads(x) for x in (home.settings.audit_dir / "audit.jsonl").read_text()
+             .splitlines()]
+    said = [x for x in lines if x.get("action") == classify.AUDIT_ACTION]
+    reason = ("MSG_DIGEST_CLASSIFY_BUDGET_SPENT" if cause == "budget"
+              else "MSG_DIGEST_CLASSIFY_MODEL_FAILED")
+    assert said[-1]["reason"] == reason and said[-1]["channel"] == "schedule"
+    if cause == "budget":
+        assert said[0]["decision"] == "deny"
+    service.engine.dispose()
