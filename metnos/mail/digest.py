@@ -35,9 +35,10 @@ import uuid
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from metnos import i18n
+from metnos import approvals, i18n
 from metnos.audit import open_audit_log
 from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
 from metnos.errors import MetnosError, NotInitialisedError
 from metnos.executors.registry import load_registry
@@ -128,7 +129,8 @@ class DigestRun:
         if checked.outcome is not None:  # refused, with its audit line
             record.step_event(ctx, checked, "refused", checked.outcome)
             return checked.outcome
-        if checked.approval is not None:  # nothing here waits for the owner: stop
+        if checked.approval is not None:  # nothing here waits for the owner: stop, and
+            await asyncio.to_thread(self._expire, checked.approval.id)  # leave none pending
             await asyncio.to_thread(record.audit_line, ctx, action=AUDIT_ACTION,
                                     decision="deny", reason="MSG_DIGEST_WOULD_ASK",
                                     outcome="refused", approval_id=checked.approval.id)
@@ -142,6 +144,10 @@ class DigestRun:
                                   vars=dict(exc.vars), action_id=checked.action_id)
         record.step_event(ctx, checked, outcome.status, outcome)
         return outcome
+
+    def _expire(self, approval_id: str) -> None:
+        with db_session(self.service.engine) as db:
+            approvals.expire(db, approval_id)
 
     def audit(self, decision: str, reason: str, outcome: str, **fields: Any) -> None:
         self.service.record.audit_line(self.ctx, action=AUDIT_ACTION, decision=decision,

@@ -18,7 +18,7 @@ from sqlmodel import Session, select
 from metnos.approvals.models import Approval
 from metnos.llm.tools import PlanStep
 from metnos.mail import classify, digest_state, summary
-from metnos.mail.digest import DigestRun, compose, digest_service
+from metnos.mail.digest import DigestRun, DigestStepFailed, compose, digest_service
 from metnos.paths import repo_path
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome
@@ -263,4 +263,23 @@ async def test_the_rules_decide_when_the_model_cannot(
     assert said[-1]["reason"] == reason and said[-1]["channel"] == "schedule"
     if cause == "budget":
         assert said[0]["decision"] == "deny"
+    service.engine.dispose()
+
+
+async def test_a_step_that_would_ask_stops_the_digest_and_leaves_nothing_pending(
+        make_home: MakeHome) -> None:
+    home = make_home(lang="en")
+    service = await digest_service(home.settings)
+    run = await DigestRun.open(service)
+    run.ctx.tainted, run.ctx.sources = True, ["imap_fetch_headers (INBOX)"]
+    with pytest.raises(DigestStepFailed) as failed:  # checked in the tainted context itself
+        await run.step("notify", {"text": "hello", "title": "Mail"})
+    assert failed.value.vars["executor"] == "notify"
+    with Session(service.engine) as db:
+        statuses = [a.status for a in db.exec(select(Approval)).all()]
+    assert statuses == ["expired"]
+    lines = [json.loads(x) for x in (home.settings.audit_dir / "audit.jsonl").read_text()
+             .splitlines()]
+    assert any(x.get("reason") == "MSG_DIGEST_WOULD_ASK" and x.get("approval_id")
+               for x in lines)
     service.engine.dispose()
