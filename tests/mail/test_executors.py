@@ -144,7 +144,7 @@ async def test_a_password_echoed_into_a_result_comes_back_redacted(
     scanner = SecretScanner.for_instance(settings)
     echoed = {"text": f"see {imap_server.password} here"}
     shown, names = scanner.redact(echoed)
-    assert names == ["secrets/mail.password"] or any("mail.password" in n for n in names), names
+    assert names == ["secrets/mail.password"], names
     assert imap_server.password not in json.dumps(shown)
 
 
