@@ -25,7 +25,7 @@ from sqlalchemy import create_engine, text
 
 from flows.remote_step import deploy, port
 from metnos import i18n, keys
-from metnos.db.engine import database_url
+from metnos.db.engine import database_url, uses_embedded
 from metnos.paths import repo_root
 from metnos.remote import record
 from metnos.testing.llm_server import ScriptedLLM
@@ -235,6 +235,10 @@ async def test_server_and_metnos_share_one_postgresql_the_worker_none(
     assert turn["status"] == "completed"
     action_id = next(a["action_id"] for a in audit_tail(home) if a.get("action") == "photo_rename")
     assert home.settings.database.url is not None  # not the embedded one under METNOS_HOME
+    with pytest.MonkeyPatch.context() as env:  # both URLs set: `metnos serve` starts no cluster
+        env.setenv("PREFECT_SERVER_DATABASE_CONNECTION_URL",
+                   pg_server.url("prefect", driver="asyncpg"))
+        assert not uses_embedded(home.settings)
     metnos_db = create_engine(database_url(home.settings))
     try:
         with metnos_db.connect() as db:  # the record's row, in Metnos's tables
