@@ -27,8 +27,6 @@ class MailSettings(BaseSettings):
     username: str | None = Field(None, description="The IMAP login name.")
     timeout_s: float = Field(20.0, gt=0, le=300, description="How long an executor waits "
                              "for the IMAP server (connect and each reply).")
-    max_messages: int = Field(50, ge=1, le=500, description="Most messages one "
-                              "imap_fetch_headers run returns.")
     digest_cron: str = Field(
         "30 7 * * *", description="When the morning digest looks at the mailbox (cron, in the "
         "instance's time zone).")
