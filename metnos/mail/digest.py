@@ -81,6 +81,7 @@ class DigestResult:
     worth: int = 0
     outbox_id: str | None = None
     model_called: bool = False
+    tainted: bool = False  # mail was read: the turn's context holds outside data
 
 
 @dataclass
@@ -114,6 +115,9 @@ class DigestRun:
         finally:
             if checked.run_slot is not None:
                 await asyncio.to_thread(service.guard.release_run, checked)
+        if run_ctx is not self.ctx and run_ctx.tainted:  # what it read taints the turn
+            self.ctx.tainted = True
+            self.ctx.sources += [s for s in run_ctx.sources if s not in self.ctx.sources]
         seen = [s for st, seqs in self.trace.items() if st == stage - 1 for s in seqs]
         row = step_row(self.ctx, checked, outcome, started, utcnow(), seen)
         await asyncio.to_thread(service.record.record_step, self.ctx, row)
@@ -204,6 +208,7 @@ class DigestRun:
             await asyncio.to_thread(self.audit, "info", "MSG_DIGEST_NOTHING_WORTH", "done",
                                     args=labels.counts())
         await asyncio.to_thread(state.save_seen, engine, self.news)
+        result.tainted = self.ctx.tainted
         return result
 
     async def _say(self, worth: list[dict[str, Any]]) -> str | None:
@@ -229,10 +234,10 @@ class DigestRun:
         """The context a later step of the fixed chain is checked in (see the module: the
         taint rule and why these steps pass it); the turn itself stays tainted."""
         ctx = self.ctx
-        if ctx.tainted:
-            await asyncio.to_thread(self.audit, "info", "MSG_DIGEST_FIXED_CHAIN", "done",
-                                    args={"executor": executor,
-                                          "sources": list(ctx.sources)[:10]})
+        if not ctx.tainted:
+            return ctx
+        await asyncio.to_thread(self.audit, "info", "MSG_DIGEST_FIXED_CHAIN", "done",
+                                args={"executor": executor, "sources": list(ctx.sources)[:10]})
         return replace(ctx, tainted=False, sources=[])
 
     async def close(self, result: DigestResult) -> None:

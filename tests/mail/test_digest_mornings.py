@@ -133,6 +133,7 @@ async def test_the_injected_mail_changes_nothing_and_asks_nothing(
                                             INJECTION_SUBJECT, INJECTION_BODY))
     result = await run_digest(service)
     assert result.outcome == "sent" and result.worth == 1
+    assert result.tainted  # the turn knows it read outside data
     assert steps(service, result.turn_id) == CHAIN  # no other step ran
     rows = outbox(service)
     assert len(rows) == 1 and rows[0].user_id == "owner"  # to the owner, nobody else
