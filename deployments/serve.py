@@ -98,10 +98,8 @@ def _mail_digest() -> Any | None:
 
 def owner_tasks(settings: Settings, tasks: list[ScheduledTask]) -> Any:
     """`owner-task/scheduled`: one schedule per active task, in the task's zone."""
-    flow = owner_task.with_options(retries=settings.schedules.retries,
-                                   retry_delay_seconds=settings.schedules.retry_delay_s)
     name = settings.schedules.deployment.split("/", 1)[1]
-    return flow.to_deployment(
+    return owner_task.to_deployment(
         name=name, schedules=[Cron(t.cron, timezone=t.timezone, slug=slug(t.id),
                                    parameters={"task_id": t.id}) for t in tasks],
         description="The owner's scheduled tasks (`metnos schedule list`): each fires a turn "
@@ -143,7 +141,9 @@ def main() -> None:
         log.exception("serve.prepare_failed: missed runs not checked, owner tasks from the "
                       "database only")
         tasks = _tasks_only(settings)
-    serve(*deployments, owner_tasks(settings, tasks), limit=4)
+    # not paused on shutdown: pausing deletes the scheduled runs, and a run missed while the
+    # runner is stopped would leave no trace; kept, it turns Late and is reported at start
+    serve(*deployments, owner_tasks(settings, tasks), limit=4, pause_on_shutdown=False)
 
 
 if __name__ == "__main__":

@@ -37,7 +37,9 @@ def _failed(flow: Any, flow_run: Any, state: State) -> None:
                   (flow_run.parameters or {}).get("task_id"))
 
 
-@flow(name="owner-task", persist_result=False, log_prints=False, on_failure=[_failed])
+# retried once (a gateway restarting, a model that timed out), then reported (`_failed`)
+@flow(name="owner-task", persist_result=False, log_prints=False, retries=1,
+      retry_delay_seconds=30, on_failure=[_failed])
 async def owner_task(task_id: str) -> State:
     run = get_run_context().flow_run  # type: ignore[union-attr]
     assert run is not None

@@ -60,7 +60,7 @@ class ScheduleNotice(SQLModel, table=True):
     __tablename__ = "schedule_notice"
 
     flow_run_id: str = Field(primary_key=True)
-    kind: str  # "missed" | "failed"
+    kind: str = Field(primary_key=True)  # "missed" | "failed": a missed run may fail later
     deployment: str
     due_at: datetime | None = _stamp(default=None, nullable=True)
     reported_at: datetime = _stamp(default_factory=utcnow)

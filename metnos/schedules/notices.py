@@ -48,7 +48,7 @@ class Plan:
 
 def plan(runs: list[MissedRun], engine: Engine) -> Plan:
     """What to do with missed runs not reported yet: the latest of each runs late."""
-    seen = store.reported(engine, [r.flow_run_id for r in runs])
+    seen = store.reported(engine, [r.flow_run_id for r in runs], "missed")
     groups: dict[tuple[str, str | None], list[MissedRun]] = {}
     for run in sorted((r for r in runs if r.flow_run_id not in seen), key=lambda r: r.due_at):
         groups.setdefault((run.deployment, run.task_id), []).append(run)
@@ -92,7 +92,7 @@ def report_failed(engine: Engine, settings: Settings, *, flow_run_id: str, deplo
                   attempts: int, task_id: str | None = None,
                   due_at: datetime | None = None) -> Outbox | None:
     """The notice of a run that failed after its retries; None when told already."""
-    if store.reported(engine, [flow_run_id]):
+    if store.reported(engine, [flow_run_id], "failed"):
         return None
     lang = settings.lang
     where = destination(engine, settings, OWNER_USER_ID, FALLBACK)

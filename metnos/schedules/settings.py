@@ -24,9 +24,6 @@ class ScheduleSettings(BaseSettings):
     run_timeout_s: float = Field(600.0, gt=0, le=86400,
                                  description="How long a fired task's run waits for its turn "
                                  "to end before it fails (and is retried).")
-    retries: int = Field(1, ge=0, le=5, description="Retries of a failed scheduled run "
-                         "before it is reported.")
-    retry_delay_s: int = Field(30, ge=0, le=3600, description="Seconds between retries.")
     missed_grace_s: float = Field(300.0, ge=0, le=86400,
                                   description="A run later than this when the runner starts "
                                   "was missed: it is reported once.")

@@ -98,13 +98,13 @@ def runs_of(engine: Engine, task_id: str) -> list[TaskRun]:
                             .order_by(col(TaskRun.due_at))))
 
 
-def reported(engine: Engine, flow_run_ids: list[str]) -> set[str]:
-    """Which of these flow runs were reported already."""
+def reported(engine: Engine, flow_run_ids: list[str], kind: str) -> set[str]:
+    """Which of these flow runs were reported already as `kind` (missed, failed)."""
     if not flow_run_ids:
         return set()
     with session(engine) as db:
         return set(db.exec(select(ScheduleNotice.flow_run_id).where(
-            col(ScheduleNotice.flow_run_id).in_(flow_run_ids))))
+            col(ScheduleNotice.flow_run_id).in_(flow_run_ids), ScheduleNotice.kind == kind)))
 
 
 def record_reported(engine: Engine, notices: list[ScheduleNotice]) -> None:
