@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import os
 import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -132,6 +133,12 @@ async def test_a_rename_batch_runs_on_the_laptop_and_its_undo_too(
     lines = [a for a in audit_tail(home) if a.get("action_id") == action_id]
     assert [(a["action"], a["decision"], a["outcome"]) for a in lines][:2] == [
         ("photo_rename", "allow", "done"), ("undo", "allow", "done")]
+    # the worker's Prefect credential is in no file either side wrote, nor any model request
+    credential = os.environ["PREFECT_API_AUTH_STRING"].partition(":")[2].encode()
+    written = [p for root in (home.path, tmp_path / "laptop") for p in root.rglob("*")
+               if p.is_file() and not p.is_symlink()]
+    assert len(written) > 10 and not [p for p in written if credential in p.read_bytes()]
+    assert credential.decode() not in json.dumps(scripted_llm.requests)
     print(f"remote rename turn: {took:.1f}s")
 
 
@@ -179,6 +186,9 @@ async def test_with_the_worker_stopped_the_step_fails_within_its_deadline(
         assert i18n.get("ERR_REMOTE_TIMEOUT", "en", place="laptop", seconds=8,
                         executor="photo_rename") in told, told
         assert waited < 8 + 15, waited  # the deadline, and the turn's own model calls
+        action_id = next(a["action_id"] for a in audit_tail(home)
+                         if a.get("action") == "photo_rename")
+        assert await run_states(action_id) == ["CANCELLED"]  # it can never run late
         # once its heartbeats lapse, the pool has no worker online: refused at once
         deadline = time.monotonic() + 40
         while "laptop-stopping" in online_names() and time.monotonic() < deadline:
@@ -192,6 +202,16 @@ async def test_with_the_worker_stopped_the_step_fails_within_its_deadline(
     assert digest_of(folder) == before
     reasons = [a["reason"] for a in audit_tail(home) if a.get("action") == "photo_rename"]
     assert reasons == ["ERR_REMOTE_TIMEOUT", "ERR_REMOTE_OFFLINE"]
+
+
+async def run_states(action_id: str) -> list[str]:
+    from prefect import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
+
+    async with get_client() as client:
+        runs = await client.read_flow_runs(flow_run_filter=FlowRunFilter(
+            name=FlowRunFilterName(like_=action_id[:12])))
+    return [str(r.state.type.value) for r in runs if r.state is not None]
 
 
 def online_names() -> set[str]:
