@@ -29,6 +29,7 @@ import pytest
 
 from metnos.executors.manifest import Manifest
 from metnos.home import initialise
+from metnos.mail.account import save_account
 from metnos.settings import get_settings
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.security.paths_calls import call_args
@@ -221,8 +222,13 @@ def arena_home(root: Path, pg: TestPostgres, *, autonomy: str,
             mp.setenv(name, value)
         get_settings.cache_clear()
         try:
+            initialise(get_settings())
+            # a mail account (nothing listens there), so the mail executors reach the policy
+            # under attack instead of stopping at ERR_MAIL_NOT_CONFIGURED
+            save_account(root / "home", host="127.0.0.1", port=9, security="plain",
+                         username="arena", password="arena-mail-secret")
+            get_settings.cache_clear()
             settings = get_settings()
-            initialise(settings)
             plant(settings.workspace / ".trash" / PLANTED_TRASH / "deleted.txt", "trash")
             plant(settings.keys_dir / "zz-planted.key", "keys-dir")
             yield Home(settings, settings.owner_token()), fake_home, outside, llm
