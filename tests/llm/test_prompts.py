@@ -155,7 +155,8 @@ def test_paths_languages_and_roles(resources: Path) -> None:
     (resources / "_drafts").mkdir()
     (resources / "it" / "_pending").mkdir()
     assert prompts.prompt_languages() == ["en", "it"]
-    expected = ["planner", "summary", "synt_code", "synt_manifest", "synt_profile",
+    expected = ["mail_classify", "mail_summarize", "planner", "summary", "synt_code",
+                "synt_manifest", "synt_profile",
                 "synt_review", "synt_spec", "synt_tests", "translator", "tutor_compose",
                 "vaglio_judge"]
     assert prompts.roles() == expected == prompts.roles("it")
