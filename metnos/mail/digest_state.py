@@ -16,7 +16,7 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from sqlalchemy import DateTime, func
+from sqlalchemy import BigInteger, DateTime, func
 from sqlalchemy.engine import Engine
 from sqlmodel import Field, SQLModel, col, select
 
@@ -34,8 +34,9 @@ class MailFolderSeen(SQLModel, table=True):
     __tablename__ = "mail_folder_seen"
 
     folder: str = Field(primary_key=True)
-    uidvalidity: int
-    uidnext: int
+    # RFC 3501: both are unsigned 32-bit (pymap, Dovecot and others use the whole range)
+    uidvalidity: int = Field(sa_type=BigInteger)
+    uidnext: int = Field(sa_type=BigInteger)
     updated_at: datetime = _stamp(default_factory=utcnow)
 
 

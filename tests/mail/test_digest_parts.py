@@ -153,6 +153,10 @@ async def test_state_and_quota_in_the_database(make_home: MakeHome) -> None:
     assert digest_state.load_seen(engine, ["INBOX", "X"]) == {"INBOX": (5, 12)}
     digest_state.save_seen(engine, digest_state.compare({"INBOX": (5, 14)}, {}))
     assert digest_state.load_seen(engine, ["INBOX"]) == {"INBOX": (5, 14)}
+    # UIDVALIDITY and UIDNEXT are unsigned 32-bit: pymap and Dovecot use values past 2**31
+    top = 2**32 - 1
+    digest_state.save_seen(engine, digest_state.compare({"Archive": (top, top)}, {}))
+    assert digest_state.load_seen(engine, ["Archive"]) == {"Archive": (top, top)}
     tz = home.settings.tz
     assert digest_state.sent_today(engine, tz) == 0
     digest_state.record_sent(engine, turn_id="t", outbox_id=None, messages=1)

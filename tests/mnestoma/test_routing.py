@@ -82,8 +82,12 @@ def test_an_english_photo_message_gets_the_photo_trace_and_not_the_quarantined()
     offered = route(pool("en"), "move the photos to their folder", "en", traces=TRACES,
                     states={"photo_tag": "quarantined", "fs_find": "archived"},
                     settings=SETTINGS)
-    # fs_delete shares "folder" with it: a seed of its own (no trace)
-    assert names(offered) == {"wish", "fs_read", "notify", "fs_move", "fs_delete"}
+    # the photo trace without its quarantined and archived members, the core, and the other
+    # best seeds of the real pool (photo_rename; move_messages shares "move" with it): exactly
+    # those, so a tool with nothing in common with the message (fs_write) is left out
+    assert names(offered) == {"wish", "fs_read", "notify", "fs_move", "photo_rename",
+                              "move_messages"}
+    assert not names(offered) & {"photo_tag", "fs_find", "fs_write"}
 
 
 def test_a_relevant_executor_without_a_trace_is_its_own_and_nothing_relevant_the_heaviest(
