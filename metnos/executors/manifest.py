@@ -87,7 +87,8 @@ class InputSpec(_Model):
     maximum: int | float | None = None
     items: Literal["path", "string", "integer", "number", "boolean"] | None = None
     # a host-side check of the value before the step runs (metnos.policy.host_checks)
-    check: Literal["shell_command", "url", "list_name", "archive_destination"] | None = None
+    check: Literal["shell_command", "url", "list_name", "archive_destination",
+                   "cadence"] | None = None
     # set by the host (a host check), never by a planner: left out of the tool spec and of
     # the arguments a planner may pass (the lists executor's `path`, from the list's name)
     host_set: bool = False

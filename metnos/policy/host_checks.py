@@ -12,9 +12,13 @@ whichever executor declares it. The checks themselves are code (SPEC §4: securi
   before-record covers exactly the list's file;
 - `archive_destination`: an archive's category and year give the file its place,
   `archive/<year>/<category>/<name>` (`metnos.archiving`); the host, never the model, sets
-  `dst`, so the before-record covers both ends of the move.
+  `dst`, so the before-record covers both ends of the move;
+- `cadence`: a scheduled task's "when" must read as a recurring time in one of the active
+  languages (`metnos.schedules.cadence`); the host, never the model, sets `cron`, so the
+  owner approves the exact schedule and a "when" nobody can read is refused before asking.
 A check sees the arguments checked so far (paths resolved already).
-A failing check raises `PolicyDenied` with its i18n key.
+A failing check raises `PolicyDenied` (or `ModelRetryError`, for a value the model may
+say again another way) with its i18n key.
 """
 
 from __future__ import annotations
@@ -24,11 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from metnos.archiving import archive_destination
-from metnos.errors import PolicyDenied
+from metnos.errors import ModelRetryError, PolicyDenied
 from metnos.lists import list_path
 from metnos.policy.paths import resolve_in_workspace
 from metnos.policy.shell import check_command
 from metnos.policy.urls import check_url
+from metnos.schedules import cadence
 from metnos.settings import Settings
 
 # (settings, input name, value, the arguments so far) -> the arguments to set (the checked
@@ -60,9 +65,20 @@ def _list_name(settings: Settings, name: str, value: Any,
     return {name: value, "path": resolved}
 
 
+def _cadence(settings: Settings, name: str, value: Any,
+             args: Mapping[str, Any]) -> dict[str, Any]:
+    try:
+        found = cadence.parse_any(str(value), settings.active_languages)
+    except cadence.CadenceError as exc:  # the model may say it again another way
+        raise ModelRetryError("ERR_SCHEDULE_WHEN_UNKNOWN",
+                              when=" ".join(str(value).split())[:80]) from exc
+    return {name: found.spoken, "cron": found.cron}
+
+
 HOST_CHECKS: dict[str, HostCheck] = {"shell_command": _shell_command, "url": _url,
                                      "list_name": _list_name,
-                                     "archive_destination": archive_destination}
+                                     "archive_destination": archive_destination,
+                                     "cadence": _cadence}
 
 
 def apply_host_checks(settings: Settings, checks: dict[str, str],

@@ -4,7 +4,8 @@ The input of a timed executor named in `data/<lang>/reminders.toml` (`[fills]`) 
 from the time expression found in the sentence (`when.find`), wherever it stands; the rest
 of the sentence, without it, is matched against the executor's templates there
 (`[templates]`). A sentence without a time expression is left to the other tools (a
-reminder without a time goes on the reminders list).
+reminder without a time goes on the reminders list), and so is one that names days that come
+again ("ogni lunedì alle 8": a scheduled task, `metnos.schedules.cadence.says_recurring`).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from zoneinfo import ZoneInfo
 
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.reminders import when
+from metnos.schedules import cadence
 from metnos.settings import get_settings
 
 _SPACES = re.compile(r"\s+")
@@ -53,8 +55,8 @@ def _timed_in(text: str, lang: str, tools: Sequence[ToolSpec], now: datetime) ->
     if not timed:
         return None
     found = when.find(text, lang, now)
-    if found is None:
-        return None
+    if found is None or cadence.says_recurring(text, lang):  # "ogni lunedì alle 8": no
+        return None  # one-off reminder (the scheduled tasks' templates may take it)
     start, end, moment = found
     rest = _SPACES.sub(" ", f"{text[:start]} {text[end:]}").strip(" ,.;:!")
     offered = [_untimed(tool, names, tuple(templates[tool.name])) for tool, names in timed]

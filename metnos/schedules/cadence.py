@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -49,6 +50,7 @@ def _words(lang: str) -> dict[str, Any]:
     raw = tomllib.loads(path.read_text(encoding="utf-8"))
     key = _key
     return {"every": {key(p) for p in raw.get("every", [])},
+            "recurring": {key(p) for p in raw.get("recurring", [])},
             "joiners": {key(p) for p in raw.get("joiners", [])},
             "days": {key(p): str(v) for p, v in raw.get("days", {}).items()}}
 
@@ -84,6 +86,32 @@ def parse(text: str, lang: str) -> Cadence:
         if cron is not None:
             return Cadence(cron, spoken)
     raise CadenceError(spoken)
+
+
+def parse_any(text: str, langs: Sequence[str]) -> Cadence:
+    """The cadence `text` names in the first of `langs` that reads it (a model may write
+    "every Monday at 8" in an Italian conversation). Raises CadenceError."""
+    for lang in dict.fromkeys(langs):
+        try:
+            return parse(text, lang)
+        except CadenceError:
+            continue
+    raise CadenceError(" ".join(text.split()))
+
+
+def says_recurring(text: str, lang: str) -> bool:
+    """Whether `text` names days that come again ("every Monday", "ogni lunedì", "tutti i
+    giorni"): an explicit "every" word followed by days or a weekday."""
+    words, reminder_words = _words(lang), when.words(lang)
+    if not words or not reminder_words:
+        return False
+    tokens = [t.text for t in when.tokenize(text)]
+    for i in range(len(tokens)):
+        size = _phrase(tokens, i, words["recurring"])[1]
+        if size and (_phrase(tokens, i + size, words["days"])[1] or
+                     _phrase(tokens, i + size, reminder_words["weekdays"])[1]):
+            return True
+    return False
 
 
 def _phrase(tokens: list[str], i: int, table: set[tuple[str, ...]] | dict[Any, Any]

@@ -8,7 +8,8 @@ the flow run in the runner is the clock, visible in the Prefect UI, and waits fo
 A gateway that is down leaves the run due: it runs when the gateway is back, or the flow run
 times out, is retried, and is reported.
 
-`with_schedules(app, sync)` adds the loop and `/api/schedules` to an app from `create_app`.
+`with_schedules(app, sync)` adds the loop, `/api/schedules` and the `schedule_set` executor's
+effect and undo (`metnos.schedules.effect`) to an app from `create_app`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from metnos.db.models import utcnow
 from metnos.errors import MetnosError
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox
+from metnos.schedules import effect as schedule_effect
 from metnos.schedules import store
 from metnos.schedules.models import TaskRun
 from metnos.schedules.owner import Sync
@@ -87,6 +89,9 @@ def with_schedules(app: FastAPI, sync: Sync | None) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
         async with inner(app) as state:
             app.state.schedules_sync = sync
+            service: TurnService = app.state.service  # "every Monday at 8 …" from a chat
+            service.effects[schedule_effect.EFFECT] = schedule_effect.effect(service, sync)
+            service.undoers.append(schedule_effect.undoer(service, sync))
             task = asyncio.get_running_loop().create_task(loop(app), name="schedules")
             try:
                 yield state

@@ -56,14 +56,15 @@ def checked(settings: Settings, when: str, text: str, lang: str) -> tuple[cadenc
 
 def new_task(engine: Engine, settings: Settings, *, when: str, text: str, user_id: str,
              lang: str, channel: str, address: str, action_id: str | None = None,
-             task_id: str | None = None) -> ScheduledTask:
-    """The row of a new task, written (blocking). Raises ScheduleError."""
+             task_id: str | None = None, spoken: str | None = None) -> ScheduledTask:
+    """The row of a new task, written (blocking); `spoken`: how the owner said `when`, when
+    `when` is the cron read from it already. Raises ScheduleError."""
     found, what = checked(settings, when, text, lang)
     if len(store.active(engine, user_id)) >= settings.schedules.max_tasks:
         raise ScheduleError("ERR_SCHEDULE_TOO_MANY", limit=settings.schedules.max_tasks)
     task = ScheduledTask(user_id=user_id, cron=found.cron, timezone=settings.timezone,
-                         when_text=found.spoken, text=what, channel=channel, address=address,
-                         lang=lang, action_id=action_id)
+                         when_text=spoken or found.spoken, text=what, channel=channel,
+                         address=address, lang=lang, action_id=action_id)
     if task_id:
         task.id = task_id
     return store.add(engine, task)

@@ -33,6 +33,7 @@ from metnos.turns.events import TurnEvents
 from metnos.turns.guard import Guard
 from metnos.turns.record import TurnRecord
 from metnos.turns.runner import Effect, StepRunner
+from metnos.undo import UndoReport
 
 
 class TurnService:
@@ -53,6 +54,10 @@ class TurnService:
         # a manifest's `effect` → what the host carries out from the validated result (the
         # gateway registers "schedule_reminder": metnos.reminders.effect)
         self.effects: dict[str, Effect] = {}
+        # undoes of actions that changed no file, tried first by every undo surface
+        # (`(action id, sender, channel)` → a report, or None when the action is not theirs;
+        # the gateway registers the owner's scheduled tasks: metnos.schedules.effect)
+        self.undoers: list[Callable[[str, str, str], UndoReport | None]] = []
         # the Tutor's pre-check before the loop (SPEC §10; the runtime sets it): an answer
         # about Metnos itself from the docs catalog, or None
         self.precheck: Callable[[TurnService, TurnContext], Awaitable[str | None]] | None = None

@@ -21,7 +21,7 @@ REPO_EXECUTORS = repo_path("executors")
 BUILTINS = (
     "fs_find", "fs_read", "fs_write", "fs_move", "fs_delete", "shell_run", "web_fetch", "i18n_lint",
     "lists", "reminder_set", "pdf_ext", "archive", "notify", "summarize",
-    "imap_status", "imap_fetch_headers", "move_messages", "photo_rename",
+    "imap_status", "imap_fetch_headers", "move_messages", "photo_rename", "schedule_set",
 )
 
 

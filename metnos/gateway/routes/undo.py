@@ -40,6 +40,10 @@ async def undo_action(action_id: str, request: Request, service: ServiceDep, own
 def run_undo(service: TurnService, action_id: str, *, sender: str, channel: str) -> UndoReport:
     """Undo `action_id` with the instance's keys (blocking; one audit line). Every surface
     that undoes (the API, Telegram's button) goes through here. Raises UndoError."""
+    for undo_own in service.undoers:  # a scheduled task set from a chat: it is removed
+        report = undo_own(action_id, sender, channel)
+        if report is not None:
+            return report
     cancelled = cancel_reminder(service, action_id, sender=sender, channel=channel)
     if cancelled is not None:  # a reminder: its message is cancelled, no file changed
         return cancelled

@@ -1,0 +1,162 @@
+"""What the gateway does with a `schedule_set` result the sandbox validated (SPEC §12): the
+owner's new scheduled task, written as `metnos schedule add` writes it (the row first, the
+source of truth; then its Prefect schedule), bound to the chat it was asked from and to the
+step's action id, so `metnos undo` removes it again (`undoer`).
+
+"Every Monday at 8 tell me …" from a chat: the host read the cadence before the owner was
+asked (`metnos.policy.host_checks`, check `cadence`), the owner approved the exact schedule
+(the step's risk is medium), and here it is read again on this side of the sandbox: a result
+the executor should never give is refused, never scheduled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from babel.dates import format_datetime
+
+from metnos import i18n
+from metnos.durable import write_atomic
+from metnos.i18n.formatting import locale_for
+from metnos.reminders.outbox import channel_of
+from metnos.schedules import cadence, owner, store
+from metnos.schedules.owner import ScheduleError, Sync
+from metnos.turns.context import CheckedStep, TurnContext
+from metnos.turns.reply import StepOutcome
+from metnos.undo import UNDONE_MARKER, UndoError, UndoReport
+
+if TYPE_CHECKING:
+    from metnos.turns.service import TurnService
+
+log = logging.getLogger(__name__)
+
+EXECUTOR = "schedule_set"
+EFFECT = "schedule_task"  # its manifest's `effect`
+
+
+def effect(service: TurnService, sync: Sync | None) -> Callable[
+        [TurnContext, CheckedStep, StepOutcome], Awaitable[StepOutcome]]:
+    """The runner's hook for `schedule_set` (`service.effects[EFFECT]`); `sync` is None
+    when this process has no way to Prefect (the runner's next start publishes the task)."""
+    async def carry_out(ctx: TurnContext, checked: CheckedStep,
+                        outcome: StepOutcome) -> StepOutcome:
+        return await schedule_task(service, sync, ctx, checked, outcome)
+    return carry_out
+
+
+def checked_result(result: dict[str, Any], approved: dict[str, Any]) -> tuple[str, str, str]:
+    """(task id, when, text) of a `schedule_set` result: its cron must be the one the host
+    read and the owner approved. Raises ValueError."""
+    try:
+        task_id = str(result["task_id"])
+        when, text, cron = str(result["when"]), str(result["text"]), str(result["cron"])
+    except (KeyError, TypeError) as exc:
+        raise ValueError(f"incomplete result: {exc!r}") from exc
+    if len(task_id) != 10 or not all(c in "0123456789abcdef" for c in task_id):
+        raise ValueError("task id malformed")
+    if cron != approved.get("cron") or " ".join(when.split()) != approved.get("when"):
+        raise ValueError("the result is not the schedule that was approved")
+    return task_id, when, text
+
+
+async def schedule_task(service: TurnService, sync: Sync | None, ctx: TurnContext,
+                        checked: CheckedStep, outcome: StepOutcome) -> StepOutcome:
+    result = dict(outcome.result or {})
+    approved = checked.request.args if checked.request is not None else {}
+    try:
+        task_id, when, text = checked_result(result, approved)
+    except ValueError as exc:
+        log.error("schedule.result_refused action_id=%s: %s", outcome.action_id, exc)
+        return await _not_scheduled(service, ctx, outcome, "ERR_SCHEDULE_INVALID", {})
+    langs = [ctx.lang, *service.settings.active_languages]
+    try:
+        found = cadence.parse_any(when, langs)
+        task = await asyncio.to_thread(
+            owner.new_task, service.engine, service.settings, when=found.cron, text=text,
+            user_id=ctx.user_id, lang=ctx.lang, channel=channel_of(ctx.channel),
+            address=ctx.session_id, action_id=outcome.action_id, task_id=task_id,
+            spoken=found.spoken)
+    except (cadence.CadenceError, ScheduleError) as exc:
+        key = exc.key if isinstance(exc, ScheduleError) else "ERR_SCHEDULE_WHEN_UNKNOWN"
+        vars = exc.vars if isinstance(exc, ScheduleError) else {"when": when[:80]}
+        return await _not_scheduled(service, ctx, outcome, key, vars)
+    published = sync is not None and await owner.publish(sync, task)
+    nxt = cadence.next_times(task.cron, task.timezone, datetime.now(UTC))[0]
+    result.update(when=task.when_text, timezone=task.timezone, next_run=format_datetime(
+        nxt, format="medium", locale=locale_for(ctx.lang)), in_prefect=published)
+    return StepOutcome(EXECUTOR, "done", result=result, audit_seq=outcome.audit_seq,
+                       action_id=outcome.action_id)
+
+
+async def _not_scheduled(service: TurnService, ctx: TurnContext, outcome: StepOutcome,
+                         key: str, vars: dict[str, Any]) -> StepOutcome:
+    """The step fails, with its audit line: the owner is told nothing was scheduled."""
+    seq = await asyncio.to_thread(
+        service.record.audit_line, ctx, action=EXECUTOR, decision="allow", reason=key,
+        outcome="failed", action_id=outcome.action_id)
+    return StepOutcome(EXECUTOR, "failed", key=key, vars={**vars, "executor": EXECUTOR},
+                       audit_seq=seq, action_id=outcome.action_id)
+
+
+async def _awaited(call: Awaitable[None]) -> None:
+    await call
+
+
+class ScheduleUndo(UndoReport):
+    """An undone scheduled task: nothing in the workspace changed, it will not run again."""
+
+    text: str = ""
+    when: str = ""
+
+    def message(self, lang: str | None = None) -> str:
+        head = super().message(lang)
+        return head + "\n" + i18n.get("MSG_SCHEDULE_UNDONE", lang, text=self.text,
+                                      when=self.when)
+
+
+Undoer = Callable[[str, str, str], UndoReport | None]  # (action id, sender, channel)
+
+
+def undoer(service: TurnService, sync: Sync | None) -> Undoer:
+    """What `run_undo` calls first (blocking; in a worker thread): None when the action set
+    no scheduled task."""
+    def run(action_id: str, sender: str, channel: str) -> UndoReport | None:
+        return remove_task(service, sync, action_id, sender=sender, channel=channel)
+    return run
+
+
+def remove_task(service: TurnService, sync: Sync | None, action_id: str, *, sender: str,
+                channel: str) -> UndoReport | None:
+    """Undo the task `action_id` set: the row is deactivated at once (a firing of it then
+    does nothing), then its Prefect schedule is dropped (a Prefect that does not answer
+    drops it at the runner's next start). Raises UndoError ERR_UNDO_ALREADY_DONE."""
+    task = store.by_action(service.engine, action_id)
+    if task is None:
+        return None
+
+    def audit_line(**fields: Any) -> None:
+        service.audit.append(sender=sender, channel=channel, action="undo", action_id=action_id,
+                             args={"action_id": action_id}, **fields)
+
+    if not store.deactivate(service.engine, task.id):
+        audit_line(decision="deny", reason="ERR_UNDO_ALREADY_DONE", outcome="refused")
+        raise UndoError("ERR_UNDO_ALREADY_DONE", action_id=action_id, undo_id="-")
+    if sync is not None:
+        try:  # this worker thread has no loop of its own: one for the Prefect call
+            asyncio.run(_awaited(sync.remove(task.id)))
+        except Exception as exc:  # `stale_slugs` at the runner's next start
+            log.warning("schedule.unpublish_failed id=%s: %s", task.id, type(exc).__name__)
+    audit_line(decision="allow", reason="ok", outcome="done")
+    report = ScheduleUndo(action_id, uuid.uuid4().hex, EXECUTOR, "done", [])
+    report.text, report.when = task.text, task.when_text
+    folder = service.settings.state_dir / "before" / action_id
+    if folder.is_dir():  # as a file undo leaves it: the surfaces no longer offer an Undo
+        write_atomic(folder / UNDONE_MARKER, json.dumps(
+            {"undo_id": report.undo_id, "at": datetime.now(UTC).isoformat()}).encode())
+    return report
