@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(PY) bench/tutor_eval.py
 	$(PY) -m tests.support.services -- $(PY) bench/chat_concurrency.py
 	$(PY) -m tests.support.services -- $(PY) bench/mnestoma_scale.py
+	$(PY) -m tests.support.services -- $(PY) bench/scale_out.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache

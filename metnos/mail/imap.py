@@ -7,7 +7,9 @@ This module imports only the standard library: the sandbox binds it read-only as
 imports). It runs inside the sandbox, never on the host: the host never speaks IMAP.
 
 The account comes only from the envelope the host wrote (`{"args", "action_id", "account"}`):
-no argument names a host, so a run connects to the configured server and nowhere else. TLS
+no argument names a host, and the sandbox has no network of its own (`egress = "account"`):
+its one way out is the host's socket in `account["egress"]`, forwarded to the configured
+server and nowhere else. TLS
 is verified (system CA store, host name checked) for `tls` and `starttls`; `plain` is refused
 unless the host is loopback. The password never leaves: it is not in an error's variables,
 and the reply is scrubbed of it before it is written (a server echoing it back included).
@@ -20,6 +22,7 @@ import contextlib
 import imaplib
 import json
 import re
+import socket
 import ssl
 import sys
 from collections.abc import Callable
@@ -59,6 +62,7 @@ class Account:
     username: str
     password: str = field(repr=False)
     timeout_s: float = 20.0
+    egress: str | None = None  # the host's forwarding socket: the sandbox's only way out
 
     @classmethod
     def from_envelope(cls, block: object) -> Account:
@@ -67,7 +71,8 @@ class Account:
         try:
             account = cls(str(block["host"]), int(block["port"]), str(block["security"]),
                           str(block["username"]), str(block["password"]),
-                          float(block.get("timeout_s", 20.0)))
+                          float(block.get("timeout_s", 20.0)),
+                          str(block["egress"]) if block.get("egress") else None)
         except (KeyError, TypeError, ValueError):
             raise MailError("ERR_MAIL_ACCOUNT_MISSING") from None
         if account.security not in SECURITY or not 0 < account.port < 65536:
@@ -81,12 +86,14 @@ def open_session(account: Account) -> imaplib.IMAP4:
     """A logged-in session with the account's server. Raises MailError."""
     host, timeout = account.host, account.timeout_s
     context = ssl.create_default_context()  # CERT_REQUIRED, host name checked
+    plain_class, tls_class = (imaplib.IMAP4, imaplib.IMAP4_SSL) if account.egress is None \
+        else _through(account.egress)
     try:
         if account.security == "tls":
-            conn: imaplib.IMAP4 = imaplib.IMAP4_SSL(host, account.port, ssl_context=context,
-                                                    timeout=timeout)
+            conn: imaplib.IMAP4 = tls_class(host, account.port, ssl_context=context,
+                                            timeout=timeout)
         else:
-            conn = imaplib.IMAP4(host, account.port, timeout=timeout)
+            conn = plain_class(host, account.port, timeout=timeout)
             if account.security == "starttls":
                 conn.starttls(ssl_context=context)
     except ssl.SSLError as exc:
@@ -101,6 +108,32 @@ def open_session(account: Account) -> imaplib.IMAP4:
         close(conn)
         raise MailError("ERR_MAIL_LOGIN_FAILED", host=host) from None
     return conn
+
+
+def _through(path: str) -> tuple[type[imaplib.IMAP4], type[imaplib.IMAP4_SSL]]:
+    """IMAP classes that reach the server through the host's forwarding socket `path` (the
+    sandbox has no network of its own: metnos.sandbox.egress). TLS still checks the server's
+    certificate against its name: the host only copies bytes."""
+    def connect(timeout: float | None) -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            sock.settimeout(timeout)
+            sock.connect(path)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+
+    class Plain(imaplib.IMAP4):
+        def _create_socket(self, timeout: float | None) -> socket.socket:
+            return connect(timeout)
+
+    class Tls(imaplib.IMAP4_SSL):
+        def _create_socket(self, timeout: float | None) -> socket.socket:
+            context: ssl.SSLContext = self.ssl_context
+            return context.wrap_socket(connect(timeout), server_hostname=self.host)
+
+    return Plain, Tls
 
 
 def _reason(exc: BaseException) -> str:

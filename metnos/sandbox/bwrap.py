@@ -28,6 +28,7 @@ HOME = "/home/metnos"
 EXECUTOR_DIR = f"{HOME}/executor"
 PYLIB_DIR = f"{HOME}/pylib"
 WORKSPACE_DIR = f"{HOME}/workspace"
+EGRESS_SOCKET = "/run/metnos/egress.sock"  # a profile with `egress`: its only way out
 WORKSPACE_ROOT = "workspace"
 AUDIT_NAME = ".audit"
 TRASH_NAME = ".trash"
@@ -192,6 +193,7 @@ def build_argv(
     network_files: Sequence[str] | None = None,
     seccomp_fd: int | None = None,
     python_packages: Sequence[PythonPackage] = (),
+    egress_socket: str | None = None,
 ) -> list[str]:
     """The full bwrap argv running `python3 -I -S -B /home/metnos/executor/<entry>`.
 
@@ -202,6 +204,8 @@ def build_argv(
     and the trash for every profile without `trash = true`). `seccomp_fd` is a descriptor
     holding the BPF program of `metnos.sandbox.seccomp`, which bwrap installs before the exec.
     `python_packages` (see `resolve_python_packages`) are bound read-only under PYLIB_DIR.
+    `egress_socket` (a profile with `egress`) is the host's forwarding socket, bound read-only
+    at EGRESS_SOCKET: the run's only way out of its empty network namespace (None: no way out).
     """
     _check_entry(entry)
     argv = [str(bwrap), *_namespace_args(profile), *_env_args()]
@@ -218,6 +222,8 @@ def build_argv(
     if profile.network:
         for path in host_network_files() if network_files is None else network_files:
             argv += ["--ro-bind", path, path]
+    if profile.egress is not None and egress_socket is not None:
+        argv += ["--ro-bind", egress_socket, EGRESS_SOCKET]
     argv += ["--ro-bind-fd", str(exec_dir_fd), EXECUTOR_DIR]
     argv += _workspace_args(profile, workspace_fd, extra_mounts, hidden_dirs, hidden_files)
     argv += ["--chdir", WORKSPACE_DIR, "--remount-ro", "/"]
@@ -244,7 +250,7 @@ def _namespace_args(profile: SandboxProfile) -> list[str]:
     args = ["--die-with-parent", "--new-session", "--unshare-user"]
     args += ["--uid", SANDBOX_UID, "--gid", SANDBOX_UID, "--disable-userns"]
     args += ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
-    if not profile.network:
+    if not profile.network or profile.egress is not None:  # egress: one forwarded socket
         args.append("--unshare-net")
     return [*args, "--cap-drop", "ALL"]
 

@@ -6,7 +6,9 @@ The profile is data: policy and sandbox act on it before any executor code runs.
 
 from __future__ import annotations
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # Host Python packages an executor may ask for (`python_packages`), bound read-only into its
 # sandbox. A code constant, not a setting: an approved manifest must not bind arbitrary host
@@ -22,6 +24,11 @@ class SandboxProfile(BaseModel):
     read: tuple[str, ...] = Field(default=("workspace",), description="Readable roots.")
     write: tuple[str, ...] = Field(default=(), description="Writable roots.")
     network: bool = Field(default=False, description="Whether the executor may use the network.")
+    egress: Literal["account"] | None = Field(
+        default=None, description="With `network`: the only place the network reaches. "
+        "\"account\": the server of the run's account (`account` in the manifest), through one "
+        "Unix socket the host forwards there; the sandbox has no network of its own "
+        "(metnos.sandbox.egress).")
     timeout_s: float = Field(default=10.0, gt=0, le=3600, description="Wall-clock limit.")
     memory_mb: int = Field(default=256, ge=16, le=16384, description="Address-space limit.")
     trash: bool = Field(default=False, description="Whether the executor sees workspace/.trash "
@@ -40,6 +47,12 @@ class SandboxProfile(BaseModel):
             if root.startswith(("/", "~")) or ".." in parts or not root.strip():
                 raise ValueError(f"sandbox roots are 'workspace' or workspace-relative: {root!r}")
         return roots
+
+    @model_validator(mode="after")
+    def _egress_needs_network(self) -> SandboxProfile:
+        if self.egress is not None and not self.network:
+            raise ValueError("egress narrows the network: it needs network = true")
+        return self
 
     @field_validator("python_packages")
     @classmethod

@@ -5,12 +5,14 @@ descriptors (`pin`), then starts bwrap with those descriptors (`run_pinned`), re
 the seccomp filter (`seccomp`), JSON on stdin, a hard cap on stdout and a deadline, while
 `_watchdog` bounds the tasks and memory of the sandbox's pid namespace; the process group is
 killed in `finally` whatever happened (notes/prefect.md §6), and `--die-with-parent` takes the
-namespace with it.
+namespace with it. A profile with `egress` runs in an empty network namespace too, its one way
+out a socket the host forwards to its account's server for the run's length (`egress`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import re
@@ -21,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from metnos.errors import SandboxError
-from metnos.sandbox import _process, _watchdog, seccomp
+from metnos.sandbox import _process, _watchdog, egress, seccomp
 from metnos.sandbox._pins import PinnedDirs, pin
 from metnos.sandbox.bwrap import (
+    EGRESS_SOCKET,
     PATH_ENV,
     PythonRuntime,
     build_argv,
@@ -126,33 +129,53 @@ async def run_pinned(
     envelope: dict[str, Any] = {"args": request.args, "action_id": request.action_id}
     if request.account is not None:  # host-only: the executor's credential, never an argument
         envelope["account"] = request.account
-    payload = json.dumps(envelope).encode()
     filter_fd: int | None = None
-    try:
-        filter_fd = seccomp.program_fd()
-        argv = build_argv(
-            request.profile,
-            bwrap=binary,
-            exec_dir_fd=pinned.exec_dir_fd,
-            workspace_fd=pinned.workspace_fd,
-            python=runtime,
-            entry=request.entry,
-            extra_mounts=pinned.extra_mounts,
-            hidden_dirs=pinned.hidden_dirs,
-            hidden_files=pinned.hidden_files,
-            seccomp_fd=filter_fd,
-            python_packages=packages,
-        )
-        fds = pinned.fds if filter_fd is None else (*pinned.fds, filter_fd)
-        run = await _execute(argv, fds, payload, request, env)
-    except OSError as exc:
-        return SandboxResult.failure(
-            "ERR_SANDBOX_UNAVAILABLE", {"reason": exc.strerror or str(exc)}, started
-        )
-    finally:
-        if filter_fd is not None:
-            os.close(filter_fd)
+    async with contextlib.AsyncExitStack() as stack:
+        egress_socket: str | None = None
+        target = _egress_target(request.account) if request.profile.egress else None
+        if target is not None:  # the account's server, through the host; without a usable
+            # account the run has no way out at all (the executor says what is missing)
+            envelope["account"] = {**envelope["account"], "egress": EGRESS_SOCKET}
+            egress_socket = str(await stack.enter_async_context(egress.forward(
+                *target, connect_timeout_s=request.profile.timeout_s)))
+        payload = json.dumps(envelope).encode()
+        try:
+            filter_fd = seccomp.program_fd()
+            argv = build_argv(
+                request.profile,
+                bwrap=binary,
+                exec_dir_fd=pinned.exec_dir_fd,
+                workspace_fd=pinned.workspace_fd,
+                python=runtime,
+                entry=request.entry,
+                extra_mounts=pinned.extra_mounts,
+                hidden_dirs=pinned.hidden_dirs,
+                hidden_files=pinned.hidden_files,
+                seccomp_fd=filter_fd,
+                python_packages=packages,
+                egress_socket=egress_socket,
+            )
+            fds = pinned.fds if filter_fd is None else (*pinned.fds, filter_fd)
+            run = await _execute(argv, fds, payload, request, env)
+        except OSError as exc:
+            return SandboxResult.failure(
+                "ERR_SANDBOX_UNAVAILABLE", {"reason": exc.strerror or str(exc)}, started
+            )
+        finally:
+            if filter_fd is not None:
+                os.close(filter_fd)
     return _interpret(run, request, started)
+
+
+def _egress_target(account: dict[str, Any] | None) -> tuple[str, int] | None:
+    """The (host, port) an `egress = "account"` run may reach, from the host's account."""
+    if account is None:
+        return None
+    try:
+        host, port = str(account["host"]), int(account["port"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    return (host, port) if host and 0 < port < 65536 else None
 
 
 async def _execute(
