@@ -79,11 +79,11 @@ async def one_turn(client: httpx.AsyncClient, llm: ScriptedLLM, laptop: Path,
     folder.mkdir()
     for i in range(3):
         (folder / f"IMG_{i}.JPG").write_bytes(os.urandom(4096))
-    token = f"batch-{tag}"
+    token = f"[batch-{tag}]"  # bracketed: "batch-1w1c-1" is inside "batch-1w1c-10"
     llm.route(token, ToolCall("photo_rename", {"folder": folder.name, "prefix": "r-"}),
               final_text=f"Renamed {token}.")
     started = time.monotonic()
-    resp = await client.post("/api/turns", json={"text": f"rename the photos ({token})"})
+    resp = await client.post("/api/turns", json={"text": f"rename the photos {token}"})
     turn_id = resp.json()["turn_id"]
     while True:
         turn = (await client.get(f"/api/turns/{turn_id}")).json()
