@@ -15,6 +15,7 @@ from typing import Any
 
 import jinja2
 
+from metnos.channels.bidi import marked
 from metnos.i18n import normalise_lang
 
 log = logging.getLogger(__name__)
@@ -42,6 +43,7 @@ def template_path(channel: str, name: str, lang: str) -> str:
 
 
 def render(channel: str, name: str, lang: str, **values: Any) -> str:
-    """The message `name` of `channel` in `lang`, values escaped, surrounding blanks trimmed."""
+    """The message `name` of `channel` in `lang`, values escaped, surrounding blanks trimmed;
+    a right-to-left language's lines carry their direction mark (`metnos.channels.bidi`)."""
     template = _environment().get_template(template_path(channel, name, lang))
-    return template.render(**values).strip()
+    return marked(template.render(**values).strip(), lang)

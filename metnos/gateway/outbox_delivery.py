@@ -33,6 +33,7 @@ from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError, Teleg
 from aiogram.types import InlineKeyboardMarkup
 from fastapi import FastAPI
 
+from metnos.channels.bidi import marked
 from metnos.channels.telegram.config import load_config
 from metnos.channels.telegram.proposals import keyboard
 from metnos.mail import summary
@@ -140,7 +141,7 @@ class Delivery:
                                             user_id=row.user_id, statuses=store.OPEN,
                                             outbox_id=row.id)
             markup = keyboard(open_[::-1], row.lang)
-        await self.telegram.send(int(chat), row.text, markup)
+        await self.telegram.send(int(chat), marked(row.text, row.lang), markup)
         await asyncio.to_thread(outbox.claim, self.service.engine, [row.id])
 
 

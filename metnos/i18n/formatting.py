@@ -1,4 +1,5 @@
-"""CLDR through Babel: plural categories, numbers, dates and language names (SPEC §9.3).
+"""CLDR through Babel: plural categories, numbers, dates, language names and the direction
+of a language's script (SPEC §9.3).
 
 Every function takes a BCP-47 tag (`it`, `pt-PT`, `it_CH`) and never raises for an unknown
 one: the tag's base language is tried, then English. The region matters: Portuguese `0` is
@@ -31,6 +32,12 @@ def locale_for(tag: str) -> Locale:
         except (UnknownLocaleError, ValueError, TypeError):
             continue
     return Locale.parse(FALLBACK)
+
+
+def text_direction(tag: str) -> Literal["ltr", "rtl"]:
+    """How `tag`'s script runs, from CLDR: "rtl" for Arabic, Hebrew, Persian, Urdu...; "ltr"
+    otherwise (an unknown tag too). The web chat's `dir`, Telegram's marks."""
+    return "rtl" if locale_for(tag).text_direction == "rtl" else "ltr"
 
 
 def plural_category(count: Any, tag: str) -> str:

@@ -23,6 +23,7 @@ from metnos.errors import ManifestError, SignatureError
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.routes.web import page_locale
 from metnos.gateway.schemas import error_responses
+from metnos.i18n.formatting import text_direction
 from metnos.synt import candidates, cascade
 from metnos.synt.candidates import CandidateError
 from metnos.turns.service import TurnService
@@ -82,7 +83,8 @@ async def synt_page(request: Request, service: ServiceDep, owner: OwnerDep) -> H
     rows = await asyncio.to_thread(candidates.list_candidates, settings)
     shown = [await asyncio.to_thread(candidates.show, settings, row["name"]) for row in rows]
     text = {key: i18n.get(key, locale) for key in _PAGE_KEYS}
-    html = _template().render(locale=locale, text=text, rows=rows, shown=shown)
+    html = _template().render(locale=locale, text=text, rows=rows, shown=shown,
+                              direction=text_direction(locale))
     return HTMLResponse(html, headers={"Cache-Control": "no-store"})
 
 

@@ -23,6 +23,7 @@ from starlette.routing import NoMatchFound
 from metnos import i18n
 from metnos.gateway.deps import SESSION_COOKIE, OwnerDep, ServiceDep, authenticate
 from metnos.gateway.schemas import error_responses
+from metnos.i18n.formatting import text_direction
 from metnos.i18n.tags import match_language
 from metnos.settings import Settings
 from metnos.turns.language import ui_locale
@@ -150,7 +151,8 @@ def _raw(key: str, locale: str) -> str:
 
 def _render(name: str, locale: str, **vars: Any) -> str:
     return _templates().get_template(name).render(
-        locale=locale, t=lambda key, **kw: i18n.get(key, locale, **kw), **vars)
+        locale=locale, t=lambda key, **kw: i18n.get(key, locale, **kw),
+        direction=text_direction, **vars)
 
 
 @lru_cache(maxsize=1)

@@ -20,6 +20,7 @@ export function makeBubble(who, text, at) {
   item.className = "msg " + who;
   const body = document.createElement("div");
   body.className = "text";
+  body.dir = "auto"; // each message runs in its own script's direction, whatever the page's
   if (who === "metnos" || who === "notice") { body.classList.add("md"); R.markdown(body, text); }
   else body.textContent = text;
   item.append(label(who, at), body);
