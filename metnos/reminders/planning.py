@@ -58,6 +58,7 @@ def _timed_in(text: str, lang: str, tools: Sequence[ToolSpec], now: datetime) ->
     if found is None or cadence.says_recurring(text, lang):  # "ogni lunedì alle 8": no
         return None  # one-off reminder (the scheduled tasks' templates may take it)
     start, end, moment = found
+    start = when.lead_start(text, lang, start)  # "on" Monday: not in the reminder's text
     rest = _SPACES.sub(" ", f"{text[:start]} {text[end:]}").strip(" ,.;:!")
     offered = [_untimed(tool, names, tuple(templates[tool.name])) for tool, names in timed]
     plan = plan_embedded(rest, lang, offered, now=now)

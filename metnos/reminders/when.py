@@ -57,7 +57,7 @@ def words(lang: str) -> dict[str, Any]:
     table: dict[str, Any] = {"default_hour": int(raw.get("default_hour", 9)),
                              "templates": raw.get("templates", {}),
                              "fills": {(k,): v for k, v in raw.get("fills", {}).items()}}
-    for name in ("relative", "clock", "fillers"):
+    for name in ("relative", "clock", "fillers", "leads"):
         table[name] = {_key(p): True for p in raw.get(name, [])}
     for name in ("units", "numbers", "durations", "fractions", "days", "weekdays", "parts",
                  "meridiem", "named"):
@@ -109,6 +109,18 @@ def find(text: str, lang: str, now: datetime) -> tuple[int, int, datetime] | Non
                     best, best_len = (tokens[i].start, tokens[j - 1].end, moment), j - i
                 break
     return best
+
+
+def lead_start(text: str, lang: str, start: int) -> int:
+    """`start` moved back over the words that open a time expression without being part of
+    what `find` reads ("on" Monday, "il prossimo" lunedì: `leads` of the data), so taking
+    the expression out of a sentence leaves none of them behind."""
+    leads = words(lang).get("leads", {})
+    for token in reversed([t for t in tokenize(text) if t.end <= start]):
+        if (token.text,) not in leads or text[token.end:start].strip():
+            break
+        start = token.start
+    return start
 
 
 # -- reading ------------------------------------------------------------------------------
