@@ -25,6 +25,9 @@ from metnos.schedules.cadence import CadenceError, next_times, parse
     ("every Monday at 8", "it", "0 8 * * 1"),  # an English form in an Italian session
     ("0 8 * * 1", "it", "0 8 * * 1"),
     ("  */15   9-17 * * 1-5 ", "en", "*/15 9-17 * * 1-5"),
+    ("Mondays at 8am", "en", "0 8 * * 1"),  # a weekday in the plural is every such day
+    ("on Saturdays and Sundays at 10", "en", "0 10 * * 6,0"),
+    ("i sabati e le domeniche alle 9", "it", "0 9 * * 6,0"),
 ])
 def test_everyday_forms_and_cron(text: str, lang: str, cron: str) -> None:
     assert parse(text, lang).cron == cron
