@@ -104,3 +104,25 @@ async def test_a_long_reply_is_split_within_telegrams_limit(
     unescaped = "\n\n".join(pieces).replace("&lt;", "<").replace("&amp;", "&")
     assert " ".join(unescaped.split()) == " ".join(text.split())
     assert all(c.params.get("parse_mode") == "HTML" for c in telegram.calls_of("sendMessage"))
+
+
+async def test_an_arabic_chat_gets_right_to_left_marks(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, telegram: FakeTelegram,
+        prefect_api: str) -> None:
+    """Arabic active (no Arabic texts yet: the English ones stand in): every line Metnos sends
+    to an Arabic Telegram user opens with a RIGHT-TO-LEFT MARK; an English chat gets none."""
+    rlm = "\u200f"
+    home = make_home(llm=scripted_llm, lang="en", METNOS_I18N_LANGUAGES='["en", "ar"]')
+    async with telegram_gateway(home, telegram) as (client, _):
+        await pair(client, telegram, ANNA, language_code="ar")
+        [code_message] = telegram.sent_texts(ANNA)
+        lines = [ln for ln in code_message.split("\n") if ln]
+        assert lines and all(ln.startswith(rlm) for ln in lines), code_message
+        scripted_llm.enqueue_text("Metnos ✓ 42")  # starts with a Latin word: would run LTR
+        telegram.push_message(ANNA, "مرحبا", language_code="ar")
+        await until(telegram, lambda t: any("Metnos ✓ 42" in s for s in t.sent_texts(ANNA)),
+                    "the reply")
+        reply = next(s for s in telegram.sent_texts(ANNA) if "Metnos ✓ 42" in s)
+        assert reply.startswith(rlm + "Metnos ✓ 42"), reply
+        await pair(client, telegram, STRANGER, language_code="en")
+        assert not any(rlm in s for s in telegram.sent_texts(STRANGER))
