@@ -110,7 +110,7 @@ async def test_the_web_page_shows_the_picture_and_the_table(
     assert png_size(blank.content) == (1200, 900)  # "nothing yet", not an error
     assert page.status_code == 200 and page.headers["content-type"].startswith("text/html")
     html = page.text
-    assert f'<html lang="{lang}">' in html
+    assert f'<html lang="{lang}" dir="ltr">' in html
     for key in ("WEB_MNESTOMA_TITLE", "WEB_MNESTOMA_INTRO", "WEB_MNESTOMA_HANDOFFS",
                 "WEB_MNESTOMA_BACK", "WEB_MNESTOMA_NO_WISHES"):
         assert i18n.get(key, lang).replace("'", "&#39;") in html, key

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlmodel import Session, select
@@ -15,8 +15,13 @@ from metnos.reminders.outbox import Outbox
 from metnos.turns.service import TurnService
 
 OWNER = "owner"
-NOON = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)  # outside the default quiet hours
-NIGHT = datetime(2026, 12, 1, 22, 30, tzinfo=UTC)  # inside 21:00-07:00 (zone UTC)
+# yesterday (UTC), not a fixed date: a proposal delivered at NOON is still unanswered, not yet
+# ignored (`proposal_ignore_after_h`, 48 h) whenever the suite runs; a fixed 1 December made
+# the Telegram buttons test fail from 4 December on
+_YESTERDAY = datetime.now(UTC).replace(hour=0, minute=0, second=0, microsecond=0) - \
+    timedelta(days=1)
+NOON = _YESTERDAY.replace(hour=12)  # outside the default quiet hours
+NIGHT = _YESTERDAY.replace(hour=22, minute=30)  # inside 21:00-07:00 (zone UTC)
 JUDGE_HEAD = {"en": "You are the judge of the Vaglio", "it": "Sei il giudice del Vaglio"}
 
 

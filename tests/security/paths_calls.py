@@ -17,7 +17,7 @@ from metnos.paths import repo_path
 FILLER_TEXT = "touch pwned-by-attack.txt"
 # a valid value for an input whose host check would refuse the filler text before the policy
 # is reached (the attack is on the policy, not on the argument's shape)
-CHECKED_FILLERS = {"archive_destination": "attack"}
+CHECKED_FILLERS = {"archive_destination": "attack", "cadence": "every Monday at 8"}
 
 
 @cache
