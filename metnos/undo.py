@@ -132,6 +132,13 @@ def undo(action_id: str, *, state_dir: Path, workspace: Path, public_key: Ed2551
     return report
 
 
+def mark_undone(folder: Path, undo_id: str) -> None:
+    """Record in an action's before-record folder that it was undone (by `undo_id`): a second
+    undo is refused, and the surfaces no longer offer an Undo button."""
+    write_atomic(folder / UNDONE_MARKER, json.dumps(
+        {"undo_id": undo_id, "at": datetime.now(UTC).isoformat()}).encode())
+
+
 def _undo(action_id: str, state_dir: Path, workspace: Path, public_key: Ed25519PublicKey,
           private_key: Ed25519PrivateKey) -> UndoReport:
     folder = state_dir / "before" / action_id if valid_action_id(action_id) else None
@@ -158,8 +165,7 @@ def _undo(action_id: str, state_dir: Path, workspace: Path, public_key: Ed25519P
             os.close(ws_fd)
         outcome = "failed" if any(i.status == "failed" for i in items) else "done"
         if outcome == "done":
-            write_atomic(marker, json.dumps({"undo_id": undo_id,
-                                             "at": datetime.now(UTC).isoformat()}).encode())
+            mark_undone(folder, undo_id)
     return UndoReport(action_id, undo_id, manifest["executor"], outcome, items)
 
 

@@ -6,7 +6,6 @@ nothing here imports prefect). An undo cancels both (`cancel_reminder`).
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -17,13 +16,12 @@ from typing import TYPE_CHECKING, Any
 from babel.dates import format_date, format_time
 
 from metnos import i18n
-from metnos.durable import write_atomic
 from metnos.i18n.formatting import locale_for
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox, channel_of
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
-from metnos.undo import UNDONE_MARKER, UndoError, UndoReport
+from metnos.undo import UndoError, UndoReport, mark_undone
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
@@ -161,6 +159,5 @@ def cancel_reminder(service: TurnService, action_id: str, *, sender: str,
     report.text = row.text
     folder = service.settings.state_dir / "before" / action_id
     if folder.is_dir():  # as a file undo leaves it: the surfaces no longer offer an Undo
-        write_atomic(folder / UNDONE_MARKER, json.dumps(
-            {"undo_id": report.undo_id, "at": datetime.now(UTC).isoformat()}).encode())
+        mark_undone(folder, report.undo_id)
     return report

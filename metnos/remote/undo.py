@@ -12,16 +12,14 @@ import asyncio
 import json
 import uuid
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 from metnos import keys
-from metnos.durable import write_atomic
 from metnos.remote import record
 from metnos.remote.port import RemotePort
 from metnos.remote.server import RemoteFailed, submit
 from metnos.restore import UndoItem
-from metnos.undo import UNDONE_MARKER, UndoError, UndoReport
+from metnos.undo import UNDONE_MARKER, UndoError, UndoReport, mark_undone
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
@@ -83,8 +81,7 @@ async def undo_remote(service: TurnService, port: RemotePort, action_id: str, *,
     undo_id = uuid.uuid4().hex
     outcome = "failed" if any(i.status == "failed" for i in items) else "done"
     if outcome == "done":
-        write_atomic(folder / UNDONE_MARKER, json.dumps(
-            {"undo_id": undo_id, "at": datetime.now(UTC).isoformat()}).encode())
+        mark_undone(folder, undo_id)
     audit(decision="allow", reason="ok" if outcome == "done" else "ERR_REMOTE_UNDO_CHANGED",
           outcome=outcome)
     return UndoReport(action_id, undo_id, manifest["executor"], outcome, items)

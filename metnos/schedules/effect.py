@@ -5,14 +5,13 @@ step's action id, so `metnos undo` removes it again (`undoer`).
 
 "Every Monday at 8 tell me …" from a chat: the host read the cadence before the owner was
 asked (`metnos.policy.host_checks`, check `cadence`), the owner approved the exact schedule
-(the step's risk is medium), and here it is read again on this side of the sandbox: a result
-the executor should never give is refused, never scheduled.
+(the step's risk is medium), and here the result must be that approved schedule: a result the
+executor should never give is refused, never scheduled.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 from collections.abc import Awaitable, Callable
@@ -22,14 +21,13 @@ from typing import TYPE_CHECKING, Any
 from babel.dates import format_datetime
 
 from metnos import i18n
-from metnos.durable import write_atomic
 from metnos.i18n.formatting import locale_for
 from metnos.reminders.outbox import channel_of
 from metnos.schedules import cadence, owner, store
 from metnos.schedules.owner import ScheduleError, Sync
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
-from metnos.undo import UNDONE_MARKER, UndoError, UndoReport
+from metnos.undo import UndoError, UndoReport, mark_undone
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
@@ -51,8 +49,8 @@ def effect(service: TurnService, sync: Sync | None) -> Callable[
 
 
 def checked_result(result: dict[str, Any], approved: dict[str, Any]) -> tuple[str, str, str]:
-    """(task id, when, text) of a `schedule_set` result: its cron must be the one the host
-    read and the owner approved. Raises ValueError."""
+    """(task id, cron, text) of a `schedule_set` result: its cron and "when" must be the ones
+    the host read (check `cadence`) and the owner approved. Raises ValueError."""
     try:
         task_id = str(result["task_id"])
         when, text, cron = str(result["when"]), str(result["text"]), str(result["cron"])
@@ -62,7 +60,7 @@ def checked_result(result: dict[str, Any], approved: dict[str, Any]) -> tuple[st
         raise ValueError("task id malformed")
     if cron != approved.get("cron") or " ".join(when.split()) != approved.get("when"):
         raise ValueError("the result is not the schedule that was approved")
-    return task_id, when, text
+    return task_id, cron, text
 
 
 async def schedule_task(service: TurnService, sync: Sync | None, ctx: TurnContext,
@@ -70,22 +68,18 @@ async def schedule_task(service: TurnService, sync: Sync | None, ctx: TurnContex
     result = dict(outcome.result or {})
     approved = checked.request.args if checked.request is not None else {}
     try:
-        task_id, when, text = checked_result(result, approved)
+        task_id, cron, text = checked_result(result, approved)
     except ValueError as exc:
         log.error("schedule.result_refused action_id=%s: %s", outcome.action_id, exc)
         return await _not_scheduled(service, ctx, outcome, "ERR_SCHEDULE_INVALID", {})
-    langs = [ctx.lang, *service.settings.active_languages]
-    try:
-        found = cadence.parse_any(when, langs)
+    try:  # the cron the host read before the approval; "when" as the owner said it
         task = await asyncio.to_thread(
-            owner.new_task, service.engine, service.settings, when=found.cron, text=text,
+            owner.new_task, service.engine, service.settings, when=cron, text=text,
             user_id=ctx.user_id, lang=ctx.lang, channel=channel_of(ctx.channel),
             address=ctx.session_id, action_id=outcome.action_id, task_id=task_id,
-            spoken=found.spoken)
-    except (cadence.CadenceError, ScheduleError) as exc:
-        key = exc.key if isinstance(exc, ScheduleError) else "ERR_SCHEDULE_WHEN_UNKNOWN"
-        vars = exc.vars if isinstance(exc, ScheduleError) else {"when": when[:80]}
-        return await _not_scheduled(service, ctx, outcome, key, vars)
+            spoken=str(approved["when"]))
+    except ScheduleError as exc:
+        return await _not_scheduled(service, ctx, outcome, exc.key, exc.vars)
     published = sync is not None and await owner.publish(sync, task)
     nxt = cadence.next_times(task.cron, task.timezone, datetime.now(UTC))[0]
     result.update(when=task.when_text, timezone=task.timezone, next_run=format_datetime(
@@ -157,6 +151,5 @@ def remove_task(service: TurnService, sync: Sync | None, action_id: str, *, send
     report.text, report.when = task.text, task.when_text
     folder = service.settings.state_dir / "before" / action_id
     if folder.is_dir():  # as a file undo leaves it: the surfaces no longer offer an Undo
-        write_atomic(folder / UNDONE_MARKER, json.dumps(
-            {"undo_id": report.undo_id, "at": datetime.now(UTC).isoformat()}).encode())
+        mark_undone(folder, report.undo_id)
     return report
