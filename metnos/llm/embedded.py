@@ -160,7 +160,7 @@ def fold(text: str) -> str:
 def _recognise(folded: str, lang: str, tools: list[ToolSpec]) -> list[RecognizeResult]:
     """hassil's ranked results for the folded text in `lang`, without arguments made only of
     template words."""
-    intents = _compile(lang, tuple(_tool_key(tool) for tool in tools))
+    intents = _compile(lang, household.templates(lang), tuple(_tool_key(tool) for tool in tools))
     if not intents.intents:
         return []
     by_name = {tool.name: tool for tool in tools}
@@ -213,10 +213,12 @@ def _tool_key(tool: ToolSpec) -> _ToolKey:
 
 
 @lru_cache(maxsize=32)
-def _compile(lang: str, keys: tuple[_ToolKey, ...]) -> Intents:
-    """hassil intents for these tools (templates that do not parse are logged and skipped)."""
+def _compile(lang: str, own: tuple[tuple[str, tuple[str, ...]], ...],
+             keys: tuple[_ToolKey, ...]) -> Intents:
+    """hassil intents for the household's sentences `own` and these tools (templates that do
+    not parse are logged and skipped)."""
     intents: dict[str, Intent] = {}
-    for name, sentences in household.templates(lang):
+    for name, sentences in own:
         data = _intent_data(name, sentences, {})
         if data is not None:
             intents[name] = Intent(name=name, data=[data])

@@ -2,8 +2,8 @@
 Metnos can do, help. They are answered with no model and no executor.
 
 The sentences (hassil templates), the words that ask for a change and the common words of
-each language live in `household/<lang>.toml`; a language without that file simply has no
-household intents. `household/capabilities.toml` (the same in every language) orders what
+each language live in `lexicon/<lang>/household.toml` (the resources folder); a language without that file simply has no
+household intents. `metnos/llm/household/capabilities.toml` (the same in every language) orders what
 "what can you do?" lists. Every answer is an i18n message of `i18n/<lang>/household.toml`.
 """
 
@@ -22,10 +22,11 @@ from babel.dates import format_time
 
 from metnos import i18n
 from metnos.i18n.formatting import locale_for
+from metnos.i18n.lexicon import lexicon_key
 
 log = logging.getLogger(__name__)
 
-DATA_DIR = Path(__file__).with_name("household")
+DATA_DIR = Path(__file__).with_name("household")  # capabilities.toml
 PREFIX = "household."  # intent names: executor names cannot hold a dot
 INTENTS = ("greeting", "thanks", "time", "date", "capabilities", "help")
 LEVELS = ("change", "remove", "run")  # risk words, 1 to 3; no such word: 0 (reading)
@@ -67,12 +68,16 @@ def is_household(intent: str) -> bool:
     return intent.startswith(PREFIX)
 
 
-@lru_cache(maxsize=16)
 def phrases(lang: str) -> Phrases:
     """The data file of `lang` (its base language); empty when there is none or it is broken."""
-    path = DATA_DIR / f"{lang}.toml"
+    return _phrases(lexicon_key("household", lang))
+
+
+@lru_cache(maxsize=16)
+def _phrases(key: tuple[str, int] | None) -> Phrases:
+    path = Path(key[0]) if key else None
     try:
-        table = tomllib.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+        table = tomllib.loads(path.read_text(encoding="utf-8")) if path else {}
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
         log.error("household.bad_file path=%s error=%s", path, exc)
         table = {}

@@ -9,7 +9,7 @@
   against each aim's words (accent- and case-folded, stop words dropped, compared by their
   first five letters). An aim meeting h words scores min(1, h/2); the alignment is
   `prior + (1 - prior) × Σ weight × score`, the prior being the kind's. Words, stop words and
-  priors come from `judge/<lang>.toml` (English when the language has none).
+  priors come from `lexicon/<lang>/judge.toml` (English when the language has none).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from sqlalchemy.engine import Engine
 from metnos import prompts
 from metnos.db.engine import session as db_session
 from metnos.errors import LLMError
+from metnos.i18n.lexicon import lexicon_key
 from metnos.policy import limits
 from metnos.policy.decide import Decision
 from metnos.policy.untrusted import wrap_untrusted
@@ -43,7 +44,6 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ROLE = "vaglio_judge"
-DATA_DIR = Path(__file__).resolve().parent / "judge"
 STEM = 5
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -63,17 +63,19 @@ class _Words:
     kinds: dict[str, tuple[str, ...]]
 
 
-@lru_cache(maxsize=16)
 def _words(lang: str) -> _Words:
     for code in dict.fromkeys((lang.split("-")[0].lower(), "en")):
-        path = DATA_DIR / f"{code}.toml"
-        if path.is_file():
-            table = tomllib.loads(path.read_text(encoding="utf-8"))
-            return _Words(frozenset(_fold(w) for w in table.get("words", {}).get("stop", ())),
-                          {str(k): float(v) for k, v in table.get("priors", {}).items()},
-                          {str(k): tuple(str(w) for w in v)
-                           for k, v in table.get("kinds", {}).items()})
+        if (key := lexicon_key("judge", code)) is not None:
+            return _read_words(key)
     return _Words(frozenset(), {}, {})
+
+
+@lru_cache(maxsize=16)
+def _read_words(key: tuple[str, int]) -> _Words:
+    table = tomllib.loads(Path(key[0]).read_text(encoding="utf-8"))
+    return _Words(frozenset(_fold(w) for w in table.get("words", {}).get("stop", ())),
+                  {str(k): float(v) for k, v in table.get("priors", {}).items()},
+                  {str(k): tuple(str(w) for w in v) for k, v in table.get("kinds", {}).items()})
 
 
 def _fold(word: str) -> str:

@@ -1,7 +1,7 @@
 """Time expressions of everyday speech, for the embedded planner (no model): "tra 2 minuti",
 "alle 18:30", "domani alle 9", "stasera", "in ten minutes", "at 6 pm", "tomorrow at 9".
 
-The words of each language are data (`data/<lang>/reminders.toml`); this module only knows the
+The words of each language are data (`lexicon/<lang>/reminders.toml`); this module only knows the
 grammar: a relative duration (a lead word, then numbers and units), or a day (a day word, a
 weekday, a part of the day) and a clock time (a lead word, `18`, `18:30`, `6 pm`, a named time
 such as noon). Every word of the text must belong to the expression, so "chiamare la nonna"
@@ -21,7 +21,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-DATA = Path(__file__).with_name("data")
+from metnos.i18n.lexicon import lexicon_key
+
 MAX_TOKENS = 12  # the longest expression looked at
 _TOKEN = re.compile(r"\d{1,2}[:.]\d{2}|\d+|[^\W\d_]+'|[^\W\d_]+(?:\.[^\W\d_]+\.?)?")
 _CLOCK = re.compile(r"^(\d{1,2})(?:[:.](\d{2}))?$")
@@ -47,13 +48,16 @@ class _Found:
     part: dict[str, Any] = field(default_factory=dict)
 
 
-@lru_cache(maxsize=16)
 def words(lang: str) -> dict[str, Any]:
-    """The language's data file, with every phrase folded to its tokens; {} when none."""
-    path = DATA / lang / "reminders.toml"
-    if not path.is_file():
-        return {}
-    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    """The language's data file (`lexicon/<lang>/reminders.toml`), with every phrase folded
+    to its tokens; {} when none."""
+    key = lexicon_key("reminders", lang)
+    return {} if key is None else _words(key)
+
+
+@lru_cache(maxsize=16)
+def _words(key: tuple[str, int]) -> dict[str, Any]:
+    raw = tomllib.loads(Path(key[0]).read_text(encoding="utf-8"))
     table: dict[str, Any] = {"default_hour": int(raw.get("default_hour", 9)),
                              "templates": raw.get("templates", {}),
                              "fills": {(k,): v for k, v in raw.get("fills", {}).items()}}

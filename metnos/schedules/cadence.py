@@ -23,9 +23,9 @@ from zoneinfo import ZoneInfo
 
 from cronsim import CronSim, CronSimError
 
+from metnos.i18n.lexicon import lexicon_key
 from metnos.reminders import when
 
-DATA = Path(__file__).with_name("data")
 _CRON_FIELD = re.compile(r"^[\w*/,\-]+$")
 # a Monday at midnight and a microsecond: a clock time resolves to that day (or the next, for
 # midnight) with no seconds; a relative one ("in 2 minutes") keeps the microsecond
@@ -42,12 +42,14 @@ class CadenceError(ValueError):
     """`when` names no recurring time this module understands."""
 
 
-@lru_cache(maxsize=8)
 def _words(lang: str) -> dict[str, Any]:
-    path = DATA / lang / "schedules.toml"
-    if not path.is_file():
-        return {}
-    raw = tomllib.loads(path.read_text(encoding="utf-8"))
+    key = lexicon_key("schedules", lang)
+    return {} if key is None else _read_words(key)
+
+
+@lru_cache(maxsize=8)
+def _read_words(key: tuple[str, int]) -> dict[str, Any]:
+    raw = tomllib.loads(Path(key[0]).read_text(encoding="utf-8"))
     key = _key
     return {"every": {key(p) for p in raw.get("every", [])},
             "recurring": {key(p) for p in raw.get("recurring", [])},

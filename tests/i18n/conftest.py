@@ -33,7 +33,7 @@ class Instance:
 
 
 def copy_resources(target: Path) -> Path:
-    for name in ("prompts", "i18n", "executors"):
+    for name in ("prompts", "i18n", "executors", "channels", "lexicon"):
         shutil.copytree(repo_root() / name, target / name, ignore=_IGNORE)
     return target
 

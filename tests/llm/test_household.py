@@ -17,6 +17,7 @@ from metnos.llm import embedded, household
 from metnos.llm.embedded import plan_embedded, understand
 from metnos.llm.household_hints import Example, danger, example_texts, hint
 from metnos.llm.tools import Plan
+from metnos.paths import repo_root
 from metnos.settings import get_settings
 from tests.llm.builtin_tools import builtin_tools, changes, manifests, others
 
@@ -254,22 +255,27 @@ def test_courtesies_around_a_request_are_left_off(text: str, lang: str, said: st
 
 @pytest.fixture
 def french_household(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """A third language is a data file: household/fr.toml beside the shipped ones."""
-    data = tmp_path / "household"
-    shutil.copytree(household.DATA_DIR, data)
-    (data / "fr.toml").write_text(
+    """A third language is a data file: lexicon/fr/household.toml beside the shipped ones."""
+    root = tmp_path / "res"
+    shutil.copytree(repo_root() / "lexicon", root / "lexicon")
+    shutil.copytree(repo_root() / "i18n", root / "i18n")
+    data = root / "lexicon" / "fr"
+    data.mkdir()
+    (data / "household.toml").write_text(
         '[intents]\ngreeting = ["(bonjour|salut) [metnos]"]\n'
         'time = ["quelle heure est-il", "il est quelle heure"]\n'
         '[words]\npolite = ["s\'il te plaît", "metnos"]\n', encoding="utf-8")
-    monkeypatch.setattr(household, "DATA_DIR", data)
+    monkeypatch.setenv("METNOS_I18N_RESOURCES_DIR", str(root))
+    get_settings.cache_clear()
     _forget_compiled()
     yield
     monkeypatch.undo()
+    get_settings.cache_clear()
     _forget_compiled()
 
 
 def _forget_compiled() -> None:
-    household.phrases.cache_clear()
+    household._phrases.cache_clear()
     embedded._compile.cache_clear()
     embedded._understood_examples.cache_clear()
 
