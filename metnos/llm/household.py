@@ -2,9 +2,10 @@
 Metnos can do, help. They are answered with no model and no executor.
 
 The sentences (hassil templates), the words that ask for a change and the common words of
-each language live in `lexicon/<lang>/household.toml` (the resources folder); a language without that file simply has no
-household intents. `metnos/llm/household/capabilities.toml` (the same in every language) orders what
-"what can you do?" lists. Every answer is an i18n message of `i18n/<lang>/household.toml`.
+each language live in `lexicon/<lang>/household.toml` (the resources folder); a language
+without that file simply has no household intents. `metnos/llm/household/capabilities.toml`
+(the same in every language) orders what "what can you do?" lists. Every answer is an i18n
+message of `i18n/<lang>/household.toml`.
 """
 
 from __future__ import annotations

@@ -48,8 +48,8 @@ def _words(lang: str) -> dict[str, Any]:
 
 
 @lru_cache(maxsize=8)
-def _read_words(key: tuple[str, int]) -> dict[str, Any]:
-    raw = tomllib.loads(Path(key[0]).read_text(encoding="utf-8"))
+def _read_words(source: tuple[str, int]) -> dict[str, Any]:
+    raw = tomllib.loads(Path(source[0]).read_text(encoding="utf-8"))
     key = _key
     return {"every": {key(p) for p in raw.get("every", [])},
             "recurring": {key(p) for p in raw.get("recurring", [])},
