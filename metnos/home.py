@@ -111,15 +111,14 @@ def _layout(settings: Settings, report: InitReport) -> None:
 
 def _workspace_files(settings: Settings, report: InitReport) -> None:
     lang = settings.lang.split("-")[0].lower()
-    source = settings.resources_root / "i18n" / lang / "workspace"
-    if not source.is_dir():
-        source = settings.resources_root / "i18n" / "en" / "workspace"
+    folders = [settings.resources_root / "i18n" / code / "workspace" for code in (lang, "en")]
     for name in WORKSPACE_FILES:
         target = settings.workspace / name
         if os.path.lexists(target):  # the household's own file: never read the template again
             continue
-        if durable.write_atomic(target, (source / name).read_bytes(), mode=0o644,
-                                replace=False):
+        # the language's reviewed document, else the English one (a language being added)
+        source = next((f / name for f in folders if (f / name).is_file()), folders[-1] / name)
+        if durable.write_atomic(target, source.read_bytes(), mode=0o644, replace=False):
             report.created.append(f"workspace/{name}")
 
 

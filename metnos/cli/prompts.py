@@ -8,10 +8,13 @@
     metnos-prompts mark-synced planner --lang it [--source en] [--keep-current]
     metnos-prompts resolve planner --source en
     metnos-prompts check | sync
-    metnos-prompts manifests|messages translate|review|mark-synced|resolve ...
+    metnos-prompts manifests|messages|channels|lexicon|workspace translate|review|mark-synced|
+        resolve ...
 
 The top-level verbs act on prompts (layer 1); `manifests` and `messages` carry the same verbs
-for layers 2 and 3 (`messages mark-synced --lang fr --all` promotes every reviewed message).
+for layers 2 and 3 (`messages mark-synced --lang fr --all` promotes every reviewed message),
+`channels` for the channels' templates (layer 4), `lexicon` for the words the code reads and
+`workspace` for the household's starting documents.
 A language added here stays inactive until METNOS_LANG (or `i18n.languages`) names it.
 """
 
@@ -228,3 +231,10 @@ _layer_commands(manifests_app, "manifests", "CLI_PROMPTS_EXECUTOR_HELP")
 _layer_commands(messages_app, "messages", "CLI_PROMPTS_KEY_HELP")
 app.add_typer(manifests_app, name="manifests")
 app.add_typer(messages_app, name="messages")
+for _layer, _help, _noun in (("channels", "CLI_PROMPTS_CHANNELS_HELP", "CLI_PROMPTS_TEMPLATE_HELP"),
+                             ("lexicon", "CLI_PROMPTS_LEXICON_HELP", "CLI_PROMPTS_WORDS_HELP"),
+                             ("workspace", "CLI_PROMPTS_WORKSPACE_HELP",
+                              "CLI_PROMPTS_DOCUMENT_HELP")):
+    _group = typer.Typer(help=msg(_help), no_args_is_help=True)
+    _layer_commands(_group, _layer, _noun)
+    app.add_typer(_group, name=_layer)

@@ -24,16 +24,22 @@ from metnos.executors.registry import executor_dirs
 from metnos.i18n.checks import check_message, enforced
 from metnos.i18n.instance import multilang_audit, open_instance_store
 from metnos.i18n.layer_messages import MessagesLayer
-from metnos.i18n.layers import ManifestsLayer, PromptsLayer
+from metnos.i18n.layers import (
+    ChannelsLayer,
+    LexiconLayer,
+    ManifestsLayer,
+    PromptsLayer,
+    WorkspaceLayer,
+)
 from metnos.i18n.resources import Layer, known_languages, now_iso
 from metnos.i18n.skeleton import PromptTemplateError, compare, skeleton
 from metnos.i18n.state import AlignError, align, record_new
 from metnos.i18n.store import MessageStore
-from metnos.i18n.sweep import SweepReport, Translator, check_candidate, find_work, translate
+from metnos.i18n.sweep import SweepReport, Translator, find_work, translate
 from metnos.i18n.tags import base_language
 from metnos.settings import Settings
 
-LAYERS = ("prompts", "manifests", "messages")
+LAYERS = ("prompts", "manifests", "messages", "channels", "lexicon", "workspace")
 
 
 class LanguagesError(MetnosError, ValueError):
@@ -107,6 +113,9 @@ class LanguageAdmin:
             "prompts": PromptsLayer(root, self.languages, source),
             "manifests": manifests,
             "messages": MessagesLayer(root, self.store, self.languages, source),
+            "channels": ChannelsLayer(root, self.languages, source),
+            "lexicon": LexiconLayer(root, self.languages, source),
+            "workspace": WorkspaceLayer(root, self.languages, source),
         }
 
     # -- reading ---------------------------------------------------------------------------
@@ -281,7 +290,7 @@ class LanguageAdmin:
         if cand.source_hash != state.source_hash:
             raise LanguagesError("ERR_LANGS_CANDIDATE_OBSOLETE", name=name, lang=lang)
         source_value = layer.text(name, cand.source_lang)
-        blocking = enforced(check_candidate(layer.kind, source_value, cand.value))
+        blocking = enforced(layer.problems(name, source_value, cand.value))
         if blocking:
             raise LanguagesError("ERR_LANGS_CANDIDATE_INVALID", name=name, lang=lang,
                                  problems="; ".join(f"{p.check}: {p.detail}" for p in blocking))
@@ -306,7 +315,7 @@ class LanguageAdmin:
             value = layer.text(name, lang)
             if value is None or lang == source:
                 continue
-            problems = _text_problems(layer.kind, source_value, value)
+            problems = _text_problems(layer, name, source_value, value)
             issues += [CheckIssue(layer.name, name, lang, p) for p in problems]
         return issues
 
@@ -314,9 +323,13 @@ class LanguageAdmin:
         multilang_audit(self.settings, action, **fields)
 
 
-def _text_problems(kind: str, source: Any, value: Any) -> list[str]:
+def _text_problems(layer: Layer, name: str, source: Any, value: Any) -> list[str]:
     """Structural problems of an existing translation (not 'unchanged': that is for
     candidates, and short strings may well be equal)."""
+    kind = layer.kind
+    if kind in ("template", "lexicon", "document"):
+        return [f"{p.check}: {p.detail}" for p in enforced(layer.problems(name, source, value))
+                if p.check != "unchanged"]
     if kind == "prompt":
         try:
             found = compare(skeleton(str(source)), skeleton(str(value)))

@@ -8,22 +8,26 @@ a list of `Problem`s, [] when everything holds; `enforced` problems reject the c
 
 - `check_message` — layer 3: `{name}` strings and CLDR plural tables;
 - `check_prompt` — layer 1: Jinja templates (parse, skeleton, no new constructs);
-- `check_prose` — layer 2: an executor description (str) or its affinity keywords (list).
+- `check_prose` — layer 2: an executor description (str) or its affinity keywords (list);
+- `check_document` — a workspace document (markdown): headings, numbered items, code kept;
+- `check_lexicon` — word data (TOML): it parses and keeps the keys that are structure.
 """
 
 from __future__ import annotations
 
 import re
 import string
+import tomllib
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from metnos.i18n import skeleton as sk
 from metnos.i18n.skeleton import Problem, PromptTemplateError
 from metnos.i18n.textnorm import ZERO_WIDTH, normalise
 
-__all__ = ["BRAND_WORDS", "CHECKS", "PLURAL_CATEGORIES", "Problem", "check_message",
-           "check_prompt", "check_prose", "check_text", "describe", "description_key",
-           "enforced", "placeholders"]
+__all__ = ["BRAND_WORDS", "CHECKS", "PLURAL_CATEGORIES", "Problem", "check_document",
+           "check_lexicon", "check_message", "check_prompt", "check_prose", "check_text",
+           "describe", "description_key", "enforced", "has_prose", "placeholders"]
 
 Message = str | Mapping[str, str]
 PLURAL_CATEGORIES = frozenset({"zero", "one", "two", "few", "many", "other"})
@@ -105,6 +109,95 @@ def check_prompt(source: str, candidate: str) -> list[Problem]:
     if normalise(source) == normalise(candidate):
         problems.append(Problem("unchanged", "the candidate is identical to the source"))
     return problems + _control(candidate)
+
+
+_TAG = re.compile(r"<[^<>]*>")
+
+
+def has_prose(template: str) -> bool:
+    """Whether a template holds words outside its Jinja constructs and HTML tags."""
+    return _WORD.search(_TAG.sub(" ", _JINJA.sub(" ", template))) is not None
+
+
+_HEADING = re.compile(r"^#{1,6}\s", re.M)
+_NUMBERED = re.compile(r"^\s*\d+[.)]\s", re.M)
+
+
+def check_document(source: str, candidate: str) -> list[Problem]:
+    """A markdown document: the same headings and numbered items (the code counts the aims of
+    TELOS.md), every code span and placeholder kept."""
+    problems: list[Problem] = []
+    for check, pattern in (("headings", _HEADING), ("numbered_items", _NUMBERED)):
+        want, got = len(pattern.findall(source)), len(pattern.findall(candidate))
+        if want != got:
+            problems.append(Problem(check, f"{got} in the candidate, {want} in the source"))
+    lost = sorted(set(_CODE.findall(source)) - set(_CODE.findall(candidate)))
+    if lost:
+        problems.append(Problem("code", "changed or missing: " + ", ".join(lost[:5])))
+    if normalise(source) == normalise(candidate):
+        problems.append(Problem("unchanged", "the candidate is identical to the source"))
+    return problems + _control(candidate)
+
+
+def check_lexicon(source: str, candidate: str, others: Iterable[str] = ()) -> list[Problem]:
+    """Word data in TOML. It must parse. A key path every language has (`others`: the texts
+    of the languages that have one; none given: the top-level keys) is structure the code
+    looks up, so the candidate keeps it with a value of the same type; words used as keys
+    (`"half an hour" = 1800`) are translated freely. Numbers the source never maps to are a
+    warning (a new synonym is fine, a new value is worth a look)."""
+    try:
+        want, got = tomllib.loads(source), tomllib.loads(candidate)
+    except tomllib.TOMLDecodeError as exc:
+        return [Problem("lexicon_parse", str(exc))] + _control(candidate)
+    texts = [tomllib.loads(t) for t in others if _parses(t)] or [
+        {key: {} if isinstance(value, dict) else value for key, value in want.items()}]
+    fixed = set.intersection(*(set(_key_paths(t)) for t in [want, *texts]))
+    paths = _key_paths(got)
+    problems = []
+    missing = sorted(".".join(p) for p in fixed if p not in paths)
+    if missing:
+        problems.append(Problem("lexicon_keys", "missing: " + ", ".join(missing[:8])))
+    wrong = sorted(".".join(p) for p in fixed
+                   if p in paths and _kind(_key_paths(want)[p]) != _kind(paths[p]))
+    if wrong:
+        problems.append(Problem("lexicon_types", "another type: " + ", ".join(wrong[:8])))
+    new = sorted({str(v) for v in _numbers(got)} - {str(v) for v in _numbers(want)})
+    if new:
+        problems.append(Problem("lexicon_values", "new values: " + ", ".join(new[:8]), False))
+    if normalise(source) == normalise(candidate):
+        problems.append(Problem("unchanged", "the candidate is identical to the source"))
+    return problems + _control(candidate)
+
+
+def _parses(text: str) -> bool:
+    try:
+        tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return False
+    return True
+
+
+def _key_paths(table: Mapping[str, Any], prefix: tuple[str, ...] = ()) -> dict[
+        tuple[str, ...], Any]:
+    found: dict[tuple[str, ...], Any] = {}
+    for key, value in table.items():
+        found[(*prefix, key)] = value
+        if isinstance(value, Mapping):
+            found.update(_key_paths(value, (*prefix, key)))
+    return found
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int | float):
+        return "number"
+    return type(value).__name__
+
+
+def _numbers(table: Mapping[str, Any]) -> list[Any]:
+    return [v for v in _key_paths(table).values()
+            if isinstance(v, int | float) and not isinstance(v, bool)]
 
 
 def check_prose(source: str | list[str], candidate: str | list[str]) -> list[Problem]:

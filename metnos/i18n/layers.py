@@ -1,7 +1,10 @@
-"""Layer 1 (prompts) and layer 2 (executor manifests) on the `Layer` interface.
+"""The file layers and layer 2 (executor manifests) on the `Layer` interface.
 
-Prompts: `prompts/<lang>/<role>.j2`; candidates `prompts/<lang>/_pending/<role>.j2.candidate`;
-the record and the candidates' provenance in `prompts/lang_state.json`.
+File layers (`FilesLayer`): prompts `prompts/<lang>/<role>.j2` (layer 1), the channels'
+templates `channels/<lang>/<channel>/<name>.j2` (layer 4), the word data `lexicon/<lang>/
+<name>.toml` and the workspace documents `i18n/<lang>/workspace/<NAME>.md`. Candidates wait
+beside them in `<lang>/_pending/`; the record and the candidates' provenance are one JSON file
+per layer (`prompts/lang_state.json`, ...).
 
 Manifests: `[description]`/`[affinity]` of `executors/<name>/manifest.toml` (signed, never
 rewritten for a language it does not have), the record in `manifest.lang_state.json`
@@ -19,6 +22,7 @@ from typing import Any, ClassVar
 
 import tomlkit
 
+from metnos.i18n.checks import Problem, check_lexicon
 from metnos.i18n.resources import (
     Candidate,
     Layer,
@@ -30,34 +34,53 @@ from metnos.i18n.resources import (
 )
 from metnos.i18n.state import LangEntry
 
-PROMPT_SUFFIX = ".j2"
 PENDING_DIR = "_pending"
-CANDIDATE_SUFFIX = ".j2.candidate"
-PROMPTS_STATE = "lang_state.json"
+CANDIDATE_SUFFIX = ".candidate"
+STATE_FILE = "lang_state.json"
 MANIFEST_FILE = "manifest.toml"
 MANIFEST_STATE = "manifest.lang_state.json"
 
 
-class PromptsLayer(Layer):
-    name: ClassVar[str] = "prompts"
-    kind: ClassVar[str] = "prompt"
+class FilesLayer(Layer):
+    """A layer whose texts are files, one per language: `<base>/<lang>/<sub>/<name><suffix>`
+    (a name may hold `/`: `telegram/approval`). Candidates wait in
+    `<base>/<lang>/_pending/<sub>/<name><suffix>.candidate`, the record and the candidates'
+    provenance in one JSON file (`state`). Prompts (layer 1), the channels' templates
+    (layer 4), the word data the code reads (`lexicon`) and the household's starting
+    documents (`workspace`) are all files of this kind."""
 
-    def __init__(self, root: Path, languages: Iterable[str], default_source: str) -> None:
+    def __init__(self, base: Path, languages: Iterable[str], default_source: str, *,
+                 suffix: str, sub: str = "", state: Path | None = None) -> None:
         super().__init__(languages, default_source)
-        self.dir = root / "prompts"
+        self.dir = base
+        self.suffix = suffix
+        self.sub = sub
+        self.state_path = state or base / STATE_FILE
         self._state: dict[str, Any] | None = None
 
+    def _folder(self, lang: str, pending: bool = False) -> Path:
+        folder = self.dir / lang / PENDING_DIR if pending else self.dir / lang
+        return folder / self.sub if self.sub else folder
+
     def path(self, name: str, lang: str) -> Path:
-        return self.dir / lang / f"{name}{PROMPT_SUFFIX}"
+        return self._folder(lang) / f"{name}{self.suffix}"
 
     def pending_path(self, name: str, lang: str) -> Path:
-        return self.dir / lang / PENDING_DIR / f"{name}{CANDIDATE_SUFFIX}"
+        return self._folder(lang, pending=True) / f"{name}{self.suffix}{CANDIDATE_SUFFIX}"
 
     def resources(self) -> list[str]:
         if not self.dir.is_dir():
             return []
-        return sorted({p.name[: -len(PROMPT_SUFFIX)] for p in self.dir.glob(f"*/*{PROMPT_SUFFIX}")
-                       if not p.parent.name.startswith("_")})
+        names: set[str] = set()
+        for lang_dir in self.dir.iterdir():
+            folder = self._folder(lang_dir.name)
+            if lang_dir.name.startswith(("_", ".")) or not folder.is_dir():
+                continue
+            for path in folder.rglob(f"*{self.suffix}"):
+                relative = path.relative_to(folder)
+                if path.is_file() and not any(p.startswith(("_", ".")) for p in relative.parts):
+                    names.add(relative.as_posix()[: -len(self.suffix)])
+        return sorted(names)
 
     def text(self, name: str, lang: str) -> str | None:
         path = self.path(name, lang)
@@ -65,7 +88,7 @@ class PromptsLayer(Layer):
 
     def _data(self) -> dict[str, Any]:
         if self._state is None:
-            self._state = read_json(self.dir / PROMPTS_STATE)
+            self._state = read_json(self.state_path)
             self._state.setdefault("lang_state", {})
             self._state.setdefault("candidates", {})
         return self._state
@@ -112,7 +135,56 @@ class PromptsLayer(Layer):
         return []
 
     def _write(self) -> None:
-        write_json(self.dir / PROMPTS_STATE, self._data())
+        write_json(self.state_path, self._data())
+
+
+class PromptsLayer(FilesLayer):
+    """Layer 1: `prompts/<lang>/<role>.j2`, the record in `prompts/lang_state.json`."""
+
+    name: ClassVar[str] = "prompts"
+    kind: ClassVar[str] = "prompt"
+
+    def __init__(self, root: Path, languages: Iterable[str], default_source: str) -> None:
+        super().__init__(root / "prompts", languages, default_source, suffix=".j2")
+
+
+class ChannelsLayer(FilesLayer):
+    """Layer 4: the channels' message templates, `channels/<lang>/<channel>/<name>.j2`
+    (Jinja, checked like a prompt: the same constructs, in the same order)."""
+
+    name: ClassVar[str] = "channels"
+    kind: ClassVar[str] = "template"
+
+    def __init__(self, root: Path, languages: Iterable[str], default_source: str) -> None:
+        super().__init__(root / "channels", languages, default_source, suffix=".j2")
+
+
+class LexiconLayer(FilesLayer):
+    """The words the code reads (`metnos.i18n.lexicon`): `lexicon/<lang>/<name>.toml`. A key
+    every other language has too (a table of intents, an executor's templates, a prior) is
+    structure and must stay; the rest (phrases, and words used as keys) is translated."""
+
+    name: ClassVar[str] = "lexicon"
+    kind: ClassVar[str] = "lexicon"
+
+    def __init__(self, root: Path, languages: Iterable[str], default_source: str) -> None:
+        super().__init__(root / "lexicon", languages, default_source, suffix=".toml")
+
+    def problems(self, name: str, source: Any, value: Any) -> list[Problem]:
+        others = [t for lang in self.languages if (t := self.text(name, lang)) is not None]
+        return check_lexicon(str(source), str(value), others)
+
+
+class WorkspaceLayer(FilesLayer):
+    """The household's starting documents (`i18n/<lang>/workspace/<NAME>.md`, copied into a
+    new workspace by `metnos init`); the record in `i18n/workspace.lang_state.json`."""
+
+    name: ClassVar[str] = "workspace"
+    kind: ClassVar[str] = "document"
+
+    def __init__(self, root: Path, languages: Iterable[str], default_source: str) -> None:
+        super().__init__(root / "i18n", languages, default_source, suffix=".md",
+                         sub="workspace", state=root / "i18n" / "workspace.lang_state.json")
 
 
 class ManifestsLayer(Layer):

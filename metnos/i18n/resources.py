@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from metnos import durable
+from metnos.i18n.skeleton import Problem
 from metnos.i18n.state import Assessment, LangEntry, assess
 from metnos.i18n.textnorm import value_hash
 
@@ -111,6 +112,12 @@ class Layer(ABC):
 
     def flush(self) -> None:  # noqa: B027 - a no-op for layers that write at once
         """Write what was buffered (layers that batch their state file)."""
+
+    def problems(self, name: str, source: Any, value: Any) -> list[Problem]:
+        """The checks of a candidate `value` of `name` against its `source` text."""
+        from metnos.i18n.sweep import check_candidate
+
+        return check_candidate(self.kind, source, value)
 
 
 def _hash_or_none(value: Any | None) -> str | None:

@@ -18,13 +18,22 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from metnos.errors import LLMError
-from metnos.i18n.checks import Problem, check_message, check_prompt, check_prose
+from metnos.i18n.checks import (
+    Problem,
+    check_document,
+    check_lexicon,
+    check_message,
+    check_prompt,
+    check_prose,
+    has_prose,
+)
 from metnos.i18n.resources import Candidate, Layer
 from metnos.i18n.state import Assessment
 
 log = logging.getLogger(__name__)
 
 Progress = Callable[[str], None]
+TEXT_KINDS = ("prompt", "template", "lexicon", "document")  # a file's text, translated whole
 _FENCE = re.compile(r"^\s*```[\w-]*\n(.*?)\n?```\s*$", re.DOTALL)
 
 
@@ -149,7 +158,7 @@ def _keep(layer: Layer, item: WorkItem, value: Any, label: str, report: SweepRep
     if value is None:
         report.failed.append((layer.name, item.name, item.lang, "no translation returned"))
         return
-    problems = check_candidate(layer.kind, item.source_value, value)
+    problems = layer.problems(item.name, item.source_value, value)
     blocking = [p for p in problems if p.enforced]
     if blocking:
         report.rejected.append((layer.name, item.name, item.lang,
@@ -163,8 +172,15 @@ def _keep(layer: Layer, item: WorkItem, value: Any, label: str, report: SweepRep
 
 def check_candidate(kind: str, source: Any, candidate: Any) -> list[Problem]:
     """The checks of one layer's kind of text."""
-    if kind == "prompt":
-        return check_prompt(str(source), str(candidate))
+    if kind in ("prompt", "template"):
+        problems = check_prompt(str(source), str(candidate))
+        if not has_prose(str(source)):  # only constructs and tags: the same text is right
+            problems = [p for p in problems if p.check != "unchanged"]
+        return problems
+    if kind == "document":
+        return check_document(str(source), str(candidate))
+    if kind == "lexicon":
+        return check_lexicon(str(source), str(candidate), [])
     if kind == "messages":
         return check_message(source, candidate)
     if not isinstance(candidate, dict):
@@ -181,7 +197,7 @@ def _batches(items: Sequence[WorkItem], size: int) -> list[list[WorkItem]]:
 
 
 def _payload(kind: str, group: Sequence[WorkItem]) -> str:
-    if kind == "prompt":
+    if kind in TEXT_KINDS:
         return str(group[0].source_value)
     if kind == "manifest":
         return json.dumps(group[0].source_value, ensure_ascii=False, indent=2)
@@ -192,7 +208,7 @@ def _parse(kind: str, reply: str, group: Sequence[WorkItem]) -> dict[str, Any]:
     """The translations in `reply` by resource name; ValueError when it is not usable."""
     fenced = _FENCE.match(reply)
     text = fenced.group(1) if fenced else reply
-    if kind == "prompt":
+    if kind in TEXT_KINDS:
         if not text.strip():
             raise ValueError("empty reply")
         return {group[0].name: text if text.endswith("\n") else text + "\n"}

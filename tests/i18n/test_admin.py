@@ -53,11 +53,11 @@ async def test_edit_sweep_review_accept(instance: Instance, translator_llm: Scri
     report = await admin.sweep(translator, layers=["prompts"])
     assert ("prompts", "planner", "it") in report.written
     pending = instance.root / "prompts" / "it" / "_pending" / "planner.j2.candidate"
-    assert "[it] 8. Always greet" in pending.read_text(encoding="utf-8")
+    assert "8. [it] Always greet" in pending.read_text(encoding="utf-8")
     assert planner_status(admin) == {"en": "source", "it": "stale*"}
 
     review = admin.review("prompts", "planner", "it")
-    assert "+[it] 8. Always greet" in review.diff and not review.obsolete
+    assert "+8. [it] Always greet" in review.diff and not review.obsolete
 
     admin.mark_synced("prompts", "planner", "it")
     assert instance.prompt("it").read_text(encoding="utf-8") == review.candidate
@@ -114,7 +114,7 @@ async def test_retro_translation_makes_italian_the_source(
     assert planner_status(admin) == {"en": "stale", "it": "source"}
     await admin.sweep(translator, layers=["prompts"])
     candidate = admin.review("prompts", "planner", "en").candidate or ""
-    assert "[en] 8. Saluta sempre" in candidate
+    assert "8. [en] Saluta sempre" in candidate
 
 
 @pytest.mark.parametrize("damage", ["rename_attribute", "unchanged", "control_char"])

@@ -6,6 +6,8 @@ from metnos import i18n
 from metnos.i18n.checks import (
     CHECKS,
     Problem,
+    check_document,
+    check_lexicon,
     check_message,
     check_prompt,
     check_prose,
@@ -142,3 +144,28 @@ def test_every_check_is_described_in_both_languages() -> None:
     line = describe(Problem("placeholders", "{path} missing"), "it")
     assert line == "[respinto] I segnaposto sono diversi da quelli dell'originale: {path} missing"
     assert describe(Problem("double_space", "x", False), "en").startswith("[warning] Double")
+
+
+def test_a_word_file_keeps_the_keys_every_language_has() -> None:
+    en = 'every = ["every"]\n[days]\nweekend = "0,6"\n[priors]\ncompose = 0.4\n'
+    it = 'every = ["ogni"]\n[days]\n"fine settimana" = "0,6"\n[priors]\ncompose = 0.4\n'
+    good = 'every = ["chaque"]\n[days]\n"week-end" = "0,6"\n[priors]\ncompose = 0.4\n'
+    assert enforced(check_lexicon(en, good, [en, it])) == []
+    renamed = good.replace("compose", "composer")
+    assert [p.check for p in enforced(check_lexicon(en, renamed, [en, it]))] == ["lexicon_keys"]
+    retyped = good.replace('every = ["chaque"]', 'every = "chaque"')
+    assert [p.check for p in enforced(check_lexicon(en, retyped, [en, it]))] == ["lexicon_types"]
+    assert [p.check for p in check_lexicon(en, "every = [", [en])] == ["lexicon_parse"]
+    assert [p.check for p in check_lexicon(en, en, [en, it])] == ["unchanged"]
+    more = good + '[extra]\nsoixante = 60\n'
+    assert [(p.check, p.enforced) for p in check_lexicon(en, more, [en, it])] == [
+        ("lexicon_values", False)]
+
+
+def test_a_document_keeps_its_headings_numbered_items_and_code() -> None:
+    en = "# Telos\n\nAims:\n\n1. Keep `notes.md` tidy.\n2. Save time.\n"
+    fr = "# Telos\n\nButs :\n\n1. Garder `notes.md` en ordre.\n2. Gagner du temps.\n"
+    assert check_document(en, fr) == []
+    assert [p.check for p in check_document(en, fr.replace("2. ", "- "))] == ["numbered_items"]
+    assert [p.check for p in check_document(en, fr.replace("# Telos", "Telos"))] == ["headings"]
+    assert [p.check for p in check_document(en, fr.replace("`notes.md`", "notes.md"))] == ["code"]

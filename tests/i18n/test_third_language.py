@@ -44,11 +44,12 @@ async def test_french_is_added_translated_reviewed_and_spoken(
     assert "+[fr]" in review
     for role in sorted(p.stem for p in (root / "prompts" / "en").glob("*.j2")):  # every prompt
         await asyncio.to_thread(cli, "mark-synced", role, "--lang", "fr")
-    await asyncio.to_thread(cli, "manifests", "mark-synced", "--lang", "fr", "--all")
-    await asyncio.to_thread(cli, "messages", "mark-synced", "--lang", "fr", "--all")
+    for layer in ("manifests", "messages", "channels", "lexicon", "workspace"):
+        await asyncio.to_thread(cli, layer, "mark-synced", "--lang", "fr", "--all")
     rows = json.loads(await asyncio.to_thread(cli, "status", "--json"))
     french = {(r["layer"], r["status"]) for r in rows if r["lang"] == "fr"}
-    assert french == {("prompts", "synced"), ("manifests", "synced"), ("messages", "synced")}
+    assert french == {(layer, "synced") for layer in (
+        "prompts", "manifests", "messages", "channels", "lexicon", "workspace")}
 
     monkeypatch.setenv("METNOS_LANG", "fr")
     get_settings.cache_clear()

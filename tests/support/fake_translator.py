@@ -1,16 +1,23 @@
 """A stand-in for a translating model, behind the scripted LLM server (the LLM edge).
 
 `fake_translation(body)` answers a request made with the `translator` prompt: it marks every
-prose line or value with the target language (`[fr] ...`), keeps Jinja constructs, `{name}`
-placeholders, whitespace and JSON shapes, as a good translator would. Other requests get None
-(the scripted server then answers from its queue).
+prose line or value with the target language (`[fr] ...`), keeps Jinja constructs, HTML tags,
+markdown markers, `{name}` placeholders, whitespace and JSON shapes, as a good translator
+would. Word data (a TOML payload, the `lexicon` kind) is answered from the reviewed
+translations kept in `tests/support/translations/<lang>/lexicon/` when there is one for that
+file, else with the same words under a line naming the language. Other requests get None (the
+scripted server then answers from its queue).
 """
 
 from __future__ import annotations
 
 import json
 import re
+import tomllib
+from pathlib import Path
 from typing import Any
+
+from metnos.paths import repo_root
 
 _CODES = re.compile(r"\(`([A-Za-z]{2,3}(?:-[A-Za-z0-9]+)*)`\)")
 _EDGES = re.compile(r"^(\s*)(.*?)(\s*)$", re.DOTALL)
@@ -32,6 +39,8 @@ def fake_translation(body: dict[str, Any]) -> str | None:
     try:
         data = json.loads(user)
     except ValueError:
+        if _toml(user) is not None:
+            return _lexicon(user, target)
         return "".join(_line(line, target) for line in user.splitlines(keepends=True))
     if "description" in data and "affinity" in data:
         return json.dumps({"description": _mark(data["description"], target),
@@ -50,7 +59,36 @@ def _mark(text: str, target: str) -> str:
 
 
 def _line(line: str, target: str) -> str:
-    if not line.strip() or any(ch in line for ch in "{}<>`"):
-        return line
+    """One line of a template or document: its first stretch of prose outside any Jinja
+    construct, HTML tag, code span or markdown marker gets the mark."""
     body = line.rstrip("\n")
-    return _mark(body, target) + line[len(body):]
+    for piece in _PIECES.finditer(body):
+        if piece.group("prose") and _LETTER.search(piece.group("prose")):
+            lead = len(piece.group("prose")) - len(piece.group("prose").lstrip())
+            at = piece.start() + lead
+            return f"{body[:at]}[{target}] {body[at:]}" + line[len(body):]
+    return line
+
+
+_PIECES = re.compile(r"(?P<skip>\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}|<[^>]*>|`[^`]*`|\{[^{}]*\}"
+                     r"|^\s*(?:#{1,6}\s|[-*•]\s|\d+[.)]\s))|(?P<prose>[^{<`]+|[{<`])")
+_LETTER = re.compile(r"[^\W\d_]")
+_MEMORY = Path(__file__).with_name("translations")
+
+
+def _toml(text: str) -> dict[str, Any] | None:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return None
+    return data if data else None
+
+
+def _lexicon(source: str, target: str) -> str:
+    """A lexicon file: the reviewed one when the memory has it, else the same words."""
+    for path in sorted(repo_root().glob("lexicon/*/*.toml")):
+        if path.read_text(encoding="utf-8") == source:
+            kept = _MEMORY / target / "lexicon" / path.name
+            if kept.is_file():
+                return kept.read_text(encoding="utf-8")
+    return f"# [{target}] (the same words as the source)\n{source}"
