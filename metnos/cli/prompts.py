@@ -8,13 +8,14 @@
     metnos-prompts mark-synced planner --lang it [--source en] [--keep-current]
     metnos-prompts resolve planner --source en
     metnos-prompts check | sync
-    metnos-prompts manifests|messages|channels|lexicon|workspace translate|review|mark-synced|
-        resolve ...
+    metnos-prompts manifests|messages|channels|lexicon|workspace|planner translate|review|
+        mark-synced|resolve ...
 
 The top-level verbs act on prompts (layer 1); `manifests` and `messages` carry the same verbs
 for layers 2 and 3 (`messages mark-synced --lang fr --all` promotes every reviewed message),
 `channels` for the channels' templates (layer 4), `lexicon` for the words the code reads and
-`workspace` for the household's starting documents.
+`workspace` for the household's starting documents and `planner` for each executor's
+sentences, phrases and argument descriptions (the embedded planner's words).
 A language added here stays inactive until METNOS_LANG (or `i18n.languages`) names it.
 """
 
@@ -234,7 +235,8 @@ app.add_typer(messages_app, name="messages")
 for _layer, _help, _noun in (("channels", "CLI_PROMPTS_CHANNELS_HELP", "CLI_PROMPTS_TEMPLATE_HELP"),
                              ("lexicon", "CLI_PROMPTS_LEXICON_HELP", "CLI_PROMPTS_WORDS_HELP"),
                              ("workspace", "CLI_PROMPTS_WORKSPACE_HELP",
-                              "CLI_PROMPTS_DOCUMENT_HELP")):
+                              "CLI_PROMPTS_DOCUMENT_HELP"),
+                             ("planner", "CLI_PROMPTS_PLANNER_HELP", "CLI_PROMPTS_EXECUTOR_HELP")):
     _group = typer.Typer(help=msg(_help), no_args_is_help=True)
     _layer_commands(_group, _layer, _noun)
     app.add_typer(_group, name=_layer)

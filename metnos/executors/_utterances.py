@@ -7,7 +7,7 @@ Rule references (`<rule>`) are refused: the embedded planner defines no expansio
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from hassil import Group, ListReference, RuleReference, parse_sentence
@@ -28,6 +28,20 @@ def check_utterances(
                 raise ValueError(f"utterances.{lang}: cannot parse {template!r}: {exc}") from exc
             for ref in _references(sentence.expression):
                 _check_reference(ref, lang, template, inputs, slots)
+
+
+def filled_inputs(templates: Iterable[str]) -> set[str]:
+    """The inputs these templates capture (`{input}`, `{slot:input}`); a template that does
+    not parse fills nothing."""
+    found: set[str] = set()
+    for template in templates:
+        try:
+            sentence = parse_sentence(template)
+        except Exception:  # hassil raises several parse error types  # noqa: S112
+            continue
+        found.update(ref.slot_name for ref in _references(sentence.expression)
+                     if isinstance(ref, ListReference))
+    return found
 
 
 def _check_reference(

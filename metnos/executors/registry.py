@@ -22,6 +22,7 @@ from metnos import i18n
 from metnos.errors import ExecutorNotFound, ManifestError, SignatureError
 from metnos.executors.manifest import MANIFEST_FILE, Manifest, manifest_bytes, parse_manifest
 from metnos.executors.signing import SignedFacts, signature_path, verify_executor
+from metnos.i18n.layer_planner import planner_text
 from metnos.i18n.store import affinity_words
 from metnos.keys import load_public_key
 from metnos.llm.tools import ToolSpec
@@ -218,17 +219,34 @@ def admit_with_settings(
 def _tool_spec(manifest: Manifest, lang: str) -> ToolSpec:
     """`manifest.tool_spec(lang)`; when the manifest has no description in `lang`, the reviewed
     layer-3 messages `EX_DESCRIPTION_<name>` and `EX_AFFINITY_<name>` of exactly that
-    language, if any (SPEC §9.3)."""
+    language, if any (SPEC §9.3), and its reviewed planner words (sentences, phrases, argument
+    descriptions: `metnos.i18n.layer_planner`)."""
     tool = manifest.tool_spec(lang)
     base = lang.replace("_", "-").split("-")[0].lower()
     if lang in manifest.description or base in manifest.description:
         return tool
+    tool = _with_planner_words(tool, planner_text(manifest.name, base))
     text = i18n.lookup(f"EX_DESCRIPTION_{manifest.name}", lang)
     if not isinstance(text, str) or not text:
         return tool
     words = i18n.lookup(f"EX_AFFINITY_{manifest.name}", lang)
     affinity = tuple(affinity_words(words)) if isinstance(words, str) else tool.affinity
     return replace(tool, description=text, affinity=affinity)
+
+
+def _with_planner_words(tool: ToolSpec, words: dict[str, Any] | None) -> ToolSpec:
+    if not words:
+        return tool
+    properties = {
+        name: {**schema, "description": str(words.get("inputs", {}).get(name)
+                                            or schema.get("description", ""))}
+        for name, schema in tool.parameters.get("properties", {}).items()}
+    slots = words.get("slots", {})
+    return replace(
+        tool, parameters={**tool.parameters, "properties": properties},
+        utterances=tuple(str(u) for u in words.get("utterances", ())),
+        slot_values={slot: dict(table) for slot, table in slots.items()
+                     if isinstance(table, dict)})
 
 
 def _candidate_folders(base: Path) -> list[Path]:

@@ -24,6 +24,7 @@ from metnos.executors.registry import executor_dirs
 from metnos.i18n.checks import check_message, enforced
 from metnos.i18n.instance import multilang_audit, open_instance_store
 from metnos.i18n.layer_messages import MessagesLayer
+from metnos.i18n.layer_planner import PlannerLayer
 from metnos.i18n.layers import (
     ChannelsLayer,
     LexiconLayer,
@@ -39,7 +40,7 @@ from metnos.i18n.sweep import SweepReport, Translator, find_work, translate
 from metnos.i18n.tags import base_language
 from metnos.settings import Settings
 
-LAYERS = ("prompts", "manifests", "messages", "channels", "lexicon", "workspace")
+LAYERS = ("prompts", "manifests", "messages", "channels", "lexicon", "workspace", "planner")
 
 
 class LanguagesError(MetnosError, ValueError):
@@ -116,6 +117,7 @@ class LanguageAdmin:
             "channels": ChannelsLayer(root, self.languages, source),
             "lexicon": LexiconLayer(root, self.languages, source),
             "workspace": WorkspaceLayer(root, self.languages, source),
+            "planner": PlannerLayer(root, executor_dirs(settings), self.languages, source),
         }
 
     # -- reading ---------------------------------------------------------------------------
@@ -327,7 +329,7 @@ def _text_problems(layer: Layer, name: str, source: Any, value: Any) -> list[str
     """Structural problems of an existing translation (not 'unchanged': that is for
     candidates, and short strings may well be equal)."""
     kind = layer.kind
-    if kind in ("template", "lexicon", "document"):
+    if kind in ("template", "lexicon", "document", "planner"):
         return [f"{p.check}: {p.detail}" for p in enforced(layer.problems(name, source, value))
                 if p.check != "unchanged"]
     if kind == "prompt":

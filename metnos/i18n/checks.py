@@ -285,9 +285,10 @@ def _same(source: str, candidate: str) -> bool:
 
 def _needs_translation(source: str) -> bool:
     """False for text too short or too technical to need translating: only placeholders,
-    code, brand words, numbers, or a single word such as "Email"."""
+    code, brand words, acronyms (HTTP), numbers, or a single word such as "Email"."""
     prose = _FIELD.sub(" ", _CODE.sub(" ", _JINJA.sub(" ", source)))
-    words = [w for w in _WORD.findall(prose) if w.casefold() not in BRAND_WORDS]
+    words = [w for w in _WORD.findall(prose)
+             if w.casefold() not in BRAND_WORDS and not (len(w) > 1 and w.isupper())]
     return len(words) >= 2 and sum(len(w) for w in words) >= 4
 
 

@@ -183,6 +183,10 @@ def check_candidate(kind: str, source: Any, candidate: Any) -> list[Problem]:
         return check_lexicon(str(source), str(candidate), [])
     if kind == "messages":
         return check_message(source, candidate)
+    if kind == "planner":
+        from metnos.i18n.layer_planner import check_planner
+
+        return check_planner(source, candidate)
     if not isinstance(candidate, dict):
         return [Problem("shape", "not an object with description and affinity", True)]
     return [*check_prose(source["description"], candidate.get("description", "")),
@@ -199,7 +203,7 @@ def _batches(items: Sequence[WorkItem], size: int) -> list[list[WorkItem]]:
 def _payload(kind: str, group: Sequence[WorkItem]) -> str:
     if kind in TEXT_KINDS:
         return str(group[0].source_value)
-    if kind == "manifest":
+    if kind in ("manifest", "planner"):
         return json.dumps(group[0].source_value, ensure_ascii=False, indent=2)
     return json.dumps({i.name: i.source_value for i in group}, ensure_ascii=False, indent=2)
 
@@ -213,7 +217,7 @@ def _parse(kind: str, reply: str, group: Sequence[WorkItem]) -> dict[str, Any]:
             raise ValueError("empty reply")
         return {group[0].name: text if text.endswith("\n") else text + "\n"}
     data = _json_object(text)
-    if kind == "manifest":
+    if kind in ("manifest", "planner"):
         return {group[0].name: data}
     return {name: value for name, value in data.items() if isinstance(value, str | dict)}
 

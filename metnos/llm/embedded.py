@@ -23,6 +23,7 @@ import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
+from itertools import islice
 from typing import Any
 
 from hassil import (
@@ -37,6 +38,7 @@ from hassil import (
     recognize_ranked,
 )
 from hassil.intents import Intent
+from hassil.sample import sample_expression
 
 from metnos import i18n
 from metnos.llm import arguments, household
@@ -250,6 +252,37 @@ def _intent_data(
         lists[list_name] = _value_list(list_name, values) if values else WildcardSlotList(list_name)
     wildcards = {n for n, lst in lists.items() if isinstance(lst, WildcardSlotList)}
     return IntentData(sentence_texts=templates, slot_lists=lists, wildcard_list_names=wildcards)
+
+
+def misunderstood(templates: Sequence[str], slots: Mapping[str, Mapping[str, Any]],
+                  limit: int) -> list[tuple[str, str]]:
+    """(template, example) for each template of which an example sentence, sampled from it
+    (at most `limit` each, a wildcard filled with one word), is not understood as the intent
+    these templates make together: what a translated sentence list is checked with."""
+    values = {slot: tuple((str(p), json.dumps(v)) for p, v in table.items())
+              for slot, table in slots.items()}
+    data = _intent_data("candidate", tuple(templates), values)
+    if data is None:
+        return [(template, "") for template in templates]
+    intents = Intents(language="xx", intents={"candidate": Intent(name="candidate", data=[data])})
+    word = TextSlotValue(text_in=parse_sentence("zanzibar").expression, value_out="zanzibar")
+    sample_lists: dict[str, SlotList] = {
+        name: lst if isinstance(lst, TextSlotList) else TextSlotList(name=name, values=[word])
+        for name, lst in data.slot_lists.items()}
+    found = []
+    for template in templates:
+        try:
+            expression = parse_sentence(fold(unicodedata.normalize("NFC", template)),
+                                        keep_text=True).expression
+            examples = list(islice(sample_expression(expression, sample_lists), limit))
+        except Exception:  # a third-party parser on translated text: not understood
+            found.append((template, ""))
+            continue
+        for example in examples:
+            if not any(r.intent.name == "candidate" for r in recognize_ranked(example, intents)):
+                found.append((template, example))
+                break
+    return found
 
 
 def _value_list(name: str, values: tuple[tuple[str, str], ...]) -> TextSlotList:

@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 from metnos.channels.render import render
 from metnos.cli.prompts import app
 from metnos.i18n.admin import LanguageAdmin
+from metnos.paths import repo_root
 from metnos.proposals.telos import parse
 from metnos.reminders import when
 from metnos.settings import get_settings
@@ -39,7 +40,7 @@ def test_a_new_language_gets_templates_words_and_documents(
     assert (pending / "approval.j2.candidate").is_file()
     assert not (instance.root / "channels" / "fr" / "telegram").exists()  # not served yet
     review = cli("channels", "review", "telegram/approval", "--lang", "fr")
-    assert "+✅ <b>[fr] Approved</b>" in review and "{{ title }}" in review
+    assert "+✅ <b>Approuvé</b>" in review and "{{ title }}" in review
 
     for layer in LAYERS:
         cli(layer, "mark-synced", "--lang", "fr", "--all")
@@ -53,11 +54,12 @@ def test_a_new_language_gets_templates_words_and_documents(
     monkeypatch.setenv("METNOS_I18N_LANGUAGES", '["it", "en", "fr"]')
     get_settings.cache_clear()
     card = render("telegram", "pairing", "fr", message="Bonjour", code="123456")
-    assert card.startswith("Bonjour") and "[fr] Your pairing code" in card
+    assert card.startswith("Bonjour") and "Votre jumelage code" in card
     telos = (instance.root / "i18n" / "fr" / "workspace" / "TELOS.md").read_text("utf-8")
     aims = parse(telos)
-    assert len(aims) == 3 and all(text.startswith("[fr] ") for text, _ in aims)
-    assert when.words("fr")["units"]  # the words of the new language are there to read
+    english = parse((repo_root() / "i18n" / "en" / "workspace" / "TELOS.md").read_text("utf-8"))
+    assert len(aims) == 3 and not {text for text, _ in aims} & {text for text, _ in english}
+    assert when.words("fr")["units"][("heures",)] == 3600  # the new language's words, read
 
 
 def test_a_template_that_loses_a_construct_is_never_promoted(

@@ -41,15 +41,15 @@ async def test_french_is_added_translated_reviewed_and_spoken(
     written = int(swept.strip().splitlines()[-1].split()[0])  # "N candidate scritte, ..."
     assert written > 300, swept
     review = await asyncio.to_thread(cli, "review", "planner", "--lang", "fr")
-    assert "+[fr]" in review
+    assert "+## Règles" in review and "+1. Quand un demande" in review  # word for word
     for role in sorted(p.stem for p in (root / "prompts" / "en").glob("*.j2")):  # every prompt
         await asyncio.to_thread(cli, "mark-synced", role, "--lang", "fr")
-    for layer in ("manifests", "messages", "channels", "lexicon", "workspace"):
+    for layer in ("manifests", "messages", "channels", "lexicon", "workspace", "planner"):
         await asyncio.to_thread(cli, layer, "mark-synced", "--lang", "fr", "--all")
     rows = json.loads(await asyncio.to_thread(cli, "status", "--json"))
     french = {(r["layer"], r["status"]) for r in rows if r["lang"] == "fr"}
     assert french == {(layer, "synced") for layer in (
-        "prompts", "manifests", "messages", "channels", "lexicon", "workspace")}
+        "prompts", "manifests", "messages", "channels", "lexicon", "workspace", "planner")}
 
     monkeypatch.setenv("METNOS_LANG", "fr")
     get_settings.cache_clear()
@@ -65,10 +65,12 @@ async def test_french_is_added_translated_reviewed_and_spoken(
     assert body["status"] == "completed", body
     assert body["reply"] == "Voilà vos fichiers."  # the model's words
     [found] = body["activity"]  # what ran, told from the French messages
-    assert found["text"].startswith("[fr] "), found
+    assert found["text"] == "Regardé à le espace.", found  # EX_READ_fs_find, word for word
     assert session["interaction_language"] == "fr"
     system = scripted_llm.requests[0]["messages"][0]["content"]
-    assert "\n[fr] " in system and "\n1. When" not in system  # the French planner
+    assert system.startswith("Vous sont Metnos") and "\n1. When" not in system  # the French planner
     tools = {t["function"]["name"]: t["function"]["description"]
              for t in scripted_llm.requests[0]["tools"]}
-    assert tools["fs_find"].startswith("[fr] ")
+    assert tools["fs_find"].startswith("Trouver le fichiers")
+    schema = scripted_llm.requests[0]["tools"][0]["function"]["parameters"]["properties"]
+    assert all(not p["description"].startswith(("The ", "A ")) for p in schema.values()), schema
