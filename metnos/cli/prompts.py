@@ -129,7 +129,11 @@ def translate_all(
 
 
 @app.command("check", help=msg("CLI_PROMPTS_CHECK_HELP"))
-def check(as_json: JsonOpt = False) -> None:
+def check(as_json: JsonOpt = False, surfaces: Annotated[str | None, typer.Option(
+        "--surfaces", help=msg("CLI_PROMPTS_SURFACES_HELP"))] = None) -> None:
+    if surfaces is not None:
+        _check_surfaces(surfaces, as_json)
+        return
     issues = _run(lambda admin: admin.check())
     if as_json:
         typer.echo(json.dumps([i.__dict__ for i in issues], ensure_ascii=False, indent=2))
@@ -140,6 +144,20 @@ def check(as_json: JsonOpt = False) -> None:
         errors = sum(1 for i in issues if i.error)
         _say("MSG_LANGS_CHECK_DONE", errors=errors, warnings=len(issues) - errors)
     if any(i.error for i in issues):
+        raise typer.Exit(1)
+
+
+def _check_surfaces(tag: str, as_json: bool) -> None:
+    """Every surface rendered in `tag`, linted; exit 1 on any text that is not in it."""
+    problems = _run(lambda admin: admin.check_surfaces(tag))
+    if as_json:
+        typer.echo(json.dumps([p.__dict__ for p in problems], ensure_ascii=False, indent=2))
+    else:
+        for p in problems:
+            _say("MSG_LANGS_SURFACE_LINE", surface=p.surface, name=p.name,
+                 detected=p.detected or "?", excerpt=p.excerpt)
+        _say("MSG_LANGS_SURFACES_DONE", lang=tag, count=len(problems))
+    if problems:
         raise typer.Exit(1)
 
 

@@ -77,7 +77,7 @@ class _StoreView:
 
 
 _view: _StoreView | None = None
-_files_by_dir: dict[Path | None, dict[str, dict[str, Value]]] = {}
+_files_by_dir: dict[Path, tuple[int, dict[str, dict[str, Value]]]] = {}
 _norm_cache: dict[tuple[str | None, tuple[str, ...], str], str] = {}
 
 
@@ -191,21 +191,25 @@ def _store_failed(view: _StoreView, exc: Exception) -> None:
 
 
 def _file_catalogs() -> dict[str, dict[str, Value]]:
-    """The catalog files of the configured resources folder, read once per folder."""
+    """The catalog files of the configured resources folder, read once per folder and read
+    again when `metnos-prompts` changed them (its record, `lang_state.json`, is rewritten)."""
+    from metnos.paths import repo_root
+
     try:
         settings = get_settings()
-        marker: Path | None = settings.i18n.resources_dir  # None: the shipped tree
+        folder = settings.resources_root / "i18n"
     except Exception:  # settings broken: the shipped catalogs
-        settings, marker = None, None
-    found = _files_by_dir.get(marker)
-    if found is None:
-        from metnos.paths import repo_root
-
-        folder = (settings.resources_root if settings else repo_root()) / "i18n"
-        found = {lang: {key: entry.value for key, entry in entries.items()}
-                 for lang, entries in read_catalogs(folder, strict=False).items()}
-        _files_by_dir[marker] = found
-    return found
+        folder = repo_root() / "i18n"
+    try:
+        stamp = (folder / "lang_state.json").stat().st_mtime_ns
+    except OSError:
+        stamp = 0
+    found = _files_by_dir.get(folder)
+    if found is None or found[0] != stamp:
+        catalogs = {lang: {key: entry.value for key, entry in entries.items()}
+                    for lang, entries in read_catalogs(folder, strict=False).items()}
+        found = _files_by_dir[folder] = (stamp, catalogs)
+    return found[1]
 
 
 def _plural(table: dict[str, str], vars: dict[str, Any], tag: str) -> tuple[str, dict[str, Any]]:

@@ -36,6 +36,7 @@ from metnos.i18n.resources import Layer, known_languages, now_iso
 from metnos.i18n.skeleton import PromptTemplateError, compare, skeleton
 from metnos.i18n.state import AlignError, align, record_new
 from metnos.i18n.store import MessageStore
+from metnos.i18n.surfaces import SurfaceProblem, check_surfaces
 from metnos.i18n.sweep import SweepReport, Translator, find_work, translate
 from metnos.i18n.tags import base_language
 from metnos.settings import Settings
@@ -280,6 +281,13 @@ class LanguageAdmin:
                 if state.source is not None:
                     issues += self._check_texts(layer, name, state.source)
         return issues
+
+    def check_surfaces(self, tag: str) -> list[SurfaceProblem]:
+        """Every surface in `tag` (an active language), linted (`metnos.i18n.surfaces`)."""
+        code = self.lang(tag)
+        if code not in self.settings.active_languages:
+            raise LanguagesError("ERR_LANGS_SURFACES_INACTIVE", lang=code)
+        return check_surfaces(code, self.settings.resources_root)
 
     # -- internals -------------------------------------------------------------------------
     def _promote(self, layer: Layer, name: str, lang: str,

@@ -85,6 +85,10 @@ _MASKS = tuple(re.compile(p, re.M) for p in (
     r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b|\b[A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)+\b",  # ids
     r"(?:\b[A-Za-z]:)?(?:~|\.{1,2})?(?:[\\/][\w.@%+~-]+)+[\\/]?|\b[\w.-]+(?:/[\w.@%+~-]+)+/?",
     r"(?<![\w-])--?[A-Za-z][\w-]*(?:=\S+)?",  # command-line options
+    r"\b[A-Z][A-Z0-9]+s?\b",  # acronyms (IMAP, TLS, PDFs): no language's evidence
+    # Metnos's own commands in running text ("metnos proposals accept {id}"): the program,
+    # at most two subcommand words, then its arguments
+    r"\bmetnos(?:-[a-z]+)?(?:[ \t]+[a-z][\w-]*){1,2}(?:[ \t]+(?:\{[^{}\n]*\}|\d+|--?[\w-]+))*",
     r"(?<![\w.])\.[A-Za-z][\w.-]*|\b[\w-]+(?:\.[\w-]+)*\.(?:md|txt|py|toml|json|ya?ml|sh|j2"
     r"|js|ts|html?|css|csv|pdf|log|conf|cfg|ini|sql|xml|png|jpe?g|gif|svg|zip|gz|tar|lock"
     r"|rs|go|c|h|cpp|java|rb|php|env|service|timer|docx?|xlsx?|odt|ods|minisig|pub)\b",

@@ -35,7 +35,7 @@ _GLOSSARIES = Path(__file__).with_name("glossary")
 # what a translation keeps as it is: Jinja, tags, code, placeholders, URLs, paths and file
 # names, options, identifiers, a `metnos ...` command and its two next words
 _KEEP = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}|<[^<>\n]*>|`[^`\n]*`|\{[^{}\n]*\}"
-                   r"|https?://\S+|[\w~-]*[./][\w./~-]*\w|--?[\w-]+|\b\w*[_\d]\w*\b"
+                   r"|https?://\S+|[\w~-]*[./][\w./~-]*\w|(?<![\w-])--?[\w-]+|\b\w*[_\d]\w*\b"
                    r"|\b[A-Z]{2,}\b|\bmetnos(?:-prompts)?(?:[ \t]+[a-z][\w-]*){0,2}")
 _WORD = re.compile(r"[A-Za-z]+(?:'[A-Za-z]+)?")
 _ARABIC = dict(zip("abcdefghijklmnopqrstuvwxyz",

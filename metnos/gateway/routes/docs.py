@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -117,11 +118,18 @@ async def docs_index(request: Request, service: ServiceDep) -> HTMLResponse:
     locale, refused = await _gate(request, service)
     if refused is not None:
         return refused
-    pages = await asyncio.to_thread(listing, docs_dir())
-    shown = pages.get(locale) or pages.get(i18n.FALLBACK_LANG) or {}
+    context = await asyncio.to_thread(index_context, locale)
     executors = sorted(spec.name for spec in service.registry.admitted)
-    return HTMLResponse(_render("docs_index.html.j2", locale, pages=list(shown.values()),
-                                executors=executors))
+    return HTMLResponse(_render("docs_index.html.j2", locale, executors=executors, **context))
+
+
+def index_context(locale: str) -> dict[str, Any]:
+    """The documents the index lists for `locale`: its own, else the English ones, marked
+    with their language and announced (a language added later has no documents of its own)."""
+    pages = listing(docs_dir())
+    lang = locale if pages.get(locale) else i18n.FALLBACK_LANG
+    return {"pages": list(pages.get(lang, {}).values()), "pages_lang": lang,
+            "pages_language": i18n.display_name(lang, locale)}
 
 
 @router.get("/docs/executors/{name}", response_class=HTMLResponse, include_in_schema=False)

@@ -149,6 +149,16 @@ def _raw(key: str, locale: str) -> str:
     return found if isinstance(found, str) else key
 
 
+def render_page(name: str, locale: str, **vars: Any) -> str:
+    """A page of the web chat in `locale`, as served (`metnos.i18n.surfaces` reads it)."""
+    return _render(name, locale, **vars)
+
+
+def page_strings(locale: str) -> dict[str, Any]:
+    """The script strings of the chat page in `locale`."""
+    return _strings(locale)
+
+
 def _render(name: str, locale: str, **vars: Any) -> str:
     return _templates().get_template(name).render(
         locale=locale, t=lambda key, **kw: i18n.get(key, locale, **kw),
