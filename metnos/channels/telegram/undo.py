@@ -21,6 +21,7 @@ from sqlmodel import col, select
 
 from metnos import i18n, pairing
 from metnos.channels.actions import item_text, undoable
+from metnos.channels.bidi import marked
 from metnos.db.engine import session as db_session
 from metnos.db.models import Turn, TurnStep
 from metnos.gateway.routes.undo import run_undo
@@ -118,7 +119,8 @@ async def _mark_undone(ch: TelegramChannel, query: CallbackQuery, action_id: str
     try:
         if ref is not None:
             ref.actions.pop(action_id, None)
-            ref.html += "\n\n↩️ <i>" + i18n.get("UNDO_DONE_ITEM", ref.lang) + "</i>"
+            ref.html = marked(ref.html + "\n\n↩️ <i>" + i18n.get("UNDO_DONE_ITEM", ref.lang)
+                              + "</i>", ref.lang)
             await ch.bot.edit_message_text(text=ref.html, chat_id=ref.chat_id,
                                            message_id=message.message_id,
                                            parse_mode=ParseMode.HTML,
