@@ -230,3 +230,29 @@ def _planner(data: dict[str, Any], prose: Callable[[str], str]) -> dict[str, Any
             "slots": {slot: {prose(phrase): value for phrase, value in table.items()}
                       for slot, table in data["slots"].items()},
             "inputs": {k: prose(v) for k, v in data.get("inputs", {}).items()}}
+
+
+def main() -> None:
+    """Serve the scripted translator on loopback until Ctrl-C, to add a language by hand:
+
+        .venv/bin/python -m tests.support.fake_translator
+        # then, in another terminal, with the three lines it prints exported:
+        metnos-prompts add-language fr && metnos-prompts translate-all --lang fr
+    """
+    import time
+
+    from metnos.testing.llm_server import ScriptedLLM
+
+    with ScriptedLLM() as llm:
+        llm.respond_with(fake_translation)
+        print("METNOS_LLM_MODEL=openai/scripted", f"METNOS_LLM_API_BASE={llm.api_base}",
+              "METNOS_LLM_API_KEY=sk-test", sep="\n", flush=True)
+        try:
+            while True:
+                time.sleep(3600)
+        except KeyboardInterrupt:
+            pass
+
+
+if __name__ == "__main__":
+    main()
