@@ -1,7 +1,8 @@
 """Nightly flow: the translation sweep (SPEC §9.4, §12).
 
-Finds stale and missing texts in the three layers and writes candidates for review; nothing
-is served before a person accepts it with `metnos-prompts mark-synced`. Quality `wise` unless
+Finds stale and missing texts in every layer (prompts, tool descriptions, messages, channel
+templates, the lexicon, workspace documents, planner words) and writes candidates for review;
+nothing is served before a person accepts it with `metnos-prompts mark-synced`. Quality `wise` unless
 the run is started with `quality="frontier"` (an explicit opt-in).
 """
 

@@ -1,10 +1,10 @@
-"""What `metnos-prompts` does, as plain functions over the three layers (SPEC §9.4, §9.5).
+"""What `metnos-prompts` does, as plain functions over the layers (SPEC §9.4, §9.5).
 
 `LanguageAdmin` opens the layers of one instance (its resources folder and its i18n
 database) and offers: `status`, `add_language`, `sweep`, `review`, `mark_synced` (one
-resource, or every reviewed message of a language), `resolve` (a conflict), `record_untracked`
-and `check`. Each change appends a line to the multilingual audit log
-(`METNOS_HOME/multilang/audit.jsonl`).
+resource, or every reviewed message of a language), `resolve` (a conflict), `record_untracked`,
+`check` and `check_surfaces` (`metnos.i18n.surfaces`). Each change appends a line to the
+multilingual audit log (`METNOS_HOME/multilang/audit.jsonl`).
 
 Order of writes in `mark_synced`: the text first, then the record, then the candidate is
 dropped. A language whose text already equals its pending candidate is not taken for an edit
@@ -102,7 +102,7 @@ class AddLanguageReport:
 
 
 class LanguageAdmin:
-    """The three layers of one instance, and the operations of `metnos-prompts`."""
+    """The layers of one instance, and the operations of `metnos-prompts`."""
 
     def __init__(self, settings: Settings, store: MessageStore | None = None) -> None:
         self.settings = settings
