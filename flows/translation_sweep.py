@@ -2,8 +2,8 @@
 
 Finds stale and missing texts in every layer (prompts, tool descriptions, messages, channel
 templates, the lexicon, workspace documents, planner words) and writes candidates for review;
-nothing is served before a person accepts it with `metnos-prompts mark-synced`. Quality `wise` unless
-the run is started with `quality="frontier"` (an explicit opt-in).
+nothing is served before a person accepts it with `metnos-prompts mark-synced`. Quality
+`wise` unless the run is started with `quality="frontier"` (an explicit opt-in).
 """
 
 from __future__ import annotations
