@@ -25,6 +25,7 @@ import asyncio
 import json
 from collections import Counter
 from collections.abc import Callable
+from functools import partial
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -188,8 +189,14 @@ def _print_report(report: SweepReport) -> None:
          failed=len(report.failed), conflicts=len(report.conflicts))
 
 
-def _layer_commands(group: typer.Typer, layer: str, noun_help: str) -> None:
-    """translate / review / mark-synced / resolve for one layer."""
+def _mark_all(admin: LanguageAdmin, layer: str, lang: str) -> tuple[int, list[str]]:
+    return admin.mark_all(layer, lang)
+
+
+def _layer_commands(group: typer.Typer, layer: str, noun_help: str,
+                    all_help: str = "CLI_PROMPTS_MARK_ALL_HELP") -> None:
+    """translate / review / mark-synced / resolve for one layer (the top-level group's
+    `mark-synced --all` accepts the candidates of every layer)."""
     Name = Annotated[str, typer.Argument(help=msg(noun_help))]  # noqa: N806
 
     @group.command("translate", help=msg("CLI_PROMPTS_TRANSLATE_HELP"))
@@ -218,14 +225,18 @@ def _layer_commands(group: typer.Typer, layer: str, noun_help: str) -> None:
         source: SourceOpt = None,
         keep_current: Annotated[bool, typer.Option("--keep-current", help=msg(
             "CLI_PROMPTS_KEEP_CURRENT_HELP"))] = False,
-        every: Annotated[bool, typer.Option("--all", help=msg(
-            "CLI_PROMPTS_MARK_ALL_HELP"))] = False,
+        every: Annotated[bool, typer.Option("--all", help=msg(all_help))] = False,
     ) -> None:
         if every:
-            done, skipped = _run(lambda admin: admin.mark_all(layer, lang))
-            for line in skipped:
-                _say("MSG_LANGS_SKIPPED", detail=line)
-            _say("MSG_LANGS_MARKED_ALL", count=done, lang=lang)
+            layers = LAYERS if group is app else (layer,)
+            for one in layers:
+                done, skipped = _run(partial(_mark_all, layer=one, lang=lang))
+                for line in skipped:
+                    _say("MSG_LANGS_SKIPPED", detail=line)
+                if len(layers) > 1:
+                    _say("MSG_LANGS_MARKED_ALL_LAYER", layer=one, count=done, lang=lang)
+                else:
+                    _say("MSG_LANGS_MARKED_ALL", count=done, lang=lang)
             return
         if name is None:
             _say("ERR_LANGS_NAME_REQUIRED")
@@ -245,7 +256,7 @@ def _layer_commands(group: typer.Typer, layer: str, noun_help: str) -> None:
 
 manifests_app = typer.Typer(help=msg("CLI_PROMPTS_MANIFESTS_HELP"), no_args_is_help=True)
 messages_app = typer.Typer(help=msg("CLI_PROMPTS_MESSAGES_HELP"), no_args_is_help=True)
-_layer_commands(app, "prompts", "CLI_PROMPTS_ROLE_HELP")
+_layer_commands(app, "prompts", "CLI_PROMPTS_ROLE_HELP", "CLI_PROMPTS_MARK_ALL_LAYERS_HELP")
 _layer_commands(manifests_app, "manifests", "CLI_PROMPTS_EXECUTOR_HELP")
 _layer_commands(messages_app, "messages", "CLI_PROMPTS_KEY_HELP")
 app.add_typer(manifests_app, name="manifests")

@@ -41,8 +41,8 @@ def household_in(lang: str, make_home: MakeHome, scripted_llm: ScriptedLLM, tmp_
     scripted_llm.respond_with(fake_translation)
     prompts("add-language", lang)
     prompts("translate-all", "--lang", lang)
-    for layer in LAYERS:
-        prompts(*(() if layer == "prompts" else (layer,)), "mark-synced", "--lang", lang, "--all")
+    accepted = prompts("mark-synced", "--lang", lang, "--all")  # every layer at once
+    assert all(f"{layer}:" in accepted for layer in LAYERS), accepted
     scripted_llm.respond_with(None)
     for name in LLM_ENV:
         monkeypatch.delenv(name, raising=False)
