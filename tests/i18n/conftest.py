@@ -33,7 +33,7 @@ class Instance:
 
 
 def copy_resources(target: Path) -> Path:
-    for name in ("prompts", "i18n", "executors", "channels", "lexicon"):
+    for name in ("prompts", "i18n", "executors", "channels", "lexicon", "planner"):
         shutil.copytree(repo_root() / name, target / name, ignore=_IGNORE)
     return target
 

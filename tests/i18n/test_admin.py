@@ -156,9 +156,10 @@ async def test_add_language_is_idempotent_and_audited(instance: Instance) -> Non
 async def test_an_interrupted_message_sweep_is_finished_by_a_rerun(
         instance: Instance, translator_llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # German has no glossary: the scripted translator marks each text "[de] ..."
     monkeypatch.setenv("METNOS_I18N_SWEEP_BATCH", "200")
     admin = LanguageAdmin(i18n_settings())
-    admin.add_language("fr")
+    admin.add_language("de")
     total = len(admin.layer("messages").resources())
     calls = {"n": 0}
 
@@ -171,49 +172,49 @@ async def test_an_interrupted_message_sweep_is_finished_by_a_rerun(
 
     translator_llm.respond_with(dies_after_one)
     admin, translator = admin_and_translator()
-    first = await admin.sweep(translator, layers=["messages"], langs=["fr"])
+    first = await admin.sweep(translator, layers=["messages"], langs=["de"])
     assert len(first.written) == 200 and len(first.failed) == total - 200
 
     from tests.support.fake_translator import fake_translation
     translator_llm.respond_with(fake_translation)
     admin, translator = admin_and_translator()
-    second = await admin.sweep(translator, layers=["messages"], langs=["fr"])
+    second = await admin.sweep(translator, layers=["messages"], langs=["de"])
     assert len(second.written) == total - 200 and not second.failed
-    done, skipped = admin.mark_all("messages", "fr")
+    done, skipped = admin.mark_all("messages", "de")
     assert done == total and skipped == []
-    assert (instance.root / "i18n" / "fr").is_dir()
+    assert (instance.root / "i18n" / "de").is_dir()
     i18n.use_store(admin.store)
     italian = i18n.get("ERR_TURN_NOT_FOUND", "it", turn_id="t1")
-    assert i18n.get("ERR_TURN_NOT_FOUND", "fr", turn_id="t1") == italian  # fr still inactive
-    monkeypatch.setenv("METNOS_LANG", "fr")
+    assert i18n.get("ERR_TURN_NOT_FOUND", "de", turn_id="t1") == italian  # fr still inactive
+    monkeypatch.setenv("METNOS_LANG", "de")
     get_settings.cache_clear()
-    assert i18n.get("ERR_TURN_NOT_FOUND", "fr", turn_id="t1") == "[fr] " + i18n.get(
+    assert i18n.get("ERR_TURN_NOT_FOUND", "de", turn_id="t1") == "[de] " + i18n.get(
         "ERR_TURN_NOT_FOUND", "en", turn_id="t1")
     status = {r.status for r in LanguageAdmin(i18n_settings()).status(["messages"])
-              if r.lang == "fr"}
+              if r.lang == "de"}
     assert status == {"synced"}
 
 
 async def test_manifest_translation_lives_beside_the_signed_manifest(
         instance: Instance, translator_llm: ScriptedLLM) -> None:
     admin = LanguageAdmin(i18n_settings())
-    admin.add_language("fr")
+    admin.add_language("de")
     manifest = instance.root / "executors" / "fs_find" / "manifest.toml"
     before = manifest.read_bytes()
     admin, translator = admin_and_translator()
-    await admin.sweep(translator, layers=["manifests"], names=["fs_find"], langs=["fr"])
+    await admin.sweep(translator, layers=["manifests"], names=["fs_find"], langs=["de"])
     state = json.loads((manifest.parent / "manifest.lang_state.json").read_text())
-    assert state["candidates"]["fr"]["needs_review"] is True
-    admin.mark_synced("manifests", "fs_find", "fr")
+    assert state["candidates"]["de"]["needs_review"] is True
+    admin.mark_synced("manifests", "fs_find", "de")
     state = json.loads((manifest.parent / "manifest.lang_state.json").read_text())
-    assert state["text"]["fr"]["description"].startswith("[fr] ")
-    assert state["lang_state"]["fr"]["source_lang"] == "it"
+    assert state["text"]["de"]["description"].startswith("[de] ")
+    assert state["lang_state"]["de"]["source_lang"] == "it"
     assert manifest.read_bytes() == before  # the signed manifest is untouched
     store = LanguageAdmin(i18n_settings()).store
-    assert str(store.lookup("EX_DESCRIPTION_fs_find", "fr")).startswith("[fr] ")
+    assert str(store.lookup("EX_DESCRIPTION_fs_find", "de")).startswith("[de] ")
     i18n.use_store(store)
-    tool = _tool_spec(parse_manifest(manifest), "fr")  # what the planner is offered
-    assert tool.description.startswith("[fr] ") and "find-fr" in tool.affinity
+    tool = _tool_spec(parse_manifest(manifest), "de")  # what the planner is offered
+    assert tool.description.startswith("[de] ") and "find-de" in tool.affinity
 
 
 async def test_an_interrupted_promotion_is_not_taken_for_an_edit(

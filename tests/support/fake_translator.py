@@ -64,7 +64,8 @@ def fake_translation(body: dict[str, Any]) -> str | None:
             return _lexicon(user, prose)
         return "".join(_line(line, prose) for line in user.splitlines(keepends=True))
     if "description" in data and "affinity" in data:
-        affinity = [prose(word).strip() for word in data["affinity"]]
+        affinity = [f"{word}-{target}" if _marks(prose) else prose(word).strip()
+                    for word in data["affinity"]]
         return json.dumps({"description": prose(data["description"]),
                            "affinity": list(dict.fromkeys(affinity))}, ensure_ascii=False)
     if "utterances" in data and "slots" in data:
