@@ -151,14 +151,14 @@ def check_lexicon(source: str, candidate: str, others: Iterable[str] = ()) -> li
         return [Problem("lexicon_parse", str(exc))] + _control(candidate)
     texts = [tomllib.loads(t) for t in others if _parses(t)] or [
         {key: {} if isinstance(value, dict) else value for key, value in want.items()}]
-    fixed = set.intersection(*(set(_key_paths(t)) for t in [want, *texts]))
-    paths = _key_paths(got)
+    wanted, paths = _key_paths(want), _key_paths(got)
+    fixed = set(wanted).intersection(*(set(_key_paths(t)) for t in texts))
     problems = []
     missing = sorted(".".join(p) for p in fixed if p not in paths)
     if missing:
         problems.append(Problem("lexicon_keys", "missing: " + ", ".join(missing[:8])))
     wrong = sorted(".".join(p) for p in fixed
-                   if p in paths and _kind(_key_paths(want)[p]) != _kind(paths[p]))
+                   if p in paths and _kind(wanted[p]) != _kind(paths[p]))
     if wrong:
         problems.append(Problem("lexicon_types", "another type: " + ", ".join(wrong[:8])))
     new = sorted({str(v) for v in _numbers(got)} - {str(v) for v in _numbers(want)})

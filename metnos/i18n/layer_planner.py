@@ -30,39 +30,28 @@ from typing import Any, ClassVar
 import tomlkit
 
 from metnos.i18n.checks import Problem, check_text
-from metnos.i18n.layers import MANIFEST_FILE
+from metnos.i18n.layers import MANIFEST_FILE, STATE_FILE, RecordedLayer
 from metnos.i18n.lexicon import resources_root
-from metnos.i18n.resources import (
-    Candidate,
-    Layer,
-    atomic_write,
-    entries_from_json,
-    entries_to_json,
-    read_json,
-    write_json,
-)
-from metnos.i18n.state import LangEntry
+from metnos.i18n.resources import Candidate, atomic_write
 from metnos.i18n.textnorm import value_hash
 
 PLANNER_DIR = "planner"
-STATE_FILE = "lang_state.json"
 MAX_SAMPLES = 8  # example sentences sampled from each template
 
 
-class PlannerLayer(Layer):
+class PlannerLayer(RecordedLayer):
     name: ClassVar[str] = "planner"
     kind: ClassVar[str] = "planner"
 
     def __init__(self, root: Path, executor_dirs: Iterable[Path], languages: Iterable[str],
                  default_source: str) -> None:
-        super().__init__(languages, default_source)
+        super().__init__(languages, default_source, root / PLANNER_DIR / STATE_FILE)
         self.dir = root / PLANNER_DIR
         self._folders: dict[str, Path] = {}
         for base in executor_dirs:
             for manifest in sorted(base.glob(f"*/{MANIFEST_FILE}")) if base.is_dir() else []:
                 self._folders.setdefault(manifest.parent.name, manifest.parent)
         self._manifests: dict[str, dict[str, Any]] = {}
-        self._state: dict[str, Any] | None = None
 
     # -- reading ---------------------------------------------------------------------------
     def manifest(self, name: str) -> dict[str, Any]:
@@ -89,50 +78,21 @@ class PlannerLayer(Layer):
     def path(self, name: str, lang: str) -> Path:
         return self.dir / lang / f"{name}.json"
 
-    def _data(self) -> dict[str, Any]:
-        if self._state is None:
-            self._state = read_json(self.dir / STATE_FILE)
-            self._state.setdefault("lang_state", {})
-            self._state.setdefault("candidates", {})
-        return self._state
-
-    def record(self, name: str) -> dict[str, LangEntry]:
-        return entries_from_json(self._data()["lang_state"].get(name, {}))
-
-    def recorded(self) -> list[str]:
-        return sorted(self._data()["lang_state"])
-
     def candidate(self, name: str, lang: str) -> Candidate | None:
-        meta = self._data()["candidates"].get(name, {}).get(lang)
+        meta = self._meta(name, lang)
         if not isinstance(meta, Mapping) or "value" not in meta:
             return None
         return Candidate.from_meta(meta["value"], meta)
 
     def problems(self, name: str, source: Any, value: Any) -> list[Problem]:
-        others = [t for lang in self.languages if (t := self.text(name, lang)) is not None]
-        return check_planner(source, value, others)
+        return check_planner(source, value, self.texts(name))
 
     # -- writing ---------------------------------------------------------------------------
-    def forget(self, name: str) -> None:
-        self._data()["lang_state"].pop(name, None)
-        self._data()["candidates"].pop(name, None)
-        self._write()
-
-    def save_record(self, name: str, record: Mapping[str, LangEntry]) -> None:
-        self._data()["lang_state"][name] = entries_to_json(record)
-        self._write()
-
     def put_candidate(self, name: str, lang: str, candidate: Candidate) -> None:
-        self._data()["candidates"].setdefault(name, {})[lang] = {
-            **candidate.meta(), "value": candidate.value}
-        self._write()
+        self._set_meta(name, lang, {**candidate.meta(), "value": candidate.value})
 
     def drop_candidate(self, name: str, lang: str) -> None:
-        metas = self._data()["candidates"].get(name, {})
-        if metas.pop(lang, None) is not None:
-            if not metas:
-                self._data()["candidates"].pop(name, None)
-            self._write()
+        self._drop_meta(name, lang)
 
     def promote(self, name: str, lang: str, value: Any) -> list[str]:
         if lang not in self.own_languages(name):
@@ -158,9 +118,6 @@ class PlannerLayer(Layer):
             document["inputs"][field]["description"][lang] = text
         atomic_write(path, tomlkit.dumps(document))
         self._manifests.pop(name, None)
-
-    def _write(self) -> None:
-        write_json(self.dir / STATE_FILE, self._data())
 
 
 def manifest_words(manifest: Mapping[str, Any], lang: str) -> dict[str, Any]:
@@ -224,10 +181,7 @@ def check_planner(source: Any, candidate: Any, others: Iterable[Any] = ()) -> li
 
 
 def _input_problems(source: Mapping[str, str], candidate: Mapping[str, Any]) -> list[Problem]:
-    problems = []
-    if set(source) != set(candidate):
-        problems.append(Problem("inputs", f"inputs {sorted(candidate)}, the source has "
-                                          f"{sorted(source)}"))
+    problems = _same_keys("inputs", source, candidate)
     for field in sorted(set(source) & set(candidate)):
         text = candidate[field]
         if not isinstance(text, str) or not text.strip():
@@ -238,12 +192,16 @@ def _input_problems(source: Mapping[str, str], candidate: Mapping[str, Any]) -> 
     return problems
 
 
+def _same_keys(what: str, source: Mapping[str, Any],
+               candidate: Mapping[str, Any]) -> list[Problem]:
+    if set(source) == set(candidate):
+        return []
+    return [Problem(what, f"{what} {sorted(candidate)}, the source has {sorted(source)}")]
+
+
 def _slot_problems(source: Mapping[str, Mapping[str, Any]], candidate: Mapping[str, Any],
                    others: list[Any]) -> list[Problem]:
-    problems = []
-    if set(source) != set(candidate):
-        problems.append(Problem("slots", f"slots {sorted(candidate)}, the source has "
-                                         f"{sorted(source)}"))
+    problems = _same_keys("slots", source, candidate)
     for slot in sorted(set(source) & set(candidate)):
         phrases = candidate[slot]
         if not phrases:

@@ -41,7 +41,56 @@ MANIFEST_FILE = "manifest.toml"
 MANIFEST_STATE = "manifest.lang_state.json"
 
 
-class FilesLayer(Layer):
+class RecordedLayer(Layer):
+    """A layer whose record and candidates' provenance are one JSON file (`state_path`):
+    `{"lang_state": {name: {lang: entry}}, "candidates": {name: {lang: meta}}}`."""
+
+    def __init__(self, languages: Iterable[str], default_source: str, state_path: Path) -> None:
+        super().__init__(languages, default_source)
+        self.state_path = state_path
+        self._state: dict[str, Any] | None = None
+
+    def _data(self) -> dict[str, Any]:
+        if self._state is None:
+            self._state = read_json(self.state_path)
+            self._state.setdefault("lang_state", {})
+            self._state.setdefault("candidates", {})
+        return self._state
+
+    def record(self, name: str) -> dict[str, LangEntry]:
+        return entries_from_json(self._data()["lang_state"].get(name, {}))
+
+    def recorded(self) -> list[str]:
+        return sorted(self._data()["lang_state"])
+
+    def forget(self, name: str) -> None:
+        self._data()["lang_state"].pop(name, None)
+        self._data()["candidates"].pop(name, None)
+        self._write()
+
+    def save_record(self, name: str, record: Mapping[str, LangEntry]) -> None:
+        self._data()["lang_state"][name] = entries_to_json(record)
+        self._write()
+
+    def _meta(self, name: str, lang: str) -> Any:
+        return self._data()["candidates"].get(name, {}).get(lang)
+
+    def _set_meta(self, name: str, lang: str, meta: dict[str, Any]) -> None:
+        self._data()["candidates"].setdefault(name, {})[lang] = meta
+        self._write()
+
+    def _drop_meta(self, name: str, lang: str) -> None:
+        metas = self._data()["candidates"].get(name, {})
+        if metas.pop(lang, None) is not None:
+            if not metas:
+                self._data()["candidates"].pop(name, None)
+            self._write()
+
+    def _write(self) -> None:
+        write_json(self.state_path, self._data())
+
+
+class FilesLayer(RecordedLayer):
     """A layer whose texts are files, one per language: `<base>/<lang>/<sub>/<name><suffix>`
     (a name may hold `/`: `telegram/approval`). Candidates wait in
     `<base>/<lang>/_pending/<sub>/<name><suffix>.candidate`, the record and the candidates'
@@ -51,12 +100,10 @@ class FilesLayer(Layer):
 
     def __init__(self, base: Path, languages: Iterable[str], default_source: str, *,
                  suffix: str, sub: str = "", state: Path | None = None) -> None:
-        super().__init__(languages, default_source)
+        super().__init__(languages, default_source, state or base / STATE_FILE)
         self.dir = base
         self.suffix = suffix
         self.sub = sub
-        self.state_path = state or base / STATE_FILE
-        self._state: dict[str, Any] | None = None
 
     def _folder(self, lang: str, pending: bool = False) -> Path:
         folder = self.dir / lang / PENDING_DIR if pending else self.dir / lang
@@ -86,56 +133,26 @@ class FilesLayer(Layer):
         path = self.path(name, lang)
         return path.read_text(encoding="utf-8") if path.is_file() else None
 
-    def _data(self) -> dict[str, Any]:
-        if self._state is None:
-            self._state = read_json(self.state_path)
-            self._state.setdefault("lang_state", {})
-            self._state.setdefault("candidates", {})
-        return self._state
-
-    def record(self, name: str) -> dict[str, LangEntry]:
-        return entries_from_json(self._data()["lang_state"].get(name, {}))
-
-    def recorded(self) -> list[str]:
-        return sorted(self._data()["lang_state"])
-
-    def forget(self, name: str) -> None:
-        self._data()["lang_state"].pop(name, None)
-        self._data()["candidates"].pop(name, None)
-        self._write()
-
     def candidate(self, name: str, lang: str) -> Candidate | None:
         path = self.pending_path(name, lang)
         if not path.is_file():
             return None
-        meta = self._data()["candidates"].get(name, {}).get(lang)
+        meta = self._meta(name, lang)
         if meta is None:  # a file put there by hand: reviewable, but tied to no source text
             meta = {"source_lang": "", "source_hash": "", "translated_by": "unknown"}
         return Candidate.from_meta(path.read_text(encoding="utf-8"), meta)
 
-    def save_record(self, name: str, record: Mapping[str, LangEntry]) -> None:
-        self._data()["lang_state"][name] = entries_to_json(record)
-        self._write()
-
     def put_candidate(self, name: str, lang: str, candidate: Candidate) -> None:
         atomic_write(self.pending_path(name, lang), str(candidate.value))
-        self._data()["candidates"].setdefault(name, {})[lang] = candidate.meta()
-        self._write()
+        self._set_meta(name, lang, candidate.meta())
 
     def drop_candidate(self, name: str, lang: str) -> None:
         self.pending_path(name, lang).unlink(missing_ok=True)
-        metas = self._data()["candidates"].get(name, {})
-        if metas.pop(lang, None) is not None:
-            if not metas:
-                self._data()["candidates"].pop(name, None)
-            self._write()
+        self._drop_meta(name, lang)
 
     def promote(self, name: str, lang: str, value: Any) -> list[str]:
         atomic_write(self.path(name, lang), str(value))
         return []
-
-    def _write(self) -> None:
-        write_json(self.state_path, self._data())
 
 
 class PromptsLayer(FilesLayer):
@@ -171,8 +188,7 @@ class LexiconLayer(FilesLayer):
         super().__init__(root / "lexicon", languages, default_source, suffix=".toml")
 
     def problems(self, name: str, source: Any, value: Any) -> list[Problem]:
-        others = [t for lang in self.languages if (t := self.text(name, lang)) is not None]
-        return check_lexicon(str(source), str(value), others)
+        return check_lexicon(str(source), str(value), self.texts(name))
 
 
 class WorkspaceLayer(FilesLayer):

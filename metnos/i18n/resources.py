@@ -113,6 +113,10 @@ class Layer(ABC):
     def flush(self) -> None:  # noqa: B027 - a no-op for layers that write at once
         """Write what was buffered (layers that batch their state file)."""
 
+    def texts(self, name: str) -> list[Any]:
+        """The texts `name` has, in every language that has one."""
+        return [t for lang in self.languages if (t := self.text(name, lang)) is not None]
+
     def problems(self, name: str, source: Any, value: Any) -> list[Problem]:
         """The checks of a candidate `value` of `name` against its `source` text."""
         from metnos.i18n.sweep import check_candidate

@@ -126,9 +126,8 @@ def _channel_texts(lang: str, root: Path) -> Iterator[SurfaceText]:
 def _variants(source: str) -> list[dict[str, Any]]:
     """One rendering per value a template compares a variable with (`outcome == "denied"`),
     and one with none of them."""
-    found = [{}] + [{var: value} for var, value in
-                    re.findall(r"(\w+)\s*==\s*[\"']([^\"']+)[\"']", source)]
-    return found
+    return [{}] + [{var: value} for var, value in
+                   re.findall(r"(\w+)\s*==\s*[\"']([^\"']+)[\"']", source)]
 
 
 # -- web pages --------------------------------------------------------------------------------
