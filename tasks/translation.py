@@ -31,7 +31,7 @@ async def translate_layer_task(layer: str, quality: str | None,
     logger = get_run_logger()
     settings = get_settings()
     tier = quality or settings.i18n.sweep_quality
-    port = LLMPort(settings.llm)
+    port = LLMPort.for_instance(settings)
     if tier == "wise" and port.resolve(tier) is None:  # frontier unset: an error, not a skip
         logger.warning("%s: no language model is configured; nothing translated "
                        "(`metnos-prompts status` shows what waits)", layer)

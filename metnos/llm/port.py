@@ -9,6 +9,10 @@ With `on_delta`, the call streams (`_stream.py`): each piece of text goes to `on
 arrives and the same whole `LLMReply` comes back, with `first_token_s`. A stream is retried
 only while no piece was delivered; a failure after that is an LLMError at once.
 
+Law 2 on every call (`outbound.py`): the messages are redacted of the instance's secrets
+before they are sent, and the reply's text (each streamed piece too) before the caller sees
+it; each redaction leaves an audit line naming the secrets.
+
 litellm is imported lazily, on the first call: importing it takes seconds, and the embedded
 planner (no LLM configured) must never pay for it.
 """
@@ -21,7 +25,7 @@ import os
 import time
 from dataclasses import dataclass, field, replace
 from types import ModuleType
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from tenacity import (
     AsyncRetrying,
@@ -33,7 +37,11 @@ from tenacity import (
 
 from metnos.errors import LLMError
 from metnos.llm._stream import DeltaStream, OnDelta
-from metnos.settings import LLMSettings
+from metnos.llm.outbound import Outbound
+from metnos.settings import LLMSettings, Settings
+
+if TYPE_CHECKING:
+    from metnos.audit import AuditLog
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +86,25 @@ class LLMPort:
         wait_initial_s: float = 0.2,
         wait_max_s: float = 5.0,
         retry_after_cap_s: float = 10.0,
+        outbound: Outbound | None = None,
     ) -> None:
+        """`outbound`: Law 2 on the traffic; by default the current settings' instance."""
         self.settings = settings
         self._wait_initial_s = wait_initial_s
         self._wait_max_s = wait_max_s
         self._retry_after_cap_s = retry_after_cap_s
+        self._outbound = outbound
+
+    @classmethod
+    def for_instance(cls, settings: Settings, audit: AuditLog | None = None) -> LLMPort:
+        """The port of one instance: its model settings, its secrets, its audit log."""
+        return cls(settings.llm, outbound=Outbound.for_instance(settings, audit))
+
+    @property
+    def outbound(self) -> Outbound:
+        if self._outbound is None:
+            self._outbound = Outbound.default()
+        return self._outbound
 
     def resolve(self, tier: str) -> str | None:
         """The model string for `tier`; None when nothing is configured for fast/wise.
@@ -114,8 +136,10 @@ class LLMPort:
         if model is None:
             raise LLMError("ERR_LLM_NOT_CONFIGURED")
         litellm = _litellm()
-        kwargs = self._request(model, messages, tools)
-        stream = None if on_delta is None else DeltaStream(on_delta, time.perf_counter())
+        law2 = self.outbound
+        kwargs = self._request(model, law2.request(messages), tools)
+        held = None if on_delta is None else law2.stream(on_delta)
+        stream = None if held is None else DeltaStream(held, time.perf_counter())
 
         def retryable(exc: BaseException) -> bool:
             return _is_transient(exc) and not (stream is not None and stream.delivered)
@@ -136,7 +160,10 @@ class LLMPort:
             if stream is not None and exc is stream.callback_error:
                 raise  # the caller's own callback failed: not the model's fault
             raise _to_llm_error(exc, model) from exc
+        if held is not None:
+            held.flush()
         reply = _reply(litellm, response, model, self.settings)
+        reply = replace(reply, text=law2.reply(reply.text, held))
         return reply if stream is None else replace(reply, first_token_s=stream.first_token_s)
 
     def _request(

@@ -293,9 +293,10 @@ async def digest_service(settings: Settings) -> TurnService:
     canary = await run_canary(settings.workspace)
     if not canary.ok:
         log.error("digest.canary_failed detail=%s", canary.detail)
-    port = LLMPort(settings.llm) if configured(settings.llm) else None
+    audit = open_audit_log(settings)
+    port = LLMPort.for_instance(settings, audit) if configured(settings.llm) else None
     service = TurnService(settings, engine=engine, registry=load_registry(settings),
-                          audit=open_audit_log(settings), port=port, sandbox_ok=canary.ok)
+                          audit=audit, port=port, sandbox_ok=canary.ok)
     return wire(service)
 
 

@@ -35,6 +35,7 @@ MIN_SECRET_CHARS = 8
 REDACTED = "[REDACTED]"
 ENV_SUFFIXES = ("_TOKEN", "_KEY", "_SECRET", "_PASSWORD")
 _MAX_FILE_BYTES = 1_000_000
+_PARTIAL_CAP = 4096  # the most characters a stream holds back
 _URL_ROUNDS = 3
 _B64_URLSAFE = str.maketrans("+/", "-_")
 # generic patterns: (name, literal); encoded like any secret, so a base64 body is caught too
@@ -106,6 +107,20 @@ class SecretScanner:
         pattern = re.compile("|".join(re.escape(n) for n in hits), re.IGNORECASE)
         return _map_strings(value, lambda s: self._redact_str(s, hits, pattern)), sorted(
             self._names(hits))
+
+    def partial_tail(self, text: str) -> int:
+        """How many characters at the end of `text` could be the start of a secret (of one of
+        its needles): a stream holds those back until the next piece tells."""
+        low, longest = text.lower(), 0
+        if len(low) != len(text):  # a few characters lower-case to two: keep the positions
+            low = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+        for needle in self._order:
+            p = max(0, len(low) - len(needle) + 1, len(low) - _PARTIAL_CAP) - 1
+            while (p := low.find(needle[0], p + 1)) != -1 and len(low) - p > longest:
+                if needle.startswith(low[p:]):
+                    longest = len(low) - p
+                    break
+        return longest
 
     # -- internals ------------------------------------------------------------------------
     def _hits(self, text: str, only: Iterable[str] | None = None) -> list[str]:

@@ -79,7 +79,7 @@ async def generate(settings: Settings, engine: Engine, registry: Registry,
     if not configured(settings.llm):
         return Outcome(False, None, None, detail="no model is configured")
     need, evo = job.need, settings.evolution
-    stager = Stager(LLMPort(settings.llm), evo.synt_tier, settings.lang, need, job.why,
+    stager = Stager(LLMPort.for_instance(settings), evo.synt_tier, settings.lang, need, job.why,
                     max_cost_usd=evo.synt_max_cost_usd)
     work = candidates.synt_dir(settings) / "work" / f"{job.id}-{int(time.time())}"
     record: dict[str, Any] = {"need": {**need.__dict__, "proto": job.proto, "why": job.why},

@@ -22,6 +22,7 @@ import asyncio
 import time
 from collections.abc import Awaitable
 from dataclasses import dataclass, replace
+from functools import partial
 
 from metnos import i18n
 from metnos.db.models import utcnow
@@ -47,7 +48,7 @@ from metnos.turns.loop import (
 from metnos.turns.reply import StepOutcome, compose
 from metnos.turns.service import TurnService
 from metnos.turns.thinking import think as plain_think
-from metnos.workspace import prompt_context
+from metnos.workspace import REFUSED_ACTION, prompt_context
 
 
 @dataclass
@@ -174,7 +175,8 @@ async def _open(service: TurnService, ctx: TurnContext) -> tuple[Conversation, h
         ctx.tainted = True
         ctx.sources.extend(window.sources)
     workspace, hints = await asyncio.gather(
-        asyncio.to_thread(prompt_context, settings.workspace),
+        asyncio.to_thread(prompt_context, settings.workspace,
+                          refused=partial(_identity_refused, service, ctx)),
         asyncio.to_thread(composition.hints, service.engine, service.registry.names(),
                           ctx.lang))
     if hints:  # the accepted compositions (the synt): Metnos's own lines, after the files
@@ -185,6 +187,13 @@ async def _open(service: TurnService, ctx: TurnContext) -> tuple[Conversation, h
                               result_chars=settings.agent.max_tool_result_chars)
     ctx.mark("history", started)
     return convo, window
+
+
+def _identity_refused(service: TurnService, ctx: TurnContext, name: str, reason: str) -> None:
+    """An identity file left out of the prompt (a link, not a plain file): a deny line."""
+    service.record.audit_line(ctx, action=f"{REFUSED_ACTION}/{name}", decision="deny",
+                              reason=f"ERR_WORKSPACE_IDENTITY_{reason.upper()}",
+                              outcome="refused", args={"file": name})
 
 
 def _history_items(window: history.Window, lang: str) -> list[dict[str, object]]:

@@ -55,9 +55,10 @@ async def build_service(settings: Settings, *, scheduler: Signals | None = None,
     canary = await run_canary(settings.workspace)
     if not canary.ok:
         log.error("sandbox.canary_failed detail=%s", canary.detail)
-    port = LLMPort(settings.llm) if configured(settings.llm) else None
+    audit = open_audit_log(settings)
+    port = LLMPort.for_instance(settings, audit) if configured(settings.llm) else None
     service = TurnService(settings, engine=engine, registry=registry,
-                          audit=open_audit_log(settings), port=port, sandbox_ok=canary.ok)
+                          audit=audit, port=port, sandbox_ok=canary.ok)
     service.record.memory_hooks.append(partial(_observe, service))
     if settings.tutor.enabled:
         service.precheck = await asyncio.to_thread(tutoring, settings, service,
