@@ -65,19 +65,18 @@ def _read(ws_fd: int, name: str, limit: int, refused: Refused | None) -> str:
     except OSError as exc:  # ELOOP: a symlink; anything else unreadable
         _refuse(name, "symlink" if exc.errno == errno.ELOOP else "unreadable", refused)
         return ""
-    with os.fdopen(fd, "rb") as fh:
+    try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            _refuse(name, "not_a_file", refused)
-            return ""
-        if st.st_nlink > 1:
-            _refuse(name, "hardlink", refused)
-            return ""
-        try:
-            raw = fh.read(4 * (limit + 1))
-        except OSError:
-            _refuse(name, "unreadable", refused)
-            return ""
+        why = ("not_a_file" if not stat.S_ISREG(st.st_mode)
+               else "hardlink" if st.st_nlink > 1 else None)
+        raw = b"" if why else os.read(fd, 4 * (limit + 1))
+    except OSError:
+        why = "unreadable"
+    finally:
+        os.close(fd)
+    if why:
+        _refuse(name, why, refused)
+        return ""
     text = raw.decode("utf-8", errors="replace")[:limit + 1].strip()
     return text if len(text) <= limit else text[:limit].rstrip() + " […]"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from metnos.workspace import FILES, prompt_context
@@ -26,3 +27,33 @@ def test_a_symlinked_file_is_not_followed(tmp_path: Path) -> None:
     ws.mkdir()
     (ws / "SOUL.md").symlink_to(secret)
     assert "TOP SECRET" not in prompt_context(ws)
+
+
+def test_a_hard_linked_file_is_left_out_and_reported(tmp_path: Path) -> None:
+    key = tmp_path / "id_rsa"
+    key.write_text("-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    os.link(key, ws / "MEMORY.md")
+    (ws / "RULES.md").write_text("be kind")
+    (ws / "SOUL.md").mkdir()  # not a plain file either
+    refused: list[tuple[str, str]] = []
+    out = prompt_context(ws, refused=lambda name, why: refused.append((name, why)))
+    assert "PRIVATE KEY" not in out and "be kind" in out
+    assert refused == [("SOUL.md", "not_a_file"), ("MEMORY.md", "hardlink")]
+
+
+def test_a_fifo_does_not_hang_the_turn(tmp_path: Path) -> None:
+    os.mkfifo(tmp_path / "USER.md")
+    refused: list[tuple[str, str]] = []
+    assert prompt_context(tmp_path, refused=lambda n, w: refused.append((n, w))) == ""
+    assert refused == [("USER.md", "not_a_file")]
+
+
+def test_a_failing_reporter_never_fails_the_turn(tmp_path: Path) -> None:
+    (tmp_path / "IDENTITY.md").symlink_to(tmp_path / "nowhere")
+
+    def broken(name: str, why: str) -> None:
+        raise OSError("audit disk gone")
+
+    assert prompt_context(tmp_path, refused=broken) == ""
