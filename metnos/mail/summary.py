@@ -9,6 +9,13 @@ strings, control characters and chat-template tokens stripped, each line cut to 
 Anything else (a missing uid, a third line, another uid, not JSON) keeps that message's
 extractive lines. So the summary works with no model at all, and what the mail says can at
 most change the wording of its own two lines, which go to the owner and nowhere else.
+
+Then each message's lines are checked in code (`metnos.mail.screen`, issue 25): line one is
+always the executor's, built from the headers (the model's first line is not used: a model
+never writes who sent a mail), its links hidden; line two (the model's, or the mail's own
+first sentence) goes out only with no link, address or phone number in it and no claim that
+something was already done ("moved to the Trash", "paid"). Else that message is told by its
+header line alone, with a log and a deny audit line; a message is never dropped.
 """
 
 from __future__ import annotations
@@ -23,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from metnos import i18n, prompts
 from metnos.errors import LLMError, MetnosError
+from metnos.mail import screen
 from metnos.policy.decide import Decision
 from metnos.policy.untrusted import wrap_untrusted
 from metnos.turns.context import CheckedStep, TurnContext
@@ -37,6 +45,8 @@ EXECUTOR = "summarize"
 EFFECT = "summarize"
 ROLE = "mail_summarize"
 AUDIT_ACTION = "summarize.model"
+SCREEN_ACTION = "summarize.screen"
+REFUSED = "MSG_DIGEST_SUMMARY_REFUSED"
 MAX_LINE = 160
 MAX_SNIPPET = 600
 TOKENS = re.compile(r"<\|[^<>|]{0,40}\|>|</?s>|\[/?INST\]|<</?SYS>>|</?(start|end)_of_turn>",
@@ -55,13 +65,14 @@ def clean_line(text: str) -> str:
 
 
 def extractive_lines(result: Mapping[str, Any] | None) -> Lines:
-    """The executor's lines per uid (checked again on this side of the sandbox)."""
+    """The executor's lines per uid (checked again on this side of the sandbox); after the
+    screen, a message may have its header line only."""
     found: Lines = {}
     for item in (result or {}).get("summaries") or ():
         if not isinstance(item, Mapping):
             continue
         uid, lines = item.get("uid"), item.get("lines")
-        if (isinstance(uid, int) and isinstance(lines, list) and len(lines) == 2
+        if (isinstance(uid, int) and isinstance(lines, list) and len(lines) in (1, 2)
                 and all(isinstance(x, str) for x in lines)):
             found[uid] = [clean_line(x) or "…" for x in lines]
     return found
@@ -124,7 +135,15 @@ async def rewrite(service: TurnService, ctx: TurnContext, checked: CheckedStep,
     if service.port is not None and lines:
         messages = {uid: m for uid, m in asked_messages(checked).items() if uid in lines}
         by_model = await _ask_model(service, ctx, messages, checked)
-    merged = {uid: by_model.get(uid, pair) for uid, pair in lines.items()}
+    merged: Lines = {}
+    for uid, pair in lines.items():
+        merged[uid], refused = checked_pair(service, uid, pair, by_model.get(uid), ctx.lang)
+        if refused:
+            by_model.pop(uid, None)
+            await asyncio.to_thread(
+                service.record.audit_line, ctx, action=SCREEN_ACTION, decision="deny",
+                reason=REFUSED, outcome="header_only", action_id=checked.action_id,
+                args={"uid": uid, "found": refused})
     by = ("extractive" if not by_model else "model" if len(by_model) == len(lines)
           else "mixed")
     summaries = [{"uid": uid, "lines": pair} for uid, pair in merged.items()]
@@ -132,6 +151,24 @@ async def rewrite(service: TurnService, ctx: TurnContext, checked: CheckedStep,
     result = {**(outcome.result or {}), "summaries": summaries, "by": by, "text": text}
     return StepOutcome(EXECUTOR, "done", result=result, audit_seq=outcome.audit_seq,
                        action_id=outcome.action_id)
+
+
+def checked_pair(service: TurnService, uid: int, pair: list[str], said: list[str] | None,
+                 lang: str) -> tuple[list[str], list[str]]:
+    """(the lines that go out for one message, what refused its second line: the kinds of
+    links and the claimed actions found, [] when it holds)."""
+    header = clean_line(screen.hide_links(pair[0], i18n.get("MSG_DIGEST_LINK_HIDDEN", lang)))
+    second = (said or pair)[1] if len(said or pair) > 1 else ""
+    if not second:
+        return [header], []
+    found = [f"link:{len(screen.links(second))}"] if screen.links(second) else []
+    claimed = screen.claims(second, service.settings.active_languages)
+    found += [f"claim:{word}" for word in dict.fromkeys(claimed)]
+    if found:
+        log.warning("summarize.line_refused uid=%s by=%s found=%s", uid,
+                    "model" if said else "mail", ",".join(found))
+        return [header], found
+    return [header, second], []
 
 
 async def _ask_model(service: TurnService, ctx: TurnContext,
