@@ -171,8 +171,8 @@ def sync() -> None:
 def _sweep(admin: LanguageAdmin, quality: str | None, layers: list[str],
            names: list[str] | None, langs: list[str] | None) -> SweepReport:
     settings = admin.settings
-    translator = LLMTranslator(LLMPort.for_instance(settings), quality or settings.i18n.sweep_quality,
-                               settings.lang)
+    translator = LLMTranslator(LLMPort.for_instance(settings),
+                               quality or settings.i18n.sweep_quality, settings.lang)
     return asyncio.run(admin.sweep(translator, layers=layers, names=names, langs=langs,
                                    progress=lambda line: typer.echo(f"… {line}", err=True)))
 
