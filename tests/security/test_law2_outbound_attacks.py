@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 import websockets
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from metnos.llm.outbound import Outbound
 from metnos.policy.laws import REDACTED
@@ -174,3 +176,22 @@ def test_ordinary_text_streams_without_being_held() -> None:
     for piece in ("Buongiorno, ", "come ", "stai?"):
         held(piece)
     assert out == ["Buongiorno, ", "come ", "stai?"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(cuts=st.lists(st.integers(min_value=0, max_value=60), max_size=8),
+       case=st.sampled_from([str.lower, str.upper, lambda s: s]))
+def test_any_split_streams_only_what_the_whole_reply_keeps(cuts: list[int], case: Any) -> None:
+    """Whatever the split (and the case the model wrote the secret in): what has left is at
+    every moment the start of the redacted whole, so nothing leaves that is taken back."""
+    secret = "s3cr3t-OWNER-token-0123456789abcdef"
+    text = f"Se: {case(secret)} and s3cr3t again {secret[:10]}!"
+    whole = f"Se: {REDACTED} and s3cr3t again {secret[:10]}!"
+    out: list[str] = []
+    held = Outbound(SecretScanner([("owner_token", secret)])).stream(out.append)
+    points = sorted({min(c, len(text)) for c in cuts} | {0, len(text)})
+    for a, b in zip(points, points[1:], strict=False):
+        held(text[a:b])
+        assert whole.startswith("".join(out))
+    held.flush()
+    assert "".join(out) == whole
