@@ -229,12 +229,40 @@ def admit_with_settings(
         refused = list(problems) + [Refusal(spec.name, exc.key, exc.vars) for spec in specs]
         return Registry(refused=refused)
     registry = admit(specs, public_key, signatures_dir(settings), problems, marks)
+    _confine_network(registry, settings.resources_root / "executors")
     for refusal in registry.refused:
         if refusal.key == "ERR_EXECUTOR_ROLLED_BACK":
             _audit(settings, "executors.admit", "deny", reason=refusal.key,
                    outcome=f"{refusal.name} {refusal.vars['version']} < "
                            f"{refusal.vars['signed_version']}")
     return registry
+
+
+def _confine_network(registry: Registry, builtin_dir: Path) -> None:
+    """The host's network is for the built-ins pinned by BUILTIN.lock (web_fetch checks every
+    address itself); any other admitted executor asking for the network without an egress
+    runs with `egress = "none"` (an empty network namespace), still a network tool for the
+    Laws. Issue 25: a synt candidate, once signed, must not reach loopback services."""
+    from metnos.executors.builtin import LOCK_FILE, read_lock  # builtin imports this module
+
+    try:
+        lock = read_lock(builtin_dir / LOCK_FILE)
+    except SignatureError:
+        lock = {}
+    for spec in registry.admitted:
+        sandbox = spec.manifest.sandbox
+        if not sandbox.network or sandbox.egress is not None:
+            continue
+        facts = registry.signed[spec.name]
+        pinned = lock.get(spec.name) == {"version": facts.version, "code_sha256":
+                                         facts.code_sha256,
+                                         "manifest_sha256": facts.manifest_sha256}
+        if pinned and spec.folder.parent == builtin_dir:
+            continue
+        log.info("executors.confined name=%s network=none (not a pinned built-in)", spec.name)
+        manifest = spec.manifest.model_copy(
+            update={"sandbox": sandbox.model_copy(update={"egress": "none"})})
+        registry.add(replace(spec, manifest=manifest), facts)
 
 
 def sign_as_owner(folder: Path, settings: Settings, *, downgrade: bool = False) -> SignedFacts:
