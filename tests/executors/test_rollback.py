@@ -19,7 +19,9 @@ from typer.testing import CliRunner
 
 from metnos.audit.log import audit_log_path, read_tail
 from metnos.cli.executors import app
+from metnos.executors import versions
 from metnos.executors.registry import load_registry
+from metnos.executors.signing import SignedFacts
 from metnos.settings import get_settings
 from tests.executors.conftest import REPO_EXECUTORS
 
@@ -151,3 +153,31 @@ def test_the_marks_live_beside_the_key_not_in_the_workspace(home: Path) -> None:
     marks = home / "keys" / "executors.versions.json"
     assert marks.is_file() and marks.stat().st_mode & 0o077 == 0
     assert json.loads(marks.read_text())["executors"][NAME]["version"] == "0.1.0"
+
+
+@pytest.mark.parametrize(("older", "newer"), [
+    ("0.1.0", "0.2.0"), ("0.9.0", "0.10.0"), ("1.0.0-rc.1", "1.0.0"), ("1.0.0-alpha", "1.0.0-beta"),
+    ("1.0.0-2", "1.0.0-10"), ("1.0.0-9", "1.0.0-alpha"), ("1.2.3", "2.0.0"),
+])
+def test_version_order(older: str, newer: str) -> None:
+    assert versions.compare_versions(older, newer) == -1
+    assert versions.compare_versions(newer, older) == 1
+    assert versions.compare_versions(newer, newer) == 0
+
+
+def test_build_metadata_does_not_order_the_signing_time_does() -> None:
+    assert versions.compare_versions("1.0.0+a", "1.0.0+b") == 0
+    mark = versions.Mark("1.0.0+b", 200, "c" * 64, "m" * 64)
+    older = SignedFacts("x", "1.0.0+a", "d" * 64, "n" * 64, 100)
+    newer = SignedFacts("x", "1.0.0+a", "d" * 64, "n" * 64, 300)
+    assert versions.rolled_back(older, mark) and not versions.rolled_back(newer, mark)
+    same = SignedFacts("x", "1.0.0+b", "c" * 64, "m" * 64, 200)
+    other = SignedFacts("x", "1.0.0+b", "e" * 64, "m" * 64, 200)  # same second, other code
+    assert not versions.rolled_back(same, mark) and versions.rolled_back(other, mark)
+
+
+def test_an_unreadable_marks_file_admits_no_owner_executor(home: Path) -> None:
+    _sign()
+    (home / "keys" / versions.MARKS_FILE).write_text("{not json")
+    refusal = _refusal(home)
+    assert refusal is not None and refusal[0] == "ERR_EXECUTOR_MARKS_UNREADABLE"
