@@ -25,7 +25,13 @@ from metnos.executors.registry import load_registry
 from metnos.synt import generate
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome
-from tests.synt.support import add_proto, engine_of, job_for, script_generation
+from tests.synt.support import (
+    COUNTER_MANIFEST,
+    add_proto,
+    engine_of,
+    job_for,
+    script_generation,
+)
 
 PROBE = '''import json, os, sys
 import http.client
@@ -140,4 +146,23 @@ async def test_a_network_candidate_trial_reaches_nothing(
                          "CANDIDATE.json").read_text())
     assert record["tests"]["profile"]["network"] is False  # where it ran: no network at all
     assert record["profile"]["network"] is True  # what it asked for (the owner sees it)
+    engine.dispose()
+
+
+@pytest.mark.attack
+@pytest.mark.parametrize("line", ['account = "imap"', 'runs_on = "laptop"'])
+async def test_a_candidate_asking_for_the_mail_account_is_never_proposed(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, line: str) -> None:
+    """Once signed, an executor with `account = "imap"` gets the mail password in its stdin:
+    a generated one may not declare it (nor another place to run)."""
+    home = make_home(llm=scripted_llm, lang="en")
+    settings, engine = home.settings, engine_of(home.settings)
+    proto_id = add_proto(engine, want="count_words", have_kind="tst_note",
+                         want_kind="tst_count")
+    manifest = COUNTER_MANIFEST.replace('entry = "main.py"', f'entry = "main.py"\n{line}')
+    script_generation(scripted_llm, manifest=manifest)
+    outcome = await generate.generate(settings, engine, load_registry(settings),
+                                      job_for(engine, proto_id))
+    assert not outcome.ok and outcome.stage == "manifest", outcome
+    assert not (settings.home / "executors" / "word_counter").exists()
     engine.dispose()
