@@ -11,13 +11,13 @@ from metnos.cli._common import settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._table import print_table, word
 from metnos.errors import ExecutorNotFound, MetnosError
+from metnos.executors.owner import sign_as_owner
 from metnos.executors.registry import (
     ExecutorSpec,
     Refusal,
     admit_with_settings,
     discover_all,
     executor_dirs,
-    sign_as_owner,
     signatures_dir,
 )
 from metnos.executors.signing import signature_path

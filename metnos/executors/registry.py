@@ -6,8 +6,6 @@ signature: only signed, untampered executors reach the `Registry`; the others ar
 `Registry.refused` with an i18n key saying why (a synt candidate, a folder holding
 `CANDIDATE.json`, is refused as awaiting the owner's signature, signed or not; a copy older
 than the owner's newest signature of it, as rolled back: `metnos.executors.versions`).
-`sign_as_owner` is the owner's signature (the CLI's sign, the synt's accept), which moves that
-high-water mark.
 """
 
 from __future__ import annotations
@@ -22,14 +20,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from metnos import i18n
-from metnos.audit import open_audit_log
-from metnos.errors import AuditError, ExecutorNotFound, ManifestError, SignatureError
+from metnos.errors import ExecutorNotFound, ManifestError, SignatureError
 from metnos.executors import versions
 from metnos.executors.manifest import MANIFEST_FILE, Manifest, manifest_bytes, parse_manifest
-from metnos.executors.signing import SignedFacts, sign_executor, signature_path, verify_executor
+from metnos.executors.signing import SignedFacts, signature_path, verify_executor
 from metnos.i18n.layer_planner import planner_text
 from metnos.i18n.store import affinity_words
-from metnos.keys import load_private_key, load_public_key
+from metnos.keys import load_public_key
 from metnos.llm.tools import ToolSpec
 
 if TYPE_CHECKING:
@@ -190,8 +187,8 @@ def admit(
             facts = verify_executor(spec.folder, public_key, sig)
             if facts.manifest_sha256 != spec.manifest_sha256:  # changed since it was parsed
                 raise SignatureError("ERR_EXECUTOR_SIGNATURE_INVALID", name=spec.name)
-            if versions.rolled_back(facts, mark := marks.get(spec.name)):
-                assert mark is not None
+            mark = marks.get(spec.name)
+            if mark is not None and versions.rolled_back(facts, mark):
                 raise SignatureError("ERR_EXECUTOR_ROLLED_BACK", name=spec.name,
                                      version=facts.version, signed_version=mark.version)
         except (SignatureError, ManifestError) as exc:
@@ -232,9 +229,9 @@ def admit_with_settings(
     _confine_network(registry, settings.resources_root / "executors")
     for refusal in registry.refused:
         if refusal.key == "ERR_EXECUTOR_ROLLED_BACK":
-            _audit(settings, "executors.admit", "deny", reason=refusal.key,
-                   outcome=f"{refusal.name} {refusal.vars['version']} < "
-                           f"{refusal.vars['signed_version']}")
+            versions.audit_line(settings, "executors.admit", "deny", reason=refusal.key,
+                                outcome=f"{refusal.name} {refusal.vars['version']} < "
+                                        f"{refusal.vars['signed_version']}")
     return registry
 
 
@@ -263,42 +260,6 @@ def _confine_network(registry: Registry, builtin_dir: Path) -> None:
         manifest = spec.manifest.model_copy(
             update={"sandbox": sandbox.model_copy(update={"egress": "none"})})
         registry.add(replace(spec, manifest=manifest), facts)
-
-
-def sign_as_owner(folder: Path, settings: Settings, *, downgrade: bool = False) -> SignedFacts:
-    """The owner's signature of the executor in `folder`, made its high-water mark.
-
-    Signing a version older than the owner's last signature of that executor raises
-    SignatureError (ERR_EXECUTOR_OLDER_THAN_SIGNED) unless `downgrade`; both the refusal and
-    a downgrade leave an audit line."""
-    path = folder / MANIFEST_FILE
-    manifest = parse_manifest(path, manifest_bytes(path))
-    marks = versions.marks_path(settings.keys_dir)
-    try:
-        before = versions.check_signing(marks, manifest.name, manifest.version,
-                                        downgrade=downgrade)
-    except SignatureError as exc:
-        _audit(settings, "executors.sign", "deny", reason=exc.key,
-               outcome=f"{manifest.name} {manifest.version}")
-        raise
-    private_key = load_private_key(settings.keys_dir, KEY_PURPOSE)
-    facts = sign_executor(folder, private_key, signature_path(signatures_dir(settings),
-                                                              manifest.name))
-    versions.record(marks, facts)
-    if before is not None and versions.compare_versions(facts.version, before.version) < 0:
-        _audit(settings, "executors.sign", "allow", reason=f"{facts.name} {before.version} -> "
-               f"{facts.version}", outcome="downgraded",
-               args={"name": facts.name, "code_sha256": facts.code_sha256})
-    return facts
-
-
-def _audit(settings: Settings, action: str, decision: str, **fields: Any) -> None:
-    try:
-        with open_audit_log(settings) as audit:
-            audit.append(sender="owner", channel="executors", action=action,
-                         decision=decision, **fields)
-    except (AuditError, OSError) as exc:  # the refusal holds; its line is what is missing
-        log.error("executors.audit_failed action=%s: %s", action, exc)
 
 
 def _tool_spec(manifest: Manifest, lang: str) -> ToolSpec:

@@ -22,13 +22,21 @@ Whoever can lower a mark there can already sign any code. The built-ins are pinn
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from metnos import durable
-from metnos.errors import SignatureError
+from metnos.audit import open_audit_log
+from metnos.errors import AuditError, SignatureError
 from metnos.executors.signing import SignedFacts
+
+if TYPE_CHECKING:
+    from metnos.settings import Settings
+
+log = logging.getLogger(__name__)
 
 MARKS_FILE = "executors.versions.json"
 _FORMAT = 1
@@ -72,10 +80,8 @@ def read_marks(path: Path) -> dict[str, Mark]:
         raise SignatureError("ERR_EXECUTOR_MARKS_UNREADABLE", path=str(path)) from exc
 
 
-def rolled_back(facts: SignedFacts, mark: Mark | None) -> bool:
-    """Whether `facts` (a valid signature) is older than the owner's newest one."""
-    if mark is None:
-        return False
+def rolled_back(facts: SignedFacts, mark: Mark) -> bool:
+    """Whether `facts` (a valid signature) is older than the owner's newest one, `mark`."""
     order = compare_versions(facts.version, mark.version)
     if order != 0:
         return order < 0
@@ -120,3 +126,14 @@ def _key(version: str) -> tuple[int, int, int, int, tuple[tuple[int, int | str],
         return int(major), int(minor), int(patch), 1, ()
     parts = tuple((0, int(p)) if p.isdigit() else (1, p) for p in pre.split("."))
     return int(major), int(minor), int(patch), 0, parts
+
+
+def audit_line(settings: Settings, action: str, decision: str, **fields: Any) -> None:
+    """One audit line about the owner's executors (a rolled-back copy refused, a signing
+    refused, a downgrade)."""
+    try:
+        with open_audit_log(settings) as audit:
+            audit.append(sender="owner", channel="executors", action=action,
+                         decision=decision, **fields)
+    except (AuditError, OSError) as exc:  # the refusal holds; its line is what is missing
+        log.error("executors.audit_failed action=%s: %s", action, exc)

@@ -27,7 +27,8 @@ from metnos.audit import open_audit_log
 from metnos.db.engine import session as db_session
 from metnos.errors import ManifestError, MetnosError, SignatureError
 from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
-from metnos.executors.registry import CANDIDATE_FILE, sign_as_owner
+from metnos.executors.owner import sign_as_owner
+from metnos.executors.registry import CANDIDATE_FILE
 from metnos.executors.signing import SignedFacts
 from metnos.mnestoma import moves
 from metnos.mnestoma.models import UseClock
