@@ -6,9 +6,10 @@ The cwd is the workspace; paths are workspace-relative. Two phases, set by the w
 - "plan" (default) changes nothing: the images directly in `folder` (regular files, not
   hidden, in name order) and the name each would get, `<prefix><NNNN><.ext>`; a name already
   taken by a file outside the batch stops it (ERR_FILE_EXISTS), never overwritten;
-- "apply" renames `sources[i]` to `targets[i]`, every one inside `folder`, with link + unlink
-  (fails atomically when the target exists). It stops at the first failure and says how many
-  were done, so the server's record still undoes them.
+- "apply" renames `sources[i]` to `targets[i]`, every one inside `folder`, never over an
+  existing target (checked just before each rename: no other step changes files meanwhile,
+  and the sandbox makes no hard links, so link + unlink is not an option). It stops at the
+  first failure and says how many were done, so the server's record still undoes them.
 Stdlib only.
 """
 
@@ -93,11 +94,9 @@ def apply(folder, sources, targets):
     for src, dst in pairs:
         if not os.path.isfile(src) or os.path.islink(src):
             raise Refused("ERR_REMOTE_BATCH_STOPPED", path=src, done=done)
-        try:
-            os.link(src, dst, follow_symlinks=False)
-        except FileExistsError:
-            raise Refused("ERR_REMOTE_BATCH_STOPPED", path=dst, done=done) from None
-        os.unlink(src)
+        if os.path.lexists(dst):
+            raise Refused("ERR_REMOTE_BATCH_STOPPED", path=dst, done=done)
+        os.rename(src, dst)
         done += 1
     return {"renames": [[s, t] for s, t in pairs], "renamed": done}
 

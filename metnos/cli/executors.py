@@ -11,8 +11,8 @@ from metnos.cli._common import settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._table import print_table, word
 from metnos.errors import ExecutorNotFound, MetnosError
+from metnos.executors.owner import sign_as_owner
 from metnos.executors.registry import (
-    KEY_PURPOSE,
     ExecutorSpec,
     Refusal,
     admit_with_settings,
@@ -20,8 +20,7 @@ from metnos.executors.registry import (
     executor_dirs,
     signatures_dir,
 )
-from metnos.executors.signing import sign_executor, signature_path
-from metnos.keys import load_private_key
+from metnos.executors.signing import signature_path
 
 app = typer.Typer(help=msg("CLI_EXECUTORS_HELP"), no_args_is_help=True)
 
@@ -47,14 +46,15 @@ def list_executors(as_json: JsonOpt = False) -> None:
 @app.command("sign", help=msg("CLI_EXECUTORS_SIGN_HELP"))
 def sign(
     name: Annotated[str, typer.Argument(help=msg("CLI_EXECUTORS_NAME_HELP"))],
+    downgrade: Annotated[bool, typer.Option(
+        "--downgrade", help=msg("CLI_EXECUTORS_DOWNGRADE_HELP"))] = False,
     as_json: JsonOpt = False,
 ) -> None:
     settings = settings_or_exit()
     try:
         spec = _find(name)
-        private_key = load_private_key(settings.keys_dir, KEY_PURPOSE)
         sig = signature_path(signatures_dir(settings), spec.name)
-        facts = sign_executor(spec.folder, private_key, sig)
+        facts = sign_as_owner(spec.folder, settings, downgrade=downgrade)
     except MetnosError as exc:
         _fail(exc.message(cli_lang()))
     if as_json:

@@ -4,7 +4,8 @@
 code** (Home Assistant's integration loader does the same). `admit` then checks each one's
 signature: only signed, untampered executors reach the `Registry`; the others are listed in
 `Registry.refused` with an i18n key saying why (a synt candidate, a folder holding
-`CANDIDATE.json`, is refused as awaiting the owner's signature, signed or not).
+`CANDIDATE.json`, is refused as awaiting the owner's signature, signed or not; a copy older
+than the owner's newest signature of it, as rolled back: `metnos.executors.versions`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from metnos import i18n
 from metnos.errors import ExecutorNotFound, ManifestError, SignatureError
+from metnos.executors import versions
 from metnos.executors.manifest import MANIFEST_FILE, Manifest, manifest_bytes, parse_manifest
 from metnos.executors.signing import SignedFacts, signature_path, verify_executor
 from metnos.i18n.layer_planner import planner_text
@@ -162,9 +164,13 @@ def admit(
     public_key: Ed25519PublicKey,
     signatures_dir: Path,
     problems: Iterable[Refusal] = (),
+    marks: dict[str, versions.Mark] | None = None,
 ) -> Registry:
-    """Verify each spec's signature; the valid ones are admitted, the others refused."""
+    """Verify each spec's signature; the valid ones are admitted, the others refused. `marks`
+    (`metnos.executors.versions`): a valid signature older than its executor's mark is
+    refused as rolled back (ERR_EXECUTOR_ROLLED_BACK)."""
     registry = Registry(refused=list(problems))
+    marks = marks or {}
     for spec in specs:
         if spec.name in RESERVED_NAMES:  # a built-in tool of the loop has this name
             log.warning("executors.refused name=%s key=ERR_EXECUTOR_NAME_RESERVED", spec.name)
@@ -181,6 +187,10 @@ def admit(
             facts = verify_executor(spec.folder, public_key, sig)
             if facts.manifest_sha256 != spec.manifest_sha256:  # changed since it was parsed
                 raise SignatureError("ERR_EXECUTOR_SIGNATURE_INVALID", name=spec.name)
+            mark = marks.get(spec.name)
+            if mark is not None and versions.rolled_back(facts, mark):
+                raise SignatureError("ERR_EXECUTOR_ROLLED_BACK", name=spec.name,
+                                     version=facts.version, signed_version=mark.version)
         except (SignatureError, ManifestError) as exc:
             log.warning("executors.refused name=%s key=%s", spec.name, exc.key)
             registry.refused.append(Refusal(spec.name, exc.key, exc.vars))
@@ -207,13 +217,49 @@ def load_registry(settings: Settings) -> Registry:
 def admit_with_settings(
     specs: Iterable[ExecutorSpec], settings: Settings, problems: Iterable[Refusal] = ()
 ) -> Registry:
-    """`admit` with the instance's `executors` public key and signatures folder."""
+    """`admit` with the instance's `executors` public key, signatures folder and high-water
+    marks; a rolled-back executor's refusal leaves an audit line."""
     try:
         public_key = load_public_key(settings.keys_dir, KEY_PURPOSE)
+        marks = versions.read_marks(versions.marks_path(settings.keys_dir))
     except SignatureError as exc:
         refused = list(problems) + [Refusal(spec.name, exc.key, exc.vars) for spec in specs]
         return Registry(refused=refused)
-    return admit(specs, public_key, signatures_dir(settings), problems)
+    registry = admit(specs, public_key, signatures_dir(settings), problems, marks)
+    _confine_network(registry, settings.resources_root / "executors")
+    for refusal in registry.refused:
+        if refusal.key == "ERR_EXECUTOR_ROLLED_BACK":
+            versions.audit_line(settings, "executors.admit", "deny", reason=refusal.key,
+                                outcome=f"{refusal.name} {refusal.vars['version']} < "
+                                        f"{refusal.vars['signed_version']}")
+    return registry
+
+
+def _confine_network(registry: Registry, builtin_dir: Path) -> None:
+    """The host's network is for the built-ins pinned by BUILTIN.lock (web_fetch checks every
+    address itself); any other admitted executor asking for the network without an egress
+    runs with `egress = "none"` (an empty network namespace), still a network tool for the
+    Laws. Issue 25: a synt candidate, once signed, must not reach loopback services."""
+    from metnos.executors.builtin import LOCK_FILE, read_lock  # builtin imports this module
+
+    try:
+        lock = read_lock(builtin_dir / LOCK_FILE)
+    except SignatureError:
+        lock = {}
+    for spec in registry.admitted:
+        sandbox = spec.manifest.sandbox
+        if not sandbox.network or sandbox.egress is not None:
+            continue
+        facts = registry.signed[spec.name]
+        pinned = lock.get(spec.name) == {"version": facts.version, "code_sha256":
+                                         facts.code_sha256,
+                                         "manifest_sha256": facts.manifest_sha256}
+        if pinned and spec.folder.parent == builtin_dir:
+            continue
+        log.info("executors.confined name=%s network=none (not a pinned built-in)", spec.name)
+        manifest = spec.manifest.model_copy(
+            update={"sandbox": sandbox.model_copy(update={"egress": "none"})})
+        registry.add(replace(spec, manifest=manifest), facts)
 
 
 def _tool_spec(manifest: Manifest, lang: str) -> ToolSpec:

@@ -204,8 +204,9 @@ def build_argv(
     and the trash for every profile without `trash = true`). `seccomp_fd` is a descriptor
     holding the BPF program of `metnos.sandbox.seccomp`, which bwrap installs before the exec.
     `python_packages` (see `resolve_python_packages`) are bound read-only under PYLIB_DIR.
-    `egress_socket` (a profile with `egress`) is the host's forwarding socket, bound read-only
-    at EGRESS_SOCKET: the run's only way out of its empty network namespace (None: no way out).
+    `egress_socket` (a profile with `egress = "account"`) is the host's forwarding socket, bound
+    read-only at EGRESS_SOCKET: the run's only way out of its empty network namespace (None: no
+    way out; `egress = "none"` has none, nor the resolver files).
     """
     _check_entry(entry)
     argv = [str(bwrap), *_namespace_args(profile), *_env_args()]
@@ -219,10 +220,10 @@ def build_argv(
         if not _PYLIB_NAME_RE.match(package.dest):
             raise ValueError(f"python package destination must be a plain name: {package.dest!r}")
         argv += ["--ro-bind", str(package.source), f"{PYLIB_DIR}/{package.dest}"]
-    if profile.network:
+    if profile.network and profile.egress != "none":
         for path in host_network_files() if network_files is None else network_files:
             argv += ["--ro-bind", path, path]
-    if profile.egress is not None and egress_socket is not None:
+    if profile.egress == "account" and egress_socket is not None:
         argv += ["--ro-bind", egress_socket, EGRESS_SOCKET]
     argv += ["--ro-bind-fd", str(exec_dir_fd), EXECUTOR_DIR]
     argv += _workspace_args(profile, workspace_fd, extra_mounts, hidden_dirs, hidden_files)
@@ -250,7 +251,7 @@ def _namespace_args(profile: SandboxProfile) -> list[str]:
     args = ["--die-with-parent", "--new-session", "--unshare-user"]
     args += ["--uid", SANDBOX_UID, "--gid", SANDBOX_UID, "--disable-userns"]
     args += ["--unshare-ipc", "--unshare-pid", "--unshare-uts", "--unshare-cgroup-try"]
-    if not profile.network or profile.egress is not None:  # egress: one forwarded socket
+    if not profile.network or profile.egress is not None:  # egress: a forwarded socket or none
         args.append("--unshare-net")
     return [*args, "--cap-drop", "ALL"]
 

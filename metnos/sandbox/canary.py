@@ -43,6 +43,7 @@ CHECKS = (
     "pid_isolated",
     "etc_absent",
     "seccomp_filtered",
+    "hardlinks_denied",
     "listener_untouched",
 )
 
@@ -71,6 +72,9 @@ def userns_denied():
     return ctypes.CDLL(None, use_errno=True).unshare(0x10000000) != 0  # CLONE_NEWUSER
 def ls(path):
     return set(os.listdir(path)) if os.path.isdir(path) else set()
+def hardlink():
+    open("/tmp/.metnos-canary", "w").close()
+    os.link("/tmp/.metnos-canary", "/tmp/.metnos-canary-link")
 c = {
     "cap_eff_zero": int(status("CapEff"), 16) == 0,
     "no_new_privs": status("NoNewPrivs") == "1",
@@ -88,6 +92,7 @@ c = {
     "pid_isolated": len([p for p in os.listdir("/proc") if p.isdigit()]) <= 3,
     "etc_absent": not os.path.lexists("/etc/passwd") and not os.path.lexists("/etc/shadow"),
     "seccomp_filtered": status("Seccomp") == "2" or not a["seccomp_expected"],
+    "hardlinks_denied": fails(hardlink) or not a["seccomp_expected"],
 }
 print(json.dumps({"ok": True, "result": {"checks": c}}))
 """

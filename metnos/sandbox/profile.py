@@ -24,11 +24,14 @@ class SandboxProfile(BaseModel):
     read: tuple[str, ...] = Field(default=("workspace",), description="Readable roots.")
     write: tuple[str, ...] = Field(default=(), description="Writable roots.")
     network: bool = Field(default=False, description="Whether the executor may use the network.")
-    egress: Literal["account"] | None = Field(
+    egress: Literal["account", "none"] | None = Field(
         default=None, description="With `network`: the only place the network reaches. "
         "\"account\": the server of the run's account (`account` in the manifest), through one "
         "Unix socket the host forwards there; the sandbox has no network of its own "
-        "(metnos.sandbox.egress).")
+        "(metnos.sandbox.egress). \"none\": nowhere (an empty network namespace), what an "
+        "executor the owner signed gets when it asks for the network without an egress "
+        "(metnos.executors.registry: the host's network is for built-ins only). None: the "
+        "host's network.")
     timeout_s: float = Field(default=10.0, gt=0, le=3600, description="Wall-clock limit.")
     memory_mb: int = Field(default=256, ge=16, le=16384, description="Address-space limit.")
     trash: bool = Field(default=False, description="Whether the executor sees workspace/.trash "

@@ -132,7 +132,8 @@ async def run_pinned(
     filter_fd: int | None = None
     async with contextlib.AsyncExitStack() as stack:
         egress_socket: str | None = None
-        target = _egress_target(request.account) if request.profile.egress else None
+        account_egress = request.profile.egress == "account"
+        target = _egress_target(request.account) if account_egress else None
         if target is not None:  # the account's server, through the host; without a usable
             # account the run has no way out at all (the executor says what is missing)
             envelope["account"] = {**envelope["account"], "egress": EGRESS_SOCKET}

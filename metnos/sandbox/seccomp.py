@@ -5,7 +5,10 @@ the kernel interfaces an executor never needs and an exploit often does answer E
 (`ptrace`, `process_vm_*`), mounting and root changes (`mount`, `umount2`, `pivot_root`,
 `chroot`, the new mount API), namespaces (`unshare`, `setns`), keyrings, `bpf`,
 `perf_event_open`, `userfaultfd`, io_uring, kexec and kernel modules, and `ioctl(TIOCSTI)`
-(terminal injection; `--new-session` already takes the terminal away).
+(terminal injection; `--new-session` already takes the terminal away). Hard links too
+(`link`, `linkat`; issue 25): the path policy refuses a file with a second name (it may be a
+planted link to a secret), so a link made inside (`cp -l`, `ln`) would lock the owner's own
+files out of every `fs_*` tool; copies, renames and symbolic links still work.
 
 The program is a classic BPF array of `struct sock_filter` (`u16 code; u8 jt; u8 jf; u32 k`)
 over `struct seccomp_data` (`int nr; u32 arch; u64 ip; u64 args[6]`). A process of another
@@ -38,6 +41,7 @@ DENIED = (
     "mount_setattr", "unshare", "setns", "keyctl", "add_key", "request_key", "bpf",
     "perf_event_open", "userfaultfd", "io_uring_setup", "io_uring_enter", "io_uring_register",
     "kexec_load", "kexec_file_load", "init_module", "finit_module", "delete_module",
+    "link", "linkat",
 )
 
 
@@ -46,6 +50,7 @@ class _Arch:
     audit: int
     numbers: dict[str, int]
     x32: bool = False
+    absent: frozenset[str] = frozenset()  # denied calls this architecture does not have
 
 
 _COMMON = {  # the same number on both (asm-generic for new syscalls)
@@ -60,13 +65,14 @@ _ARCHES = {  # from <asm/unistd_64.h> and <asm-generic/unistd.h>
         "chroot": 161, "unshare": 272, "setns": 308, "keyctl": 250, "add_key": 248,
         "request_key": 249, "bpf": 321, "perf_event_open": 298, "userfaultfd": 323,
         "kexec_load": 246, "kexec_file_load": 320, "init_module": 175, "finit_module": 313,
-        "delete_module": 176}, x32=True),
+        "delete_module": 176, "link": 86, "linkat": 265}, x32=True),
     "aarch64": _Arch(0xC00000B7, {
         **_COMMON, "ioctl": 29, "ptrace": 117, "process_vm_readv": 270,
         "process_vm_writev": 271, "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51,
         "unshare": 97, "setns": 268, "keyctl": 219, "add_key": 217, "request_key": 218,
         "bpf": 280, "perf_event_open": 241, "userfaultfd": 282, "kexec_load": 104,
-        "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106}),
+        "kexec_file_load": 294, "init_module": 105, "finit_module": 273, "delete_module": 106,
+        "linkat": 37}, absent=frozenset({"link"})),  # libc's link() is linkat there
 }
 
 
@@ -81,7 +87,8 @@ def program(machine: str | None = None) -> bytes | None:
     body: list[tuple[int, str, str, int]] = []
     if arch.x32:
         body.append((_JGE_K, "deny", "next", _X32_BIT))
-    body += [(_JEQ_K, "deny", "next", arch.numbers[name]) for name in DENIED]
+    body += [(_JEQ_K, "deny", "next", arch.numbers[name]) for name in DENIED
+             if name not in arch.absent]
     body.append((_JEQ_K, "next", "allow", arch.numbers["ioctl"]))
     body.append((_LD_W_ABS, "next", "next", _OFF_ARG1_LOW))
     body.append((_JEQ_K, "deny", "next", TIOCSTI))

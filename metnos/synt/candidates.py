@@ -22,13 +22,14 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from metnos import i18n, keys
+from metnos import i18n
 from metnos.audit import open_audit_log
 from metnos.db.engine import session as db_session
 from metnos.errors import ManifestError, MetnosError, SignatureError
 from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
-from metnos.executors.registry import CANDIDATE_FILE, KEY_PURPOSE, signatures_dir
-from metnos.executors.signing import SignedFacts, sign_executor, signature_path
+from metnos.executors.owner import sign_as_owner
+from metnos.executors.registry import CANDIDATE_FILE
+from metnos.executors.signing import SignedFacts
 from metnos.mnestoma import moves
 from metnos.mnestoma.models import UseClock
 from metnos.mnestoma.moves import RowChange
@@ -97,10 +98,8 @@ def sign(settings: Settings, engine: Engine, name: str) -> SignedFacts:
     kept = synt_dir(settings) / "signed" / f"{name}.json"
     kept.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(folder / CANDIDATE_FILE), kept)
-    try:
-        private_key = keys.load_private_key(settings.keys_dir, KEY_PURPOSE)
-        facts = sign_executor(folder, private_key, signature_path(signatures_dir(settings),
-                                                                  name))
+    try:  # the owner's signature, and the executor's high-water mark (no silent downgrade)
+        facts = sign_as_owner(folder, settings)
     except (ManifestError, SignatureError):
         shutil.move(str(kept), folder / CANDIDATE_FILE)  # still a candidate
         raise

@@ -2,7 +2,7 @@
 
 - the manifest parses with the real `parse_manifest`, takes the need's `have_kind` as a
   required input and outputs its `want_kind` (when the need names them), declares no host
-  effect;
+  effect, no `account` (the host would hand it the mail password) and no `runs_on`;
 - the profile is sane: no network unless the spec needs it, writes only for an executor with
   side effects, no host packages, at most 60 s and 1024 MB;
 - the code is one stdlib `main.py` under `MAX_CODE_BYTES` that compiles and imports none of
@@ -58,6 +58,8 @@ def manifest(parsed: Manifest, need: Need, name: str) -> Manifest:
         raise Invalid(f"name must be {name!r}")
     if parsed.effect is not None:
         raise Invalid("a generated executor declares no host effect")
+    if parsed.account is not None or parsed.runs_on is not None:  # the host's credentials
+        raise Invalid("a generated executor gets no account and runs on this server")
     if need.have_kind and not any(s.kind == need.have_kind and s.is_required and not s.host_set
                                   for s in parsed.inputs.values()):
         raise Invalid(f"a required input must have kind {need.have_kind!r}")

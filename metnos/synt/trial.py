@@ -1,8 +1,14 @@
-"""Stage 6: the candidate's own tests, run inside the real sandbox with its own profile.
+"""Stage 6: the candidate's own tests, run inside the real sandbox with its own profile, less
+the network.
 
 Each case gets a fresh workspace holding its fixture files, the candidate folder (not in the
 registry) runs through `metnos.sandbox.run_sandboxed` like any executor, and its result must
 carry every expected field with the expected value. The report says where they ran.
+
+Nobody has signed this code yet and the model wrote its spec, profile and tests: the trial
+runs with NO network at all (an empty network namespace, no resolver files, no egress socket)
+whatever the profile asks (issue 25). A candidate that needs the network for its tests fails
+them here; the owner sees the network it asks for in the candidate's record before signing.
 """
 
 from __future__ import annotations
@@ -14,21 +20,28 @@ from pathlib import Path
 from typing import Any
 
 from metnos.executors.manifest import Manifest
-from metnos.sandbox import SandboxRequest, run_sandboxed
+from metnos.sandbox import SandboxProfile, SandboxRequest, run_sandboxed
 from metnos.synt.checks import MAX_FIXTURE_BYTES
+
+
+def trial_profile(manifest: Manifest) -> SandboxProfile:
+    """The profile a trial runs with: the candidate's own, with no network and no egress."""
+    return manifest.sandbox.model_copy(update={"network": False, "egress": None})
 
 
 async def run_cases(folder: Path, manifest: Manifest,
                     cases: list[dict[str, Any]]) -> dict[str, Any]:
-    """The test report: `{"sandbox": "bwrap", "passed", "failed", "cases": [...]}`."""
-    outcomes = [await _run_one(folder, manifest, index, case)
+    """The test report: `{"sandbox": "bwrap", "profile" (the one the cases ran with),
+    "passed", "failed", "cases": [...]}`."""
+    profile = trial_profile(manifest)
+    outcomes = [await _run_one(folder, manifest.entry, profile, index, case)
                 for index, case in enumerate(cases)]
     passed = sum(1 for o in outcomes if o["ok"])
-    return {"sandbox": "bwrap", "profile": manifest.sandbox.model_dump(mode="json"),
+    return {"sandbox": "bwrap", "profile": profile.model_dump(mode="json"),
             "passed": passed, "failed": len(outcomes) - passed, "cases": outcomes}
 
 
-async def _run_one(folder: Path, manifest: Manifest, index: int,
+async def _run_one(folder: Path, entry: str, profile: SandboxProfile, index: int,
                    case: dict[str, Any]) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix="metnos-synt-trial-") as tmp:
         workspace = Path(tmp)
@@ -36,7 +49,7 @@ async def _run_one(folder: Path, manifest: Manifest, index: int,
         if problem is not None:
             return {"case": index, "ok": False, "problem": problem}
         result = await run_sandboxed(SandboxRequest(
-            exec_dir=folder, entry=manifest.entry, profile=manifest.sandbox,
+            exec_dir=folder, entry=entry, profile=profile,
             workspace=workspace, args=dict(case["args"]), action_id=f"synt-trial-{index}"))
     if not result.ok:
         return {"case": index, "ok": False, "error_key": result.error_key,

@@ -46,9 +46,10 @@ def test_denied_calls_get_eperm_and_others_pass(machine: str) -> None:
     code = seccomp.program(machine)
     assert code is not None and len(code) % 8 == 0
     nums = arch.numbers
-    for name in seccomp.DENIED:
+    present = [name for name in seccomp.DENIED if name not in arch.absent]
+    for name in present:
         assert run_bpf(code, nums[name], arch.audit) == EPERM, name
-    harmless = set(range(0, 450)) - {nums[n] for n in seccomp.DENIED} - {nums["ioctl"]}
+    harmless = set(range(0, 450)) - {nums[n] for n in present} - {nums["ioctl"]}
     assert all(run_bpf(code, nr, arch.audit) == ALLOW for nr in harmless)
     assert run_bpf(code, nums["ioctl"], arch.audit, (0, seccomp.TIOCSTI)) == EPERM
     assert run_bpf(code, nums["ioctl"], arch.audit, (0, seccomp.TIOCSTI | 1 << 32)) == EPERM

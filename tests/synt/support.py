@@ -105,19 +105,26 @@ print(json.dumps({"ok": True, "result": {"words": words + OFFSET}}))
 '''
 
 
+COUNTER_CASES: list[dict[str, Any]] = [
+    {"args": {"path": "notes/a.txt"}, "expect": {"words": 3},
+     "files": {"notes/a.txt": "one two three"}},
+    {"args": {"path": "b.txt"}, "expect": {"words": 0}, "files": {"b.txt": ""}}]
+
+
 def script_generation(llm: ScriptedLLM, *, offset: int = 0, manifest: str = COUNTER_MANIFEST,
-                      approve: bool = True) -> None:
-    """The model's six answers for the word counter (`offset` breaks its count)."""
+                      approve: bool = True, network: bool = False, code: str | None = None,
+                      cases: list[dict[str, Any]] | None = None) -> None:
+    """The model's six answers for the word counter (`offset` breaks its count); `network`,
+    `code` and `cases` stand in for the spec's and profile's network, `main.py` and the
+    tests (an adversarial candidate)."""
     answers: list[dict[str, Any]] = [
-        {"name": "word_counter", "network": False,
+        {"name": "word_counter", "network": network,
          "description": {"it": "Conta le parole di un file.", "en": "Count a file's words."}},
         {"manifest_toml": manifest},
-        {"read": ["workspace"], "write": [], "network": False, "timeout_s": 10,
+        {"read": ["workspace"], "write": [], "network": network, "timeout_s": 10,
          "memory_mb": 256},
-        {"main_py": COUNTER_CODE.replace("OFFSET", str(offset))},
-        {"cases": [{"args": {"path": "notes/a.txt"}, "expect": {"words": 3},
-                    "files": {"notes/a.txt": "one two three"}},
-                   {"args": {"path": "b.txt"}, "expect": {"words": 0}, "files": {"b.txt": ""}}]},
+        {"main_py": code or COUNTER_CODE.replace("OFFSET", str(offset))},
+        {"cases": COUNTER_CASES if cases is None else cases},
         {"approve": approve, "notes": "Reads one file, writes nothing."},
     ]
     for answer in answers:

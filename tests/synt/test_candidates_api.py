@@ -16,6 +16,7 @@ from metnos.audit.log import audit_log_path, read_tail
 from metnos.cli.synt import app as synt_cli
 from metnos.db.engine import session as db_session
 from metnos.db.models import TurnStep
+from metnos.executors import versions
 from metnos.executors.registry import load_registry
 from metnos.synt import generate
 from metnos.testing.llm_server import ScriptedLLM
@@ -83,6 +84,8 @@ async def test_unsigned_is_not_callable_signed_is_callable_by_the_next_turn(
     folder = home.path / "executors" / "word_counter"
     assert not (folder / "CANDIDATE.json").exists()
     assert (home.path / "synt" / "signed" / "word_counter.json").is_file()
+    marks = versions.read_marks(versions.marks_path(home.settings.keys_dir))
+    assert marks["word_counter"].version == "0.1.0"  # the owner's signature is its high-water
     assert proto(engine, proto_id).status == "closed"
     assert any(line["action"] == "synt.sign" for line in read_tail(audit_log_path(
         home.settings), 20))
