@@ -22,7 +22,7 @@ import pyte
 import pytest
 from typer.testing import CliRunner
 
-from metnos.audit import open_audit_log
+from metnos.audit import audit_log_path, open_audit_log, read_tail
 from metnos.cli.main import app
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.support.home import Home
@@ -187,15 +187,19 @@ def test_audit_tail_shows_the_true_decision_on_one_row(
     screen = render(raw)
     assert_terminal_untouched(screen)
     rows = [line.rstrip() for line in screen.display if line.strip()]
-    delete = [row for row in rows if "fs_delete" in row]
-    assert len(delete) == 1 and "denied" in delete[0], rows  # the action on one row
-    allowed = [row for row in rows if "allowed" in row.split("fs_delete")[0]]
-    assert len(allowed) == 2, rows  # the two true allows, and no forged one
-    assert sum(1 for row in rows if re.match(r"\s*\d+\s+\d{4}-", row)) == 3, rows
+    # a record's row starts at the left edge with its number; a long cell wraps inside its
+    # column, so whatever a value holds it cannot start a row or fill the Decision column
+    records = [row for row in rows if re.match(r"\d+\s+\d{4}-\d\d-\d\d \S+\s+\S+", row)]
+    assert len(records) == 3, rows
+    decisions = [re.split(r"\s+", row)[3] for row in records]
+    assert decisions == ["allowed", "denied", "allowed"], rows
+    assert "fs_delete" in records[1], rows
+    assert all(row.startswith(" ") for row in rows[2:] if row not in records), rows
 
 
 HOSTILE_CONTENT = "hi\x1b[2K\r  ab12cd  approved  fs_read(path=\"ok\")\x1b]0;t\x07\u202e"
-HOSTILE_NAME = "re\u202etxt.exe\u2066port.txt"  # control characters are refused in a path, bidi is not
+# a path with control characters is refused before any card; bidi controls are not
+HOSTILE_NAME = "re\u202etxt.exe\u2066port.txt"
 
 
 def test_approvals_list_and_approve_print_hostile_arguments_inert(
@@ -215,8 +219,9 @@ def test_approvals_list_and_approve_print_hostile_arguments_inert(
     screen = render(raw)
     assert_terminal_untouched(screen)
     rows = [line for line in screen.display if line.strip()]
-    assert sum(1 for row in rows if approval_id in row) == 1, rows
-    assert not any("approved" in row for row in rows), rows  # no forged approved row
+    starts = [row for row in rows[2:] if not row.startswith(" ")]  # a wrapped cell is indented
+    assert len(starts) == 1 and starts[0].startswith(approval_id), rows  # no forged row
+    assert re.split(r"\s+", starts[0])[1] == "waiting", rows
 
     decided = runner.invoke(app, ["approvals", "approve", approval_id])
     assert decided.exit_code == 0, decided.output
@@ -236,6 +241,5 @@ def test_json_output_carries_no_raw_control_either(
     result = runner.invoke(app, ["audit", "tail", "-n", "3", "--json"])
     assert result.exit_code == 0, result.output
     assert_no_foreign_control(result.stdout_bytes)
-    [record] = [json.loads(line) for line in result.stdout.splitlines()
-                if "fs_delete" in line]
-    assert record["action"] == "fs_delete\x9b8m\u202e\u2028"
+    shown = [json.loads(line) for line in result.stdout.splitlines()]
+    assert shown == read_tail(audit_log_path(served.settings), 3)  # the same records
