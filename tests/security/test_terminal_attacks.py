@@ -169,7 +169,8 @@ def audit_with(home: Home, **fields: str) -> None:
 FORGED_ROW = "\x1b[2K\r  2  2026-01-01 00:00:00  allowed  fs_read  ok  done  owner"
 AUDIT_HOSTILE = {
     "tool_name": {"action": "fs_delete" + FORGED_ROW, "reason": "ERR_POLICY_DENIED"},
-    "reason_newline": {"action": "fs_delete", "reason": "no\n" + FORGED_ROW.lstrip("\x1b[2K")},
+    "reason_cursor_up": {"action": "fs_delete",
+                         "reason": "no\x1b[1A\x1b[2K\x1b[G9  2026-01-01 00:00:00  allowed"},
     "outcome_cr": {"action": "fs_delete", "outcome": "x\r\x1b[1A\x1b[2K allowed"},
     "sender_osc": {"action": "fs_delete", "sender": "me\x1b]0;pwned\x07\u202e"},
 }
