@@ -9,7 +9,8 @@ arguments is data. Whatever it contains, it must not act on the surface that sho
   so no parameter bytes are left behind; bidi embeddings, overrides and isolates
   (U+202A–202E, U+2066–2069) are removed, so text cannot be shown in another order than it
   runs; U+2028/U+2029 become newlines. `terminal_line` also shows a newline and a tab as `⏎`
-  and `⇥`, for a table cell or a log row that must stay one row.
+  and `⇥`, for a table cell or a log row that must stay one row; `terminal_json` is JSON
+  whose strings carry those characters only as `\\u` escapes (`--json` on a terminal).
 - **markdown** (`markdown_text`, `markdown_code`, `markdown_block`): free text has every ASCII
   punctuation character backslash-escaped (CommonMark allows it for all of them), so no link,
   image, autolink, raw HTML, entity, emphasis, heading, list or table can come from data;
@@ -26,7 +27,9 @@ Prefect UI's markdown (pause descriptions, artifacts) and run names use.
 from __future__ import annotations
 
 import html
+import json
 import re
+from typing import Any
 
 __all__ = [
     "html_text",
@@ -34,24 +37,29 @@ __all__ = [
     "markdown_code",
     "markdown_text",
     "terminal",
+    "terminal_json",
     "terminal_line",
 ]
 
 # ESC-introduced sequences, removed whole: CSI (ESC [ ... final), OSC/DCS/SOS/PM/APC strings
-# (ESC ] ... BEL or ST), and two-byte escapes (ESC plus one character)
+# (ESC ] ... BEL or ST), and two-byte escapes (ESC plus one character). A string without its
+# terminator loses only its introducer: the text after it stays visible (a terminal would
+# have swallowed it), and what is left of the sequence is inert text.
 _ESCAPE_SEQUENCE = re.compile(
     r"\x1b\[[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"
-    r"|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|\x1b[\]PX^_][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
     r"|\x1b[\x20-\x7e]?"
     # the same introduced by the 8-bit C1 forms (CSI U+009B, OSC U+009D, DCS U+0090, ...)
     r"|\x9b[\x30-\x3f]*[\x20-\x2f]*[\x40-\x7e]?"
-    r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)?"
+    r"|[\x90\x98\x9d\x9e\x9f][^\x07\x1b\x9c]*(?:\x07|\x1b\\|\x9c)"
 )
 # what is left: C0 but tab and newline, DEL, C1
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 # bidi embeddings, overrides and isolates: text shown in another order than it runs
 _BIDI = re.compile("[\u202a-\u202e\u2066-\u2069]")
 _LINE_SEPARATORS = re.compile("[\u2028\u2029\u0085]")
+# in JSON for a terminal: what `terminal` would remove, as \u escapes (JSON escapes C0 itself)
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 _MD_PUNCTUATION = re.compile(r"([!-/:-@\[-`{-~])")
 _BACKTICKS = re.compile(r"`+")
 
@@ -67,6 +75,13 @@ def terminal(text: str) -> str:
 def terminal_line(text: str) -> str:
     """`terminal(text)` on one line: a newline shows as `⏎`, a tab as `⇥`."""
     return terminal(text).replace("\n", "⏎").replace("\t", "⇥")
+
+
+def terminal_json(data: Any, **dumps: Any) -> str:
+    """`json.dumps(data, ensure_ascii=False, **dumps)` for a terminal: the same JSON value,
+    with every control, C1, bidi and line-separator character written as a `\\u` escape."""
+    text = json.dumps(data, ensure_ascii=False, **dumps)
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 def markdown_text(text: str) -> str:

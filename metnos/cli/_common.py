@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import typer
 
+from metnos.cli._out import echo
 from metnos.errors import MetnosError
 from metnos.settings import Settings, get_settings
 
@@ -20,5 +21,5 @@ def settings_or_exit(lang: str | None = None) -> Settings:
 def exit_with(exc: MetnosError, lang: str | None = None) -> None:
     from metnos.cli._lang import cli_lang
 
-    typer.echo(exc.message(lang or cli_lang()), err=True)
+    echo(exc.message(lang or cli_lang()), err=True)
     raise typer.Exit(1) from exc

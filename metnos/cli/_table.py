@@ -3,7 +3,7 @@ brings), words instead of keys, and times in the household's time zone.
 
 `print_table` writes to the current stdout at call time (so `CliRunner` and pipes get it),
 without colours or markup when stdout is not a terminal, never cutting a cell: a long one
-wraps inside its column.
+wraps inside its column. Each cell is outside text, shown inert on its row (issue 25).
 """
 
 from __future__ import annotations
@@ -18,10 +18,12 @@ from datetime import datetime
 
 from rich import box
 from rich.console import Console
-from rich.table import Table
+from rich.table import Column, Table
+from rich.text import Text
 
 from metnos import i18n
 from metnos.cli._lang import cli_lang
+from metnos.escape import terminal_line
 from metnos.i18n.words import status
 from metnos.settings import Settings
 
@@ -32,15 +34,23 @@ _KEY_RE = re.compile(r"^[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+$")
 
 def print_table(headers: Sequence[str], rows: Iterable[Sequence[str]],
                 title: str | None = None) -> None:
-    table = Table(*headers, box=box.SIMPLE_HEAD, title=title, title_justify="left",
+    """Every header, cell and the title are outside text for the terminal: each is made one
+    inert row (`escape.terminal_line`) and given to rich as plain `Text` (no markup, no
+    emoji codes, no highlighting), so a cell cannot break, erase or forge a row."""
+    table = Table(*(Column(header=_cell(h)) for h in headers), box=box.SIMPLE_HEAD,
+                  title=_cell(title) if title is not None else None, title_justify="left",
                   show_edge=False, pad_edge=False, highlight=False)
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(_cell(cell) for cell in row))
     out = sys.stdout
     width = shutil.get_terminal_size((WIDTH, 24)).columns if out.isatty() else _columns()
     console = Console(file=out, width=width, highlight=False, markup=False, emoji=False,
                       soft_wrap=False)
     console.print(table)
+
+
+def _cell(value: object) -> Text:
+    return Text(terminal_line(str(value)))
 
 
 def _columns() -> int:

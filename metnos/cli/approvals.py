@@ -15,6 +15,7 @@ import typer
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import msg
+from metnos.cli._out import echo, echo_json, echo_line
 from metnos.cli._table import NONE, local_time, print_table, word
 from metnos.errors import MetnosError
 from metnos.settings import Settings
@@ -38,10 +39,10 @@ def list_(show_all: bool = typer.Option(False, "--all", help=msg("CLI_APPROVALS_
         return
     rows: list[dict[str, Any]] = data.get("approvals", [])
     if as_json:
-        typer.echo(json.dumps(rows, ensure_ascii=False))
+        echo_json(rows)
         return
     if not rows:
-        typer.echo(msg("MSG_APPROVALS_NONE"))
+        echo(msg("MSG_APPROVALS_NONE"))
         return
     headers = [msg(k) for k in ("CLI_COL_ID", "CLI_COL_STATUS", "CLI_COL_ACTION",
                                 "CLI_COL_ASKED", "CLI_COL_UNTIL", "CLI_COL_DECIDED")]
@@ -79,17 +80,17 @@ def _decide(approval_id: str, decision: str, reason: str, as_json: bool) -> None
     row = data["approval"]
     turn = _turn_when_done(settings, row["turn_id"], row["approval_id"])
     if as_json:
-        typer.echo(json.dumps({**data, "turn": turn}, ensure_ascii=False))
+        echo_json({**data, "turn": turn})
         return
-    typer.echo(msg("MSG_APPROVALS_DONE", approval_id=row["approval_id"],
-                   status=word("approval", row["status"])))
+    echo(msg("MSG_APPROVALS_DONE", approval_id=row["approval_id"],
+             status=word("approval", row["status"])))
     if turn is not None and turn.get("reply"):
-        typer.echo(turn["reply"])
+        echo(turn["reply"])
         for item in turn.get("activity") or []:  # what ran, beside the model's words
             if isinstance(item, dict) and item.get("text"):
-                typer.echo(str(item["text"]))
+                echo_line(item["text"])
     else:
-        typer.echo(msg("MSG_APPROVALS_STILL_RUNNING", turn_id=row["turn_id"]))
+        echo(msg("MSG_APPROVALS_STILL_RUNNING", turn_id=row["turn_id"]))
 
 
 def _turn_when_done(settings: Settings, turn_id: str,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
@@ -10,6 +9,7 @@ import typer
 from metnos.audit import audit_log_path, read_tail, verify_instance
 from metnos.cli._common import settings_or_exit
 from metnos.cli._lang import cli_lang, msg
+from metnos.cli._out import echo, echo_json
 from metnos.cli._table import local_time, print_table, word, words
 from metnos.settings import Settings
 
@@ -23,9 +23,9 @@ def verify_cmd(as_json: JsonFlag = False) -> None:
     report = verify_instance(settings_or_exit())
     if as_json:
         payload = {**report.to_dict(), "message": report.message(cli_lang())}
-        typer.echo(json.dumps(payload, ensure_ascii=False))
+        echo_json(payload)
     else:
-        typer.echo(report.message(cli_lang()), err=not report.ok)
+        echo(report.message(cli_lang()), err=not report.ok)
     if not report.ok:
         raise typer.Exit(1)
 
@@ -39,10 +39,10 @@ def tail_cmd(
     records = read_tail(audit_log_path(settings), n)
     if as_json:
         for record in records:
-            typer.echo(json.dumps(record, ensure_ascii=False))
+            echo_json(record)
         return
     if not records:
-        typer.echo(msg("MSG_AUDIT_EMPTY"))
+        echo(msg("MSG_AUDIT_EMPTY"))
         return
     headers = [msg(k) for k in ("CLI_COL_SEQ", "CLI_COL_TIME", "CLI_COL_DECISION", "CLI_COL_ACTION",
                                 "CLI_COL_WHAT", "CLI_COL_OUTCOME", "CLI_COL_WHO")]

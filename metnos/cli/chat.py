@@ -21,11 +21,14 @@ from typing import Any
 import typer
 
 from metnos import i18n
+from metnos.cli import _out as out
 from metnos.cli._client import TIMEOUT_S, ServerEvent, api_call, follow_events
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
+from metnos.cli._out import echo, echo_json
 from metnos.cli.notices import show_pending
 from metnos.errors import MetnosError
+from metnos.escape import terminal_line
 from metnos.settings import Settings
 
 
@@ -59,12 +62,12 @@ def chat(
             view.progress("")
             exit_with(exc, lang)
         return
-    typer.echo(i18n.get("MSG_CHAT_WELCOME", lang))
+    echo(i18n.get("MSG_CHAT_WELCOME", lang))
     while True:
         try:
             line = input("> ").strip()
         except (EOFError, KeyboardInterrupt):
-            typer.echo("")
+            echo("")
             return
         if line in {"/quit", "/exit", "/esci"}:
             return
@@ -74,7 +77,7 @@ def chat(
             session = _one(settings, line, session, view) or session
         except MetnosError as exc:  # say it and keep the conversation going
             view.progress("")
-            typer.echo(exc.message(lang), err=True)
+            echo(exc.message(lang), err=True)
 
 
 @dataclass
@@ -97,17 +100,19 @@ class _View:
             self._end_line()
         if sys.stderr.isatty():
             if text or self._status:
-                sys.stderr.write("\r\033[K" + text)
-                sys.stderr.flush()
+                out.status(text)
             self._status = bool(text)
         elif text:
-            typer.echo(text, err=True)
+            out.echo_line(text, err=True)
 
-    def say(self, text: str) -> None:
-        """A message for the person (stderr with --json, whose stdout is the turn's JSON)."""
+    def say(self, text: str, *, card: bool = False) -> None:
+        """A message for the person (stderr with --json, whose stdout is the turn's JSON).
+        A `card` starts on a line of its own after a terminal reset, whatever streamed."""
         self.progress("")
         self._end_line()
-        typer.echo(text, err=self.as_json)
+        if card:
+            out.reset(err=self.as_json)
+        echo(text, err=self.as_json)
 
     def delta(self, text: str, think: object) -> None:
         """A piece of the model's text, printed as it comes (not with --json)."""
@@ -132,14 +137,15 @@ class _View:
             self._end_line()
             for item in activity:
                 if item.get("text"):
-                    typer.echo(str(item["text"]))
+                    out.echo_line(item["text"])
         self._think, self._streamed = None, ""
 
     def _write(self, text: str) -> None:
-        if text:
-            sys.stdout.write(text)
-            sys.stdout.flush()
-            self._open = not text.endswith("\n")
+        """Outside text, escaped piece by piece: each piece loses every control character,
+        so an ESC ending one cannot combine with the next."""
+        shown = out.write(text)
+        if shown:
+            self._open = not shown.endswith("\n")
 
     def _end_line(self) -> None:
         if self._open:
@@ -162,10 +168,9 @@ def _one(settings: Settings, text: str, session: str | None, view: _View) -> str
     seen = _follow(settings, turn_id, session_id, view)
     view.progress("")
     if view.as_json:
-        typer.echo(json.dumps(api_call(settings, "GET", f"/api/turns/{turn_id}",
-                                       lang=view.lang), ensure_ascii=False))
+        echo_json(api_call(settings, "GET", f"/api/turns/{turn_id}", lang=view.lang))
     elif not seen:
-        typer.echo(i18n.get("MSG_CHAT_STILL_RUNNING", view.lang, turn_id=turn_id))
+        echo(i18n.get("MSG_CHAT_STILL_RUNNING", view.lang, turn_id=turn_id))
     return session_id if isinstance(session_id, str) else None
 
 
@@ -218,7 +223,7 @@ def _decide(settings: Settings, approval: dict[str, Any], session_id: str | None
             view: _View) -> bool:
     """Show the card and ask; the answer goes to the gateway. False: left pending."""
     approval_id = str(approval.get("approval_id", ""))
-    view.say(_card(approval, view.lang))
+    view.say(_card(approval, view.lang), card=True)
     answer = _ask(view) if view.ask else None
     if answer is None:
         view.say(i18n.get("MSG_CHAT_APPROVAL_HINT", view.lang, approval_id=approval_id))
@@ -233,12 +238,11 @@ def _decide(settings: Settings, approval: dict[str, Any], session_id: str | None
 
 def _ask(view: _View) -> str | None:
     """"approve" or "deny" from one line of stdin; None at end of input."""
-    stream = sys.stderr if view.as_json else sys.stdout
-    stream.write(i18n.get("MSG_CHAT_APPROVE_PROMPT", view.lang) + " ")
-    stream.flush()
+    out.reset(err=view.as_json)
+    out.write(i18n.get("MSG_CHAT_APPROVE_PROMPT", view.lang) + " ", err=view.as_json)
     line = sys.stdin.readline()
     if not line or not sys.stdin.isatty():  # a terminal echoed the answer and its newline
-        stream.write("\n")
+        out.write("\n", err=view.as_json)
     if not line:
         return None
     yes = {w.strip().casefold() for w in i18n.get("MSG_CHAT_APPROVE_YES", view.lang).split(",")}
@@ -246,7 +250,8 @@ def _ask(view: _View) -> str | None:
 
 
 def _card(approval: dict[str, Any], lang: str | None) -> str:
-    """What will happen: why it asks, the executor, its arguments, the files it touches."""
+    """What will happen: why it asks, the executor, its arguments, the files it touches. Each
+    line is one row whatever its values hold (`terminal_line`): none can break or forge one."""
     lines = [i18n.get("MSG_CHAT_APPROVAL_TITLE", lang, why=approval.get("why", "")),
              i18n.get("MSG_CHAT_APPROVAL_ACTION", lang, executor=approval.get("executor"))]
     for name, value in sorted(dict(approval.get("args") or {}).items()):
@@ -258,4 +263,4 @@ def _card(approval: dict[str, Any], lang: str | None) -> str:
     expires = str(approval.get("expires_at", ""))[:16].replace("T", " ")
     lines.append(i18n.get("MSG_CHAT_APPROVAL_ID", lang,
                           approval_id=approval.get("approval_id"), expires=expires))
-    return "\n".join(lines)
+    return "\n".join(terminal_line(line) for line in lines)

@@ -4,7 +4,6 @@ goes through the same checks and audit line as any other surface."""
 
 from __future__ import annotations
 
-import json
 from typing import Any
 from urllib.parse import quote
 
@@ -13,6 +12,7 @@ import typer
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import msg
+from metnos.cli._out import echo, echo_json
 from metnos.cli._table import NONE, local_time, print_table
 from metnos.errors import MetnosError
 
@@ -30,10 +30,10 @@ def history(limit: int = typer.Option(50, "--limit", min=1, max=1000,
     data = _call("GET", "/api/evolution/moves", params={"limit": limit})
     rows: list[dict[str, Any]] = data.get("moves", [])
     if as_json:
-        typer.echo(json.dumps(rows, ensure_ascii=False))
+        echo_json(rows)
         return
     if not rows:
-        typer.echo(msg("MSG_EVOLUTION_NONE"))
+        echo(msg("MSG_EVOLUTION_NONE"))
         return
     headers = [msg(k) for k in ("CLI_COL_ID", "CLI_EVOLUTION_COL_WHEN", "CLI_EVOLUTION_COL_MOVE",
                                 "CLI_EVOLUTION_COL_TARGET", "CLI_EVOLUTION_COL_WHY",
@@ -83,4 +83,7 @@ def _call(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
 
 
 def _print(data: dict[str, Any], as_json: bool) -> None:
-    typer.echo(json.dumps(data, ensure_ascii=False) if as_json else str(data["message"]))
+    if as_json:
+        echo_json(data)
+    else:
+        echo(str(data["message"]))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, NoReturn
 
 import typer
 
 from metnos.cli._common import settings_or_exit
 from metnos.cli._lang import cli_lang, msg
+from metnos.cli._out import echo, echo_json
 from metnos.cli._table import print_table, word
 from metnos.errors import ExecutorNotFound, MetnosError
 from metnos.executors.owner import sign_as_owner
@@ -31,10 +31,10 @@ JsonOpt = Annotated[bool, typer.Option("--json", help=msg("CLI_EXECUTORS_JSON_HE
 def list_executors(as_json: JsonOpt = False) -> None:
     rows = _rows(None)
     if as_json:
-        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        echo_json(rows, indent=2)
         return
     if not rows:
-        typer.echo(msg("MSG_EXECUTORS_NONE"))
+        echo(msg("MSG_EXECUTORS_NONE"))
         return
     headers = [msg(k) for k in ("CLI_COL_NAME", "CLI_COL_VERSION", "CLI_COL_RISK",
                                 "CLI_COL_STATUS", "CLI_COL_REASON")]
@@ -58,18 +58,16 @@ def sign(
     except MetnosError as exc:
         _fail(exc.message(cli_lang()))
     if as_json:
-        typer.echo(
-            json.dumps(
-                {
-                    "name": facts.name,
-                    "version": facts.version,
-                    "code_sha256": facts.code_sha256,
-                    "signature": str(sig),
-                }
-            )
+        echo_json(
+            {
+                "name": facts.name,
+                "version": facts.version,
+                "code_sha256": facts.code_sha256,
+                "signature": str(sig),
+            }
         )
         return
-    typer.echo(
+    echo(
         msg(
             "MSG_EXECUTORS_SIGNED",
             name=facts.name,
@@ -90,18 +88,18 @@ def verify(
         _fail(ExecutorNotFound(executor=name).message(cli_lang()))
     failed = [row["name"] for row in rows if not row["admitted"]]
     if as_json:
-        typer.echo(json.dumps(rows, ensure_ascii=False, indent=2))
+        echo_json(rows, indent=2)
     else:
         for row in rows:
             if row["admitted"]:
-                typer.echo(
+                echo(
                     msg("MSG_EXECUTORS_VERIFY_OK", name=row["name"], version=row["version"])
                 )
             else:
-                typer.echo(f"{row['name']}: {row['reason']}", err=True)
+                echo(f"{row['name']}: {row['reason']}", err=True)
     if failed:
         if not as_json:
-            typer.echo(msg("MSG_EXECUTORS_VERIFY_FAILED", names=", ".join(failed)), err=True)
+            echo(msg("MSG_EXECUTORS_VERIFY_FAILED", names=", ".join(failed)), err=True)
         raise typer.Exit(1)
 
 
@@ -147,5 +145,5 @@ def _find(name: str) -> ExecutorSpec:
 
 
 def _fail(message: str) -> NoReturn:
-    typer.echo(message, err=True)
+    echo(message, err=True)
     raise typer.Exit(1)

@@ -7,7 +7,6 @@ and ends with exit code 1 and the reason when the database cannot be reached.
 
 from __future__ import annotations
 
-import json
 import math
 from typing import Annotated
 
@@ -15,6 +14,7 @@ import typer
 
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import msg
+from metnos.cli._out import echo, echo_json
 from metnos.errors import MetnosError
 from metnos.web.link import create_login_link
 
@@ -29,9 +29,9 @@ def login(as_json: JsonFlag = False) -> None:
         exit_with(exc)
         return
     if as_json:
-        typer.echo(json.dumps({"url": link.url, "expires_at": link.expires_at.isoformat(),
-                               "expires_in_s": link.ttl_s}))
+        echo_json({"url": link.url, "expires_at": link.expires_at.isoformat(),
+                   "expires_in_s": link.ttl_s})
         return
-    typer.echo(msg("MSG_WEB_LOGIN_LINK", count=math.ceil(link.ttl_s / 60)))
-    typer.echo(link.url)
-    typer.echo(msg("MSG_WEB_LOGIN_PREFECT_HINT"))
+    echo(msg("MSG_WEB_LOGIN_LINK", count=math.ceil(link.ttl_s / 60)))
+    echo(link.url)
+    echo(msg("MSG_WEB_LOGIN_PREFECT_HINT"))

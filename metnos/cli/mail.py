@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import getpass
-import json
 import sys
 from typing import Annotated
 
@@ -19,6 +18,7 @@ import typer
 from metnos import i18n
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
+from metnos.cli._out import echo, echo_json
 from metnos.errors import ConfigError, MetnosError
 from metnos.mail.account import (
     Account,
@@ -68,26 +68,26 @@ def add(
     account = Account(host, port, security, username, password,
                       timeout_s=settings.mail.timeout_s)
     if not no_check:
-        typer.echo(msg("MSG_MAIL_CHECKING", host=host))
+        echo(msg("MSG_MAIL_CHECKING", host=host))
         from metnos.mail.check import check_login
 
         result = asyncio.run(check_login(settings, account))
         if not result.ok:
             key = result.error_key or "ERR_SANDBOX_FAILED"
-            typer.echo(i18n.get(key, cli_lang(), **result.error_vars), err=True)
-            typer.echo(msg("MSG_MAIL_NOT_SAVED"), err=True)
+            echo(i18n.get(key, cli_lang(), **result.error_vars), err=True)
+            echo(msg("MSG_MAIL_NOT_SAVED"), err=True)
             raise typer.Exit(1)
         folders = (result.result or {}).get("folders") or []
-        typer.echo(msg("MSG_MAIL_CHECK_OK", unseen=(result.result or {}).get("unseen", 0),
-                       folders=len(folders)))
+        echo(msg("MSG_MAIL_CHECK_OK", unseen=(result.result or {}).get("unseen", 0),
+                 folders=len(folders)))
     try:
         save_account(settings.home, host=host, port=port, security=security,
                      username=username, password=password)
     except MetnosError as exc:
         exit_with(exc)
         return
-    typer.echo(msg("MSG_MAIL_ADDED", username=username, host=host, port=port,
-                   security=security, secret=str(password_path(settings.home))))
+    echo(msg("MSG_MAIL_ADDED", username=username, host=host, port=port,
+             security=security, secret=str(password_path(settings.home))))
 
 
 def _first(exc: ValueError) -> str:
@@ -106,9 +106,9 @@ def show(as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP
     mail = settings.mail
     if not mail.host or not mail.username:
         if as_json:
-            typer.echo(json.dumps({"configured": False}))
+            echo_json({"configured": False})
         else:
-            typer.echo(msg("MSG_MAIL_NONE"))
+            echo(msg("MSG_MAIL_NONE"))
         return
     try:
         load_account(settings)
@@ -118,11 +118,11 @@ def show(as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP
     shown = {"host": mail.host, "port": mail.port, "security": mail.security,
              "username": mail.username}
     if as_json:
-        typer.echo(json.dumps({"configured": has_password, **shown,
-                               "password": "saved" if has_password else "missing"}))
+        echo_json({"configured": has_password, **shown,
+                   "password": "saved" if has_password else "missing"})
         return
     state = msg("MSG_MAIL_PASSWORD_SET" if has_password else "MSG_MAIL_PASSWORD_MISSING")
-    typer.echo(msg("MSG_MAIL_SHOW", password_state=state, **shown))
+    echo(msg("MSG_MAIL_SHOW", password_state=state, **shown))
 
 
 @app.command(help=msg("CLI_MAIL_REMOVE_HELP"))
@@ -133,4 +133,4 @@ def remove() -> None:
     except MetnosError as exc:
         exit_with(exc)
         return
-    typer.echo(msg("MSG_MAIL_REMOVED" if found else "MSG_MAIL_NONE"))
+    echo(msg("MSG_MAIL_REMOVED" if found else "MSG_MAIL_NONE"))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import typer
@@ -26,6 +25,7 @@ from metnos.cli import (
 )
 from metnos.cli._common import exit_with
 from metnos.cli._lang import msg
+from metnos.cli._out import echo, echo_json
 from metnos.errors import MetnosError
 from metnos.settings import get_settings
 
@@ -59,19 +59,19 @@ def init(
         settings = get_settings()
         report = initialise(settings)  # idempotent: also completes a set-up cut short
         if if_needed and not report.changed:
-            typer.echo(msg("MSG_INIT_ALREADY", home=str(settings.home)))
+            echo(msg("MSG_INIT_ALREADY", home=str(settings.home)))
             return
     except MetnosError as exc:
         exit_with(exc)
         return
     if as_json:
-        typer.echo(json.dumps({"home": str(report.home), "created": report.created}))
+        echo_json({"home": str(report.home), "created": report.created})
     elif report.changed:
-        typer.echo(msg("MSG_INIT_DONE", home=str(report.home), count=len(report.created)))
+        echo(msg("MSG_INIT_DONE", home=str(report.home), count=len(report.created)))
         for item in report.created:
-            typer.echo(f"  + {item}")
+            echo(f"  + {item}")
     else:
-        typer.echo(msg("MSG_INIT_UNCHANGED", home=str(report.home)))
+        echo(msg("MSG_INIT_UNCHANGED", home=str(report.home)))
 
 
 @app.command(help=msg("CLI_SERVE_HELP"))
@@ -87,14 +87,14 @@ def serve() -> None:
         supervisor.handle_signals()  # before start-up: a Ctrl-C there must stop what started
         try:
             urls = supervisor.start()
-            typer.echo(msg("MSG_SERVE_READY", gateway=urls["gateway"],
-                                prefect_ui=urls["prefect_ui"],
-                                token=str(settings.owner_token_path)))
+            echo(msg("MSG_SERVE_READY", gateway=urls["gateway"],
+                          prefect_ui=urls["prefect_ui"],
+                          token=str(settings.owner_token_path)))
             if not supervisor.sandbox_ok(urls["gateway"]):
-                typer.echo(msg("MSG_SERVE_SANDBOX_DEGRADED"), err=True)
+                echo(msg("MSG_SERVE_SANDBOX_DEGRADED"), err=True)
             code = supervisor.wait()
         finally:
-            typer.echo(msg("MSG_SERVE_STOPPING"))
+            echo(msg("MSG_SERVE_STOPPING"))
             supervisor.stop()
     except MetnosError as exc:
         exit_with(exc)

@@ -3,7 +3,6 @@ the graph, both from the running gateway (`GET /api/mnestoma`, `GET /api/mnestom
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,6 +12,7 @@ import typer
 from metnos.cli._client import TIMEOUT_S, _target, api_call
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
+from metnos.cli._out import echo, echo_json
 from metnos.cli._table import print_table
 from metnos.errors import MetnosError
 from metnos.settings import Settings
@@ -41,7 +41,7 @@ def show(
         exit_with(exc)
         return
     if as_json:
-        typer.echo(json.dumps({**view, "png": str(target)}, ensure_ascii=False))
+        echo_json({**view, "png": str(target)})
         return
     mnests: list[dict[str, Any]] = view.get("mnests", [])
     if mnests:
@@ -50,10 +50,10 @@ def show(
         print_table(headers, [[m["src"], m["dst"], f"{m['weight']:g}", str(m["clock"])]
                               for m in mnests])
     else:
-        typer.echo(msg("MSG_MNESTOMA_EMPTY"))
-    typer.echo(msg("MSG_MNESTOMA_CLOCK", clock=view.get("clock", 0),
-                   count=view.get("mnest_count", 0)))
-    typer.echo(msg("MSG_MNESTOMA_PICTURE", path=str(target)))
+        echo(msg("MSG_MNESTOMA_EMPTY"))
+    echo(msg("MSG_MNESTOMA_CLOCK", clock=view.get("clock", 0),
+             count=view.get("mnest_count", 0)))
+    echo(msg("MSG_MNESTOMA_PICTURE", path=str(target)))
 
 
 def fetch_png(settings: Settings) -> bytes:

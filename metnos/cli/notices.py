@@ -3,9 +3,8 @@ when the next one starts, then marked delivered (`GET /api/notices`, SPEC §11).
 
 from __future__ import annotations
 
-import typer
-
 from metnos.cli._client import api_call
+from metnos.cli._out import echo
 from metnos.settings import Settings
 
 
@@ -15,7 +14,7 @@ def show_pending(settings: Settings, lang: str | None) -> int:
     found = api_call(settings, "GET", "/api/notices", params={"channel": "cli"}, lang=lang)
     notices = [n for n in found.get("notices", []) if isinstance(n, dict)]
     for item in notices:
-        typer.echo(str(item.get("text", "")))
+        echo(str(item.get("text", "")))
     if notices:
         api_call(settings, "POST", "/api/notices/delivered", lang=lang,
                  body={"ids": [str(n.get("id")) for n in notices]})

@@ -6,7 +6,6 @@ The CLI never touches the pairing tables itself: the running instance applies th
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
@@ -14,6 +13,7 @@ import typer
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import msg
+from metnos.cli._out import echo, echo_json
 from metnos.cli._table import local_time, print_table
 from metnos.errors import MetnosError
 
@@ -35,10 +35,10 @@ def _call(method: str, path: str, body: dict[str, Any] | None = None) -> dict[st
 def list_cmd(as_json: JsonFlag = False) -> None:
     data = _call("GET", "/api/pairing")
     if as_json:
-        typer.echo(json.dumps(data, ensure_ascii=False))
+        echo_json(data)
         return
     if not data["pending"] and not data["paired"]:
-        typer.echo(msg("MSG_PAIRING_NOTHING"))
+        echo(msg("MSG_PAIRING_NOTHING"))
         return
     settings = settings_or_exit()
     if data["pending"]:
@@ -61,7 +61,10 @@ def approve_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     data = _call("POST", "/api/pairing/approve", {"code": code})
-    typer.echo(json.dumps(data, ensure_ascii=False) if as_json else data["message"])
+    if as_json:
+        echo_json(data)
+    else:
+        echo(data["message"])
 
 
 @app.command("revoke", help=msg("CLI_PAIR_REVOKE_HELP"))
@@ -71,4 +74,7 @@ def revoke_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     data = _call("POST", "/api/pairing/revoke", {"channel": channel, "sender_id": sender_id})
-    typer.echo(json.dumps(data, ensure_ascii=False) if as_json else data["message"])
+    if as_json:
+        echo_json(data)
+    else:
+        echo(data["message"])

@@ -22,7 +22,6 @@ A language added here stays inactive until METNOS_LANG (or `i18n.languages`) nam
 # No `from __future__ import annotations`: typer reads the annotations of the commands built
 # inside `_layer_commands`, which refer to that function's locals.
 import asyncio
-import json
 from collections import Counter
 from collections.abc import Callable
 from functools import partial
@@ -32,6 +31,7 @@ import typer
 
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
+from metnos.cli._out import echo, echo_json
 from metnos.errors import MetnosError, NotInitialisedError
 from metnos.i18n.admin import LAYERS, LanguageAdmin, StatusRow
 from metnos.i18n.sweep import SweepReport
@@ -62,7 +62,7 @@ def _run(action: Callable[[LanguageAdmin], T]) -> T:
 
 
 def _say(key: str, **vars: Any) -> None:
-    typer.echo(msg(key, **vars))
+    echo(msg(key, **vars))
 
 
 @app.command("add-language", help=msg("CLI_PROMPTS_ADD_LANGUAGE_HELP"))
@@ -90,7 +90,7 @@ def status(
     rows = _run(lambda admin: (admin.languages, admin.status([layer] if layer else LAYERS)))
     languages, found = rows
     if as_json:
-        typer.echo(json.dumps([r.__dict__ for r in found], ensure_ascii=False, indent=2))
+        echo_json([r.__dict__ for r in found], indent=2)
         return
     _print_table(languages, found, show_all)
 
@@ -106,10 +106,10 @@ def _print_table(languages: list[str], rows: list[StatusRow], show_all: bool) ->
         by_resource.setdefault((row.layer, row.name), {})[row.lang] = cell
     width = max([len(name) for _, name in by_resource] + [12])
     if by_resource:
-        typer.echo(f"{'':10} {'':{width}} " + " ".join(f"{lang:<12}" for lang in languages))
+        echo(f"{'':10} {'':{width}} " + " ".join(f"{lang:<12}" for lang in languages))
     for (layer, name), cells in by_resource.items():
-        typer.echo(f"{layer:10} {name:{width}} "
-                   + " ".join(f"{cells.get(lang, '-'):<12}" for lang in languages))
+        echo(f"{layer:10} {name:{width}} "
+             + " ".join(f"{cells.get(lang, '-'):<12}" for lang in languages))
     for lang in languages:
         if lang in summary:
             counts = ", ".join(f"{k} {v}" for k, v in sorted(summary[lang].items()))
@@ -137,7 +137,7 @@ def check(as_json: JsonOpt = False, surfaces: Annotated[str | None, typer.Option
         return
     issues = _run(lambda admin: admin.check())
     if as_json:
-        typer.echo(json.dumps([i.__dict__ for i in issues], ensure_ascii=False, indent=2))
+        echo_json([i.__dict__ for i in issues], indent=2)
     else:
         for issue in issues:
             _say("MSG_LANGS_CHECK_LINE", level="error" if issue.error else "warning",
@@ -152,7 +152,7 @@ def _check_surfaces(tag: str, as_json: bool) -> None:
     """Every surface rendered in `tag`, linted; exit 1 on any text that is not in it."""
     problems = _run(lambda admin: admin.check_surfaces(tag))
     if as_json:
-        typer.echo(json.dumps([p.__dict__ for p in problems], ensure_ascii=False, indent=2))
+        echo_json([p.__dict__ for p in problems], indent=2)
     else:
         for p in problems:
             _say("MSG_LANGS_SURFACE_LINE", surface=p.surface, name=p.name,
@@ -174,7 +174,7 @@ def _sweep(admin: LanguageAdmin, quality: str | None, layers: list[str],
     translator = LLMTranslator(LLMPort.for_instance(settings),
                                quality or settings.i18n.sweep_quality, settings.lang)
     return asyncio.run(admin.sweep(translator, layers=layers, names=names, langs=langs,
-                                   progress=lambda line: typer.echo(f"… {line}", err=True)))
+                                   progress=lambda line: echo(f"… {line}", err=True)))
 
 
 def _print_report(report: SweepReport) -> None:
@@ -214,7 +214,7 @@ def _layer_commands(group: typer.Typer, layer: str, noun_help: str,
             return
         if found.obsolete:
             _say("MSG_LANGS_CANDIDATE_OBSOLETE_NOTE")
-        typer.echo(found.diff or found.candidate)
+        echo(found.diff or found.candidate)
         for warning in found.warnings:
             _say("MSG_LANGS_WARNING", warning=warning)
 

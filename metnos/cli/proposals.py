@@ -8,7 +8,6 @@ their alignment, score and reason, so a person can see whether the aims weighed 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import typer
@@ -16,6 +15,7 @@ import typer
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
+from metnos.cli._out import echo, echo_json
 from metnos.cli._table import NONE, local_time, print_table, word
 from metnos.errors import MetnosError
 
@@ -46,10 +46,10 @@ def list_(show_all: bool = typer.Option(False, "--all", help=msg("CLI_PROPOSALS_
     data = _call("GET", "/api/proposals", params={"status": "all" if show_all else "delivered"})
     rows: list[dict[str, Any]] = data.get("proposals", [])
     if as_json:
-        typer.echo(json.dumps(rows, ensure_ascii=False))
+        echo_json(rows)
         return
     if not rows:
-        typer.echo(msg("MSG_PROPOSALS_NONE"))
+        echo(msg("MSG_PROPOSALS_NONE"))
         return
     settings = settings_or_exit()
     headers = [msg(k) for k in ("CLI_COL_ID", "CLI_COL_PROPOSAL", "CLI_COL_STATUS",
@@ -73,19 +73,19 @@ def _answer(proposal_id: str, answer: str, as_json: bool) -> None:
     data = _call("POST", f"/api/proposals/{proposal_id}/{answer}")
     row = data["proposal"]
     if as_json:
-        typer.echo(json.dumps(row, ensure_ascii=False))
+        echo_json(row)
         return
-    typer.echo(msg("MSG_PROPOSALS_DONE", id=row["id"], status=word("proposal", row["status"])))
+    echo(msg("MSG_PROPOSALS_DONE", id=row["id"], status=word("proposal", row["status"])))
 
 
 @app.command(help=msg("CLI_PROPOSALS_SILENT_HELP"))
 def silent(as_json: bool = _JSON) -> None:
     rows: list[dict[str, Any]] = _call("GET", "/api/proposals/silent").get("proposals", [])
     if as_json:
-        typer.echo(json.dumps(rows, ensure_ascii=False))
+        echo_json(rows)
         return
     if not rows:
-        typer.echo(msg("MSG_PROPOSALS_SILENT_NONE"))
+        echo(msg("MSG_PROPOSALS_SILENT_NONE"))
         return
     settings = settings_or_exit()
     headers = [msg(k) for k in ("CLI_COL_ID", "CLI_COL_PROPOSAL", "CLI_COL_ALIGNMENT",
@@ -102,10 +102,10 @@ def silent(as_json: bool = _JSON) -> None:
 def telos(as_json: bool = _JSON) -> None:
     data = _call("GET", "/api/proposals/telos")
     if as_json:
-        typer.echo(json.dumps(data, ensure_ascii=False))
+        echo_json(data)
         return
     if data.get("warning"):
-        typer.echo(str(data["warning"]))
+        echo(str(data["warning"]))
     print_table([msg("CLI_COL_SEQ"), msg("CLI_COL_AIM"), msg("CLI_COL_AIM_WEIGHT")],
                 [[str(a["n"]), a["text"], _number(a["weight"])] for a in data.get("aims", [])])
 

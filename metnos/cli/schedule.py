@@ -9,7 +9,6 @@ the owner then, its reply delivered to the preferred channel.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import typer
@@ -17,6 +16,7 @@ import typer
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
+from metnos.cli._out import echo, echo_json
 from metnos.cli._table import local_time, print_table
 from metnos.errors import MetnosError
 
@@ -44,10 +44,10 @@ def list_(as_json: bool = _JSON) -> None:
     data = _call("GET", "/api/schedules")
     rows: list[dict[str, Any]] = data.get("schedules", [])
     if as_json:
-        typer.echo(json.dumps(data, ensure_ascii=False))
+        echo_json(data)
         return
     if not rows:
-        typer.echo(msg("MSG_SCHEDULE_NONE"))
+        echo(msg("MSG_SCHEDULE_NONE"))
         return
     settings = settings_or_exit()
     headers = [msg(k) for k in ("CLI_COL_ID", "CLI_COL_SCHEDULE_WHEN", "CLI_COL_SCHEDULE_CRON",
@@ -67,13 +67,13 @@ def add(when: str = typer.Argument(..., help=msg("CLI_SCHEDULE_WHEN_HELP")),
         body["channel"] = channel
     data = _call("POST", "/api/schedules", body=body)
     if as_json:
-        typer.echo(json.dumps(data, ensure_ascii=False))
+        echo_json(data)
         return
     row = data["schedule"]
-    typer.echo(msg("MSG_SCHEDULE_ADDED", id=row["id"], when=row["when"], cron=row["cron"],
-                   timezone=row["timezone"]))
+    echo(msg("MSG_SCHEDULE_ADDED", id=row["id"], when=row["when"], cron=row["cron"],
+             timezone=row["timezone"]))
     if not data.get("in_prefect"):
-        typer.echo(msg("MSG_SCHEDULE_NOT_IN_PREFECT"))
+        echo(msg("MSG_SCHEDULE_NOT_IN_PREFECT"))
 
 
 @app.command(help=msg("CLI_SCHEDULE_REMOVE_HELP"))
@@ -81,6 +81,6 @@ def remove(task_id: str = typer.Argument(..., help=msg("CLI_SCHEDULE_ID_HELP")),
            as_json: bool = _JSON) -> None:
     data = _call("DELETE", f"/api/schedules/{task_id}")
     if as_json:
-        typer.echo(json.dumps(data, ensure_ascii=False))
+        echo_json(data)
         return
-    typer.echo(msg("MSG_SCHEDULE_REMOVED", id=data["removed"]))
+    echo(msg("MSG_SCHEDULE_REMOVED", id=data["removed"]))

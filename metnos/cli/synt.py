@@ -15,6 +15,7 @@ import typer
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import msg
+from metnos.cli._out import echo, echo_json
 from metnos.cli._table import print_table
 from metnos.errors import MetnosError
 
@@ -28,10 +29,10 @@ def list_(as_json: bool = _JSON) -> None:
     data = _call("GET", "/api/synt/candidates")
     rows: list[dict[str, Any]] = data.get("candidates", [])
     if as_json:
-        typer.echo(json.dumps(rows, ensure_ascii=False))
+        echo_json(rows)
         return
     if not rows:
-        typer.echo(msg("MSG_SYNT_NONE"))
+        echo(msg("MSG_SYNT_NONE"))
         return
     headers = [msg(k) for k in ("SYNT_COL_NAME", "SYNT_COL_CAPABILITY", "SYNT_COL_TESTS",
                                 "SYNT_COL_COST")]
@@ -44,28 +45,33 @@ def list_(as_json: bool = _JSON) -> None:
 def review(name: str = _NAME, as_json: bool = _JSON) -> None:
     data = _call("GET", f"/api/synt/candidates/{quote(name, safe='')}")
     if as_json:
-        typer.echo(json.dumps(data, ensure_ascii=False))
+        echo_json(data)
         return
     for key, body in (("SYNT_LABEL_MANIFEST", data["manifest"]),
                       ("SYNT_LABEL_PROFILE", json.dumps(data.get("profile"), indent=1)),
                       ("SYNT_LABEL_CODE", data["code"]),
                       ("SYNT_LABEL_TESTS", json.dumps(data.get("tests"), indent=1,
                                                       ensure_ascii=False))):
-        typer.echo(f"== {msg(key)} ==\n{body}\n")
-    typer.echo(f"{msg('SYNT_COL_COST')}: {data.get('cost_usd')}")
+        echo(f"== {msg(key)} ==\n{body}\n")
+    echo(f"{msg('SYNT_COL_COST')}: {data.get('cost_usd')}")
 
 
 @app.command(help=msg("CLI_SYNT_SIGN_HELP"))
 def sign(name: str = _NAME, as_json: bool = _JSON) -> None:
     data = _call("POST", f"/api/synt/candidates/{quote(name, safe='')}/sign")
-    typer.echo(json.dumps(data) if as_json else msg("MSG_SYNT_SIGNED", name=name))
+    if as_json:
+        echo_json(data)
+    else:
+        echo(msg("MSG_SYNT_SIGNED", name=name))
 
 
 @app.command(help=msg("CLI_SYNT_REJECT_HELP"))
 def reject(name: str = _NAME, as_json: bool = _JSON) -> None:
     data = _call("POST", f"/api/synt/candidates/{quote(name, safe='')}/reject")
-    typer.echo(json.dumps(data) if as_json else
-               msg("MSG_SYNT_REJECTED", name=name, path=data.get("path", "")))
+    if as_json:
+        echo_json(data)
+    else:
+        echo(msg("MSG_SYNT_REJECTED", name=name, path=data.get("path", "")))
 
 
 def _call(method: str, path: str) -> dict[str, Any]:

@@ -9,13 +9,13 @@ reachable); gaps lists the reported gaps grouped, never a question's text.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 
 import typer
 
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import msg
+from metnos.cli._out import echo, echo_json
 from metnos.errors import MetnosError
 
 app = typer.Typer(help=msg("CLI_TUTOR_HELP"), no_args_is_help=True)
@@ -34,13 +34,13 @@ def compile_(
         exit_with(exc)
         return
     if as_json:
-        typer.echo(json.dumps({"sections": report.sections, "reused": report.reused,
-                               "computed": report.computed, "version": report.version,
-                               "seconds": round(report.seconds, 3)}))
+        echo_json({"sections": report.sections, "reused": report.reused,
+                   "computed": report.computed, "version": report.version,
+                   "seconds": round(report.seconds, 3)})
         return
-    typer.echo(msg("MSG_TUTOR_COMPILED", version=report.version[:12], sections=report.sections,
-                   reused=report.reused, computed=report.computed,
-                   seconds=f"{report.seconds:.1f}"))
+    echo(msg("MSG_TUTOR_COMPILED", version=report.version[:12], sections=report.sections,
+             reused=report.reused, computed=report.computed,
+             seconds=f"{report.seconds:.1f}"))
 
 
 @app.command("verify", help=msg("CLI_TUTOR_VERIFY_HELP"))
@@ -56,14 +56,13 @@ def verify(
         exit_with(exc)
         return
     if as_json:
-        typer.echo(json.dumps({"version": catalog.version, "sections": len(catalog.sections),
-                               "model": catalog.model.name,
-                               "model_version": catalog.model.version,
-                               "semantic": catalog.semantic}))
+        echo_json({"version": catalog.version, "sections": len(catalog.sections),
+                   "model": catalog.model.name, "model_version": catalog.model.version,
+                   "semantic": catalog.semantic})
         return
-    typer.echo(msg("MSG_TUTOR_VERIFIED", version=catalog.version[:12],
-                   sections=len(catalog.sections), model=catalog.model.name,
-                   model_version=catalog.model.version))
+    echo(msg("MSG_TUTOR_VERIFIED", version=catalog.version[:12],
+             sections=len(catalog.sections), model=catalog.model.name,
+             model_version=catalog.model.version))
 
 
 @app.command("feedback-check", help=msg("CLI_TUTOR_FEEDBACK_CHECK_HELP"))
@@ -82,10 +81,10 @@ def feedback_check(
         return
     assert report is not None
     if as_json:
-        typer.echo(json.dumps(report.to_dict()))
+        echo_json(report.to_dict())
         return
-    typer.echo(msg("MSG_TUTOR_FEEDBACK_CHECKED", version=report.version[:12], kept=report.kept,
-                   dropped=report.dropped, expired=report.expired))
+    echo(msg("MSG_TUTOR_FEEDBACK_CHECKED", version=report.version[:12], kept=report.kept,
+             dropped=report.dropped, expired=report.expired))
 
 
 @app.command("gaps", help=msg("CLI_TUTOR_GAPS_HELP"))
@@ -102,10 +101,10 @@ def gaps(
     finally:
         engine.dispose()
     if as_json:
-        typer.echo(json.dumps([g.to_dict() for g in groups]))
+        echo_json([g.to_dict() for g in groups])
         return
     if not groups:
-        typer.echo(msg("MSG_TUTOR_GAPS_NONE"))
+        echo(msg("MSG_TUTOR_GAPS_NONE"))
     for group in groups:
-        typer.echo(msg("MSG_TUTOR_GAP_GROUP", count=group.count, cause=group.cause,
-                       langs=", ".join(group.langs), sections=", ".join(group.sections[:5])))
+        echo(msg("MSG_TUTOR_GAP_GROUP", count=group.count, cause=group.cause,
+                 langs=", ".join(group.langs), sections=", ".join(group.sections[:5])))

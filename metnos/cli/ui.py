@@ -8,7 +8,6 @@ of that file, never the secret itself.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Annotated
 
@@ -16,6 +15,7 @@ import typer
 
 from metnos.cli._common import settings_or_exit
 from metnos.cli._lang import cli_lang, msg
+from metnos.cli._out import echo, echo_json
 from metnos.errors import MetnosError
 from metnos.serve.prefect_access import CREDENTIAL_USER, credential_path, ui_url
 
@@ -29,12 +29,12 @@ def ui(as_json: JsonFlag = False) -> None:
     path = credential_path(settings)
     if not external and not path.is_file():
         missing = MetnosError("ERR_PREFECT_CREDENTIAL_MISSING", path=str(path))
-        typer.echo(missing.message(cli_lang()), err=True)
+        echo(missing.message(cli_lang()), err=True)
         raise typer.Exit(1)
     if as_json:
-        typer.echo(json.dumps({"url": url, "external": external,
-                               "credential_file": None if external else str(path),
-                               "user": None if external else CREDENTIAL_USER}))
+        echo_json({"url": url, "external": external,
+                   "credential_file": None if external else str(path),
+                   "user": None if external else CREDENTIAL_USER})
         return
     key = "MSG_PREFECT_UI_EXTERNAL" if external else "MSG_PREFECT_UI"
-    typer.echo(msg(key, url=url, path=str(path)))
+    echo(msg(key, url=url, path=str(path)))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated
 from urllib.parse import quote
 
@@ -11,6 +10,7 @@ import typer
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import msg
+from metnos.cli._out import echo, echo_json
 from metnos.errors import MetnosError
 
 
@@ -26,8 +26,8 @@ def undo(
         exit_with(exc)
         return
     if as_json:
-        typer.echo(json.dumps(report, ensure_ascii=False))
+        echo_json(report)
     else:
-        typer.echo(str(report.get("message", "")))
+        echo(str(report.get("message", "")))
     if report.get("outcome") != "done":
         raise typer.Exit(1)
