@@ -6,7 +6,10 @@ are capped, so a huge MEMORY.md cannot crowd the tools out of the model's contex
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
+
+from metnos.policy.untrusted import wrap_untrusted
 
 FILES = ("IDENTITY.md", "SOUL.md", "USER.md", "TELOS.md", "RULES.md", "MEMORY.md")
 PER_FILE_CHARS = 4000
@@ -14,14 +17,18 @@ TOTAL_CHARS = 12000
 
 
 def prompt_context(workspace: Path, *, per_file: int = PER_FILE_CHARS,
-                   total: int = TOTAL_CHARS) -> str:
-    """The files in their fixed order as `### NAME` sections; missing ones are skipped."""
+                   total: int = TOTAL_CHARS, untrusted: Mapping[str, str] | None = None) -> str:
+    """The files in their fixed order as `### NAME` sections; missing ones are skipped.
+    A file in `untrusted` (name → its source label: a tainted turn wrote it, the owner has
+    not confirmed it, `metnos.identity`) is given as data, inside the untrusted-data envelope."""
     parts: list[str] = []
     budget = total
     for name in FILES:
         text = _read(workspace / name, min(per_file, budget))
         if not text:
             continue
+        if untrusted and name in untrusted:
+            text = wrap_untrusted(text, source=untrusted[name])
         section = f"### {name}\n{text}"
         parts.append(section)
         budget -= len(section)
