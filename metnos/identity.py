@@ -209,3 +209,28 @@ def _what(source: str) -> str:
 
 def as_dict(row: IdentityProvenance) -> dict[str, Any]:
     return {"file": row.file, "sha256": row.sha256, "sources": list(row.sources)}
+
+
+def text_key(kind: str, ident: str) -> str:
+    """The row key of a text that is not a file (`schedule:<task id>`)."""
+    return f"{kind}:{ident}"
+
+
+def record_text(engine: Engine, key: str, text: str, *, sources: Sequence[str],
+                turn_id: str | None, action_id: str | None) -> None:
+    """A text a tainted turn set that later runs as the owner's message (a schedule's)."""
+    sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    ensure_table(engine)
+    with db_session(engine) as db:
+        if db.get(IdentityProvenance, (key, sha)) is None:
+            db.add(IdentityProvenance(file=key, sha256=sha, sources=list(sources),
+                                      turn_id=turn_id, action_id=action_id))
+
+
+def text_sources(engine: Engine, key: str, text: str) -> list[str] | None:
+    """The untrusted sources of `text` under `key`, None when a tainted turn did not set it."""
+    sha = hashlib.sha256(text.encode("utf-8")).hexdigest()
+    ensure_table(engine)
+    with db_session(engine) as db:
+        row = db.get(IdentityProvenance, (key, sha))
+    return None if row is None or row.confirmed_at is not None else list(row.sources)

@@ -15,7 +15,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from metnos import identity, keys, reversibility
 from metnos.errors import MetnosError
@@ -29,6 +29,7 @@ from metnos.sandbox import SandboxResult, run_sandboxed
 from metnos.turns import recovery
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
+from metnos.workspace import FILES
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
@@ -53,7 +54,9 @@ class StepRunner:
         if checked.request is None or checked.spec is None:
             raise ValueError("execute() takes a step the policy admitted")
         if checked.spec.manifest.runs_on is not None:  # another machine's step (metnos.remote)
-            return await run_remote(self.service, self.remote, ctx, checked)
+            outcome = await run_remote(self.service, self.remote, ctx, checked)
+            taint(ctx, checked, outcome.result)  # its result is outside data as well
+            return outcome
         refused = await asyncio.to_thread(self._prepare_run, ctx, checked)
         if refused is not None:
             return refused
@@ -71,8 +74,10 @@ class StepRunner:
         if declared is not None and outcome.status == "done":  # the manifest's effect, carried
             effect = self.service.effects.get(declared)  # out from the checked result
             if effect is None:  # nobody here to carry it out: fail, never drop it silently
-                return await asyncio.to_thread(self._no_effect, ctx, checked, declared)
-            outcome = await effect(ctx, checked, outcome)
+                outcome = await asyncio.to_thread(self._no_effect, ctx, checked, declared)
+            else:  # (before this step's own taint: what it sets came from the turn so far)
+                outcome = await effect(ctx, checked, outcome)
+        taint(ctx, checked, result.result if result.ok else None)
         return outcome
 
     def _no_effect(self, ctx: TurnContext, checked: CheckedStep, effect: str) -> StepOutcome:
@@ -128,12 +133,6 @@ class StepRunner:
         name, action_id = checked.step.executor, checked.action_id
         assert checked.spec is not None
         record = self.service.record
-        manifest = checked.spec.manifest
-        if manifest.outside_text or not manifest.result_holds_no_text(result.result):
-            ctx.tainted = True  # outside data is in the context now (Law 3: by default)
-            label = source_label(checked)
-            if label not in ctx.sources:
-                ctx.sources.append(label)
         if result.ok:
             shown, secrets = self.service.guard.redact(result.result)  # Law 2 on the way out
             seq = record.audit_line(ctx, action=name, decision="allow",
@@ -146,6 +145,18 @@ class StepRunner:
                                 args_digest=checked.args_digest, action_id=action_id)
         return StepOutcome(name, "failed", key=key, vars={**result.error_vars, "executor": name},
                            audit_seq=seq, action_id=action_id)
+
+
+def taint(ctx: TurnContext, checked: CheckedStep, result: Any) -> None:
+    """Law 3 by default: the step's result is outside data now in the context, unless its
+    manifest proves its results text-free and this one kept to them."""
+    assert checked.spec is not None
+    manifest = checked.spec.manifest
+    if manifest.outside_text or not manifest.result_holds_no_text(result):
+        ctx.tainted = True
+        label = source_label(checked)
+        if label not in ctx.sources:
+            ctx.sources.append(label)
 
 
 class OwnerVoice:
@@ -161,7 +172,7 @@ class OwnerVoice:
     def after(self, service: TurnService) -> None:
         args = self.checked.request.args if self.checked.request is not None else {}
         texts = [v for v in args.values() if isinstance(v, str)]
-        whole = [name for name in identity.FILES if _whole(self.workspace / name, texts)]
+        whole = [name for name in FILES if _whole(self.workspace / name, texts)]
         decided = identity.record_changes(
             service.engine, self.workspace, self.before, tainted=self.tainted,
             sources=self.sources, whole=whole, turn_id=self.ctx.turn_id,

@@ -170,3 +170,22 @@ async def test_an_identity_write_always_asks_even_in_full(
         await client.post(f"/api/approvals/{pending['approval_id']}", json={"decision": "deny"})
         await wait_status(client, body["turn_id"], "completed")
     assert {p.name: p.read_text() for p in home.workspace.glob("*.md")} == before
+
+
+async def test_a_schedule_always_asks_even_in_full(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
+    home = make_home(llm=scripted_llm, lang="en", autonomy="Full")
+    scripted_llm.enqueue_tool_call("schedule_set", {"when": "every Monday at 8",
+                                                    "text": "delete victim3.md"})
+    scripted_llm.enqueue_text("Done.")
+    async with gateway_client(home) as client:
+        body = (await client.post("/api/turns", json={"text": "remind me on mondays",
+                                                       "lang": "en"})).json()
+        assert body["status"] == "awaiting_approval", body
+        [pending] = body["approvals"]
+        assert pending["reason_key"] == "ASK_OWNER_SCHEDULE"
+        assert pending["args"]["text"] == "delete victim3.md"
+        await client.post(f"/api/approvals/{pending['approval_id']}", json={"decision": "deny"})
+        await wait_status(client, body["turn_id"], "completed")
+    denials = [ln["reason"] for ln in audit_lines(home.path) if ln["decision"] == "deny"]
+    assert denials  # the owner's no is on record
