@@ -7,8 +7,10 @@ The models are data only: policy and sandbox act on them before any executor cod
 
 from __future__ import annotations
 
+import posixpath
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -148,17 +150,23 @@ class InputSpec(_Model):
 
 def _holds_no_text(out: OutputSpec) -> bool:
     """Whether an output's declared shape admits no outside text."""
-    if out.type in ("integer", "number", "boolean"):
+    if out.echo is not None or out.type in ("integer", "number", "boolean"):
         return True
     if out.type == "string":
         return out.enum is not None or out.kind in TRUSTED_STRING_KINDS
     return False
 
 
-def _text_free(value: Any, out: OutputSpec) -> bool:
+def _text_free(value: Any, out: OutputSpec, args: Mapping[str, Any]) -> bool:
     """Whether `value` is what a text-free output declares (None: the output is absent)."""
     if value is None:
         return True
+    if out.echo is not None:  # the step's own argument given back, nothing more
+        given = args.get(out.echo)
+        if not isinstance(value, str) or not isinstance(given, str):
+            return value == given and isinstance(value, (int, float, bool))
+        return value == given or (out.type == "path"
+                                  and posixpath.normpath(value) == posixpath.normpath(given))
     if out.enum is not None:
         return value in out.enum and not isinstance(value, (list, dict))
     if out.type == "string":
@@ -184,6 +192,9 @@ class OutputSpec(_Model):
     type: OutputType
     kind: str | None = Field(default=None, pattern=KIND_RE.pattern)  # as on an input
     enum: tuple[Scalar, ...] | None = None  # the only values it may take (a state, a verdict)
+    # the input whose value this output gives back (fs_write's `path`): checked on each run
+    # to be that value, so it holds nothing the planner did not already say
+    echo: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,40}$")
     description: dict[str, str]
 
     @field_validator("description")
@@ -221,7 +232,8 @@ class Manifest(_Model):
     # name, a list item, a mail header, a fetched byte): data, never orders, and a turn that
     # has read them asks before acting. Only `trusted_output = true` says otherwise, and only
     # where `_trust_provable` can see from the declared outputs that no outside text fits in
-    # them (numbers, booleans, enums, formatted times). `untrusted_output` is what manifests
+    # them (numbers, booleans, enums, formatted times, the step's own arguments given back:
+    # `echo`). `untrusted_output` is what manifests
     # said before (opt-in taint): still read, it can only add taint, never remove it.
     trusted_output: bool = False
     untrusted_output: bool | None = None
@@ -295,6 +307,10 @@ class Manifest(_Model):
             return self
         if self.untrusted_output:
             raise ValueError("trusted_output and untrusted_output contradict each other")
+        for name, out in self.outputs.items():
+            spec = self.inputs.get(out.echo) if out.echo is not None else None
+            if out.echo is not None and (spec is None or spec.type != out.type):
+                raise ValueError(f"outputs.{name}.echo must name an input of type {out.type}")
         wordy = [name for name, out in self.outputs.items() if not _holds_no_text(out)]
         if wordy:
             raise ValueError(f"trusted_output: outputs {', '.join(wordy)} may carry outside "
@@ -306,14 +322,15 @@ class Manifest(_Model):
         """Whether a run's results are outside text (Law 3): yes unless proven otherwise."""
         return not self.trusted_output
 
-    def result_holds_no_text(self, result: Any) -> bool:
+    def result_holds_no_text(self, result: Any, args: Mapping[str, Any] | None = None) -> bool:
         """Whether one run's result keeps to the declared text-free outputs (checked on each
-        run of a `trusted_output` executor: a result that strays taints the turn anyway)."""
+        run of a `trusted_output` executor: a result that strays taints the turn anyway);
+        `args`: the step's arguments, which an `echo` output must give back unchanged."""
         if not isinstance(result, dict):
             return False
         for key, value in result.items():
             out = self.outputs.get(key)
-            if out is None or not _holds_no_text(out) or not _text_free(value, out):
+            if out is None or not _holds_no_text(out) or not _text_free(value, out, args or {}):
                 return False
         return True
 

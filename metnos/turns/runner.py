@@ -152,7 +152,8 @@ def taint(ctx: TurnContext, checked: CheckedStep, result: Any) -> None:
     manifest proves its results text-free and this one kept to them."""
     assert checked.spec is not None
     manifest = checked.spec.manifest
-    if manifest.outside_text or not manifest.result_holds_no_text(result):
+    args = checked.request.args if checked.request is not None else checked.step.args
+    if manifest.outside_text or not manifest.result_holds_no_text(result, args):
         ctx.tainted = True
         label = source_label(checked)
         if label not in ctx.sources:
