@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from sqlalchemy import DateTime, Engine, update
 from sqlmodel import JSON, Column, Field, SQLModel, col, select
@@ -189,11 +188,6 @@ def confirm(engine: Engine, workspace: Path, name: str, sha256: str) -> bool:
     return True
 
 
-def pending(engine: Engine, workspace: Path) -> Mapping[str, list[str]]:
-    """What `metnos workspace status` lists: the files still read as untrusted data."""
-    return untrusted_files(engine, workspace)
-
-
 def read_label(sources: Sequence[str]) -> str:
     """The sources of a provenance row as a person would read them (`fs_read (x.log)` →
     `x.log`), for the label `MEMORY.md (written after reading …)`."""
@@ -205,10 +199,6 @@ def _what(source: str) -> str:
     if source.endswith(")") and " (" in source:
         return source.split(" (", 1)[1][:-1]
     return source
-
-
-def as_dict(row: IdentityProvenance) -> dict[str, Any]:
-    return {"file": row.file, "sha256": row.sha256, "sources": list(row.sources)}
 
 
 def text_key(kind: str, ident: str) -> str:
