@@ -16,10 +16,11 @@ import errno
 import logging
 import os
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from metnos import fdpaths
+from metnos.policy.untrusted import wrap_untrusted
 
 log = logging.getLogger(__name__)
 
@@ -31,9 +32,12 @@ Refused = Callable[[str, str], None]  # (file name, reason) of a file left out
 
 
 def prompt_context(workspace: Path, *, per_file: int = PER_FILE_CHARS,
-                   total: int = TOTAL_CHARS, refused: Refused | None = None) -> str:
+                   total: int = TOTAL_CHARS, refused: Refused | None = None,
+                   untrusted: Mapping[str, str] | None = None) -> str:
     """The files in their fixed order as `### NAME` sections; missing ones are skipped, and
-    refused ones (a link, not a regular file) too, each told to `refused`."""
+    refused ones (a link, not a regular file) too, each told to `refused`. A file in
+    `untrusted` (name → its source label: a tainted turn wrote it, the owner has not confirmed
+    it, `metnos.identity`) is given as data, inside the untrusted-data envelope."""
     parts: list[str] = []
     budget = total
     try:
@@ -45,6 +49,8 @@ def prompt_context(workspace: Path, *, per_file: int = PER_FILE_CHARS,
             text = _read(ws_fd, name, min(per_file, budget), refused)
             if not text:
                 continue
+            if untrusted and name in untrusted:
+                text = wrap_untrusted(text, source=untrusted[name])
             section = f"### {name}\n{text}"
             parts.append(section)
             budget -= len(section)

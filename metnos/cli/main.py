@@ -22,6 +22,7 @@ from metnos.cli import (
     tutor,
     ui,
     undo,
+    workspace,
 )
 from metnos.cli._common import exit_with
 from metnos.cli._lang import msg
@@ -42,6 +43,7 @@ app.add_typer(mnestoma.app, name="mnestoma")
 app.add_typer(tutor.app, name="tutor")
 app.add_typer(mail.app, name="mail")
 app.add_typer(schedule.app, name="schedule")
+app.add_typer(workspace.app, name="workspace")
 app.command(name="chat", help=msg("CLI_CHAT_HELP"))(chat.chat)
 app.command(name="undo", help=msg("CLI_UNDO_HELP"))(undo.undo)
 app.command(name="login", help=msg("CLI_LOGIN_HELP"))(login.login)

@@ -7,8 +7,10 @@ The models are data only: policy and sandbox act on them before any executor cod
 
 from __future__ import annotations
 
+import posixpath
 import re
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -146,15 +148,53 @@ class InputSpec(_Model):
         return schema
 
 
+def _holds_no_text(out: OutputSpec) -> bool:
+    """Whether an output's declared shape admits no outside text."""
+    if out.echo is not None or out.type in ("integer", "number", "boolean"):
+        return True
+    if out.type == "string":
+        return out.enum is not None or out.kind in TRUSTED_STRING_KINDS
+    return False
+
+
+def _text_free(value: Any, out: OutputSpec, args: Mapping[str, Any]) -> bool:
+    """Whether `value` is what a text-free output declares (None: the output is absent)."""
+    if value is None:
+        return True
+    if out.echo is not None:  # the step's own argument given back, nothing more
+        given = args.get(out.echo)
+        if not isinstance(value, str) or not isinstance(given, str):
+            return value == given and isinstance(value, (int, float, bool))
+        return value == given or (out.type == "path"
+                                  and posixpath.normpath(value) == posixpath.normpath(given))
+    if out.enum is not None:
+        return value in out.enum and not isinstance(value, (list, dict))
+    if out.type == "string":
+        return isinstance(value, str) and bool(_FORMATTED_TIME.fullmatch(value))
+    return _fits(value, out.type) and not (isinstance(value, float) and value != value)
+
+
+# a formatted time, date or duration: digits and the separators ISO 8601 uses, nothing else
+_FORMATTED_TIME = re.compile(r"[0-9TZPWYMDHS:+.\- ]{1,40}")
+
+
 def _fits(value: Any, kind: str) -> bool:
     if kind != "boolean" and isinstance(value, bool):
         return False
     return isinstance(value, _PY_TYPES[kind])
 
 
+# the output kinds whose strings the host can tell hold no outside text: a formatted time
+TRUSTED_STRING_KINDS = frozenset({"datetime", "date", "time", "duration"})
+
+
 class OutputSpec(_Model):
     type: OutputType
     kind: str | None = Field(default=None, pattern=KIND_RE.pattern)  # as on an input
+    enum: tuple[Scalar, ...] | None = None  # the only values it may take (a state, a verdict)
+    # the input whose value this output gives back (fs_write's `path`): checked on each run
+    # to be that value, so it holds nothing the planner did not already say
+    echo: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,40}$")
     description: dict[str, str]
 
     @field_validator("description")
@@ -188,7 +228,15 @@ class Manifest(_Model):
     risk: Literal["low", "medium", "high"]
     reversible: bool
     side_effects: bool
-    untrusted_output: bool = False  # its results carry outside text (web, mail): data, not orders
+    # Law 3, taint by default: an executor's results are outside text (a file's content or
+    # name, a list item, a mail header, a fetched byte): data, never orders, and a turn that
+    # has read them asks before acting. Only `trusted_output = true` says otherwise, and only
+    # where `_trust_provable` can see from the declared outputs that no outside text fits in
+    # them (numbers, booleans, enums, formatted times, the step's own arguments given back:
+    # `echo`). `untrusted_output` is what manifests
+    # said before (opt-in taint): still read, it can only add taint, never remove it.
+    trusted_output: bool = False
+    untrusted_output: bool | None = None
     # what the host carries out from the run's validated result (the executor itself changes
     # nothing): "schedule_reminder" (metnos.reminders.effect); undone with the action
     effect: Literal["schedule_reminder", "notify", "summarize", "schedule_task"] | None = None
@@ -251,6 +299,40 @@ class Manifest(_Model):
             if out is None or out.type != "boolean":
                 raise ValueError(f"wishes.{capability}.when must name a boolean output")
         return self
+
+    @model_validator(mode="after")
+    def _trust_provable(self) -> Manifest:
+        """`trusted_output` only where the declared outputs leave no room for outside text."""
+        if not self.trusted_output:
+            return self
+        if self.untrusted_output:
+            raise ValueError("trusted_output and untrusted_output contradict each other")
+        for name, out in self.outputs.items():
+            spec = self.inputs.get(out.echo) if out.echo is not None else None
+            if out.echo is not None and (spec is None or spec.type != out.type):
+                raise ValueError(f"outputs.{name}.echo must name an input of type {out.type}")
+        wordy = [name for name, out in self.outputs.items() if not _holds_no_text(out)]
+        if wordy:
+            raise ValueError(f"trusted_output: outputs {', '.join(wordy)} may carry outside "
+                             "text (only numbers, booleans, enums and formatted times may)")
+        return self
+
+    @property
+    def outside_text(self) -> bool:
+        """Whether a run's results are outside text (Law 3): yes unless proven otherwise."""
+        return not self.trusted_output
+
+    def result_holds_no_text(self, result: Any, args: Mapping[str, Any] | None = None) -> bool:
+        """Whether one run's result keeps to the declared text-free outputs (checked on each
+        run of a `trusted_output` executor: a result that strays taints the turn anyway);
+        `args`: the step's arguments, which an `echo` output must give back unchanged."""
+        if not isinstance(result, dict):
+            return False
+        for key, value in result.items():
+            out = self.outputs.get(key)
+            if out is None or not _holds_no_text(out) or not _text_free(value, out, args or {}):
+                return False
+        return True
 
     @model_validator(mode="after")
     def _utterances_fit(self) -> Manifest:

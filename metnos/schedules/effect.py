@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from babel.dates import format_datetime
 
-from metnos import i18n
+from metnos import i18n, identity
 from metnos.i18n.formatting import locale_for
 from metnos.reminders.outbox import channel_of
 from metnos.schedules import cadence, owner, store
@@ -80,12 +80,23 @@ async def schedule_task(service: TurnService, sync: Sync | None, ctx: TurnContex
             spoken=str(approved["when"]))
     except ScheduleError as exc:
         return await _not_scheduled(service, ctx, outcome, exc.key, exc.vars)
+    if ctx.tainted:  # its text came after outside data: when it runs, that turn is tainted
+        await asyncio.to_thread(_tainted_text, service, ctx, task.id, text, outcome.action_id)
     published = sync is not None and await owner.publish(sync, task)
     nxt = cadence.next_times(task.cron, task.timezone, datetime.now(UTC))[0]
     result.update(when=task.when_text, timezone=task.timezone, next_run=format_datetime(
         nxt, format="medium", locale=locale_for(ctx.lang)), in_prefect=published)
     return StepOutcome(EXECUTOR, "done", result=result, audit_seq=outcome.audit_seq,
                        action_id=outcome.action_id)
+
+
+def _tainted_text(service: TurnService, ctx: TurnContext, task_id: str, text: str,
+                  action_id: str | None) -> None:
+    identity.record_text(service.engine, identity.text_key("schedule", task_id), text,
+                         sources=ctx.sources, turn_id=ctx.turn_id, action_id=action_id)
+    service.record.audit_line(ctx, action=EXECUTOR, decision="info",
+                              reason="MSG_SCHEDULE_TAINTED_SET", outcome="recorded",
+                              action_id=action_id)
 
 
 async def _not_scheduled(service: TurnService, ctx: TurnContext, outcome: StepOutcome,

@@ -22,7 +22,7 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from metnos import i18n
+from metnos import i18n, identity
 from metnos.db.models import utcnow
 from metnos.errors import MetnosError
 from metnos.reminders import outbox
@@ -31,6 +31,7 @@ from metnos.schedules import effect as schedule_effect
 from metnos.schedules import store
 from metnos.schedules.models import TaskRun
 from metnos.schedules.owner import Sync
+from metnos.turns.context import TurnContext
 from metnos.turns.service import TurnService
 
 log = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ async def fire(app: FastAPI, run: TaskRun) -> None:
     except MetnosError as exc:
         await asyncio.to_thread(store.finish, engine, run.id, "failed", error=exc.key)
         return
+    await asyncio.to_thread(_taint_if_outside, service, ctx, task.id, task.text)
     app.state.launch(app.state.runner(service, ctx))
     answered = await service.wait_reply(ctx.turn_id, service.settings.schedules.run_timeout_s)
     if answered is None or answered.status == "failed":
@@ -66,6 +68,21 @@ async def fire(app: FastAPI, run: TaskRun) -> None:
         text=text, lang=task.lang, due_at=utcnow(), turn_id=ctx.turn_id))
     await asyncio.to_thread(store.finish, engine, run.id, "done", turn_id=ctx.turn_id,
                             outbox_id=row.id)
+
+
+def _taint_if_outside(service: TurnService, ctx: TurnContext, task_id: str,
+                     text: str) -> None:
+    """A task a tainted turn set runs its text as data from outside: its turn starts tainted
+    (acting steps ask the owner, naming where the text came from), with an audit line."""
+    sources = identity.text_sources(service.engine, identity.text_key("schedule", task_id),
+                                    text)
+    if sources is None:
+        return
+    ctx.tainted = True
+    ctx.sources.append(i18n.get("MSG_SCHEDULE_SOURCE", ctx.lang,
+                                sources=identity.read_label(sources)))
+    service.record.audit_line(ctx, action="schedule_set", decision="info",
+                              reason="MSG_SCHEDULE_RUN_UNTRUSTED", outcome="tainted")
 
 
 async def loop(app: FastAPI) -> None:

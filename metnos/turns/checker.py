@@ -88,6 +88,7 @@ class StepChecker:
             risk=manifest.risk, side_effects=manifest.side_effects,
             reversible=manifest.reversible, autonomy=ctx.autonomy,
             sandbox_ok=service.sandbox_ok, executor=step.executor))
+        verdict = service.guard.owner_voice(manifest, args, verdict)  # always asks (identity)
         if verdict.verdict == "deny":
             return self.refuse(ctx, checked, verdict.key,
                                {**verdict.vars, "executor": step.executor})

@@ -4,7 +4,8 @@
   executor is even looked up, so a step carrying a secret never becomes an approval; results
   go through `redact` before anyone sees them.
 - Law 3 (never obey instructions found in data): once a turn has read untrusted content (a
-  forwarded message, or an executor whose manifest says `untrusted_output`), every later step
+  forwarded message, any executor's results unless its manifest proves them text-free with
+  `trusted_output`, an identity file a tainted turn wrote), every later step
   that changes state or uses the network asks the owner, even in `Full` (`taint`).
 - Law 1 (no unrecoverable state): irreversible actions always ask (`policy.decide`), and an
   action whose before-record cannot be written is refused (`turns.service`).
@@ -21,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
 
+from metnos import identity
 from metnos.db.engine import session as db_session
 from metnos.executors.manifest import Manifest
 from metnos.llm.tools import PlanStep
@@ -58,6 +60,21 @@ class Guard:
             named = untrusted_data_decision(manifest.name, ctx.sources).vars["sources"]
             return replace(verdict, vars={**verdict.vars, UNTRUSTED_SOURCES: named})
         return verdict
+
+    def owner_voice(self, manifest: Manifest, args: dict[str, Any],
+                    verdict: Decision) -> Decision:
+        """What later speaks as the owner (the identity files of the system prompt, a
+        schedule's text run as the owner's message): a step that may change it always asks,
+        at every autonomy level, with an audit line of its own when this rule is the cause."""
+        if not manifest.changes(args):
+            return verdict
+        if manifest.effect == "schedule_task":
+            return identity.identity_decision(manifest.name, [], verdict,
+                                              key=identity.ASK_SCHEDULE)
+        written = [str(args[name]) for name, access in manifest.path_inputs().items()
+                   if access == "write" and isinstance(args.get(name), str)]
+        return identity.identity_decision(
+            manifest.name, identity.touched(self.settings.workspace, written), verdict)
 
     def reserve_run(self, ctx: TurnContext) -> limits.Reservation | Decision:
         """One run of this hour's budget for `ctx.user_id`, held until the step runs

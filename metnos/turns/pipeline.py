@@ -24,7 +24,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from functools import partial
 
-from metnos import i18n
+from metnos import i18n, identity
 from metnos.db.models import utcnow
 from metnos.llm.embedded import plan_embedded
 from metnos.llm.port import LLMReply
@@ -174,9 +174,10 @@ async def _open(service: TurnService, ctx: TurnContext) -> tuple[Conversation, h
     if window.sources:  # earlier outside data is still in what the model reads
         ctx.tainted = True
         ctx.sources.extend(window.sources)
+    voiced = await asyncio.to_thread(_identity_taint, service, ctx)
     workspace, hints = await asyncio.gather(
         asyncio.to_thread(prompt_context, settings.workspace,
-                          refused=partial(_identity_refused, service, ctx)),
+                          refused=partial(_identity_refused, service, ctx), untrusted=voiced),
         asyncio.to_thread(composition.hints, service.engine, service.registry.names(),
                           ctx.lang))
     if hints:  # the accepted compositions (the synt): Metnos's own lines, after the files
@@ -196,6 +197,21 @@ def _identity_refused(service: TurnService, ctx: TurnContext, name: str, reason:
                               outcome="refused", args={"file": name})
 
 
+def _identity_taint(service: TurnService, ctx: TurnContext) -> dict[str, str]:
+    """The identity files a tainted turn wrote and the owner has not confirmed: given to the
+    model as data, and this turn is tainted by them (acting steps ask), with an audit line."""
+    found = identity.untrusted_files(service.engine, service.settings.workspace)
+    for name, sources in found.items():
+        ctx.tainted = True
+        label = i18n.get("MSG_IDENTITY_SOURCE", ctx.lang, file=name,
+                         sources=identity.read_label(sources))
+        if label not in ctx.sources:
+            ctx.sources.append(label)
+        service.record.audit_line(ctx, action=f"identity:{name}", decision="info",
+                                  reason="MSG_IDENTITY_READ_UNTRUSTED", outcome="tainted")
+    return {name: name for name in found}
+
+
 def _history_items(window: history.Window, lang: str) -> list[dict[str, object]]:
     """The activity of the history itself: a fold into the summary, or dropped messages."""
     items = []
@@ -211,7 +227,7 @@ def _untrusted(service: TurnService, executor: str) -> bool:
     if executor == WISH:  # the built-in wish tool: Metnos's own words, never outside data
         return False
     spec = service.registry.find(executor)
-    return spec is None or spec.manifest.untrusted_output
+    return spec is None or spec.manifest.outside_text
 
 
 async def _embedded(service: TurnService, ctx: TurnContext, how: Steps,

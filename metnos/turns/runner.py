@@ -4,7 +4,8 @@ Right before the run, on the host: the executor's code must still be what its si
 vouches for; a step that may change files gets its signed before-record (Law 1: no undo, no
 action), tied to the turn so a restart after a crash can name it for an undo; the step's
 reserved run is spent. After it: the result passes Law 2's redaction, and one audit line says
-how it went. The turn is tainted once an executor whose output is outside data has run.
+how it went. The turn is tainted once an executor has run whose output may hold outside text:
+any executor, unless its manifest proves its results text-free (`trusted_output`).
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
-from metnos import keys, reversibility
+from metnos import identity, keys, reversibility
 from metnos.errors import MetnosError
 from metnos.executors.registry import ExecutorSpec
 from metnos.executors.signing import code_hash
@@ -27,6 +29,7 @@ from metnos.sandbox import SandboxResult, run_sandboxed
 from metnos.turns import recovery
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
+from metnos.workspace import FILES
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
@@ -51,11 +54,14 @@ class StepRunner:
         if checked.request is None or checked.spec is None:
             raise ValueError("execute() takes a step the policy admitted")
         if checked.spec.manifest.runs_on is not None:  # another machine's step (metnos.remote)
-            return await run_remote(self.service, self.remote, ctx, checked)
+            outcome = await run_remote(self.service, self.remote, ctx, checked)
+            taint(ctx, checked, outcome.result)  # its result is outside data as well
+            return outcome
         refused = await asyncio.to_thread(self._prepare_run, ctx, checked)
         if refused is not None:
             return refused
         started = time.perf_counter()
+        voice = OwnerVoice(ctx, checked, self.settings.workspace)  # before this step's taint
         result = await run_sandboxed(checked.request)
         ctx.mark("sandbox_total", started)
         if checked.spec.manifest.account is not None and checked.request.args.get("mode") == "move":
@@ -63,12 +69,15 @@ class StepRunner:
                                     result)  # the new UIDs, signed beside the before-record
         ctx.timings["sandbox_spawn"] = ctx.timings.get("sandbox_spawn", 0.0) + result.spawn_s * 1000
         outcome = await asyncio.to_thread(self._record_result, ctx, checked, result)
+        await asyncio.to_thread(voice.after, self.service)
         declared = checked.spec.manifest.effect
         if declared is not None and outcome.status == "done":  # the manifest's effect, carried
             effect = self.service.effects.get(declared)  # out from the checked result
             if effect is None:  # nobody here to carry it out: fail, never drop it silently
-                return await asyncio.to_thread(self._no_effect, ctx, checked, declared)
-            outcome = await effect(ctx, checked, outcome)
+                outcome = await asyncio.to_thread(self._no_effect, ctx, checked, declared)
+            else:  # (before this step's own taint: what it sets came from the turn so far)
+                outcome = await effect(ctx, checked, outcome)
+        taint(ctx, checked, result.result if result.ok else None)
         return outcome
 
     def _no_effect(self, ctx: TurnContext, checked: CheckedStep, effect: str) -> StepOutcome:
@@ -124,9 +133,6 @@ class StepRunner:
         name, action_id = checked.step.executor, checked.action_id
         assert checked.spec is not None
         record = self.service.record
-        if checked.spec.manifest.untrusted_output:  # outside data is in the context now
-            ctx.tainted = True
-            ctx.sources.append(source_label(checked))
         if result.ok:
             shown, secrets = self.service.guard.redact(result.result)  # Law 2 on the way out
             seq = record.audit_line(ctx, action=name, decision="allow",
@@ -139,6 +145,56 @@ class StepRunner:
                                 args_digest=checked.args_digest, action_id=action_id)
         return StepOutcome(name, "failed", key=key, vars={**result.error_vars, "executor": name},
                            audit_seq=seq, action_id=action_id)
+
+
+def taint(ctx: TurnContext, checked: CheckedStep, result: Any) -> None:
+    """Law 3 by default: the step's result is outside data now in the context, unless its
+    manifest proves its results text-free and this one kept to them."""
+    assert checked.spec is not None
+    manifest = checked.spec.manifest
+    args = checked.request.args if checked.request is not None else checked.step.args
+    if manifest.outside_text or not manifest.result_holds_no_text(result, args):
+        ctx.tainted = True
+        label = source_label(checked)
+        if label not in ctx.sources:
+            ctx.sources.append(label)
+
+
+class OwnerVoice:
+    """The identity files around one step (`metnos.identity`): whatever the executor, a change
+    it made while the turn was tainted is recorded with the turn's untrusted sources (the
+    step's own result does not count: it comes after the write), with an audit line."""
+
+    def __init__(self, ctx: TurnContext, checked: CheckedStep, workspace: Path) -> None:
+        self.ctx, self.checked, self.workspace = ctx, checked, workspace
+        self.tainted, self.sources = ctx.tainted, list(ctx.sources)
+        self.before = identity.snapshot(workspace)
+
+    def after(self, service: TurnService) -> None:
+        args = self.checked.request.args if self.checked.request is not None else {}
+        texts = [v for v in args.values() if isinstance(v, str)]
+        whole = [name for name in FILES if _whole(self.workspace / name, texts)]
+        decided = identity.record_changes(
+            service.engine, self.workspace, self.before, tainted=self.tainted,
+            sources=self.sources, whole=whole, turn_id=self.ctx.turn_id,
+            action_id=self.checked.action_id)
+        for name, reason in decided:
+            service.record.audit_line(self.ctx, action=f"identity:{name}", decision="info",
+                                      reason=reason, outcome="recorded",
+                                      args_digest=self.checked.args_digest,
+                                      action_id=self.checked.action_id)
+
+
+def _whole(path: Path, texts: list[str]) -> bool:
+    """Whether the file now holds exactly one of the step's argument texts (the card showed
+    all of it): a whole new text, not a part added to an earlier one."""
+    if not texts or identity.file_hash(path) is None:
+        return False
+    try:
+        data = path.read_bytes().rstrip(b"\n")
+    except OSError:
+        return False
+    return any(data == t.encode("utf-8").rstrip(b"\n") for t in texts)
 
 
 MAX_SOURCE_ARG = 80

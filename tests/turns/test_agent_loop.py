@@ -198,7 +198,13 @@ async def test_read_only_calls_run_together_and_a_mixed_batch_in_order(
     scripted_llm.enqueue_text("Both logs read; a note written.")
     async with gateway_client(home) as client:
         body = await send(client, "read both logs and note it")
-        assert body["status"] == "completed", body
+        # file names are outside text (Law 3): the write after the find asks, even in Full
+        assert body["status"] == "awaiting_approval", body
+        [pending] = body["approvals"]
+        assert pending["executor"] == "fs_write" and "fs_find" in " ".join(pending["sources"])
+        await client.post(f"/api/approvals/{pending['approval_id']}",
+                          json={"decision": "approve"})
+        await wait_status(client, body["turn_id"], "completed", timeout_s=60)
         turn = await wait_closed(client, body["turn_id"])
     steps = turn["steps"]
     assert [s["executor"] for s in steps] == ["fs_find", "fs_write", "fs_read", "fs_read",
