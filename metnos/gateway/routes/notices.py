@@ -26,8 +26,8 @@ from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from metnos.gateway.connections import connections_of
 from metnos import i18n
+from metnos.gateway.connections import connections_of
 from metnos.gateway.deps import OwnerDep, ServiceDep, request_lang, same_origin_browser
 from metnos.gateway.outbox_delivery import Delivery, notice
 from metnos.gateway.schemas import error_responses
