@@ -86,8 +86,9 @@ def terminal_json(data: Any, **dumps: Any) -> str:
 
 def markdown_text(text: str) -> str:
     """`text` as literal markdown prose: every ASCII punctuation character escaped, newlines
-    kept as hard line breaks so a line cannot open a block of its own."""
-    clean = _plain(text)
+    kept as hard line breaks so a line cannot open a block of its own, each line trimmed (no
+    indented code block) and the blank lines around the text dropped (no break outside it)."""
+    clean = _plain(text).strip()
     lines = [_MD_PUNCTUATION.sub(r"\\\1", line) for line in clean.split("\n")]
     return "\\\n".join(line.strip() for line in lines)
 

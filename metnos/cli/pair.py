@@ -1,4 +1,5 @@
-"""`metnos pair list|approve CODE|revoke CHANNEL SENDER_ID`: DM pairing, through the gateway.
+"""`metnos pair list|approve CODE|revoke CHANNEL SENDER_ID|drop CHANNEL SENDER_ID|drop --all`:
+DM pairing, through the gateway.
 
 The CLI never touches the pairing tables itself: the running instance applies the rules
 (lock-out, expiry, the audit line) and the CLI is one more client with the owner token.
@@ -74,6 +75,22 @@ def revoke_cmd(
     as_json: JsonFlag = False,
 ) -> None:
     data = _call("POST", "/api/pairing/revoke", {"channel": channel, "sender_id": sender_id})
+    if as_json:
+        echo_json(data)
+    else:
+        echo(data["message"])
+
+
+@app.command("drop", help=msg("CLI_PAIR_DROP_HELP"))
+def drop_cmd(
+    channel: Annotated[str | None, typer.Argument(help=msg("CLI_PAIR_CHANNEL_HELP"))] = None,
+    sender_id: Annotated[str | None, typer.Argument(help=msg("CLI_PAIR_SENDER_HELP"))] = None,
+    every: Annotated[bool, typer.Option("--all", help=msg("CLI_PAIR_DROP_ALL_HELP"))] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    body: dict[str, Any] = ({"all": True} if every
+                            else {"channel": channel, "sender_id": sender_id})
+    data = _call("POST", "/api/pairing/drop", body)
     if as_json:
         echo_json(data)
     else:

@@ -95,6 +95,19 @@ def require_owner(request: Request) -> str:
     return auth.owner
 
 
+def same_origin_browser(request: Request) -> bool:
+    """False when a browser says the request comes from a page of another origin (its
+    `Origin`, or `Sec-Fetch-Site` when it sends no Origin, as on a GET): what the WebSocket
+    handshake and every POST already refuse, for a GET that must not answer such a page."""
+    origin = request.headers.get("origin", "").strip().lower()
+    if origin:
+        service: TurnService = request.app.state.service
+        return origin in own_origins(request.headers.get("host", ""),
+                                     service.settings.gateway.allowed_hosts)
+    site = request.headers.get("sec-fetch-site", "").strip().lower()
+    return site in ("", "same-origin", "none")
+
+
 ServiceDep = Annotated[TurnService, Depends(get_service)]
 OwnerDep = Annotated[str, Depends(require_owner)]
 LangDep = Annotated[str, Depends(request_lang)]

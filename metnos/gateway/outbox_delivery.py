@@ -2,8 +2,9 @@
 
 An asyncio task of the app's lifespan looks every `[reminders] delivery_poll_s` for due,
 undelivered rows: Telegram rows become a bot message in their chat; web rows wake the web
-chats' notice streams (`GET /api/notices/events`), which claim and push them (a browser not
-connected gets them when it connects again); CLI rows wait for `metnos chat`
+chats' notice streams (`GET /api/notices/events`), which push them until a page says it
+showed them (`POST /api/notices/delivered`; a browser not connected gets them when it connects
+again); CLI rows wait for `metnos chat`
 (`GET /api/notices`). A row is marked delivered only once its channel took it. The same task
 cancels the Prefect runs of undone reminders.
 

@@ -39,6 +39,8 @@ class PairingRequest(SQLModel, table=True):
     created_at: datetime = _stamp(default_factory=utcnow)
     expires_at: datetime = _stamp()
     resolved_at: datetime | None = _stamp(default=None, nullable=True)
+    # who dropped it before its time (status `expired`): that sender gets no new code for a while
+    dropped_by: str | None = None
 
 
 class PairedSender(SQLModel, table=True):

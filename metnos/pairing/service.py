@@ -6,6 +6,12 @@ per request, valid `pairing_code_ttl_s`), at most `pairing_max_pending` open req
 channel; the owner approves it by code from the CLI or the web UI (`approve`), the first
 approval ever makes that sender the owner. Wrong codes lock approvals out for a while.
 
+Strangers could fill the pending slots and keep a family member out for a code's lifetime: the
+owner lists the pending requests and drops one or all of them (`drop`, audited); a dropped
+sender gets no new code for `DROPPED_QUIET` (its messages are ignored, audited), so the slot
+it held stays free. One sender holds at most one pending request per channel (a unique
+partial index, under the channel's advisory lock).
+
 Every decision leaves exactly one audit line (`action="pairing"`) when an audit log is
 given; the code itself never reaches the audit log, a log line or the database (only its
 SHA-256 digest is stored). Concurrent callers are serialised with PostgreSQL advisory locks
@@ -36,6 +42,7 @@ OWNER_USER_ID = "owner"  # the same user as the holder of the API owner token
 _MAX_ID_CHARS = 256
 _FAILED = ("unknown", "expired")
 _CHANNEL = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+DROPPED_QUIET = timedelta(days=1)  # a dropped sender's messages are ignored this long
 
 AdmissionStatus = Literal["paired", "code_sent", "ignored"]
 
@@ -89,6 +96,8 @@ def admit(db: Session, *, channel: str, sender_id: str, now: datetime | None = N
     _expire_stale(db, channel, now)
     if _pending_of(db, channel, sender_id) is not None:
         return _ignore(db, audit, channel, sender_id, "ERR_PAIRING_ALREADY_PENDING")
+    if _dropped_lately(db, channel, sender_id, now):
+        return _ignore(db, audit, channel, sender_id, "ERR_PAIRING_DROPPED")
     if _pending_count(db, channel) >= settings.pairing_max_pending:
         return _ignore(db, audit, channel, sender_id, "ERR_PAIRING_TOO_MANY_PENDING")
     return _issue(db, audit, channel, sender_id, now, settings)
@@ -232,6 +241,29 @@ def revoke(db: Session, *, channel: str, sender_id: str, audit: AuditLog | None 
     return True
 
 
+def drop(db: Session, *, channel: str | None = None, sender_id: str | None = None,
+         audit: AuditLog | None = None, dropper: str = OWNER_USER_ID,
+         now: datetime | None = None) -> list[PairingRequest]:
+    """Drop pending requests: the one of `channel`/`sender_id`, or every one when both are
+    None. One audit line per request dropped (one `deny` line when there was none); the
+    dropped senders get no new code for `DROPPED_QUIET`."""
+    now = now or utcnow()
+    found = [r for r in list_pending(db, now)
+             if channel is None or (r.channel == channel and r.sender_id == sender_id)]
+    for request in found:
+        request.status, request.resolved_at, request.dropped_by = "expired", now, dropper
+        db.add(request)
+    db.commit()
+    for request in found:
+        _audit(audit, sender=dropper, channel=request.channel, decision="allow",
+               reason="MSG_PAIRING_DROPPED_COUNT", action_id=request.id,
+               outcome=f"dropped {request.channel}:{request.sender_id}")
+    if not found:
+        _audit(audit, sender=dropper, channel=channel or "-", decision="deny",
+               reason="ERR_PAIRING_NOT_PENDING", outcome="not_pending")
+    return found
+
+
 def list_pending(db: Session, now: datetime | None = None) -> list[PairingRequest]:
     """Open, unexpired requests, oldest first (their codes are not stored, so not shown)."""
     now = now or utcnow()
@@ -254,6 +286,14 @@ def _pending_of(db: Session, channel: str, sender_id: str) -> PairingRequest | N
         PairingRequest.channel == channel, PairingRequest.sender_id == sender_id,
         PairingRequest.status == "pending")
     return db.exec(query).first()
+
+
+def _dropped_lately(db: Session, channel: str, sender_id: str, now: datetime) -> bool:
+    query = select(PairingRequest.id).where(
+        PairingRequest.channel == channel, PairingRequest.sender_id == sender_id,
+        PairingRequest.dropped_by.is_not(None),  # type: ignore[union-attr]
+        PairingRequest.resolved_at > now - DROPPED_QUIET)  # type: ignore[operator]
+    return db.exec(query).first() is not None
 
 
 def _pending_count(db: Session, channel: str) -> int:

@@ -2,7 +2,7 @@
 
 Each service is a plain OS process started with an explicit environment and stopped in order.
 Nothing here imports prefect: the Prefect server and the deployment runner are started as
-commands (`python -m prefect server start`, `python -m deployments.serve`).
+commands (`python -m deployments.prefect_server`, `python -m deployments.serve`).
 """
 
 from __future__ import annotations
@@ -105,12 +105,14 @@ def prefect_server(*, port: int, prefect_home: Path, database_url: str, log_path
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
         "PREFECT_SERVER_UI_ENABLED": "true" if ui else "false",
         "PREFECT_UI_API_URL": f"http://127.0.0.1:{port}/api",
+        "PREFECT_SERVER_SERVICES_LATE_RUNS_ENABLED": "false",
     })
     env.pop("PREFECT_API_URL", None)
     for name in [n for n in env if n.startswith("METNOS_")]:  # API keys, tokens: not its business
         del env[name]
-    argv = [sys.executable, "-m", "prefect", "server", "start", "--host", "127.0.0.1",
-            "--port", str(port), "--analytics-off", "--no-late-runs"]
+    # `prefect server start` less the schema pages it serves without the credential
+    argv = [sys.executable, "-m", "deployments.prefect_server", "--host", "127.0.0.1",
+            "--port", str(port)]
     return Service("prefect-server", argv, env, log_path,
                    health_url=f"http://127.0.0.1:{port}/api/health", stop_timeout_s=15.0)
 

@@ -16,7 +16,7 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from metnos import approvals, i18n
+from metnos import approvals, escape, i18n
 from metnos.approvals import ApprovalError, NewApproval
 from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
@@ -96,10 +96,20 @@ def markdown(checked: CheckedStep, lang: str) -> str:
     """The description the Prefect UI shows above the approve/deny form."""
     row = checked.approval
     assert row is not None
-    files = "\n".join(f"- `{path}`: `{fp or i18n.get('MSG_APPROVAL_FILE_MISSING', lang)}`"
-                      for path, fp in row.files.items())
-    return "\n\n".join(filter(None, [f"**{pending_message(checked, lang)}**",
-                                     f"`{describe(checked)}`", files]))
+    missing = i18n.get("MSG_APPROVAL_FILE_MISSING", lang)
+    return approval_markdown(pending_message(checked, lang), describe(checked),
+                             {path: fp or missing for path, fp in row.files.items()})
+
+
+def approval_markdown(headline: str, action: str, files: dict[str, str]) -> str:
+    """The pause description's markdown: the headline as escaped prose in bold, the action
+    in a fenced block, each file and its fingerprint as code spans. Every piece may carry the
+    model's text (arguments, paths, untrusted sources' names), so none of it is markdown."""
+    shown = "\n".join(f"- {escape.markdown_code(path)}: {escape.markdown_code(fp)}"
+                       for path, fp in files.items())
+    bold = escape.markdown_text(headline)
+    return "\n\n".join(filter(None, [bold and f"**{bold}**", escape.markdown_block(action),
+                                     shown]))
 
 
 async def wait_in_db(service: TurnService, ctx: TurnContext,

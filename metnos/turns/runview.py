@@ -15,14 +15,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from metnos import i18n
+from metnos import escape, i18n
 from metnos.turns.context import TurnContext
 
 TAG = "metnos-turn"
 MAX_NAME_EXECUTORS = 3
-_UNSAFE = re.compile(r"[\\`*_{}\[\]<>()#+!|~&]")
 _KEY = re.compile(r"[^a-z0-9-]")
-_NAME = re.compile(r"[^A-Za-z0-9_.-]")  # an executor's name or an action id, as code
+_NAME = re.compile(r"[^A-Za-z0-9_.-]")  # an action id, as it may be typed after `metnos undo`
 
 
 # The state names, in Prefect's own (English) vocabulary beside Completed, Failed, Paused;
@@ -59,14 +58,14 @@ def run_name(ctx: TurnContext, started: datetime, tz: ZoneInfo,
         shown = ", ".join(executors[:MAX_NAME_EXECUTORS])
         extra = len(executors) - MAX_NAME_EXECUTORS
         parts.append(shown + (f" +{extra}" if extra > 0 else ""))
-    return " · ".join(parts)
+    return escape.terminal_line(" · ".join(parts))  # plain text: no control, no newline
 
 
 def run_tags(ctx: TurnContext, executors: list[str] | None = None) -> list[str]:
     """Filterable in the UI: every turn, its channel, its user, its language, what it ran."""
     tags = [TAG, f"channel:{ctx.channel}", f"user:{ctx.user_id}", f"lang:{ctx.lang}"]
     tags.extend(f"executor:{name}" for name in executors or [])
-    return tags
+    return [escape.terminal_line(tag) for tag in tags]
 
 
 def outcome(ctx: TurnContext, *, understood: bool) -> Outcome:
@@ -98,16 +97,17 @@ def card(ctx: TurnContext, question: str, reply: str, started: datetime, tz: Zon
     lang = ctx.lang
     when = started.astimezone(tz).strftime("%Y-%m-%d %H:%M")
     lines = [f"### {i18n.get('MSG_RUN_CARD_TITLE', lang)}",
-             i18n.get("MSG_RUN_CARD_WHO", lang, channel=_safe(ctx.channel),
-                      user=_safe(ctx.user_id), when=when), "",
+             i18n.get("MSG_RUN_CARD_WHO", lang, channel=escape.markdown_text(ctx.channel),
+                      user=escape.markdown_text(ctx.user_id), when=when), "",
              f"**{i18n.get('MSG_RUN_CARD_QUESTION', lang)}**", "", _quoted(question), ""]
     steps = [item for item in ctx.activity if item.get("executor") != "history"]
     if steps:
         lines += [f"**{i18n.get('MSG_RUN_CARD_STEPS', lang)}**", ""]
         for item in steps:
             status = i18n.get(f"MSG_RUN_STEP_{str(item.get('status')).upper()}", lang)
-            lines.append(f"- `{_NAME.sub('', str(item.get('executor')))}` · {status} · "
-                         f"{_safe(_one_line(str(item.get('text') or '')))}")
+            lines.append(f"- {escape.markdown_code(str(item.get('executor')))} · "
+                         f"{escape.markdown_text(status)} · "
+                         f"{escape.markdown_text(_one_line(str(item.get('text') or '')))}")
             if item.get("undo") and item.get("action_id"):
                 lines.append("  " + i18n.get("MSG_RUN_CARD_UNDO", lang,
                                              action_id=_NAME.sub("", str(item["action_id"]))))
@@ -121,12 +121,7 @@ def _one_line(text: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def _safe(text: str) -> str:
-    """Text shown as itself: Markdown and HTML characters escaped."""
-    return _UNSAFE.sub(lambda m: "\\" + m.group(0) if m.group(0) not in "<>&"
-                       else {"<": "&lt;", ">": "&gt;", "&": "&amp;"}[m.group(0)], text)
-
-
 def _quoted(text: str) -> str:
-    body = text.strip() or "—"
-    return "\n".join("> " + _safe(line) if line.strip() else ">" for line in body.splitlines())
+    """`text` as one quoted paragraph of inert prose (its lines kept as line breaks)."""
+    body = escape.markdown_text(text) or "—"
+    return "\n".join("> " + line for line in body.split("\n"))

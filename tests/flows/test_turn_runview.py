@@ -53,8 +53,8 @@ async def test_a_turn_run_is_named_tagged_described_and_ends_answered(
     assert run.state.message == "Answered."
     [card] = await artifacts_of(turn["flow_run_id"])
     assert card.key == f"turn-{body['turn_id']}" and card.type == "markdown"
-    assert "what does my secret note say?" in card.data
-    assert "buy &lt;b&gt;milk&lt;/b&gt;" in card.data and "<b>" not in card.data  # inert HTML
+    assert "what does my secret note say\\?" in card.data
+    assert "buy \\<b\\>milk\\<\\/b\\>" in card.data and "<b>" not in card.data  # inert HTML
     assert "`fs_read` · done" in card.data
 
 

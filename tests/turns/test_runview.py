@@ -64,8 +64,8 @@ def test_the_card_holds_question_steps_reply_and_undo_ids_as_inert_text() -> Non
     text = runview.card(turn, "read my <secret> diary", "Ecco: <script>x()</script>",
                         NOON_UTC, ROME)
     assert "### Un turno di Metnos" in text and "2026-12-01 12:05" in text
-    assert "> read my &lt;secret&gt; diary" in text
-    assert "&lt;script&gt;" in text and "<script>" not in text
-    assert "`fs_write` · fatto · Scritto \\*note\\*.md" in text
+    assert "> read my \\<secret\\> diary" in text
+    assert "\\<script\\>" in text and "<script>" not in text
+    assert "`fs_write` · fatto · Scritto \\*note\\*\\.md" in text
     assert "per annullare: `metnos undo ab12`" in text
     assert runview.artifact_key(ctx(turn_id="A1_b2")) == "turn-a1-b2"

@@ -130,4 +130,16 @@ async def test_a_family_member_is_paired_from_the_browser(
         await page.get_by_role("button", name=i18n.get("WEB_CHAT_PAIRING_APPROVE", "en")).click()
         await expect(page.locator("#pairing-paired")).to_contain_text("telegram: sender 7001")
         await expect(pending).to_have_text(i18n.get("WEB_CHAT_PAIRING_NONE", "en"))
+        # a stranger's pending request: the owner drops it from the panel
+        engine = make_engine(database_url(home.settings))
+        with db_session(engine) as db:
+            admit(db, channel="telegram", sender_id="7002", settings=home.settings.policy)
+        engine.dispose()
+        toggle = page.get_by_role("button", name=i18n.get("WEB_CHAT_PAIRING", "en"))
+        await toggle.click()  # closed
+        await toggle.click()  # open again: the list is read anew
+        await expect(pending).to_contain_text("telegram: sender 7002")
+        await pending.get_by_role("button",
+                                  name=i18n.get("WEB_CHAT_PAIRING_DROP", "en")).click()
+        await expect(pending).to_have_text(i18n.get("WEB_CHAT_PAIRING_NONE", "en"))
         await context.close()

@@ -1,10 +1,17 @@
 """Messages Metnos sends on its own (a reminder at its time), for the owner's clients.
 
 - `GET /api/notices/events`: the web chat's stream (server-sent events). Each due web notice
-  comes once as `event: notice` with `{"id", "text", "at", "session_id", ...}`; those that
-  came while no page was open come when one connects. Keep-alive comments in between.
+  not yet delivered comes as `event: notice` with `{"id", "text", "at", "session_id", ...}`,
+  once per stream; the page that shows it says so with `POST /api/notices/delivered`, and
+  from then on no stream sends it again. Keep-alive comments in between.
 - `GET /api/notices?channel=cli`: the due notices of a channel not yet delivered (`metnos
   chat` shows them), then `POST /api/notices/delivered` with their ids marks them delivered.
+
+A GET changes nothing (issue 25): a page of another origin that makes the owner's browser
+open the stream (an `<img>`, a `fetch` in no-cors mode: the cookie goes along to another port
+of 127.0.0.1) learns nothing and takes nothing, since only the POST, which checks the `Origin`,
+marks a notice delivered. The stream itself is refused to a browser request from another
+origin, as the chat's WebSocket handshake is.
 """
 
 from __future__ import annotations
@@ -15,12 +22,13 @@ from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager
 from typing import Any, Literal
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, HTTPException, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
+from metnos import i18n
 from metnos.gateway.connections import connections_of
-from metnos.gateway.deps import OwnerDep, ServiceDep
+from metnos.gateway.deps import OwnerDep, ServiceDep, request_lang, same_origin_browser
 from metnos.gateway.outbox_delivery import Delivery, notice
 from metnos.gateway.schemas import error_responses
 from metnos.reminders import outbox
@@ -57,7 +65,14 @@ async def mark_delivered(body: NoticesDelivered, service: ServiceDep,
     **error_responses(401), 200: {"content": {"text/event-stream": {}}}})
 async def notice_events(request: Request, service: ServiceDep,
                         owner: OwnerDep) -> StreamingResponse:
-    """The web chat's notices as server-sent events, each delivered once."""
+    """The web chat's due notices as server-sent events (delivered once acknowledged)."""
+    if not same_origin_browser(request):
+        await asyncio.to_thread(service.audit.append, sender=owner, channel="web",
+                                action="notices", decision="deny",
+                                reason="ERR_ORIGIN_FORBIDDEN", outcome="refused")
+        raise HTTPException(403, detail={"key": "ERR_ORIGIN_FORBIDDEN", "message": i18n.get(
+            "ERR_ORIGIN_FORBIDDEN", request_lang(request),
+            origin=request.headers.get("origin", "")[:100] or "-")})
     delivery: Delivery = request.app.state.delivery
     auth = getattr(request.state, "auth", None)
     held = connections_of(request.app.state).hold(getattr(auth, "web_session_id", None))
@@ -69,11 +84,12 @@ async def notice_events(request: Request, service: ServiceDep,
 async def _stream(service: Any, delivery: Delivery, owner: str,
                   held: AbstractContextManager[asyncio.Event]) -> AsyncIterator[str]:
     yield "retry: 2000\n\n"
+    sent: set[str] = set()
     with held as ended, delivery.listen() as wake:
         while not ended.is_set():
             if wake.is_set():
                 wake.clear()
-                async for frame in _due(service, owner):
+                async for frame in _due(service, owner, sent):
                     yield frame
             waiting = asyncio.ensure_future(wake.wait())
             stop = asyncio.ensure_future(ended.wait())
@@ -85,19 +101,13 @@ async def _stream(service: Any, delivery: Delivery, owner: str,
                 yield ": keep-alive\n\n"
 
 
-async def _due(service: Any, owner: str) -> AsyncIterator[str]:
-    """Claim the owner's due web notices and yield them; any the client did not take (the
-    stream closed mid-way) go back to undelivered."""
+async def _due(service: Any, owner: str, sent: set[str]) -> AsyncIterator[str]:
+    """The owner's due web notices this stream has not sent yet (nothing is marked: the page
+    acknowledges what it showed)."""
     rows = await asyncio.to_thread(outbox.pending, service.engine, channel="web",
                                    user_id=owner)
-    taken = set(await asyncio.to_thread(outbox.claim, service.engine, [r.id for r in rows]))
-    left = [r.id for r in rows if r.id in taken]
-    try:
-        for row in rows:
-            if row.id in taken:
-                data = json.dumps(notice(row), ensure_ascii=False)
-                yield f"event: notice\ndata: {data}\n\n"
-                left.remove(row.id)
-    finally:
-        if left:
-            await asyncio.to_thread(outbox.unclaim, service.engine, left)
+    for row in rows:
+        if row.id not in sent:
+            sent.add(row.id)
+            data = json.dumps(notice(row), ensure_ascii=False)
+            yield f"event: notice\ndata: {data}\n\n"

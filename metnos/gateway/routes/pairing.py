@@ -1,4 +1,5 @@
-"""`/api/pairing`: the owner lists, approves and revokes DM pairings (SPEC §4)."""
+"""`/api/pairing`: the owner lists, approves and revokes DM pairings, and drops pending
+requests (SPEC §4)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,16 @@ class RevokeBody(BaseModel):
 
     channel: str = Field(min_length=1, max_length=256)
     sender_id: str = Field(min_length=1, max_length=256)
+
+
+class DropBody(BaseModel):
+    """One sender's pending request, or (`all`) every pending request."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    channel: str | None = Field(None, min_length=1, max_length=256)
+    sender_id: str | None = Field(None, min_length=1, max_length=256)
+    all: bool = False
 
 
 class PendingPublic(BaseModel):
@@ -96,6 +107,25 @@ def revoke(body: RevokeBody, service: ServiceDep, owner: OwnerDep,
         raise HTTPException(404, detail={"key": "ERR_PAIRING_NOT_PAIRED", "message": i18n.get(
             "ERR_PAIRING_NOT_PAIRED", lang, **names)})
     return {**names, "revoked": True, "message": i18n.get("MSG_PAIRING_REVOKED", lang, **names)}
+
+
+@router.post("/drop", responses=_ERRORS)
+def drop(body: DropBody, service: ServiceDep, owner: OwnerDep, lang: LangDep) -> dict[str, Any]:
+    """Drop pending requests (a stranger's, or all of them): their senders get no new code
+    for a day, and the slots are free for someone the owner expects."""
+    one = body.channel is not None and body.sender_id is not None
+    if one == body.all:
+        raise HTTPException(422, detail={"key": "ERR_PAIRING_DROP_WHICH", "message": i18n.get(
+            "ERR_PAIRING_DROP_WHICH", lang)})
+    with db_session(service.engine) as db:
+        dropped = pairing.drop(db, channel=body.channel, sender_id=body.sender_id,
+                               audit=service.audit, dropper=owner)
+    if one and not dropped:
+        raise HTTPException(404, detail={"key": "ERR_PAIRING_NOT_PENDING", "message": i18n.get(
+            "ERR_PAIRING_NOT_PENDING", lang, channel=body.channel, sender_id=body.sender_id)})
+    return {"dropped": [_pending(r).model_dump(mode="json") for r in dropped],
+            "message": i18n.get("MSG_PAIRING_DROPPED_COUNT", lang, count=len(dropped))
+            if dropped else i18n.get("MSG_PAIRING_DROPPED_NONE", lang)}
 
 
 def _pending(request: PairingRequest) -> PendingPublic:

@@ -50,7 +50,7 @@ _JS_KEYS = {
     "auditEmpty": "WEB_CHAT_AUDIT_EMPTY", "files": "WEB_CHAT_FILES",
     "fileExists": "CARD_FILE_EXISTS", "fileNew": "CARD_FILE_NEW",
     "pairingWaiting": "WEB_CHAT_PAIRING_WAITING", "pairingMember": "WEB_CHAT_PAIRING_MEMBER",
-    "pairingNone": "WEB_CHAT_PAIRING_NONE",
+    "pairingNone": "WEB_CHAT_PAIRING_NONE", "pairingDrop": "WEB_CHAT_PAIRING_DROP",
     "sessionsEmpty": "WEB_CHAT_SESSIONS_EMPTY", "toolResult": "WEB_CHAT_TOOL_RESULT",
     "activity": "WEB_CHAT_ACTIVITY", "cardTitle": "CARD_TITLE", "details": "CARD_DETAILS",
     "undo": "UNDO_BUTTON", "undone": "UNDO_DONE_ITEM", "undoAlready": "UNDO_ALREADY",

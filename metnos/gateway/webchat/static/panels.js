@@ -99,10 +99,25 @@ async function showPairing() {
   // Who waits for a pairing code to be approved, and who is paired already.
   const data = await api("GET", "/api/pairing");
   const line = (text) => Object.assign(document.createElement("li"), { textContent: text });
-  $("pairing-pending").replaceChildren(...data.pending.map((p) => line(fill(S.pairingWaiting, { channel: p.channel, sender: p.sender_id }))));
+  $("pairing-pending").replaceChildren(...data.pending.map((p) => pendingLine(p, line)));
   $("pairing-paired").replaceChildren(...data.paired.map((p) => line(fill(S.pairingMember, { channel: p.channel, sender: p.sender_id, role: p.role }))));
   if (!data.pending.length) $("pairing-pending").append(line(S.pairingNone));
   if (!data.paired.length) $("pairing-paired").append(line(S.pairingNone));
+}
+
+// A stranger's pending request, with a button that drops it (its slot is free again).
+function pendingLine(p, line) {
+  const item = line(fill(S.pairingWaiting, { channel: p.channel, sender: p.sender_id }) + " ");
+  const drop = Object.assign(document.createElement("button"), { type: "button", textContent: S.pairingDrop });
+  drop.addEventListener("click", async () => {
+    try {
+      const done = await api("POST", "/api/pairing/drop", { channel: p.channel, sender_id: p.sender_id });
+      $("pairing-result").textContent = done.message;
+    } catch (error) { $("pairing-result").textContent = error.message; }
+    await showPairing().catch(() => {});
+  });
+  item.append(drop);
+  return item;
 }
 
 export function setUpPairing(fail) {

@@ -1,6 +1,6 @@
 // The turn on screen, from its server-sent events: status lines, approval cards, the text as
 // it streams (`delta`), then the reply that replaces it with what ran beside it.
-import { S, fill } from "./api.js";
+import { S, api, fill } from "./api.js";
 import { proseWithoutHints } from "./actions.js";
 import { addActivity, bubble, notice } from "./bubbles.js";
 import { refreshWaiting, showCard, showProposals } from "./cards.js";
@@ -100,5 +100,12 @@ function onNotice(data) {
 export function listenNotices() {
   if (!S.noticesUrl) return;
   const events = new EventSource(S.noticesUrl);
-  events.addEventListener("notice", (e) => onNotice(JSON.parse(e.data)));
+  const shown = new Set();  // every open page gets a notice until one page says it showed it
+  events.addEventListener("notice", (e) => {
+    const data = JSON.parse(e.data);
+    if (!data || shown.has(data.id)) return;
+    shown.add(data.id);
+    onNotice(data);
+    api("POST", "/api/notices/delivered", { ids: [data.id] }).catch(() => {});
+  });
 }
