@@ -8,7 +8,6 @@ A local command of the owner at the host: it reads the database and writes the a
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated
 
@@ -17,7 +16,7 @@ import typer
 from metnos import identity
 from metnos.cli._common import settings_or_exit
 from metnos.cli._lang import msg
-from metnos.escape import terminal, terminal_line
+from metnos.cli._out import echo, echo_json, echo_line
 from metnos.workspace import FILES
 
 app = typer.Typer(help=msg("CLI_WORKSPACE_HELP"), invoke_without_command=True)
@@ -41,13 +40,13 @@ def status(as_json: bool = _JSON) -> None:
     finally:
         engine.dispose()
     if as_json:
-        typer.echo(json.dumps(found, ensure_ascii=False))
+        echo_json(found)
         return
     if not found:
-        typer.echo(msg("MSG_WORKSPACE_ALL_OWN"))
+        echo(msg("MSG_WORKSPACE_ALL_OWN"))
     for name, sources in found.items():
-        typer.echo(terminal_line(msg("MSG_WORKSPACE_UNTRUSTED_ROW", file=name,
-                                     sources=identity.read_label(sources))))
+        echo_line(msg("MSG_WORKSPACE_UNTRUSTED_ROW", file=name,
+                      sources=identity.read_label(sources)))
 
 
 @app.command("confirm", help=msg("CLI_WORKSPACE_CONFIRM_HELP"))
@@ -60,32 +59,31 @@ def confirm(
 
     settings = settings_or_exit()
     if name not in FILES:
-        typer.echo(msg("ERR_WORKSPACE_FILE_UNKNOWN", file=terminal_line(name),
-                       files=", ".join(FILES)), err=True)
+        echo_line(msg("ERR_WORKSPACE_FILE_UNKNOWN", file=name, files=", ".join(FILES)), err=True)
         raise typer.Exit(1)
     engine = make_engine(database_url(settings))
     try:
         sources = identity.untrusted_files(engine, settings.workspace).get(name)
         if sources is None:
-            typer.echo(msg("MSG_WORKSPACE_ALREADY_OWN", file=name))
+            echo(msg("MSG_WORKSPACE_ALREADY_OWN", file=name))
             return
         path: Path = settings.workspace / name
         sha = identity.file_hash(path)
         text = path.read_bytes()[:identity.MAX_BYTES].decode("utf-8", errors="replace")
-        typer.echo(terminal_line(msg("MSG_WORKSPACE_SHOW", file=name, chars=len(text),
-                                     sources=identity.read_label(sources))))
-        typer.echo("-" * 60)
-        typer.echo(terminal(text))  # every byte the prompt may read, made safe for a terminal
-        typer.echo("-" * 60)
+        echo_line(msg("MSG_WORKSPACE_SHOW", file=name, chars=len(text),
+                      sources=identity.read_label(sources)))
+        echo("-" * 60)
+        echo(text)  # every byte the prompt may read, made safe for a terminal
+        echo("-" * 60)
         if not yes and not typer.confirm(msg("MSG_WORKSPACE_CONFIRM_ASK"), default=False):
-            typer.echo(msg("MSG_WORKSPACE_NOT_CONFIRMED", file=name))
+            echo(msg("MSG_WORKSPACE_NOT_CONFIRMED", file=name))
             raise typer.Exit(1)
         if sha is None or not identity.confirm(engine, settings.workspace, name, sha):
-            typer.echo(msg("ERR_WORKSPACE_CHANGED", file=name), err=True)
+            echo(msg("ERR_WORKSPACE_CHANGED", file=name), err=True)
             raise typer.Exit(1)
     finally:
         engine.dispose()
     with open_audit_log(settings) as audit:
         audit.append(action=f"identity:{name}", decision="info", reason=identity.CONFIRMED,
                      outcome="confirmed", sender="owner", channel="cli", args={"sha256": sha})
-    typer.echo(msg("MSG_WORKSPACE_CONFIRMED", file=name))
+    echo(msg("MSG_WORKSPACE_CONFIRMED", file=name))
