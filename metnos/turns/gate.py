@@ -20,6 +20,7 @@ from metnos import approvals, i18n
 from metnos.approvals import ApprovalError, NewApproval
 from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
+from metnos.policy.approver import approver_id
 from metnos.policy.decide import Decision
 from metnos.policy.laws import ASK_UNTRUSTED, UNTRUSTED_SOURCES
 from metnos.turns.reply import StepOutcome
@@ -52,11 +53,13 @@ def open_approval(service: TurnService, ctx: TurnContext, checked: CheckedStep,
                   verdict: Decision) -> None:
     """Record a pending approval for an admitted-but-asking step (blocking: worker thread)."""
     digest, files = digest_now(service, checked)
-    assert checked.request is not None
+    assert checked.request is not None and checked.spec is not None
+    approver = approver_id(checked.spec.manifest, checked.request.args, ctx.user_id)
     new = NewApproval(turn_id=ctx.turn_id, session_id=ctx.session_id, user_id=ctx.user_id,
                       channel=ctx.channel, executor=checked.step.executor,
                       args=dict(checked.request.args), files=files, digest=digest,
-                      action_id=checked.action_id, reason_key=verdict.key)
+                      action_id=checked.action_id, reason_key=verdict.key,
+                      approver=approver, sources=tuple(ctx.sources))
     with db_session(service.engine) as db:
         row = approvals.create(db, new, timeout_s=service.settings.policy.approval_timeout_s,
                                flow_run_id=ctx.flow_run_id)
@@ -136,7 +139,7 @@ def resolve(service: TurnService, ctx: TurnContext, checked: CheckedStep,
             # resumed from a surface that did not record it (the Prefect UI's form)
             try:
                 current = approvals.decide(db, row.id, str(run_input["decision"]),
-                                           user_id=row.user_id, via=via,
+                                           user_id=approvals.approver_of(row), via=via,
                                            note=str(run_input.get("reason", "")))
                 service.record.audit_line(ctx, sender=via, action="approval", decision="info",
                                    reason="MSG_APPROVAL_DECIDED", outcome=current.status,

@@ -69,6 +69,11 @@ class StepRunner:
             if effect is None:  # nobody here to carry it out: fail, never drop it silently
                 return await asyncio.to_thread(self._no_effect, ctx, checked, declared)
             outcome = await effect(ctx, checked, outcome)
+        for watch in self.service.watchers:  # told after the fact (the owner, of a member's)
+            try:
+                await watch(ctx, checked, outcome)
+            except Exception:  # a watcher's failure never fails the step that ran
+                log.exception("turn.watcher_failed action_id=%s", checked.action_id)
         return outcome
 
     def _no_effect(self, ctx: TurnContext, checked: CheckedStep, effect: str) -> StepOutcome:
