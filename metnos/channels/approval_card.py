@@ -29,10 +29,13 @@ class PlainCard:
     why: str  # "It changes something in your files, so I check with you first."
     details: list[tuple[str, str]]  # (argument, its raw value), sorted
     asker: str = ""  # who asked, when someone else (the owner) decides: "telegram:8002"
+    cut: bool = False  # the sentences quote a value shortened: `details` has it whole
 
     def to_dict(self) -> dict[str, Any]:
-        return {"action": self.action, "why": self.why, "asker": self.asker,
-                "details": [list(pair) for pair in self.details]}
+        """With each argument's length (`sizes`: name → [characters, lines])."""
+        return {"action": self.action, "why": self.why, "asker": self.asker, "cut": self.cut,
+                "details": [list(pair) for pair in self.details],
+                "sizes": {name: list(value_size(value)) for name, value in self.details}}
 
 
 def plain_card(approval: Mapping[str, Any], lang: str,
@@ -48,7 +51,8 @@ def plain_card(approval: Mapping[str, Any], lang: str,
                         *([] if approval.get("reason_key") == OWNER_KEY else
                           [i18n.get(f"CARD_WHY_{OWNER_KEY}", lang)])])
     return PlainCard(action=action_sentence(str(approval["executor"]), args, lang), why=why,
-                     details=[(k, raw_value(v)) for k, v in sorted(args.items())], asker=asker)
+                     details=[(k, raw_value(v)) for k, v in sorted(args.items())], asker=asker,
+                     cut=any(len(_quoted(v)) > QUOTE_CHARS for v in args.values()))
 
 
 def _other_asker(approval: Mapping[str, Any]) -> str:
@@ -90,14 +94,20 @@ def why_sentence(approval: Mapping[str, Any], lang: str, sources: list[str]) -> 
 
 
 def shown_value(value: Any) -> str:
-    """A value as a sentence quotes it: lines joined with commas, cut at QUOTE_CHARS."""
+    """A value as a sentence quotes it: lines joined with commas, cut at QUOTE_CHARS (the
+    card then says so: `PlainCard.cut`, and shows the value whole in its details)."""
+    text = _quoted(value)
+    return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS].rstrip() + "…"
+
+
+def _quoted(value: Any) -> str:
     if isinstance(value, list):
         text = ", ".join(str(v).strip() for v in value if str(v).strip())
     elif isinstance(value, str):
         text = ", ".join(line.strip() for line in value.splitlines() if line.strip())
     else:
         text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS].rstrip() + "…"
+    return text
 
 
 def raw_value(value: Any) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 
 import typer
 
+from metnos import i18n
 from metnos.channels.approval_card import raw_value, value_size
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
@@ -27,6 +28,7 @@ _ID = typer.Argument(..., help=msg("CLI_APPROVALS_ID_HELP"))
 _REASON = typer.Option("", "--reason", help=msg("CLI_APPROVALS_REASON_HELP"))
 _FULL = typer.Option(False, "--full", help=msg("CLI_APPROVALS_FULL_HELP"))
 SHOWN_CHARS = 80  # of one value in the table's one-line action; `--full` shows all
+INLINE_CHARS = 300  # a longer value of `metnos chat`'s card comes whole, below its length
 TURN_WAIT_S = 60.0  # how long approve/deny wait for the resumed turn's reply
 
 
@@ -86,6 +88,19 @@ def full_view(row: dict[str, Any]) -> str:
                          lines=count))
         lines.append(terminal(text))
     return "\n".join(lines)
+
+
+def argument_lines(name: str, value: Any, lang: str | None = None) -> list[str]:
+    """One argument of a card: short on one line; a long one with its length, then every
+    byte of it (`metnos chat`'s inline card, never cut)."""
+    shown = json.dumps(value, ensure_ascii=False)
+    if len(shown) <= INLINE_CHARS:
+        return [f"    {terminal_line(name)} = {terminal_line(shown)}"]
+    text = raw_value(value)
+    chars, count = value_size(text)
+    size = i18n.get("MSG_APPROVALS_ARG_SIZE", lang, name=terminal_line(name), chars=chars,
+                    lines=count)
+    return [f"    {size}", terminal(text)]
 
 
 def _sources(row: dict[str, Any]) -> str:

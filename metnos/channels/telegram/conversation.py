@@ -22,7 +22,7 @@ from aiogram.types import LinkPreviewOptions, Message
 
 from metnos import approvals, i18n, pairing
 from metnos.channels.render import render
-from metnos.channels.telegram.cards import CHANNEL, card, keyboard
+from metnos.channels.telegram.cards import CHANNEL, card, cuts, keyboard
 from metnos.channels.telegram.live import LiveReply, follow_deltas
 from metnos.channels.telegram.split import split_html
 from metnos.db import models
@@ -176,8 +176,9 @@ async def send_cards(ch: TelegramChannel, chat_id: int, pending: list[dict[str, 
         sent = await ch.bot.send_message(chat_id, card(approval, lang,
                                                        tz=ch.service.settings.tz),
                                          parse_mode=ParseMode.HTML,
-                                         reply_markup=None if owners else
-                                         keyboard(approval_id, lang),
+                                         reply_markup=keyboard(
+                                             approval_id, lang, decide=not owners,
+                                             show_all=cuts(approval, lang)),
                                          link_preview_options=_NO_PREVIEW)
         ch.cards[approval_id] = CardRef(chat_id, sent.message_id, lang, dict(approval))
         if owners:
@@ -201,7 +202,8 @@ async def _owner_card(ch: TelegramChannel, approval: dict[str, Any]) -> None:
     lang = ui_locale(lang, None, ch.service.settings)
     sent = await ch.bot.send_message(chat, card(approval, lang, tz=ch.service.settings.tz),
                                      parse_mode=ParseMode.HTML,
-                                     reply_markup=keyboard(approval_id, lang),
+                                     reply_markup=keyboard(approval_id, lang,
+                                                           show_all=cuts(approval, lang)),
                                      link_preview_options=_NO_PREVIEW)
     ch.cards[owner_card_key(approval_id)] = CardRef(chat, sent.message_id, lang,
                                                     dict(approval))
@@ -237,7 +239,10 @@ async def _close(ch: TelegramChannel, approval: dict[str, Any], outcome: str,
         await ch.bot.edit_message_text(text=card(shown, ref.lang, outcome,
                                                  tz=ch.service.settings.tz),
                                        chat_id=ref.chat_id, message_id=ref.message_id,
-                                       parse_mode=ParseMode.HTML, reply_markup=None,
+                                       parse_mode=ParseMode.HTML,
+                                       reply_markup=keyboard(  # "Show all" stays
+                                           str(approval["approval_id"]), ref.lang,
+                                           decide=False, show_all=cuts(shown, ref.lang)),
                                        link_preview_options=_NO_PREVIEW)
     except Exception as exc:  # the card was deleted, or is too old to edit: the reply says it
         log.info("telegram.card_edit_failed approval_id=%s: %s", approval["approval_id"], exc)
