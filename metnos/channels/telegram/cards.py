@@ -21,6 +21,7 @@ from metnos.escape import html_text
 
 CHANNEL = "telegram"
 CARD_ARGS_BUDGET = 2400  # characters shared by the shown argument values of one card
+SHOW_ALL_PART = 3500  # escaped characters of a value per "Show all" message (limit 4096)
 _DECISIONS = {"y": "approve", "n": "deny"}
 
 
@@ -112,15 +113,37 @@ def _cut(text: str, budget: int, lang: str) -> str:
     return text[:budget] + "… " + i18n.get("CARD_VALUE_CUT", lang, chars=chars, lines=lines)
 
 
-def full_values(approval: dict[str, Any], lang: str) -> str:
-    """Every argument whole (HTML, escaped), each with its length: what "Show all" sends."""
-    parts = [f"<b>{html_text(i18n.get('CARD_TITLE', lang))}</b> · "
-             f"<code>{html_text(str(approval['executor']))}</code>"]
+def full_values(approval: dict[str, Any], lang: str) -> list[str]:
+    """Every argument whole (HTML, escaped), each with its length, in as many messages as
+    Telegram's limit needs (a long value in numbered parts, no character lost at a split):
+    what "Show all" sends."""
+    messages = [f"<b>{html_text(i18n.get('CARD_TITLE', lang))}</b> · "
+                f"<code>{html_text(str(approval['executor']))}</code>"]
     for name, value in plain_card(approval, lang).details:
         chars, lines = value_size(value)
         size = i18n.get("CARD_VALUE_SIZE", lang, chars=chars, lines=lines)
-        parts.append(f"<b>{html_text(name)}</b> ({html_text(size)})\n<pre>{html_text(value)}</pre>")
-    return "\n\n".join(parts)
+        parts = _escaped_parts(value, SHOW_ALL_PART)
+        for n, part in enumerate(parts, 1):
+            label = f"{html_text(name)} ({html_text(size)})" + (
+                f" · {n}/{len(parts)}" if len(parts) > 1 else "")
+            messages.append(f"<b>{label}</b>\n<pre>{part}</pre>")
+    return messages
+
+
+def _escaped_parts(value: str, budget: int) -> list[str]:
+    """`value` HTML-escaped, in pieces of at most `budget` characters, never inside an
+    entity."""
+    parts: list[str] = []
+    current: list[str] = []
+    size = 0
+    for char in value:
+        escaped = html_text(char)
+        if size + len(escaped) > budget and current:
+            parts.append("".join(current))
+            current, size = [], 0
+        current.append(escaped)
+        size += len(escaped)
+    return [*parts, "".join(current)]
 
 
 def _expires(approval: dict[str, Any], tz: tzinfo | None) -> str:

@@ -35,7 +35,8 @@ async def handle_show_all(ch: TelegramChannel, query: CallbackQuery, approval_id
         await query.answer(i18n.get(REFUSED, lang), show_alert=True)
         return
     await query.answer(i18n.get("MSG_TELEGRAM_SHOWN_ALL", lang))
-    await send_html(ch, query.from_user.id, full_values(found, lang))
+    for message in full_values(found, lang):
+        await send_html(ch, query.from_user.id, message)
 
 
 def _readable(ch: TelegramChannel, sender: str, approval_id: str) -> dict[str, object] | None:
