@@ -18,10 +18,12 @@ from typer.testing import CliRunner
 
 from metnos import i18n
 from metnos.cli.approvals import app as approvals_cli
+from metnos.gateway.app import create_app
+from metnos.gateway.outbox_delivery import with_reminders
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import Call, FakeTelegram
 from tests.gateway.test_turns import audit_lines
-from tests.support.home import Home, MakeHome, served_gateway
+from tests.support.home import Home, MakeHome, served_app
 from tests.support.pg import free_port
 from tests.telegram.support import CODE, TOKEN, buttons
 
@@ -58,7 +60,8 @@ def household(make_home: MakeHome, scripted_llm: ScriptedLLM,
                      METNOS_TELEGRAM_POLL_TIMEOUT_S="1")
     (home.workspace / "owner-notes.md").write_text("the owner's notes\n")
     (home.workspace / "RULES.md").write_text("the owner's rules\n")
-    with served_gateway(home):
+    app = with_reminders(create_app(home.settings), None)  # the outbox delivers notices
+    with served_app(app, home.settings.gateway.port):
         for user in (OWNER, MEMBER):
             _pair(home, telegram, user)
         yield home
@@ -161,6 +164,9 @@ def test_a_member_cannot_approve_what_touches_the_household(
     decided = [ln for ln in audit_lines(home.path) if ln["action"] == "approval"
                and ln["decision"] == "info"]
     assert [(ln["sender"], ln["outcome"]) for ln in decided] == [("owner", "approved")]
+    told = i18n.get("MSG_APPROVAL_MEMBER_CHANGED", "en", asker=MEMBER_ID, action="")
+    tg.wait_for(lambda t: any(told in html.unescape(x) for x in t.sent_texts(OWNER)), 60,
+                "the owner's notice of what the member had done")
     if what == "rename":
         assert (home.workspace / "renamed.md").read_text() == ask.content
     elif what == "shell":
@@ -216,3 +222,6 @@ def test_a_members_own_list_addition_is_theirs_to_approve(
     tg.wait_for(lambda t: any("Milk is on the list." in x for x in said(t, MEMBER)), 60,
                 "the member's reply")
     assert "milk" in (home.workspace / "lists" / "shopping.md").read_text()
+    told = i18n.get("MSG_APPROVAL_MEMBER_CHANGED", "en", asker=MEMBER_ID, action="")
+    tg.wait_for(lambda t: any(told in html.unescape(x) for x in t.sent_texts(OWNER)), 60,
+                "the owner's notice of the member's own change")
