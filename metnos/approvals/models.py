@@ -14,7 +14,8 @@ APPROVAL_STATUSES = ("pending", "approved", "denied", "expired", "used", "refuse
 
 
 class Approval(SQLModel, table=True):
-    """An action waiting for a yes, bound to its user, conversation, exact digest and expiry."""
+    """An action waiting for a yes, bound to its user, conversation, exact digest and expiry;
+    `approver` is who may say it (the owner, for a member's step on the household's things)."""
 
     __tablename__ = "approval"
     __table_args__ = (
@@ -24,7 +25,9 @@ class Approval(SQLModel, table=True):
     id: str = Field(primary_key=True)
     turn_id: str = Field(foreign_key="turn.id", index=True)
     session_id: str = Field(index=True)
-    user_id: str = Field(index=True)
+    user_id: str = Field(index=True)  # who asked: their turn waits and consumes it
+    # who may decide (metnos.policy.approver); None on rows older than the column: `user_id`
+    approver: str | None = Field(default=None, index=True)
     channel: str
     executor: str
     args: dict[str, Any] = Field(default_factory=dict, sa_column=Column(JSON, nullable=False))
@@ -32,6 +35,8 @@ class Approval(SQLModel, table=True):
     digest: str
     action_id: str
     reason_key: str  # why the policy asks (ASK_POLICY_MEDIUM_RISK, ASK_LAW_UNTRUSTED_DATA...)
+    # the untrusted sources in the turn's context when it asked (every card names them)
+    sources: list[str] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     status: str = Field(default="pending", index=True)
     flow_run_id: str | None = None
     created_at: datetime = _stamp(default_factory=utcnow)

@@ -16,12 +16,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any, cast
 
-from sqlalchemy import CursorResult, update
+from sqlalchemy import CursorResult, or_, update
 from sqlmodel import Session, col, select
 
 from metnos.approvals.models import Approval
 from metnos.db.models import utcnow
 from metnos.errors import MetnosError
+from metnos.policy.approver import OWNER_USER_ID
 
 DECISIONS = ("approve", "deny")
 
@@ -48,6 +49,17 @@ class NewApproval:
     digest: str
     action_id: str
     reason_key: str
+    approver: str | None = None  # who may decide (metnos.policy.approver); None: `user_id`
+    sources: tuple[str, ...] = ()  # the untrusted sources in the turn's context
+
+
+def approver_of(row: Approval) -> str:
+    return row.approver or row.user_id
+
+
+def may_decide(row: Approval, user_id: str) -> bool:
+    """The approver decides; the owner may decide any (and so deny a member's) action."""
+    return user_id in (approver_of(row), OWNER_USER_ID)
 
 
 def create(db: Session, new: NewApproval, *, timeout_s: float,
@@ -56,7 +68,8 @@ def create(db: Session, new: NewApproval, *, timeout_s: float,
     row = Approval(id=secrets.token_hex(6), turn_id=new.turn_id, session_id=new.session_id,
                    user_id=new.user_id, channel=new.channel, executor=new.executor,
                    args=new.args, files=new.files, digest=new.digest, action_id=new.action_id,
-                   reason_key=new.reason_key, flow_run_id=flow_run_id, created_at=now,
+                   reason_key=new.reason_key, approver=new.approver or new.user_id,
+                   sources=list(new.sources), flow_run_id=flow_run_id, created_at=now,
                    expires_at=now + timedelta(seconds=timeout_s))
     db.add(row)
     db.commit()
@@ -74,15 +87,18 @@ def get(db: Session, approval_id: str) -> Approval:
 def decide(db: Session, approval_id: str, decision: str, *, user_id: str,
            session_id: str | None = None, via: str, note: str = "",
            now: datetime | None = None) -> Approval:
-    """The owner's yes or no. Refused: another user, another conversation, not pending
-    any more (replay), or past its expiry (then it is recorded as expired)."""
+    """The approver's yes or no. Refused: another user (a member's step that waits for the
+    owner, to the member), another conversation of the asker, not pending any more
+    (replay), or past its expiry (then it is recorded as expired)."""
     if decision not in DECISIONS:
         raise ApprovalError("ERR_APPROVAL_DECISION_INVALID", 422, decision=decision[:20])
     now = now or utcnow()
     row = get(db, approval_id)
-    if row.user_id != user_id:
-        raise ApprovalError("ERR_APPROVAL_WRONG_USER", 403, approval_id=row.id)
-    if session_id is not None and row.session_id != session_id:
+    if not may_decide(row, user_id):
+        key = "ERR_APPROVAL_OWNER_DECIDES" if user_id == row.user_id else \
+            "ERR_APPROVAL_WRONG_USER"
+        raise ApprovalError(key, 403, approval_id=row.id)
+    if session_id is not None and row.user_id == user_id and row.session_id != session_id:
         raise ApprovalError("ERR_APPROVAL_WRONG_SESSION", 403, approval_id=row.id)
     if row.status != "pending":
         raise ApprovalError("ERR_APPROVAL_NOT_PENDING", 409, approval_id=row.id,
@@ -140,8 +156,9 @@ def list_approvals(db: Session, *, status: str | None = "pending",
     query = select(Approval).order_by(col(Approval.created_at).desc()).limit(limit)
     if status:
         query = query.where(col(Approval.status) == status)
-    if user_id:
-        query = query.where(col(Approval.user_id) == user_id)
+    if user_id and user_id != OWNER_USER_ID:  # the owner sees everyone's
+        query = query.where(or_(col(Approval.user_id) == user_id,
+                                col(Approval.approver) == user_id))
     return list(db.exec(query).all())
 
 
@@ -158,7 +175,8 @@ def public(row: Approval) -> dict[str, Any]:
             "status": row.status, "reason_key": row.reason_key,
             "created_at": row.created_at.isoformat(), "expires_at": row.expires_at.isoformat(),
             "decided_at": row.decided_at.isoformat() if row.decided_at else None,
-            "via": row.via, "action_id": row.action_id}
+            "via": row.via, "action_id": row.action_id, "asker": row.user_id,
+            "approver": approver_of(row), "sources": list(row.sources or [])}
 
 
 def _move(db: Session, approval_id: str, old: str, new: str, **values: Any) -> bool:

@@ -20,6 +20,7 @@ from metnos import i18n
 _SELECTORS = ("action", "mode")  # an argument naming the variant of an executor's action
 QUOTE_CHARS = 120  # a shown value is cut here
 UNTRUSTED_KEY = "ASK_LAW_UNTRUSTED_DATA"
+OWNER_KEY = "ASK_OWNER_APPROVES"  # metnos.policy.approver.ASK_OWNER
 
 
 @dataclass(frozen=True)
@@ -27,10 +28,14 @@ class PlainCard:
     action: str  # "Add “milk, eggs” at the end of lists/spesa.md"
     why: str  # "It changes something in your files, so I check with you first."
     details: list[tuple[str, str]]  # (argument, its raw value), sorted
+    asker: str = ""  # who asked, when someone else (the owner) decides: "telegram:8002"
+    cut: bool = False  # the sentences quote a value shortened: `details` has it whole
 
     def to_dict(self) -> dict[str, Any]:
-        return {"action": self.action, "why": self.why,
-                "details": [list(pair) for pair in self.details]}
+        """With each argument's length (`sizes`: name → [characters, lines])."""
+        return {"action": self.action, "why": self.why, "asker": self.asker, "cut": self.cut,
+                "details": [list(pair) for pair in self.details],
+                "sizes": {name: list(value_size(value)) for name, value in self.details}}
 
 
 def plain_card(approval: Mapping[str, Any], lang: str,
@@ -40,9 +45,20 @@ def plain_card(approval: Mapping[str, Any], lang: str,
     args = dict(approval.get("args") or {})
     found = sources if sources is not None else approval.get("sources")
     named = [str(s) for s in (found or []) if str(s).strip()]
-    return PlainCard(action=action_sentence(str(approval["executor"]), args, lang),
-                     why=why_sentence(approval, lang, named),
-                     details=[(k, raw_value(v)) for k, v in sorted(args.items())])
+    why, asker = why_sentence(approval, lang, named), _other_asker(approval)
+    if asker:  # a member's step that waits for the owner: both of them read who asked
+        why = " ".join([why, i18n.get("MSG_APPROVAL_ASKED_BY", lang, asker=asker),
+                        *([] if approval.get("reason_key") == OWNER_KEY else
+                          [i18n.get(f"CARD_WHY_{OWNER_KEY}", lang)])])
+    return PlainCard(action=action_sentence(str(approval["executor"]), args, lang), why=why,
+                     details=[(k, raw_value(v)) for k, v in sorted(args.items())], asker=asker,
+                     cut=any(len(_quoted(v)) > QUOTE_CHARS for v in args.values()))
+
+
+def _other_asker(approval: Mapping[str, Any]) -> str:
+    """Who asked, when it is not who decides (`metnos.approvals.public`'s asker, approver)."""
+    asker, approver = approval.get("asker"), approval.get("approver")
+    return str(asker) if asker and approver and asker != approver else ""
 
 
 def action_sentence(executor: str, args: Mapping[str, Any], lang: str) -> str:
@@ -78,18 +94,29 @@ def why_sentence(approval: Mapping[str, Any], lang: str, sources: list[str]) -> 
 
 
 def shown_value(value: Any) -> str:
-    """A value as a sentence quotes it: lines joined with commas, cut at QUOTE_CHARS."""
+    """A value as a sentence quotes it: lines joined with commas, cut at QUOTE_CHARS (the
+    card then says so: `PlainCard.cut`, and shows the value whole in its details)."""
+    text = _quoted(value)
+    return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS].rstrip() + "…"
+
+
+def _quoted(value: Any) -> str:
     if isinstance(value, list):
         text = ", ".join(str(v).strip() for v in value if str(v).strip())
     elif isinstance(value, str):
         text = ", ".join(line.strip() for line in value.splitlines() if line.strip())
     else:
         text = json.dumps(value, ensure_ascii=False)
-    return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS].rstrip() + "…"
+    return text
 
 
 def raw_value(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def value_size(text: str) -> tuple[int, int]:
+    """(characters, lines) of a value, as every surface states them beside it."""
+    return len(text), text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
 def _fill(key: str, lang: str, values: Mapping[str, Any]) -> str | None:

@@ -12,24 +12,30 @@ from typing import Any
 
 import typer
 
+from metnos import i18n
+from metnos.channels.approval_card import raw_value, value_size
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import msg
 from metnos.cli._out import echo, echo_json, echo_line
 from metnos.cli._table import NONE, local_time, print_table, word
 from metnos.errors import MetnosError
+from metnos.escape import terminal_line
 from metnos.settings import Settings
 
 app = typer.Typer(help=msg("CLI_APPROVALS_HELP"), no_args_is_help=True)
 _JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))
 _ID = typer.Argument(..., help=msg("CLI_APPROVALS_ID_HELP"))
 _REASON = typer.Option("", "--reason", help=msg("CLI_APPROVALS_REASON_HELP"))
+_FULL = typer.Option(False, "--full", help=msg("CLI_APPROVALS_FULL_HELP"))
+SHOWN_CHARS = 80  # of one value in the table's one-line action; `--full` shows all
+INLINE_CHARS = 300  # a longer value of `metnos chat`'s card comes whole, below its length
 TURN_WAIT_S = 60.0  # how long approve/deny wait for the resumed turn's reply
 
 
 @app.command("list", help=msg("CLI_APPROVALS_LIST_HELP"))
 def list_(show_all: bool = typer.Option(False, "--all", help=msg("CLI_APPROVALS_ALL_HELP")),
-          as_json: bool = _JSON) -> None:
+          full: bool = _FULL, as_json: bool = _JSON) -> None:
     settings = settings_or_exit()
     try:
         data = api_call(settings, "GET", "/api/approvals",
@@ -45,8 +51,68 @@ def list_(show_all: bool = typer.Option(False, "--all", help=msg("CLI_APPROVALS_
         echo(msg("MSG_APPROVALS_NONE"))
         return
     headers = [msg(k) for k in ("CLI_COL_ID", "CLI_COL_STATUS", "CLI_COL_ACTION",
-                                "CLI_COL_ASKED", "CLI_COL_UNTIL", "CLI_COL_DECIDED")]
+                                "CLI_COL_WHO", "CLI_COL_SOURCES", "CLI_COL_ASKED",
+                                "CLI_COL_UNTIL", "CLI_COL_DECIDED")]
     print_table(headers, [_row(row, settings) for row in rows])
+    if full:  # every byte of every argument, each with its size
+        for row in rows:
+            echo(full_view(row))
+
+
+@app.command("show", help=msg("CLI_APPROVALS_SHOW_HELP"))
+def show(approval_id: str = _ID) -> None:
+    """One approval with every byte of its arguments (what `approve` lets run)."""
+    settings = settings_or_exit()
+    try:
+        data = api_call(settings, "GET", "/api/approvals", params={"status": "all"})
+    except MetnosError as exc:
+        exit_with(exc)
+        return
+    found = [r for r in data.get("approvals", []) if r.get("approval_id") == approval_id]
+    if not found:
+        echo_line(msg("ERR_APPROVAL_NOT_FOUND", approval_id=approval_id), err=True)
+        raise typer.Exit(1)
+    echo(full_view(found[0]))
+
+
+def full_view(row: dict[str, Any]) -> str:
+    """An approval's whole action: who asked, the outside sources, then each argument
+    with its length and every byte of it (made safe for the terminal, never cut)."""
+    lines = [f"── {row['approval_id']} · {terminal_line(str(row.get('executor', '')))}",
+             msg("MSG_APPROVALS_ASKER", who=terminal_line(str(row.get("asker") or NONE))),
+             msg("MSG_APPROVALS_SOURCES", sources=_sources(row))]
+    for name, value in sorted((row.get("args") or {}).items()):
+        text = raw_value(value)
+        chars, count = value_size(text)
+        lines.append(msg("MSG_APPROVALS_ARG_SIZE", name=terminal_line(name), chars=chars,
+                         lines=count))
+        lines.extend(value_rows(text))
+    return "\n".join(lines)
+
+
+def argument_lines(name: str, value: Any, lang: str | None = None) -> list[str]:
+    """One argument of a card: short on one line; a long one with its length, then every
+    byte of it (`metnos chat`'s inline card, never cut)."""
+    shown = json.dumps(value, ensure_ascii=False)
+    if len(shown) <= INLINE_CHARS:
+        return [f"    {terminal_line(name)} = {terminal_line(shown)}"]
+    text = raw_value(value)
+    chars, count = value_size(text)
+    size = i18n.get("MSG_APPROVALS_ARG_SIZE", lang, name=terminal_line(name), chars=chars,
+                    lines=count)
+    return [f"    {size}", *value_rows(text)]
+
+
+GUTTER = "    │ "  # every row of a whole value: it cannot pass for a line of the card
+
+
+def value_rows(text: str) -> list[str]:
+    """Every byte of a value, one terminal row per line, each behind the gutter."""
+    return [GUTTER + terminal_line(line) for line in text.split("\n")]
+
+
+def _sources(row: dict[str, Any]) -> str:
+    return terminal_line(", ".join(str(s) for s in row.get("sources") or [])) or NONE
 
 
 def _row(row: dict[str, Any], settings: Settings) -> list[str]:
@@ -54,6 +120,7 @@ def _row(row: dict[str, Any], settings: Settings) -> list[str]:
     one does not (it can no longer be), but when it was decided."""
     pending = row["status"] == "pending"
     return [row["approval_id"], word("approval", row["status"]), _action(row),
+            terminal_line(str(row.get("asker") or NONE)), _sources(row),
             local_time(row.get("created_at"), settings),
             local_time(row.get("expires_at"), settings) if pending else NONE,
             local_time(row.get("decided_at"), settings)]
@@ -114,6 +181,14 @@ def _turn_when_done(settings: Settings, turn_id: str,
 
 
 def _action(row: dict[str, Any]) -> str:
-    args = ", ".join(f"{k}={json.dumps(v, ensure_ascii=False)[:80]}"
-                     for k, v in sorted(row.get("args", {}).items()))
-    return f"{row['executor']}({args})"
+    """One line; a long value is cut here and says so (`--full` shows every byte)."""
+    args = ", ".join(f"{k}={_shown(v)}" for k, v in sorted(row.get("args", {}).items()))
+    return terminal_line(f"{row['executor']}({args})")
+
+
+def _shown(value: Any) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    if len(text) <= SHOWN_CHARS:
+        return text
+    chars, count = value_size(raw_value(value))
+    return text[:SHOWN_CHARS] + "… " + msg("MSG_APPROVALS_CUT", chars=chars, lines=count)

@@ -12,7 +12,6 @@ CLI says how to decide it.
 from __future__ import annotations
 
 import contextlib
-import json
 import sys
 import time
 from dataclasses import dataclass
@@ -26,6 +25,7 @@ from metnos.cli._client import TIMEOUT_S, ServerEvent, api_call, follow_events
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
+from metnos.cli.approvals import argument_lines
 from metnos.cli.notices import show_pending
 from metnos.errors import MetnosError
 from metnos.escape import terminal_line
@@ -255,8 +255,7 @@ def _card(approval: dict[str, Any], lang: str | None) -> str:
     lines = [i18n.get("MSG_CHAT_APPROVAL_TITLE", lang, why=approval.get("why", "")),
              i18n.get("MSG_CHAT_APPROVAL_ACTION", lang, executor=approval.get("executor"))]
     for name, value in sorted(dict(approval.get("args") or {}).items()):
-        shown = json.dumps(value, ensure_ascii=False)
-        lines.append(f"    {name} = {shown if len(shown) <= 300 else shown[:300] + '…'}")
+        lines.extend(argument_lines(name, value, lang))  # a long one whole, with its length
     for path, state in sorted(dict(approval.get("files") or {}).items()):
         lines.append(i18n.get("MSG_CHAT_APPROVAL_FILE", lang, path=path, state=i18n.get(
             "MSG_CHAT_FILE_EXISTS" if state else "MSG_APPROVAL_FILE_MISSING", lang)))

@@ -92,7 +92,8 @@ _ADDED = (("chat_session", "title", "VARCHAR"), ("chat_session", "summary", "VAR
           ("turn_step", "action_id", "VARCHAR"),
           ("turn_step", "started_at", "TIMESTAMP WITH TIME ZONE"),
           ("turn_step", "finished_at", "TIMESTAMP WITH TIME ZONE"),
-          ("turn_step", "result", "JSON"), ("pairing_request", "dropped_by", "VARCHAR"))
+          ("turn_step", "result", "JSON"), ("pairing_request", "dropped_by", "VARCHAR"),
+          ("approval", "approver", "VARCHAR"), ("approval", "sources", "JSON"))
 
 
 def _migrate(engine: Engine) -> None:

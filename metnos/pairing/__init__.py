@@ -14,6 +14,7 @@ from metnos.pairing.service import (
     find_paired,
     list_paired,
     list_pending,
+    paired_user,
     revoke,
 )
 
@@ -34,5 +35,6 @@ __all__ = [
     "find_paired",
     "list_paired",
     "list_pending",
+    "paired_user",
     "revoke",
 ]

@@ -35,10 +35,11 @@ from metnos.db.models import utcnow
 from metnos.errors import MetnosError
 from metnos.pairing.codes import code_digest, new_code, normalise_code, well_formed
 from metnos.pairing.models import PairedSender, PairingAttempt, PairingRequest
+from metnos.policy.approver import OWNER_USER_ID as APPROVER_OWNER
 from metnos.settings import PolicySettings
 
 ACTION = "pairing"
-OWNER_USER_ID = "owner"  # the same user as the holder of the API owner token
+OWNER_USER_ID = APPROVER_OWNER  # the same user as the holder of the API owner token
 _MAX_ID_CHARS = 256
 _FAILED = ("unknown", "expired")
 _CHANNEL = re.compile(r"[a-z][a-z0-9_-]{0,31}")
@@ -108,6 +109,15 @@ def find_paired(db: Session, channel: str, sender_id: str) -> PairedSender | Non
     query = select(PairedSender).where(
         PairedSender.channel == channel, PairedSender.sender_id == sender_id,
         PairedSender.revoked_at.is_(None))  # type: ignore[union-attr]
+    return db.exec(query).first()
+
+
+def paired_user(db: Session, channel: str, user_id: str) -> PairedSender | None:
+    """The paired (not revoked) sender of `user_id` on `channel`, the latest approved."""
+    query = (select(PairedSender).where(
+        PairedSender.channel == channel, PairedSender.user_id == user_id,
+        PairedSender.revoked_at.is_(None))  # type: ignore[union-attr]
+             .order_by(PairedSender.approved_at.desc()))  # type: ignore[attr-defined]
     return db.exec(query).first()
 
 

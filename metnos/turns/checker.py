@@ -26,6 +26,7 @@ from metnos.llm.tools import PlanStep
 from metnos.mail.account import MailNotConfigured, load_account
 from metnos.mnestoma.models import ExecutorUse
 from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
+from metnos.policy.approver import owner_asks
 from metnos.policy.decide import Decision
 from metnos.policy.host_checks import apply_host_checks
 from metnos.sandbox import SandboxRequest
@@ -103,6 +104,7 @@ class StepChecker:
             return self.refuse(ctx, checked, slot.key, slot.vars)
         checked.run_slot = slot
         verdict = self._artifact_language(ctx, checked, manifest, args, verdict)
+        verdict = owner_asks(verdict, manifest, args, ctx.user_id)  # a member's, the owner's
         checked.request = SandboxRequest(
             exec_dir=spec.folder, entry=manifest.entry, profile=manifest.sandbox,
             workspace=self.settings.workspace, args=args, action_id=checked.action_id,

@@ -20,6 +20,7 @@ from metnos import approvals, escape, i18n
 from metnos.approvals import ApprovalError, NewApproval
 from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
+from metnos.policy.approver import approver_id
 from metnos.policy.decide import Decision
 from metnos.policy.laws import ASK_UNTRUSTED, UNTRUSTED_SOURCES
 from metnos.turns.reply import StepOutcome
@@ -52,11 +53,13 @@ def open_approval(service: TurnService, ctx: TurnContext, checked: CheckedStep,
                   verdict: Decision) -> None:
     """Record a pending approval for an admitted-but-asking step (blocking: worker thread)."""
     digest, files = digest_now(service, checked)
-    assert checked.request is not None
+    assert checked.request is not None and checked.spec is not None
+    approver = approver_id(checked.spec.manifest, checked.request.args, ctx.user_id)
     new = NewApproval(turn_id=ctx.turn_id, session_id=ctx.session_id, user_id=ctx.user_id,
                       channel=ctx.channel, executor=checked.step.executor,
                       args=dict(checked.request.args), files=files, digest=digest,
-                      action_id=checked.action_id, reason_key=verdict.key)
+                      action_id=checked.action_id, reason_key=verdict.key,
+                      approver=approver, sources=tuple(ctx.sources))
     with db_session(service.engine) as db:
         row = approvals.create(db, new, timeout_s=service.settings.policy.approval_timeout_s,
                                flow_run_id=ctx.flow_run_id)
@@ -97,8 +100,24 @@ def markdown(checked: CheckedStep, lang: str) -> str:
     row = checked.approval
     assert row is not None
     missing = i18n.get("MSG_APPROVAL_FILE_MISSING", lang)
-    return approval_markdown(pending_message(checked, lang), describe(checked),
-                             {path: fp or missing for path, fp in row.files.items()})
+    described = approval_markdown(pending_message(checked, lang), describe(checked),
+                                  {path: fp or missing for path, fp in row.files.items()})
+    return "\n\n".join([described, *whole_values(checked, lang)])
+
+
+def whole_values(checked: CheckedStep, lang: str) -> list[str]:
+    """Each argument the one-line action had to shorten, whole (never a silent cut): its
+    length as escaped prose, then every byte of it in a fenced block."""
+    args = checked.request.args if checked.request is not None else checked.step.args
+    shown: list[str] = []
+    for name, value in sorted(args.items()):
+        if len(json.dumps(value, ensure_ascii=False)) <= MAX_SHOWN_ARG:
+            continue
+        text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+        lines = text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+        size = i18n.get("MSG_APPROVALS_ARG_SIZE", lang, name=name, chars=len(text), lines=lines)
+        shown += [escape.markdown_text(size), escape.markdown_block(text)]
+    return shown
 
 
 def approval_markdown(headline: str, action: str, files: dict[str, str]) -> str:
@@ -146,7 +165,7 @@ def resolve(service: TurnService, ctx: TurnContext, checked: CheckedStep,
             # resumed from a surface that did not record it (the Prefect UI's form)
             try:
                 current = approvals.decide(db, row.id, str(run_input["decision"]),
-                                           user_id=row.user_id, via=via,
+                                           user_id=approvals.approver_of(row), via=via,
                                            note=str(run_input.get("reason", "")))
                 service.record.audit_line(ctx, sender=via, action="approval", decision="info",
                                    reason="MSG_APPROVAL_DECIDED", outcome=current.status,

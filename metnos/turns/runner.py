@@ -78,6 +78,11 @@ class StepRunner:
             else:  # (before this step's own taint: what it sets came from the turn so far)
                 outcome = await effect(ctx, checked, outcome)
         taint(ctx, checked, result.result if result.ok else None)
+        for watch in self.service.watchers:  # told after the fact (the owner, of a member's)
+            try:
+                await watch(ctx, checked, outcome)
+            except Exception:  # a watcher's failure never fails the step that ran
+                log.exception("turn.watcher_failed action_id=%s", checked.action_id)
         return outcome
 
     def _no_effect(self, ctx: TurnContext, checked: CheckedStep, effect: str) -> StepOutcome:

@@ -32,6 +32,7 @@ from metnos.turns.context import CheckedStep, Published, TurnContext
 from metnos.turns.events import TurnEvents
 from metnos.turns.guard import Guard
 from metnos.turns.record import TurnRecord
+from metnos.turns.reply import StepOutcome
 from metnos.turns.runner import Effect, StepRunner
 from metnos.undo import UndoReport
 
@@ -54,6 +55,10 @@ class TurnService:
         # a manifest's `effect` → what the host carries out from the validated result (the
         # gateway registers "schedule_reminder": metnos.reminders.effect)
         self.effects: dict[str, Effect] = {}
+        # told of each step after it ran (the gateway registers the owner's notice of what
+        # a family member had done: metnos.notify.members)
+        self.watchers: list[Callable[[TurnContext, CheckedStep, StepOutcome],
+                                     Awaitable[None]]] = []
         # undoes of actions that changed no file, tried first by every undo surface
         # (`(action id, sender, channel)` → a report, or None when the action is not theirs;
         # the gateway registers the owner's scheduled tasks: metnos.schedules.effect)

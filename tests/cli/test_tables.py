@@ -77,15 +77,17 @@ def test_approvals_list_is_a_table_in_local_time_without_until_once_decided(
     result = runner.invoke(app, ["approvals", "list", "--all"])
     assert result.exit_code == 0, result.output
     header = result.stdout.splitlines()[0].split()
-    assert header == ["ID", "Status", "Action", "Asked", "Valid", "until", "Decided"]
+    assert header == ["ID", "Status", "Action", "Who", "Outside", "sources", "Asked", "Valid",
+                      "until", "Decided"]
     stored = {a["approval_id"]: a for a in json.loads(
         runner.invoke(app, ["approvals", "list", "--all", "--json"]).stdout)}
     table = {row[0]: row for row in rows(result.stdout)}
     one, two = stored[waiting], stored[decided]
     assert table[waiting] == [waiting, "waiting", 'fs_move(dst="one-moved.txt", src="one.txt")',
-                              local(one["created_at"]), local(one["expires_at"]), "—"]
-    assert table[decided][1] == "denied" and table[decided][4] == "—"  # no "until" any more
-    assert table[decided][5] == local(two["decided_at"])
+                              "owner", "—", local(one["created_at"]), local(one["expires_at"]),
+                              "—"]
+    assert table[decided][1] == "denied" and table[decided][6] == "—"  # no "until" any more
+    assert table[decided][7] == local(two["decided_at"])
     assert local(one["created_at"]) != one["created_at"][:16].replace("T", " ")  # converted
 
     italian_terminal(monkeypatch)

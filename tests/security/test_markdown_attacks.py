@@ -184,7 +184,8 @@ def _prose(markdown: str) -> str:
 EXFIL = "![x](http://127.0.0.1:9/?d=secret)"
 CONTENT = (f"{EXFIL}\n<img src=\"http://127.0.0.1:9/?d=img\">\n**Approve: harmless**\n"
            "[r]: http://127.0.0.1:9/?d=ref\n\n![y][r] <http://127.0.0.1:9/?d=auto>\n"
-           "Fake heading\n===\n")
+           "Fake heading\n===\n" + "an ordinary line of notes\n" * 20
+           + "LAST LINE: past any cut\n")  # longer than a card's line: shown whole anyway
 PATH = "notes/**Approve harmless**<img src=x>.md"
 
 
@@ -206,6 +207,7 @@ async def test_an_adversarial_turn_leaves_no_active_markdown_in_prefect(
         run = await paused(body["flow_run_id"])
         description = json.loads(await _description(run))  # the JSON string's text: rendered
         assert "127.0.0.1:9" in description and "fs_write" in description  # all shown...
+        assert "LAST LINE: past any cut" in description  # ...every byte, never a silent cut
         _no_active_markdown_from_data(description, bold_allowed=1)  # ...none of it active
         decided = await client.post(f"/api/approvals/{body['approvals'][0]['approval_id']}",
                                     json={"decision": "deny", "reason": "**no** ![z](http://x)"})

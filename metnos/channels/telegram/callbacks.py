@@ -19,10 +19,11 @@ from aiogram.types import CallbackQuery
 
 from metnos import approvals, i18n, pairing
 from metnos.approvals import ApprovalError
-from metnos.channels.telegram.cards import CHANNEL, parse_button
+from metnos.channels.telegram.cards import CHANNEL, parse_button, parse_show_all
 from metnos.channels.telegram.conversation import close_card
 from metnos.channels.telegram.feedback import handle_feedback, parse_feedback
 from metnos.channels.telegram.proposals import handle_proposal, parse_proposal
+from metnos.channels.telegram.show_all import handle_show_all
 from metnos.channels.telegram.undo import handle_undo, parse_undo
 from metnos.db.engine import session as db_session
 from metnos.gateway.routes.approvals import decide_and_resume
@@ -48,6 +49,10 @@ async def handle_callback(ch: TelegramChannel, query: CallbackQuery) -> None:
     answer = parse_proposal(query.data)
     if answer is not None:  # Accept / Dismiss under a proposal
         await handle_proposal(ch, query, answer)
+        return
+    shown = parse_show_all(query.data)
+    if shown is not None:  # "Show all" under a card: its arguments, whole
+        await handle_show_all(ch, query, shown)
         return
     parsed = parse_button(query.data)
     if parsed is None:

@@ -22,7 +22,7 @@ from aiogram.types import LinkPreviewOptions, Message
 
 from metnos import approvals, i18n, pairing
 from metnos.channels.render import render
-from metnos.channels.telegram.cards import CHANNEL, card, keyboard
+from metnos.channels.telegram.cards import CHANNEL, card, cuts, keyboard
 from metnos.channels.telegram.live import LiveReply, follow_deltas
 from metnos.channels.telegram.split import split_html
 from metnos.db import models
@@ -32,7 +32,7 @@ from metnos.turns.language import ui_locale
 from metnos.turns.service import TurnService
 
 if TYPE_CHECKING:
-    from metnos.channels.telegram.bot import TelegramChannel
+    from metnos.channels.telegram.bot import CardRef, TelegramChannel
 
 log = logging.getLogger(__name__)
 
@@ -172,25 +172,77 @@ async def send_cards(ch: TelegramChannel, chat_id: int, pending: list[dict[str, 
         if approval_id in ch.shown:
             continue
         ch.shown.add(approval_id)
+        owners = _owner_decides(approval)  # a member's step: the buttons go to the owner
         sent = await ch.bot.send_message(chat_id, card(approval, lang,
                                                        tz=ch.service.settings.tz),
                                          parse_mode=ParseMode.HTML,
-                                         reply_markup=keyboard(approval_id, lang),
+                                         reply_markup=keyboard(
+                                             approval_id, lang, decide=not owners,
+                                             show_all=cuts(approval, lang)),
                                          link_preview_options=_NO_PREVIEW)
         ch.cards[approval_id] = CardRef(chat_id, sent.message_id, lang, dict(approval))
+        if owners:
+            await _owner_card(ch, approval)
+
+
+def _owner_decides(approval: dict[str, Any]) -> bool:
+    asker, approver = approval.get("asker"), approval.get("approver")
+    return bool(asker and approver and asker != approver)
+
+
+async def _owner_card(ch: TelegramChannel, approval: dict[str, Any]) -> None:
+    """The card of a member's step, with its buttons, in the owner's own chat (when the
+    owner is paired on Telegram; every other surface lists it too)."""
+    from metnos.channels.telegram.bot import CardRef
+
+    chat = await asyncio.to_thread(_owner_chat, ch.service)
+    if chat is None:
+        return
+    approval_id, lang = str(approval["approval_id"]), ch.service.settings.lang
+    lang = ui_locale(lang, None, ch.service.settings)
+    sent = await ch.bot.send_message(chat, card(approval, lang, tz=ch.service.settings.tz),
+                                     parse_mode=ParseMode.HTML,
+                                     reply_markup=keyboard(approval_id, lang,
+                                                           show_all=cuts(approval, lang)),
+                                     link_preview_options=_NO_PREVIEW)
+    ch.cards[owner_card_key(approval_id)] = CardRef(chat, sent.message_id, lang,
+                                                    dict(approval))
+
+
+def owner_card_key(approval_id: str) -> str:
+    return f"{approval_id}#owner"
+
+
+def _owner_chat(service: TurnService) -> int | None:
+    """The owner's private chat with the bot (its id is the owner's Telegram user id)."""
+    with db_session(service.engine) as db:
+        found = pairing.paired_user(db, CHANNEL, pairing.OWNER_USER_ID)
+    if found is None or not found.sender_id.lstrip("-").isdigit():
+        return None
+    return int(found.sender_id)
 
 
 async def close_card(ch: TelegramChannel, approval: dict[str, Any], outcome: str) -> None:
-    """Show the decision on an open card and take its buttons away (once per card)."""
-    ref = ch.cards.pop(str(approval["approval_id"]), None)
-    if ref is None:
-        return
+    """Show the decision on an open card and take its buttons away (once per card; a
+    member's step has a second card, the owner's)."""
+    approval_id = str(approval["approval_id"])
+    for key in (approval_id, owner_card_key(approval_id)):
+        ref = ch.cards.pop(key, None)
+        if ref is not None:
+            await _close(ch, approval, outcome, ref)
+
+
+async def _close(ch: TelegramChannel, approval: dict[str, Any], outcome: str,
+                 ref: CardRef) -> None:
     try:
         shown = {**ref.approval, **approval}  # the turn's why and sources, the row's state
         await ch.bot.edit_message_text(text=card(shown, ref.lang, outcome,
                                                  tz=ch.service.settings.tz),
                                        chat_id=ref.chat_id, message_id=ref.message_id,
-                                       parse_mode=ParseMode.HTML, reply_markup=None,
+                                       parse_mode=ParseMode.HTML,
+                                       reply_markup=keyboard(  # "Show all" stays
+                                           str(approval["approval_id"]), ref.lang,
+                                           decide=False, show_all=cuts(shown, ref.lang)),
                                        link_preview_options=_NO_PREVIEW)
     except Exception as exc:  # the card was deleted, or is too old to edit: the reply says it
         log.info("telegram.card_edit_failed approval_id=%s: %s", approval["approval_id"], exc)

@@ -53,6 +53,7 @@ _JS_KEYS = {
     "pairingNone": "WEB_CHAT_PAIRING_NONE", "pairingDrop": "WEB_CHAT_PAIRING_DROP",
     "sessionsEmpty": "WEB_CHAT_SESSIONS_EMPTY", "toolResult": "WEB_CHAT_TOOL_RESULT",
     "activity": "WEB_CHAT_ACTIVITY", "cardTitle": "CARD_TITLE", "details": "CARD_DETAILS",
+    "valueSize": "CARD_VALUE_SIZE", "shownCut": "CARD_SHOWN_CUT",
     "undo": "UNDO_BUTTON", "undone": "UNDO_DONE_ITEM", "undoAlready": "UNDO_ALREADY",
     "undoFailed": "UNDO_FAILED", "pasteTooLong": "WEB_CHAT_PASTE_TOO_LONG",
     "pasteSendFit": "WEB_CHAT_PASTE_SEND_FIT", "notice": "WEB_CHAT_NOTICE",

@@ -48,11 +48,7 @@ export function cardElement(approval) {
     for (const path of paths) files.append(text("li", "", fill(approval.files[path] ? S.fileExists : S.fileNew, { path })));
     item.append(files);
   }
-  const details = document.createElement("details");
-  details.className = "card-details";
-  details.append(text("summary", "", S.details), text("p", "muted", approval.executor),
-                 text("pre", "", JSON.stringify(approval.args || {}, null, 2)));
-  item.append(details);
+  item.append(argumentDetails(approval, card));
   const buttons = document.createElement("div");
   buttons.className = "buttons";
   for (const [decision, label] of [["approve", S.approve], ["deny", S.deny]]) {
@@ -63,6 +59,31 @@ export function cardElement(approval) {
   }
   item.append(buttons);
   return item;
+}
+
+// Every argument whole (as text, never markup), each with its length; opened when the
+// sentences above quote a value shortened, so that nothing is cut silently.
+function argumentDetails(approval, card) {
+  const details = document.createElement("details");
+  details.className = "card-details";
+  details.append(text("summary", "", S.details), text("p", "muted", approval.executor));
+  const pairs = card.details || Object.entries(approval.args || {}).map(
+    ([name, value]) => [name, typeof value === "string" ? value : JSON.stringify(value)]);
+  for (const [name, value] of pairs) {
+    const whole = String(value);
+    const [chars, lines] = (card.sizes || {})[name] || [whole.length, whole.split("\n").length];
+    const arg = document.createElement("div");
+    arg.className = "card-arg";
+    arg.dataset.arg = name;
+    arg.append(text("p", "card-arg-name", `${name} · ${fill(S.valueSize, { chars, lines })}`),
+               text("pre", "card-arg-value", whole));
+    details.append(arg);
+  }
+  if (card.cut) {
+    details.prepend(text("p", "card-cut", S.shownCut));
+    details.open = true;
+  }
+  return details;
 }
 
 // A card in the conversation (an `approval` event of the turn on screen).
