@@ -37,7 +37,7 @@ def test_unsigned_then_signed(home: Path) -> None:
     assert all(
         not r["admitted"] and r["reason_key"] == "ERR_EXECUTOR_UNSIGNED" for r in rows.values()
     )
-    assert rows["fs_write"]["risk"] == "medium" and rows["fs_write"]["version"] == "0.1.0"
+    assert rows["fs_write"]["risk"] == "medium" and rows["fs_write"]["version"] == "0.1.1"
 
     failed = runner.invoke(app, ["verify"])
     assert failed.exit_code == 1
