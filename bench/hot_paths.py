@@ -5,6 +5,9 @@
 Each figure is a median over `--runs` runs, printed with its target; the script exits 1 when a
 median misses its target (a bench on a quiet machine, not a unit test on a loaded one):
 - the secret scanner (Law 2) on 1 MB of clean prose, and redacting a token hidden in it;
+- Law 2 on the model's traffic (`metnos.llm.outbound`): one request as a turn sends it (a
+  12 KB system prompt and 20 messages of history), and a 2 KB reply streamed in 4-character
+  deltas through the held stream;
 - the embedded planner (hassil intents, compiled once) per utterance;
 - the i18n language lint per text, once warm;
 - one `LLMPort.complete()` round trip to the scripted LLM on loopback (litellm included);
@@ -60,6 +63,31 @@ def scanner_figures(runs: int) -> dict[str, float]:
         hidden = {"content": PROSE + inst.owner_token}
         redact = timed(lambda: inst.scanner.redact(hidden), runs)
     return {"scanner find, 1 MB clean": clean, "scanner redact, 1 MB + a token": redact}
+
+
+def outbound_figures(runs: int) -> dict[str, float]:
+    from metnos.llm.outbound import Outbound
+
+    with tempfile.TemporaryDirectory(prefix="metnos-bench-outbound-") as tmp:
+        inst = make_instance(Path(tmp))
+        outbound = Outbound(inst.scanner)
+        system = {"role": "system", "content": PROSE[:12_000]}
+        history = [{"role": "user" if i % 2 else "assistant", "content": PROSE[i:i + 400]}
+                   for i in range(20)]
+        request = timed(lambda: outbound.request([system, *history]), runs * 4)
+        reply = PROSE[:2_000]
+
+        def streamed() -> None:
+            sink: list[str] = []
+            held = outbound.stream(sink.append)
+            for i in range(0, len(reply), 4):
+                held(reply[i:i + 4])
+            held.flush()
+            assert "".join(sink) == reply
+
+        stream = timed(streamed, runs * 4)
+    return {"Law 2 on a model request (12 KB prompt + 20 messages)": request,
+            "Law 2 on a 2 KB reply streamed in 4-char deltas": stream}
 
 
 def planner_per_call(runs: int) -> float:
@@ -132,6 +160,8 @@ def main() -> int:
     runs = parser.parse_args().runs
     figures = [(name, s, target) for (name, s), target in
                zip(scanner_figures(runs).items(), (0.5, 1.0), strict=True)]
+    figures += [(name, s, target) for (name, s), target in
+                zip(outbound_figures(runs).items(), (0.010, 0.100), strict=True)]
     figures += [
         ("embedded planner, per utterance", planner_per_call(runs), 0.020),
         ("i18n lint, per text (warm)", lint_per_call(runs), 0.2),
