@@ -56,7 +56,7 @@ def test_unsigned_then_signed(home: Path) -> None:
              if line.strip()}
     assert text.splitlines()[0].split() == ["Tool", "Version", "Risk", "Status", "Why"]
     assert lines["my_tool"] == "my_tool 0.1.0 low may run"
-    assert lines["fs_move"].startswith("fs_move 0.1.0 medium refused Executor fs_move is not "
+    assert lines["fs_move"].startswith("fs_move 0.1.1 medium refused Executor fs_move is not "
                                        "signed")
 
 
