@@ -24,6 +24,7 @@ from metnos import approvals, i18n, pairing
 from metnos.channels.render import render
 from metnos.channels.telegram.cards import CHANNEL, card, cuts, keyboard
 from metnos.channels.telegram.live import LiveReply, follow_deltas
+from metnos.channels.telegram.pairing_drop import tell_owner
 from metnos.channels.telegram.split import split_html
 from metnos.db import models
 from metnos.db.engine import session as db_session
@@ -60,6 +61,7 @@ async def handle_message(ch: TelegramChannel, message: Message) -> None:
         text = render(CHANNEL, "pairing", lang, message=admission.message(lang) or "",
                       code=admission.code or "")
         await send_html(ch, message.chat.id, text)
+        await tell_owner(ch, message.from_user, sender, admission.request_id)
         return
     if admission.status != "paired" or admission.user_id is None:
         return  # a pending request, or too many of them: nothing is said, nothing processed
