@@ -4,10 +4,10 @@ An unknown sender goes through DM pairing: the code is sent once per request and
 says is processed (the owner, when paired here, is told in their own chat, with a button to
 drop the request: `pairing_drop.py`). A paired sender's message becomes a turn of the
 gateway's runner; what the user forwards or quotes travels with it as untrusted data, never
-as their words. While the
-turn runs the chat shows "typing…" and the model's text streams into one message edited about
-once a second (`live.py`); approvals it waits for become cards with buttons; the reply (the
-prose, then what ran), split within Telegram's limit, replaces the streamed text at the end.
+as their words. While the turn runs the chat shows "typing…" and the model's text streams
+into one message edited about once a second (`live.py`); approvals it waits for become cards
+with buttons; the reply (the prose, then what ran), split within Telegram's limit, replaces
+the streamed text at the end.
 """
 
 from __future__ import annotations
