@@ -78,6 +78,7 @@ class Admission:
     code: str | None = field(default=None, repr=False)
     message_key: str | None = None
     message_vars: dict[str, Any] = field(default_factory=dict, repr=False)
+    request_id: str | None = None  # `code_sent`: the new request (the owner may drop it)
 
     def message(self, lang: str | None = None) -> str | None:
         """What the channel should say to the sender, or None (say nothing)."""
@@ -133,7 +134,7 @@ def _issue(db: Session, audit: AuditLog | None, channel: str, sender_id: str, no
            reason="MSG_PAIRING_CODE_SENT", outcome="code_sent", action_id=request.id)
     minutes = math.ceil(settings.pairing_code_ttl_s / 60)
     return Admission("code_sent", code=code, message_key="MSG_PAIRING_CODE_SENT",
-                     message_vars={"code": code, "minutes": minutes})
+                     message_vars={"code": code, "minutes": minutes}, request_id=request.id)
 
 
 def _unused_code(db: Session) -> str:
@@ -272,6 +273,15 @@ def drop(db: Session, *, channel: str | None = None, sender_id: str | None = Non
         _audit(audit, sender=dropper, channel=channel or "-", decision="deny",
                reason="ERR_PAIRING_NOT_PENDING", outcome="not_pending")
     return found
+
+
+def pending_request(db: Session, request_id: str,
+                    now: datetime | None = None) -> PairingRequest | None:
+    """The open, unexpired request `request_id`, or None."""
+    request = db.get(PairingRequest, request_id)
+    if request is None or request.status != "pending" or request.expires_at <= (now or utcnow()):
+        return None
+    return request
 
 
 def list_pending(db: Session, now: datetime | None = None) -> list[PairingRequest]:

@@ -66,10 +66,15 @@ class FakeTelegram(LoopbackServer):
     def push_message(self, user_id: int, text: str, *, chat_type: str = "private",
                      chat_id: int | None = None, forward: bool = False,
                      reply_to: str | None = None, quote: str | None = None,
-                     language_code: str | None = "it") -> int:
+                     language_code: str | None = "it", first_name: str | None = None,
+                     username: str | None = None) -> int:
         """A message from `user_id` (in its private chat unless `chat_type` says otherwise);
-        returns its message id."""
+        returns its message id. `first_name` / `username` replace the sender's defaults."""
         message = self._message(user_id, text, chat_type, chat_id, language_code)
+        if first_name is not None:
+            message["from"]["first_name"] = first_name
+        if username is not None:
+            message["from"]["username"] = username
         if forward:
             message["forward_origin"] = {"type": "hidden_user", "date": int(time.time()),
                                          "sender_user_name": "Someone Else"}

@@ -58,6 +58,12 @@ def buttons(call: Call) -> list[dict[str, Any]]:
     return [b for row in markup.get("inline_keyboard", []) for b in row]
 
 
+def card_buttons(call: Call) -> list[dict[str, Any]]:
+    """The buttons of a message that are not a pairing notice's Drop (the owner's chat gets
+    one for each stranger who asks to pair, a member paired in a test included)."""
+    return [b for b in buttons(call) if not str(b.get("callback_data", "")).startswith("pd:")]
+
+
 def shown_texts(tg: FakeTelegram, chat_id: int) -> list[str]:
     """What each message the bot sent to `chat_id` says now (its latest edit), in order:
     a streamed reply is sent at its first words and edited to its final text."""

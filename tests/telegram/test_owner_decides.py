@@ -25,7 +25,7 @@ from metnos.testing.telegram_server import Call, FakeTelegram
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import Home, MakeHome, served_app
 from tests.support.pg import free_port
-from tests.telegram.support import CODE, TOKEN, buttons
+from tests.telegram.support import CODE, TOKEN, buttons, card_buttons
 
 OWNER, MEMBER = 7101, 8202
 MEMBER_ID = f"telegram:{MEMBER}"
@@ -85,7 +85,7 @@ def _base(home: Home) -> str:
 def cards(tg: FakeTelegram, chat_id: int) -> list[Call]:
     title = i18n.get("CARD_TITLE", "en")
     return [c for c in tg.calls_of("sendMessage", chat_id) if title in str(
-        c.params.get("text")) or buttons(c)]
+        c.params.get("text")) or card_buttons(c)]
 
 
 def said(tg: FakeTelegram, chat_id: int) -> list[str]:
@@ -105,9 +105,9 @@ def _member_asks(home: Home, tg: FakeTelegram, llm: ScriptedLLM, ask: Ask,
     llm.enqueue_tool_call(ask.executor, ask.args)
     llm.enqueue_text(reply)
     tg.push_message(MEMBER, "please do it", language_code="en")
-    tg.wait_for(lambda t: any(buttons(c) for c in t.calls_of("sendMessage", OWNER)), 60,
+    tg.wait_for(lambda t: any(card_buttons(c) for c in t.calls_of("sendMessage", OWNER)), 60,
                 "the owner's card")
-    [card] = [c for c in tg.calls_of("sendMessage", OWNER) if buttons(c)]
+    [card] = [c for c in tg.calls_of("sendMessage", OWNER) if card_buttons(c)]
     approval_id = buttons(card)[0]["callback_data"].split(":")[1]
     return card, approval_id
 
@@ -216,7 +216,7 @@ def test_a_members_own_list_addition_is_theirs_to_approve(
     tg.wait_for(lambda t: any(buttons(c) for c in t.calls_of("sendMessage", MEMBER)), 60,
                 "the member's card")
     [card] = [c for c in tg.calls_of("sendMessage", MEMBER) if buttons(c)]
-    assert not [c for c in tg.calls_of("sendMessage", OWNER) if buttons(c)]
+    assert not [c for c in tg.calls_of("sendMessage", OWNER) if card_buttons(c)]
     tg.push_callback(MEMBER, buttons(card)[0]["callback_data"], card.result["message_id"],
                      language_code="en")
     tg.wait_for(lambda t: any("Milk is on the list." in x for x in said(t, MEMBER)), 60,

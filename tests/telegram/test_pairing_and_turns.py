@@ -76,7 +76,9 @@ async def test_group_messages_and_edits_are_ignored(
         await until(telegram, lambda t: bool(t.sent_texts(STRANGER + 1)), "the sentinel")
         pairing_lines = [ln for ln in audit_lines(home.path) if ln["action"] == "pairing"]
     sent = [c for c in telegram.calls if c.method in ("sendMessage", "sendChatAction")]
-    assert [str(c.params["chat_id"]) for c in sent] == [str(ANNA), str(STRANGER + 1)]
+    # Anna's code, the sentinel's, and Anna (the owner) told of the sentinel's request
+    assert [str(c.params["chat_id"]) for c in sent] == [str(ANNA), str(STRANGER + 1), str(ANNA)]
+    assert str(STRANGER + 1) in str(sent[-1].params["text"])
     assert scripted_llm.requests == []  # neither the group messages nor the edit made a turn
     # the pairing of ANNA (code sent) and the sentinel's: groups never reached pairing
     assert [ln["sender"] for ln in pairing_lines if ln["outcome"] == "code_sent"] == [

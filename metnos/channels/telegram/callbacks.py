@@ -1,6 +1,6 @@
 """A tap on an approval card's button (SPEC §4): accepted only from the approval's own user.
 (An Undo button under a reply goes to `undo.py`, a proposal's Accept / Dismiss to
-`proposals.py`.)
+`proposals.py`, a pairing request's Drop to `pairing_drop.py`.)
 
 The Telegram user is mapped to Metnos's user through their pairing; the decision then goes
 through the same function as `POST /api/approvals/{id}` (bound to the user, single-use,
@@ -22,6 +22,7 @@ from metnos.approvals import ApprovalError
 from metnos.channels.telegram.cards import CHANNEL, parse_button, parse_show_all
 from metnos.channels.telegram.conversation import close_card
 from metnos.channels.telegram.feedback import handle_feedback, parse_feedback
+from metnos.channels.telegram.pairing_drop import handle_drop, parse_drop
 from metnos.channels.telegram.proposals import handle_proposal, parse_proposal
 from metnos.channels.telegram.show_all import handle_show_all
 from metnos.channels.telegram.undo import handle_undo, parse_undo
@@ -49,6 +50,10 @@ async def handle_callback(ch: TelegramChannel, query: CallbackQuery) -> None:
     answer = parse_proposal(query.data)
     if answer is not None:  # Accept / Dismiss under a proposal
         await handle_proposal(ch, query, answer)
+        return
+    request_id = parse_drop(query.data)
+    if request_id is not None:  # "Drop" under a stranger's pairing request (the owner's)
+        await handle_drop(ch, query, request_id)
         return
     shown = parse_show_all(query.data)
     if shown is not None:  # "Show all" under a card: its arguments, whole

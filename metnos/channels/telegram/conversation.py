@@ -1,11 +1,13 @@
 """One private message, from admission to the reply (SPEC §4, §11).
 
 An unknown sender goes through DM pairing: the code is sent once per request and nothing it
-says is processed. A paired sender's message becomes a turn of the gateway's runner; what the
-user forwards or quotes travels with it as untrusted data, never as their words. While the
-turn runs the chat shows "typing…" and the model's text streams into one message edited about
-once a second (`live.py`); approvals it waits for become cards with buttons; the reply (the
-prose, then what ran), split within Telegram's limit, replaces the streamed text at the end.
+says is processed (the owner, when paired here, is told in their own chat, with a button to
+drop the request: `pairing_drop.py`). A paired sender's message becomes a turn of the
+gateway's runner; what the user forwards or quotes travels with it as untrusted data, never
+as their words. While the turn runs the chat shows "typing…" and the model's text streams
+into one message edited about once a second (`live.py`); approvals it waits for become cards
+with buttons; the reply (the prose, then what ran), split within Telegram's limit, replaces
+the streamed text at the end.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from metnos import approvals, i18n, pairing
 from metnos.channels.render import render
 from metnos.channels.telegram.cards import CHANNEL, card, cuts, keyboard
 from metnos.channels.telegram.live import LiveReply, follow_deltas
+from metnos.channels.telegram.pairing_drop import tell_owner
 from metnos.channels.telegram.split import split_html
 from metnos.db import models
 from metnos.db.engine import session as db_session
@@ -60,6 +63,7 @@ async def handle_message(ch: TelegramChannel, message: Message) -> None:
         text = render(CHANNEL, "pairing", lang, message=admission.message(lang) or "",
                       code=admission.code or "")
         await send_html(ch, message.chat.id, text)
+        await tell_owner(ch, message.from_user, sender, admission.request_id)
         return
     if admission.status != "paired" or admission.user_id is None:
         return  # a pending request, or too many of them: nothing is said, nothing processed
