@@ -74,3 +74,16 @@ def shown_texts(tg: FakeTelegram, chat_id: int) -> list[str]:
         if call.method == "sendMessage" or key in texts:
             texts[key] = str(call.params.get("text", ""))
     return list(texts.values())
+
+
+def said(tg: FakeTelegram, chat_id: int) -> list[str]:
+    """Every text sent or edited into the chat (a streamed reply is edited to its end)."""
+    return [str(c.params.get("text") or "") for c in tg.calls
+            if c.method in ("sendMessage", "editMessageText")
+            and str(c.params.get("chat_id")) == str(chat_id)]
+
+
+def answers(tg: FakeTelegram, query_id: str) -> list[Call]:
+    """The answers to one button tap (an alert, or the quiet acknowledgement)."""
+    return [c for c in tg.calls_of("answerCallbackQuery")
+            if c.params.get("callback_query_id") == query_id]

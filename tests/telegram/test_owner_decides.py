@@ -25,7 +25,7 @@ from metnos.testing.telegram_server import Call, FakeTelegram
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import Home, MakeHome, served_app
 from tests.support.pg import free_port
-from tests.telegram.support import CODE, TOKEN, buttons, card_buttons
+from tests.telegram.support import CODE, TOKEN, answers, buttons, card_buttons, said
 
 OWNER, MEMBER = 7101, 8202
 MEMBER_ID = f"telegram:{MEMBER}"
@@ -86,17 +86,6 @@ def cards(tg: FakeTelegram, chat_id: int) -> list[Call]:
     title = i18n.get("CARD_TITLE", "en")
     return [c for c in tg.calls_of("sendMessage", chat_id) if title in str(
         c.params.get("text")) or card_buttons(c)]
-
-
-def said(tg: FakeTelegram, chat_id: int) -> list[str]:
-    return [str(c.params.get("text") or "") for c in tg.calls
-            if c.method in ("sendMessage", "editMessageText")
-            and str(c.params.get("chat_id")) == str(chat_id)]
-
-
-def answers(tg: FakeTelegram, query_id: str) -> list[Call]:
-    return [c for c in tg.calls_of("answerCallbackQuery")
-            if c.params.get("callback_query_id") == query_id]
 
 
 def _member_asks(home: Home, tg: FakeTelegram, llm: ScriptedLLM, ask: Ask,

@@ -14,7 +14,7 @@ from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import Call, FakeTelegram
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import MakeHome
-from tests.telegram.support import buttons, pair, shown_texts, telegram_gateway, until
+from tests.telegram.support import answers, buttons, pair, shown_texts, telegram_gateway, until
 
 ANNA, BOB = 7001, 8002
 APPEND = {"path": "lists/spesa.md", "content": "eggs\nbutter\n", "mode": "append"}
@@ -34,11 +34,6 @@ def undo_buttons(tg: FakeTelegram, chat_id: int) -> list[tuple[int, str]]:
         found += [(message_id, b["callback_data"]) for b in buttons(c)
                   if parse_undo(b["callback_data"])]
     return found
-
-
-def answers(tg: FakeTelegram, query_id: str) -> list[Call]:
-    return [c for c in tg.calls_of("answerCallbackQuery")
-            if c.params.get("callback_query_id") == query_id]
 
 
 async def answer_to(tg: FakeTelegram, query_id: str) -> Call:
