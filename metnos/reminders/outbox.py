@@ -128,13 +128,6 @@ def claim(engine: Engine, outbox_ids: list[str]) -> list[str]:
         return [str(row[0]) for row in taken]
 
 
-def unclaim(engine: Engine, outbox_ids: list[str]) -> None:
-    """The channel did not take them after all (the socket closed): deliver them again."""
-    with session(engine) as db:
-        db.execute(update(Outbox).where(col(Outbox.id).in_(outbox_ids))
-                   .values(delivered_at=None))
-
-
 def runs_to_close(engine: Engine) -> list[Outbox]:
     """Cancelled rows whose Prefect run may still be scheduled."""
     with session(engine) as db:
