@@ -198,9 +198,9 @@ def test_a_failed_compile_leaves_the_old_catalog(compiled: tuple[Path, CompileRe
 
 
 @pytest.mark.parametrize(("query", "lang", "concept"), [
-    ("come funzionano i livelli di autonomia?", "it", "security#5"),
-    ("what are the autonomy levels?", "en", "security#5"),
-    ("come funziona la sandbox?", "it", "security#10"),
+    ("come funzionano i livelli di autonomia?", "it", "security#6"),
+    ("what are the autonomy levels?", "en", "security#6"),
+    ("come funziona la sandbox?", "it", "security#11"),
     ("what is a proto-mnest?", "en", "memory#2"),
     ("cosa sono i proto-mnest?", None, "memory#2"),  # either translation: the concept decides
 ])

@@ -132,7 +132,11 @@ async def test_a_pending_approval_comes_back_and_waits_for_you_on_a_phone(
             i18n.get("CARD_WHY_ASK_POLICY_MEDIUM_RISK", lang))
         up_front = " ".join(await card.locator(".card-action, .card-why").all_inner_texts())
         assert "fs_write" not in up_front and "rischio" not in up_front
-        await expect(card.locator("details pre")).to_be_hidden()  # the raw arguments: a toggle
+        # the sentence above had to cut the content: the details open by themselves and show
+        # it whole (never a silent cut), as text
+        await expect(card.locator("details")).to_have_attribute("open", "")
+        whole = card.locator("details pre", has_text="__pwned")
+        assert LONG.strip() in await whole.inner_text()
         await card.scroll_into_view_if_needed()
         await expect(page.locator("#text")).to_be_in_viewport()
         await expect(page.locator("#send")).to_be_in_viewport()
@@ -150,8 +154,11 @@ async def test_a_pending_approval_comes_back_and_waits_for_you_on_a_phone(
         await expect(waiting).to_be_visible()
         await expect(waiting.locator("h2")).to_have_text(i18n.get("WEB_CHAT_WAITING", lang))
         waiting_card = waiting.locator(".msg.card")
-        await waiting_card.locator("summary").click()
-        await expect(waiting_card.locator("details pre")).to_contain_text('"mode": "append"')
+        # a value the sentence cut: the details are open by themselves, each argument whole
+        await expect(waiting_card.locator("details")).to_have_attribute("open", "")
+        assert LONG.strip() in await waiting_card.locator(
+            "details pre", has_text="__pwned").inner_text()
+        await expect(waiting_card.locator("details pre", has_text="append")).to_have_count(1)
         await expect(waiting_card.locator("details")).to_contain_text("fs_write")
         await fresh.screenshot(path=str(tmp_path / "phone-waiting.png"), full_page=True)
         await waiting_card.get_by_role("button", name=i18n.get("WEB_CHAT_APPROVE", lang)).click()

@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, HTTPException
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
 from metnos import i18n
 from metnos.db.engine import session as db_session
@@ -44,7 +44,7 @@ class DropBody(BaseModel):
 
     channel: str | None = Field(None, min_length=1, max_length=256)
     sender_id: str | None = Field(None, min_length=1, max_length=256)
-    all: bool = False
+    all: StrictBool = False  # true or false only: 1 or "yes" is a 422, not a drop of all
 
 
 class PendingPublic(BaseModel):
