@@ -7,7 +7,6 @@ The models are data only: policy and sandbox act on them before any executor cod
 
 from __future__ import annotations
 
-import posixpath
 import re
 import tomllib
 from collections.abc import Mapping
@@ -25,6 +24,7 @@ from pydantic import (
 )
 
 from metnos.errors import ManifestError
+from metnos.executors.trust import fits, provable_trust, result_fits
 from metnos.llm.tools import ToolSpec
 from metnos.policy.args import JSON_TYPES
 from metnos.sandbox.profile import SandboxProfile
@@ -46,14 +46,6 @@ OutputType = Literal["path", "string", "integer", "number", "boolean", "array", 
 Scalar = str | int | float | bool
 
 _JSON_TYPES = {**JSON_TYPES, "object": "object"}  # outputs may also be objects
-_PY_TYPES: dict[str, tuple[type, ...]] = {
-    "path": (str,),
-    "string": (str,),
-    "integer": (int,),
-    "number": (int, float),
-    "boolean": (bool,),
-    "array": (list, tuple),
-}
 
 
 class _Model(BaseModel):
@@ -123,7 +115,7 @@ class InputSpec(_Model):
         if self.read_only is not None and self.enum is not None and not set(
                 self.read_only) <= set(self.enum):
             raise ValueError(f"read_only {list(self.read_only)} must be values of the enum")
-        if self.default is not None and not _fits(self.default, self.type):
+        if self.default is not None and not fits(self.default, self.type):
             raise ValueError(f"default {self.default!r} is not of type {self.type}")
         if self.enum is not None and self.default is not None and self.default not in self.enum:
             raise ValueError(f"default {self.default!r} is not one of {list(self.enum)}")
@@ -146,46 +138,6 @@ class InputSpec(_Model):
         if self.enum is not None:
             schema["enum"] = list(self.enum)
         return schema
-
-
-def _holds_no_text(out: OutputSpec) -> bool:
-    """Whether an output's declared shape admits no outside text."""
-    if out.echo is not None or out.type in ("integer", "number", "boolean"):
-        return True
-    if out.type == "string":
-        return out.enum is not None or out.kind in TRUSTED_STRING_KINDS
-    return False
-
-
-def _text_free(value: Any, out: OutputSpec, args: Mapping[str, Any]) -> bool:
-    """Whether `value` is what a text-free output declares (None: the output is absent)."""
-    if value is None:
-        return True
-    if out.echo is not None:  # the step's own argument given back, nothing more
-        given = args.get(out.echo)
-        if not isinstance(value, str) or not isinstance(given, str):
-            return value == given and isinstance(value, (int, float, bool))
-        return value == given or (out.type == "path"
-                                  and posixpath.normpath(value) == posixpath.normpath(given))
-    if out.enum is not None:
-        return value in out.enum and not isinstance(value, (list, dict))
-    if out.type == "string":
-        return isinstance(value, str) and bool(_FORMATTED_TIME.fullmatch(value))
-    return _fits(value, out.type) and not (isinstance(value, float) and value != value)
-
-
-# a formatted time, date or duration: digits and the separators ISO 8601 uses, nothing else
-_FORMATTED_TIME = re.compile(r"[0-9TZPWYMDHS:+.\- ]{1,40}")
-
-
-def _fits(value: Any, kind: str) -> bool:
-    if kind != "boolean" and isinstance(value, bool):
-        return False
-    return isinstance(value, _PY_TYPES[kind])
-
-
-# the output kinds whose strings the host can tell hold no outside text: a formatted time
-TRUSTED_STRING_KINDS = frozenset({"datetime", "date", "time", "duration"})
 
 
 class OutputSpec(_Model):
@@ -228,13 +180,9 @@ class Manifest(_Model):
     risk: Literal["low", "medium", "high"]
     reversible: bool
     side_effects: bool
-    # Law 3, taint by default: an executor's results are outside text (a file's content or
-    # name, a list item, a mail header, a fetched byte): data, never orders, and a turn that
-    # has read them asks before acting. Only `trusted_output = true` says otherwise, and only
-    # where `_trust_provable` can see from the declared outputs that no outside text fits in
-    # them (numbers, booleans, enums, formatted times, the step's own arguments given back:
-    # `echo`). `untrusted_output` is what manifests
-    # said before (opt-in taint): still read, it can only add taint, never remove it.
+    # Law 3, taint by default: results are outside text unless `trusted_output = true` and
+    # the declared outputs hold none (`metnos.executors.trust`). `untrusted_output` (the old
+    # opt-in taint) is still read: it can only add taint, never remove it.
     trusted_output: bool = False
     untrusted_output: bool | None = None
     # what the host carries out from the run's validated result (the executor itself changes
@@ -307,14 +255,7 @@ class Manifest(_Model):
             return self
         if self.untrusted_output:
             raise ValueError("trusted_output and untrusted_output contradict each other")
-        for name, out in self.outputs.items():
-            spec = self.inputs.get(out.echo) if out.echo is not None else None
-            if out.echo is not None and (spec is None or spec.type != out.type):
-                raise ValueError(f"outputs.{name}.echo must name an input of type {out.type}")
-        wordy = [name for name, out in self.outputs.items() if not _holds_no_text(out)]
-        if wordy:
-            raise ValueError(f"trusted_output: outputs {', '.join(wordy)} may carry outside "
-                             "text (only numbers, booleans, enums and formatted times may)")
+        provable_trust(self.inputs, self.outputs)
         return self
 
     @property
@@ -326,13 +267,7 @@ class Manifest(_Model):
         """Whether one run's result keeps to the declared text-free outputs (checked on each
         run of a `trusted_output` executor: a result that strays taints the turn anyway);
         `args`: the step's arguments, which an `echo` output must give back unchanged."""
-        if not isinstance(result, dict):
-            return False
-        for key, value in result.items():
-            out = self.outputs.get(key)
-            if out is None or not _holds_no_text(out) or not _text_free(value, out, args or {}):
-                return False
-        return True
+        return result_fits(result, self.outputs, args or {})
 
     @model_validator(mode="after")
     def _utterances_fit(self) -> Manifest:
