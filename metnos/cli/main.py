@@ -85,10 +85,12 @@ def serve() -> None:
         settings = get_settings()
         if not is_initialised(settings):
             raise MetnosError("ERR_HOME_NOT_INITIALISED", home=str(settings.home))
-        supervisor = Supervisor(settings)
+        supervisor = Supervisor(settings, say=lambda line: echo(line, err=True))
         supervisor.handle_signals()  # before start-up: a Ctrl-C there must stop what started
         try:
             urls = supervisor.start()
+            for line in supervisor.model_check_at_start(urls):  # the model check at start
+                echo(line, err=True)
             echo(msg("MSG_SERVE_READY", gateway=urls["gateway"],
                           prefect_ui=urls["prefect_ui"],
                           token=str(settings.owner_token_path)))

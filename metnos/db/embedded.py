@@ -138,6 +138,11 @@ class EmbeddedPostgres:
         """True when a live postmaster serves this data directory."""
         return self._postmaster() is not None
 
+    def postmaster_pid(self) -> int | None:
+        """The pid of the live postmaster serving this data directory, else None."""
+        found = self._postmaster()
+        return found[0] if found is not None else None
+
     # -- databases and URLs -------------------------------------------------------------
     def ensure_database(self, name: str) -> bool:
         """CREATE DATABASE `name` unless it exists; True when it was created."""

@@ -54,13 +54,19 @@ def tell_owner(engine: Engine, settings: Settings, asker: str, executor: str,
                args: Mapping[str, Any], turn_id: str | None = None,
                action_id: str | None = None) -> Outbox:
     """One notice to the owner: `asker` had `executor` run with `args`."""
-    where = destination(engine, settings, OWNER_USER_ID, _owner_chat(engine) or FALLBACK)
+    where = owner_destination(engine, settings)
     lang = settings.lang
     text = i18n.get("MSG_APPROVAL_MEMBER_CHANGED", lang, asker=asker,
                     action=action_sentence(executor, args, lang))
     return outbox.add(engine, Outbox(kind=KIND, user_id=OWNER_USER_ID, channel=where.channel,
                                      address=where.address, text=text, lang=lang,
                                      due_at=datetime.now(UTC), turn_id=turn_id))
+
+
+def owner_destination(engine: Engine, settings: Settings) -> Destination:
+    """The owner's preferred chat (`[notify] channel`, or the one they last wrote from);
+    their Telegram chat, else the CLI's notices, when none is known."""
+    return destination(engine, settings, OWNER_USER_ID, _owner_chat(engine) or FALLBACK)
 
 
 def _owner_chat(engine: Engine) -> Destination | None:

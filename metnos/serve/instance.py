@@ -9,19 +9,23 @@ the leftovers of a crash; `metnos doctor` to tell which processes run.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import psutil
 
 from metnos import durable
+from metnos.errors import MetnosError
 from metnos.settings import Settings
 
 log = logging.getLogger(__name__)
 
 RECORDS = "processes.json"
+LOCK = "serve.lock"
 SUPERVISOR = "supervisor"
 # the names records use, in start order (the supervisor first)
 NAMES = (SUPERVISOR, "watchdog", "postgres", "prefect-server", "gateway", "runner")
@@ -78,3 +82,54 @@ def write_records(settings: Settings, records: list[ProcessRecord]) -> None:
 def running(settings: Settings) -> list[ProcessRecord]:
     """The recorded processes that still run."""
     return [r for r in recorded(settings) if r.alive()]
+
+
+def record(settings: Settings, rec: ProcessRecord) -> None:
+    """Add (or replace) the record named `rec.name`, keeping the start order."""
+    others = [r for r in recorded(settings) if r.name != rec.name]
+    write_records(settings, sorted([*others, rec], key=_order))
+
+
+def forget(settings: Settings, name: str) -> None:
+    """Remove the record named `name` (a process that stopped)."""
+    current = recorded(settings)
+    kept = [r for r in current if r.name != name]
+    if len(kept) != len(current):
+        write_records(settings, kept)
+
+
+def _order(rec: ProcessRecord) -> int:
+    return NAMES.index(rec.name) if rec.name in NAMES else len(NAMES)
+
+
+class InstanceLock:
+    """`METNOS_HOME/run/serve.lock`, held (flock) for the supervisor's whole life.
+
+    The file holds the holder's pid, for the message a second `metnos serve` shows. The
+    descriptor is not inherited by the children, so the lock goes with the supervisor even
+    when it is killed and its children run on."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.path = run_dir(settings) / LOCK
+        self._fd: int | None = None
+
+    def acquire(self) -> None:
+        """Take the lock; MetnosError ERR_SERVE_ALREADY_RUNNING naming the holder's pid."""
+        durable.make_dir(self.path.parent)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise MetnosError("ERR_SERVE_ALREADY_RUNNING", pid=holder,
+                              home=str(self.path.parent.parent)) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+
+    def release(self) -> None:
+        if self._fd is not None:
+            os.ftruncate(self._fd, 0)
+            os.close(self._fd)  # closing the last descriptor releases the flock
+            self._fd = None

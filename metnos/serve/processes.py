@@ -7,12 +7,13 @@ commands (`python -m deployments.prefect_server`, `python -m deployments.serve`)
 
 from __future__ import annotations
 
+import ctypes
 import logging
 import os
 import signal
-import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -20,9 +21,24 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from metnos.errors import MetnosError
+from metnos.escape import terminal_line
+from metnos.serve.ports import holder
 from metnos.serve.prefect_access import AUTH_ENV, server_environment
 
 log = logging.getLogger(__name__)
+
+PR_SET_PDEATHSIG = 1  # <linux/prctl.h>
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform == "linux" else None
+
+
+def die_with_parent(parent: int) -> None:
+    """In a child between fork and exec: SIGTERM when the supervisor dies (Linux's
+    parent-death signal). Set, then the parent checked: had it died in between, the signal
+    would never come, so the child ends at once instead of running on unsupervised."""
+    if _LIBC is not None:
+        _LIBC.prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
 
 
 def base_environment() -> dict[str, str]:
@@ -45,21 +61,33 @@ class Service:
     health_url: str | None = None
     stop_timeout_s: float = 20.0
     process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    started_at: float = 0.0  # time.monotonic() of the last start
+
+    @property
+    def pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
 
     def start(self) -> None:
+        """Start it in its own session; it gets SIGTERM should the supervisor die."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        parent = os.getpid()
         with self.log_path.open("ab") as out:
             # Not an executor: a Metnos service of our own, with our own argv.
             self.process = subprocess.Popen(  # noqa: S603
                 self.argv, env=self.env, stdout=out, stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL, start_new_session=True,
+                preexec_fn=lambda: die_with_parent(parent),  # noqa: PLW1509 - prctl, getppid only
             )
+        self.started_at = time.monotonic()
         log.info("service.started name=%s pid=%s", self.name, self.process.pid)
 
-    def wait_healthy(self, timeout_s: float) -> None:
-        """Poll the health URL until it answers 200; raise with the log tail otherwise."""
+    def wait_healthy(self, timeout_s: float, stop: threading.Event | None = None) -> None:
+        """Poll the health URL until it answers 200; raise with the log tail otherwise (and
+        ERR_SERVE_INTERRUPTED when `stop` is set meanwhile)."""
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
+            if stop is not None and stop.is_set():
+                raise MetnosError("ERR_SERVE_INTERRUPTED")
             if self.process is not None and self.process.poll() is not None:
                 break
             if self.health_url and _answers(self.health_url):
@@ -119,11 +147,15 @@ def prefect_server(*, port: int, prefect_home: Path, database_url: str, log_path
 
 def ensure_port_free(service: str, port: int, host: str = "127.0.0.1") -> None:
     """Refuse to start a service whose port is taken: its health check would otherwise be
-    answered by whatever already listens there."""
-    with socket.socket() as sock:
-        sock.settimeout(1)
-        if sock.connect_ex((host, port)) == 0:
-            raise MetnosError("ERR_SERVICE_PORT_IN_USE", service=service, port=port)
+    answered by whatever already listens there. The holder is named when the system says
+    who it is (pid and command, made safe for the terminal)."""
+    found = holder(port, host)
+    if found is None:
+        return
+    if found.pid is None:
+        raise MetnosError("ERR_SERVICE_PORT_IN_USE", service=service, port=port)
+    raise MetnosError("ERR_SERVICE_PORT_HELD", service=service, port=port, pid=found.pid,
+                      command=terminal_line(found.command))
 
 
 def _answers(url: str) -> bool:

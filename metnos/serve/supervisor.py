@@ -1,9 +1,20 @@
 """`metnos serve`: one supervised process group (SPEC §1).
 
-Starts, in order: the embedded PostgreSQL (unless external URLs are set), the Prefect server
-with its UI on 127.0.0.1:4200 (unless PREFECT_API_URL is set), the gateway, and the
-deployment runner. On SIGTERM/SIGINT, or when any child dies, it stops them in the reverse
-order: the runner, the gateway (which drains running turns), the Prefect server, and
+Start: the instance lock (`METNOS_HOME/run/serve.lock`: a second `metnos serve` on the same
+home is refused, naming the running one's pid), the leftovers of a crashed run stopped
+(`leftovers.py`), every port checked (a foreign holder is named), then, in order: the
+embedded PostgreSQL (unless external URLs are set) and its watchdog, the Prefect server with
+its UI on 127.0.0.1:4200 (unless PREFECT_API_URL is set), the gateway, and the deployment
+runner. Each is recorded in `METNOS_HOME/run/processes.json` as it starts and forgotten as it
+stops; each child gets SIGTERM should the supervisor die (`processes.die_with_parent`), and the
+watchdog then stops PostgreSQL once the others have ended.
+
+A child that dies while it runs is restarted with backoff (1, 2, 4... up to 60 s; back to 1 s
+once it stayed up `STEADY_S`), one at a time, PostgreSQL first, then the gateway (it is what
+the family talks to), each waited healthy before the next; the owner gets a notice.
+
+On SIGTERM/SIGINT it stops them in the reverse order: the watchdog, the runner, the gateway
+(which drains running turns: `GATEWAY_STOP_S` covers its window), the Prefect server, and
 PostgreSQL last.
 """
 
@@ -15,28 +26,63 @@ import os
 import signal
 import sys
 import threading
+import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
+
+import psutil
 
 from metnos import i18n
 from metnos.db.embedded import EmbeddedPostgres
 from metnos.db.engine import embedded_postgres, prefect_database_url, uses_embedded
 from metnos.errors import MetnosError
 from metnos.home import ensure_prefect_credential
+from metnos.serve import instance
+from metnos.serve.instance import SUPERVISOR, InstanceLock, ProcessRecord
+from metnos.serve.leftovers import stop_leftovers
+from metnos.serve.notice import tell_owner_restarted
+from metnos.serve.ports import instance_ports
 from metnos.serve.prefect_access import client_environment, read_credential, ui_url
 from metnos.serve.processes import Service, base_environment, ensure_port_free, prefect_server
 from metnos.settings import Settings
 
 log = logging.getLogger(__name__)
 
+GATEWAY_STOP_S = 45.0  # the gateway's drain window (30 s) and its own stop
+GATEWAY_START_S = 120.0
+BACKOFF_FIRST_S = 1.0
+BACKOFF_MAX_S = 60.0
+STEADY_S = 600.0  # up this long: its next death starts the backoff again at 1 s
+POSTGRES = "postgres"
+RESTART_ORDER = (POSTGRES, "gateway", "prefect-server", "runner", "watchdog")
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
+@dataclass
+class _Pending:
+    """A child that died: restarted once `not_before` (time.monotonic) has come."""
+
+    died_at: datetime
+    not_before: float
+
 
 @dataclass
 class Supervisor:
     settings: Settings
+    say: Callable[[str], None] = _stderr  # one line for the person who ran `metnos serve`
     services: list[Service] = field(default_factory=list)
     postgres: EmbeddedPostgres | None = None
     _stop: threading.Event = field(default_factory=threading.Event)
+    _lock: InstanceLock | None = None
+    _pending: dict[str, _Pending] = field(default_factory=dict)
+    _failures: dict[str, int] = field(default_factory=dict)
+    _postgres_started_at: float = 0.0
 
     @property
     def log_dir(self) -> Path:
@@ -45,16 +91,30 @@ class Supervisor:
     def start(self) -> dict[str, str]:
         """Start everything; returns the addresses to show the user."""
         s = self.settings
+        lock = InstanceLock(s)
+        lock.acquire()  # raises ERR_SERVE_ALREADY_RUNNING: then nothing here is ours to stop
+        self._lock = lock
+        instance.record(s, ProcessRecord.of(SUPERVISOR, os.getpid()))
+        own_prefect = not os.environ.get("PREFECT_API_URL")
+        embedded = uses_embedded(s)
+        pg = embedded_postgres(s) if embedded else None
+        stopped = stop_leftovers(s, pg)
+        instance.record(s, ProcessRecord.of(SUPERVISOR, os.getpid()))
+        if stopped:
+            log.warning("serve.leftovers_stopped names=%s", ",".join(stopped))
+            self.say(i18n.get("MSG_SERVE_LEFTOVERS_STOPPED", names=", ".join(stopped)))
+        for name, port in instance_ports(s, embedded_db=embedded, own_prefect=own_prefect).items():
+            ensure_port_free(name, port)
         env = base_environment()
         env["METNOS_HOME"] = str(s.home)
-        ensure_port_free("gateway", s.gateway.port)
-        if not os.environ.get("PREFECT_API_URL"):
-            ensure_port_free("prefect-server", s.prefect.port)
-        if uses_embedded(s):
-            self.postgres = embedded_postgres(s)
-            self.postgres.start()
+        if pg is not None:
+            self.postgres = pg
+            self._start_postgres()
+            self._launch(Service("watchdog", [sys.executable, "-m", "metnos.serve.watchdog",
+                                              str(os.getpid())], env,
+                                 self.log_dir / "watchdog.log", stop_timeout_s=5.0), None)
         urls = {"gateway": f"http://{s.gateway.host}:{s.gateway.port}"}
-        if not os.environ.get("PREFECT_API_URL"):
+        if own_prefect:
             ensure_prefect_credential(s)  # an instance set up before the credential existed
             server = prefect_server(port=s.prefect.port, prefect_home=s.prefect_home,
                                     database_url=prefect_database_url(s),
@@ -67,12 +127,18 @@ class Supervisor:
         env.update(client_environment(s))  # gateway and runner talk to Prefect with it
         gateway = Service("gateway", [sys.executable, "-m", "flows.gateway"], env,
                           self.log_dir / "gateway.log", health_url=f"{urls['gateway']}/healthz",
-                          stop_timeout_s=35.0)
-        self._launch(gateway, 120.0)
+                          stop_timeout_s=GATEWAY_STOP_S)
+        self._launch(gateway, GATEWAY_START_S)
         runner = Service("runner", [sys.executable, "-m", "deployments.serve"], env,
                          self.log_dir / "runner.log", stop_timeout_s=20.0)
         self._launch(runner, None)
         return urls
+
+    def model_check_at_start(self, urls: dict[str, str]) -> list[str]:
+        """THE PLACE FOR THE MODEL CHECK AT START: called after `start()` (the gateway is
+        healthy), before the "ready" banner; the lines it returns are shown then. Empty for
+        now: the lead wires `metnos.llm.health.check_model` in here."""
+        return []
 
     @staticmethod
     def sandbox_ok(gateway_url: str) -> bool:
@@ -92,26 +158,101 @@ class Supervisor:
         if self._stop.is_set():
             raise MetnosError("ERR_SERVE_INTERRUPTED")
         self.services.append(service)
-        service.start()
-        if healthy_within_s is not None:
-            service.wait_healthy(healthy_within_s)
+        self._start(service, healthy_within_s)
 
+    def _start(self, service: Service, healthy_within_s: float | None) -> None:
+        service.start()
+        self._record(service.name, service.pid)
+        if healthy_within_s is not None:
+            service.wait_healthy(healthy_within_s, self._stop)
+
+    def _start_postgres(self) -> None:
+        assert self.postgres is not None
+        self.postgres.start()
+        self._postgres_started_at = time.monotonic()
+        self._record(POSTGRES, self.postgres.postmaster_pid())
+
+    def _record(self, name: str, pid: int | None) -> None:
+        if pid is None:
+            return
+        try:
+            instance.record(self.settings, ProcessRecord.of(name, pid))
+        except psutil.Error:  # gone already: the watch loop finds it dead
+            log.warning("serve.record_failed name=%s pid=%s", name, pid)
+
+    # -- while running --------------------------------------------------------------------
     def wait(self) -> int:
-        """Block until a signal arrives or a child dies; 0 on a requested stop."""
+        """Block until a signal arrives, restarting the children that die; 0 then."""
         while not self._stop.wait(1.0):
-            dead = [svc for svc in self.services if not svc.running()]
-            if dead:
-                for svc in dead:
-                    log.error("service.died name=%s log=%s", svc.name, svc.log_path)
-                    print(i18n.get("ERR_SERVICE_DIED", name=svc.name, log=str(svc.log_path)),
-                          file=sys.stderr)
-                return 1
+            self._notice_deaths()
+            self._restart_next()
         return 0
 
+    def _notice_deaths(self) -> None:
+        now = time.monotonic()
+        for svc in self.services:
+            if svc.name not in self._pending and not svc.running():
+                self._died(svc.name, svc.started_at, str(svc.log_path), now)
+        pg = self.postgres
+        if pg is not None and POSTGRES not in self._pending and not pg.is_running():
+            self._died(POSTGRES, self._postgres_started_at, str(pg.log_file), now)
+
+    def _died(self, name: str, started_at: float, log_path: str, now: float) -> None:
+        if now - started_at >= STEADY_S:
+            self._failures[name] = 0
+        failures = self._failures.get(name, 0)
+        delay = min(BACKOFF_FIRST_S * 2 ** failures, BACKOFF_MAX_S)
+        self._failures[name] = failures + 1
+        self._pending[name] = _Pending(datetime.now(UTC), now + delay)
+        instance.forget(self.settings, name)
+        log.error("service.died name=%s log=%s restart_in_s=%.0f", name, log_path, delay)
+        self.say(i18n.get("MSG_SERVICE_DIED_RESTARTING", name=name, log=log_path,
+                          seconds=f"{delay:.0f}"))
+
+    def _restart_next(self) -> None:
+        """One restart at a time, in `RESTART_ORDER`: a later one waits for an earlier."""
+        name = next((n for n in RESTART_ORDER if n in self._pending), None)
+        if name is None or self._pending[name].not_before > time.monotonic():
+            return
+        pending = self._pending[name]
+        svc = next((s for s in self.services if s.name == name), None)
+        try:
+            if name == POSTGRES:
+                self._start_postgres()
+            elif svc is not None:
+                self._start(svc, GATEWAY_START_S if name == "gateway"
+                            else self.settings.prefect.startup_timeout_s
+                            if svc.health_url else None)
+        except MetnosError as exc:  # not healthy in time: stopped, and tried again later
+            log.error("service.restart_failed name=%s: %s", name, exc)
+            if svc is not None:
+                svc.stop()
+            del self._pending[name]
+            now = time.monotonic()
+            self._died(name, now, str(svc.log_path) if svc else name, now)
+            self._pending[name].died_at = pending.died_at
+            return
+        del self._pending[name]
+        log.warning("service.restarted name=%s", name)
+        self.say(i18n.get("MSG_SERVICE_RESTARTED", name=name))
+        tell_owner_restarted(self.settings, name, pending.died_at)
+
+    # -- stop -----------------------------------------------------------------------------
     def stop(self) -> None:
-        for service in reversed(self.services):
+        """The watchdog first (so nothing is stopped twice), then the others in reverse
+        order, PostgreSQL last; each record forgotten as it stops."""
+        self._stop.set()
+        if self._lock is None:
+            return  # another supervisor runs this home: nothing here is ours
+        first = [svc for svc in self.services if svc.name == "watchdog"]
+        for service in [*first, *reversed([s for s in self.services if s not in first])]:
             service.stop()
+            instance.forget(self.settings, service.name)
         self.services.clear()
         if self.postgres is not None:
             self.postgres.stop()
+            instance.forget(self.settings, POSTGRES)
             self.postgres = None
+        instance.forget(self.settings, SUPERVISOR)
+        self._lock.release()
+        self._lock = None
