@@ -223,7 +223,7 @@ class Supervisor:
                 self._start(svc, GATEWAY_START_S if name == "gateway"
                             else self.settings.prefect.startup_timeout_s
                             if svc.health_url else None)
-        except MetnosError as exc:  # not healthy in time: stopped, and tried again later
+        except (MetnosError, OSError) as exc:  # not healthy in time: stopped, tried later
             log.error("service.restart_failed name=%s: %s", name, exc)
             if svc is not None:
                 svc.stop()

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -272,3 +273,42 @@ def test_a_foreign_process_on_a_port_is_named(set_up_home: dict[str, str],
     assert f"port {port} is already in use by another program" in refused.stderr
     assert f"pid {foreign.pid}" in refused.stderr and "http.server" in refused.stderr
     assert processes_of(Path(env["METNOS_HOME"])) == {}  # nothing was started, nor left
+
+
+class Said:
+    """What `metnos serve` prints from now on, read from its pipe's descriptor (unbuffered:
+    the text wrapper `wait_ready` used may hold lines of the tests before)."""
+
+    def __init__(self, served: ServedInstance) -> None:
+        assert served.process.stdout is not None
+        self.fd = served.process.stdout.fileno()
+        while select.select([self.fd], [], [], 0.2)[0] and os.read(self.fd, 65536):
+            pass  # what was printed before
+        self.pending = ""
+
+    def next(self, needle: str, within_s: float = BACK_WITHIN_S) -> str:
+        """The next line that holds `needle` (waits for it)."""
+        deadline = time.monotonic() + within_s
+        while True:
+            while "\n" in self.pending:
+                line, self.pending = self.pending.split("\n", 1)
+                if needle in line:
+                    return line
+            assert time.monotonic() < deadline, f"metnos serve did not say {needle!r}"
+            if select.select([self.fd], [], [], 0.5)[0]:
+                self.pending += os.read(self.fd, 65536).decode(errors="replace")
+
+
+def test_a_child_that_dies_again_waits_longer_before_its_restart(
+        served: ServedInstance) -> None:
+    assert_one_of_each(served.home)
+    said = Said(served)
+    delays = []
+    for _ in range(2):
+        gateway = records(served.home)["gateway"]
+        os.kill(gateway.pid, signal.SIGKILL)
+        line = said.next("The gateway service stopped unexpectedly")
+        delays.append(int(line.rsplit("restarting it in ", 1)[1].split(" ")[0]))
+        said.next("The gateway service is running again", within_s=120)
+    assert delays[1] == 2 * delays[0], delays  # 1, 2, 4... s
+    assert_one_of_each(served.home)
