@@ -40,7 +40,7 @@ def doctor(
         if problems:
             echo_line(msg("MSG_DOCTOR_PROBLEMS", count=len(problems)))
         elif unchecked:
-            echo_line(msg("MSG_DOCTOR_WELL_UNCHECKED", count=len(unchecked)))
+            echo_line(msg("MSG_DOCTOR_WELL_NOTES", count=len(unchecked)))
         else:
             echo_line(msg("MSG_DOCTOR_WELL"))
     if problems:

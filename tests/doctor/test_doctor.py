@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -29,6 +31,9 @@ from metnos.serve import instance
 from metnos.settings import Settings
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.serve_process import METNOS, instance_env, served_instance
+from tests.support.tutor_catalog import compiled_catalog, install_catalog
+
+__all__ = ["compiled_catalog"]  # the session's compiled catalog, a fixture
 
 SCREEN_LINES = 25
 
@@ -194,6 +199,52 @@ def test_leftovers_of_a_crash_are_named_with_the_way_out(env: dict[str, str]) ->
     assert f"Leftovers of a crash are still running without their supervisor: gateway " \
            f"({child.pid})." in out.stdout
     assert "Run: metnos serve (it stops the leftovers first, then starts)." in out.stdout
+
+
+def test_a_hostile_command_line_cannot_act_on_the_terminal(env: dict[str, str]) -> None:
+    port = int(env["METNOS_GATEWAY_PORT"])
+    hostile = "\x1b]0;owned\x07\x1b[2J\u202eevil"
+    child = subprocess.Popen([hostile, "-c", LISTEN, str(port)], executable=sys.executable,
+                             stdout=subprocess.PIPE)  # the hostile text as its argv[0]
+    try:
+        assert child.stdout is not None and child.stdout.readline()
+        out = doctor(env)
+    finally:
+        child.kill()
+        child.wait()
+    line = next(ln for ln in out.stdout.splitlines() if f"Port {port}" in ln)
+    assert f"pid {child.pid}, " in line and "evil" in line
+    assert not any(c in out.stdout for c in ("\x1b", "\x07", "\u202e"))
+
+
+def test_the_tutor_catalog_verified_then_refused(env: dict[str, str],
+                                                 compiled_catalog: Path) -> None:
+    home = Path(env["METNOS_HOME"])
+    install_catalog(compiled_catalog, home)
+    tutor = findings(env)["tutor"]
+    assert tutor["ok"] is True and tutor["line"].startswith("The Tutor's catalog is verified")
+    with sqlite3.connect(home / "tutor" / "catalog.sqlite") as db:
+        db.execute("UPDATE sections SET text = text || '!' WHERE rowid = 1")
+    tutor = findings(env)["tutor"]
+    assert tutor["ok"] is False and "refused" in tutor["line"]
+    assert tutor["fix"] == "Run: metnos tutor compile"
+
+
+def test_what_undo_keeps_is_counted_and_a_readable_password_named(env: dict[str, str]) -> None:
+    settings = settings_of(env)
+    (settings.workspace / ".trash" / "a1").mkdir(parents=True)
+    (settings.workspace / ".trash" / "a1" / "old.bin").write_bytes(os.urandom(300_000))
+    (settings.state_dir / "before" / "a2").mkdir(parents=True)
+    (settings.state_dir / "before" / "a2" / "copy.bin").write_bytes(os.urandom(2_000_000))
+    credential = settings.secrets_dir / "prefect.auth"
+    credential.chmod(0o644)
+    found = findings(env)
+    assert found["disk"]["ok"] is True
+    assert re.match(r"Trash 3\d\d\.\d kB, before-records 2\.\d MB; [\d.]+ [GMT]B free",
+                    found["disk"]["line"]), found["disk"]["line"]
+    assert found["prefect-credential"]["ok"] is False
+    assert "can be read by other users (mode 0o644)" in found["prefect-credential"]["line"]
+    assert found["prefect-credential"]["fix"] == f"Run: chmod 600 {credential}"
 
 
 LISTEN = ("import socket, sys, time\ns = socket.socket()\n"
