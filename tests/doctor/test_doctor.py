@@ -134,6 +134,19 @@ def test_the_right_key_passes(env: dict[str, str]) -> None:
     assert "The language model openai/scripted is answering." in out.stdout
 
 
+def test_a_model_that_never_answers_does_not_hold_the_doctor(env: dict[str, str]) -> None:
+    """A server that accepts the connection and says nothing: the model check is bounded, so
+    the command ends (within the subprocess's 60 s, the issue's generous bound) and says so."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)  # never accepted: the kernel completes the handshake, nobody answers
+        found = findings({**env, "METNOS_LLM_MODEL": "openai/scripted",
+                          "METNOS_LLM_API_BASE": f"http://127.0.0.1:{silent.getsockname()[1]}/v1",
+                          "METNOS_LLM_API_KEY": "k"})
+    assert found["model"]["ok"] is not True
+    assert found["sandbox"]["ok"] is True and found["audit"]["ok"] is True  # the rest ran
+
+
 def test_a_port_taken_by_a_foreign_process_is_named(env: dict[str, str]) -> None:
     port = int(env["METNOS_GATEWAY_PORT"])
     with socket.socket() as sock:
