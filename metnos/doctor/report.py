@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from metnos.doctor.credential import check_credential
 from metnos.doctor.finding import Finding, text
+from metnos.doctor.gateway import check_gateway
 from metnos.doctor.instance import check_ports, check_processes
 from metnos.doctor.probes import check_model, check_sandbox
 from metnos.doctor.stores import check_audit, check_disk, check_tutor
@@ -42,7 +43,8 @@ async def _diagnose(settings: Settings, lang: str | None) -> list[Finding]:
         ("model", _one(check_model(settings, lang), MODEL_BOUND_S)),
     ]
     if ready:
-        jobs[1:1] = [("processes", _one(_thread(lambda: check_processes(settings, lang))))]
+        jobs[1:1] = [("processes", _one(_thread(lambda: check_processes(settings, lang)))),
+                     ("gateway", _one(check_gateway(settings, lang)))]
         jobs += [
             ("prefect-credential", _one(check_credential(settings, lang))),
             ("tutor", _one(_thread(lambda: check_tutor(settings, lang)))),
@@ -72,8 +74,10 @@ def _outcome(name: str, result: list[Finding] | BaseException, lang: str | None
     return result
 
 
-async def _one(check: Awaitable[Finding], bound_s: float = BOUND_S) -> list[Finding]:
-    return [await asyncio.wait_for(check, bound_s)]
+async def _one(check: Awaitable[Finding | None], bound_s: float = BOUND_S) -> list[Finding]:
+    """The finding of `check` (none when it did not apply), within `bound_s`."""
+    found = await asyncio.wait_for(check, bound_s)
+    return [] if found is None else [found]
 
 
 async def _bounded(check: Awaitable[list[Finding]]) -> list[Finding]:

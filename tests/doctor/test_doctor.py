@@ -276,4 +276,6 @@ def test_a_running_instance_is_healthy_and_its_prefect_password_works() -> None:
                 in out.stdout)
         assert ("The Prefect server accepts this instance's password and refuses anyone "
                 "without it.") in out.stdout
+        assert ("✓ The gateway answers: its sandbox, database, Prefect server and runner are "
+                "fine.") in out.stdout
         assert out.stdout.splitlines()[-1].startswith("All is well")
