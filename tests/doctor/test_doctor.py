@@ -14,6 +14,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -30,10 +31,9 @@ from metnos.sandbox.bwrap import find_bwrap
 from metnos.serve import instance
 from metnos.settings import Settings
 from metnos.testing.llm_server import ScriptedLLM
-from tests.support.serve_process import METNOS, instance_env, served_instance
-from tests.support.tutor_catalog import compiled_catalog, install_catalog
-
-__all__ = ["compiled_catalog"]  # the session's compiled catalog, a fixture
+from tests.support.pg import TestPostgres
+from tests.support.serve_process import METNOS, instance_env, served_instance, wait_ready
+from tests.support.tutor_catalog import install_catalog
 
 SCREEN_LINES = 25
 
@@ -279,3 +279,54 @@ def test_a_running_instance_is_healthy_and_its_prefect_password_works() -> None:
         assert ("✓ The gateway answers: its sandbox, database, Prefect server and runner are "
                 "fine.") in out.stdout
         assert out.stdout.splitlines()[-1].startswith("All is well")
+
+
+@pytest.mark.timeout(600)
+def test_a_gateway_running_without_its_sandbox_is_named(pg_server: TestPostgres,
+                                                        prefect_api: str) -> None:
+    """`metnos serve` started where user namespaces are refused (an outer bubblewrap with
+    --disable-userns; the session's PostgreSQL and Prefect, since an embedded PostgreSQL
+    cannot change user there): its gateway runs with a failed canary. The doctor, outside,
+    finds the sandbox working now and says the gateway still runs without it, and the fix."""
+    root = Path(tempfile.mkdtemp(prefix="metnos-doctor-"))
+    env = instance_env(root, METNOS_LANG="en", PREFECT_API_URL=prefect_api,
+                       METNOS_DATABASE_URL=pg_server.url(pg_server.fresh_database()),
+                       PREFECT_SERVER_DATABASE_CONNECTION_URL=pg_server.url(
+                           pg_server.fresh_database(), driver="asyncpg"))  # no embedded PG
+    if os.environ.get("PREFECT_API_AUTH_STRING"):
+        env["PREFECT_API_AUTH_STRING"] = os.environ["PREFECT_API_AUTH_STRING"]
+    no_userns = [str(find_bwrap()), "--dev-bind", "/", "/", "--unshare-user",
+                 "--disable-userns", "--"]
+    proc: subprocess.Popen[str] | None = None
+    try:
+        init = subprocess.run([*METNOS, "init"], env=env, capture_output=True, text=True,
+                              timeout=180)
+        assert init.returncode == 0, init.stdout + init.stderr
+        proc = subprocess.Popen([*no_userns, *METNOS, "serve"], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                start_new_session=True)
+        wait_ready(proc)
+        out = doctor(env)
+    finally:
+        if proc is not None:
+            _stop_served(proc, env)
+        shutil.rmtree(root, ignore_errors=True)
+    assert out.returncode == 1, out.stdout
+    assert "✓ The sandbox passed its safety check" in out.stdout, out.stdout  # the doctor's
+    assert ("✗ The gateway answers, but: its sandbox failed the check at its start, so only "
+            "the tools that change nothing run.") in out.stdout
+    assert "then restart metnos serve: the gateway checks the sandbox only when it starts" \
+        in out.stdout
+
+
+def _stop_served(proc: subprocess.Popen[str], env: dict[str, str]) -> None:
+    """SIGTERM to the supervisor this test started (bubblewrap does not pass signals on)."""
+    settings = Settings(home=Path(env["METNOS_HOME"]))
+    for record in instance.running(settings):
+        if record.name == instance.SUPERVISOR:
+            os.kill(record.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=90)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
