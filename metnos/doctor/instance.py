@@ -23,6 +23,8 @@ PORT_SETTINGS = {
     "postgres": ("[database] port", "METNOS_DATABASE_PORT"),
 }
 
+LOGS = {"postgres": "pg/postgres.log"}  # where a process's log is, when not logs/<name>.log
+
 
 def own_prefect() -> bool:
     """True when Metnos runs its own Prefect server (PREFECT_API_URL not set)."""
@@ -85,7 +87,7 @@ def check_processes(settings: Settings, lang: str | None) -> Finding:
                        text("DOCTOR_PROCESSES_LEFTOVERS", lang, processes=_listed(alive)),
                        text("DOCTOR_FIX_LEFTOVERS", lang))
     if dead:
-        logs = ", ".join(f"logs/{r.name}.log" for r in dead)
+        logs = ", ".join(LOGS.get(r.name, f"logs/{r.name}.log") for r in dead)
         return Finding("processes", False,
                        text("DOCTOR_PROCESSES_MISSING", lang, pid=supervisor.pid,
                             missing=", ".join(r.name for r in dead)),
