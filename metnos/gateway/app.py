@@ -25,6 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from metnos import i18n
 from metnos.channels.telegram import start_telegram
 from metnos.errors import MetnosError
+from metnos.gateway.drain import Drain, drain
 from metnos.gateway.invalid import body_lang, problems
 from metnos.gateway.routes import (
     approvals,
@@ -62,11 +63,12 @@ TurnRunner = Callable[[TurnService, TurnContext], Awaitable[None]]
 Resumer = Callable[[str, dict[str, Any]], Awaitable[None]]
 # ends the Prefect flow runs of turns a dead gateway left open (their ids), at start-up
 RunCloser = Callable[[list[str]], Awaitable[None]]
-DRAIN_TIMEOUT_S = 30.0
 
 
 async def plain_runner(service: TurnService, ctx: TurnContext) -> None:
     """Run a turn as plain function calls, without Prefect."""
+    if ctx.closed:  # failed as it opened: nothing to run
+        return
     try:
         reply = await run_pipeline(service, ctx)
         await service.close_turn(ctx, reply, "completed")
@@ -104,10 +106,11 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         log.info("gateway.ready executors=%d sandbox_ok=%s",
                  len(service.registry.admitted), service.sandbox_ok)
         yield
+        # a process stop drains while still listening (flows.gateway); this one is for a
+        # server stopped without it: nothing is left running or open either way (SPEC §1)
+        await drain(app.state, settings.gateway.drain_s)
         if telegram is not None:
             await telegram.stop()
-        if background:  # drain running turns before the process stops (SPEC §1)
-            await asyncio.wait(background, timeout=DRAIN_TIMEOUT_S)
         service.audit.close()
         service.engine.dispose()
         if store is not None:
@@ -118,6 +121,9 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
                   docs_url=None, redoc_url=None, responses=COMMON_ERRORS)
     app.state.runner = runner or plain_runner
     app.state.resumer = resumer  # None: a turn waits by polling the database (plain path)
+    app.state.close_runs = close_runs
+    app.state.background = background  # the turns (and scheduled runs) in flight
+    app.state.drain = Drain()
 
     def launch(coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
