@@ -38,8 +38,6 @@ _TURN: ContextVar[_Turn] = ContextVar("metnos_turn")
 async def run_turn(service: TurnService, ctx: TurnContext) -> None:
     """Entry point for the gateway: run the flow for a turn already opened by `service`.
     The head start (conversation, first model call) runs while Prefect creates the run."""
-    if ctx.closed:  # failed as it opened: nothing to run
-        return
     head = asyncio.create_task(head_start(service, ctx))
     _TURN.set((service, ctx, head))
     try:

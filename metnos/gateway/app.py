@@ -9,6 +9,7 @@ an executor itself.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sqlite3
 import threading
@@ -67,8 +68,6 @@ RunCloser = Callable[[list[str]], Awaitable[None]]
 
 async def plain_runner(service: TurnService, ctx: TurnContext) -> None:
     """Run a turn as plain function calls, without Prefect."""
-    if ctx.closed:  # failed as it opened: nothing to run
-        return
     try:
         reply = await run_pipeline(service, ctx)
         await service.close_turn(ctx, reply, "completed")
@@ -119,7 +118,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
 
     app = FastAPI(title="Metnos", version="0.1.0", lifespan=lifespan,
                   docs_url=None, redoc_url=None, responses=COMMON_ERRORS)
-    app.state.runner = runner or plain_runner
+    app.state.runner = _open_only(runner or plain_runner)
     app.state.resumer = resumer  # None: a turn waits by polling the database (plain path)
     app.state.close_runs = close_runs
     app.state.background = background  # the turns (and scheduled runs) in flight
@@ -154,6 +153,15 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.add_middleware(HostGuard, allowed_hosts=settings.gateway.allowed_hosts,
                        max_body_bytes=max_body)
     return app
+
+
+def _open_only(runner: TurnRunner) -> TurnRunner:
+    """`runner` for a turn still open: one that failed as it opened has nothing to run."""
+    @functools.wraps(runner)
+    async def run(service: TurnService, ctx: TurnContext) -> None:
+        if not ctx.closed:
+            await runner(service, ctx)
+    return run
 
 
 def _message_store(settings: Settings) -> MessageStore | None:

@@ -28,8 +28,8 @@ log = logging.getLogger(__name__)
 
 KEY = "ERR_GATEWAY_DRAINING"
 RETRY_AFTER_S = 30  # a stop and start of Metnos takes about this long
-CANCEL_WAIT_S = 5.0  # how long cancelled turns get to unwind before they are recorded
-CLOSE_RUNS_S = 10.0  # ending their Prefect runs, at most
+CANCEL_WAIT_S = 3.0  # how long cancelled turns get to unwind before they are recorded
+CLOSE_RUNS_S = 5.0  # ending their Prefect runs, at most
 
 
 class Drain:
