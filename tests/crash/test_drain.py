@@ -45,6 +45,7 @@ DRAIN_S = 5.0
 GRACE_S = 10.0  # "a few seconds" past the window: Prefect told, the server closed
 ANSWER_S = 1.5  # the model's pause for an ordinary message
 SAGA_S = 40.0  # and for the one that outlasts the window
+LONG_WINDOW_S = 60.0  # a window the second signal must not wait for
 REPLY = "Here is what you asked for."
 INTERRUPTED = i18n.get("ERR_TURN_INTERRUPTED", "en")
 
@@ -95,9 +96,11 @@ class Sent:
 
 
 @pytest.fixture
-def gateway(make_home: MakeHome, scripted_llm: ScriptedLLM, tmp_path: Path) -> Iterator[Gateway]:
+def gateway(make_home: MakeHome, scripted_llm: ScriptedLLM, tmp_path: Path,
+            request: pytest.FixtureRequest) -> Iterator[Gateway]:
+    drain_s = getattr(request, "param", DRAIN_S)  # the window, DRAIN_S unless parametrized
     home = make_home(llm=scripted_llm, autonomy="Full", lang="en",
-                     METNOS_GATEWAY_PORT=str(free_port()), METNOS_GATEWAY_DRAIN_S=str(DRAIN_S))
+                     METNOS_GATEWAY_PORT=str(free_port()), METNOS_GATEWAY_DRAIN_S=str(drain_s))
 
     def slowly(body: dict[str, Any]) -> str:
         said = " ".join(str(m.get("content")) for m in body.get("messages", [])
@@ -119,7 +122,9 @@ def send(gw: Gateway, text: str, session_id: str | None, lang: str = "en") -> Se
                             json={"text": text, "session_id": session_id}, timeout=90)
     except httpx.HTTPError as exc:
         return Sent(started, None, error=type(exc).__name__)
-    return Sent(started, answer.status_code, answer.json(), dict(answer.headers))
+    json_body = answer.headers.get("content-type", "").startswith("application/json")
+    return Sent(started, answer.status_code, answer.json() if json_body else {},
+                dict(answer.headers))
 
 
 def client_loop(gw: Gateway, n: int, out: list[Sent], stop: threading.Event) -> None:
@@ -269,3 +274,26 @@ def test_a_flow_running_in_process_does_not_swallow_sigterm(gateway: Gateway) ->
     assert one.status == 200 and one.body["status"] == "completed", one
     [row] = turns_in_db(gw.home)
     assert row.status == "completed" and run_state(row.flow_run_id) == StateType.COMPLETED
+
+
+@pytest.mark.parametrize("gateway", [LONG_WINDOW_S], indirect=True)
+def test_a_second_signal_stops_at_once(gateway: Gateway) -> None:
+    """SIGTERM drains; a second signal (here SIGINT, as a second Ctrl-C) does not wait for
+    the window: the process is gone within a few seconds, the turn left to the next start."""
+    gw = gateway
+    gw.start()
+    assert gw.proc is not None
+    client = threading.Thread(target=send, args=(gw, "tell me the whole saga", None))
+    client.start()
+    wait_for("the turn's flow to run", lambda: any(
+        t.status == "running" and t.flow_run_id for t in turns_in_db(gw.home)), gw)
+    gw.proc.send_signal(signal.SIGTERM)
+    wait_for("the drain", lambda: httpx.get(f"{gw.base}/healthz").status_code == 503, gw)
+    again = time.monotonic()
+    gw.proc.send_signal(signal.SIGINT)
+    try:
+        gw.proc.wait(GRACE_S)
+    except subprocess.TimeoutExpired:
+        pytest.fail("a second signal did not stop the gateway at once\n" + gw.logged())
+    assert time.monotonic() - again < GRACE_S < LONG_WINDOW_S
+    client.join(120)
