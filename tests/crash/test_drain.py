@@ -22,9 +22,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 from uuid import UUID
 
 import httpx
@@ -33,21 +32,27 @@ from prefect import get_client
 from prefect.client.schemas.objects import StateType
 from sqlmodel import select
 
-from metnos import i18n
 from metnos.db import models
 from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import Home, MakeHome
 from tests.support.pg import free_port
+from tests.support.turn_load import (
+    Sent,
+    check_answers,
+    client_loop,
+    interrupted,
+    send,
+    slow_model,
+    watch_health,
+)
 
 DRAIN_S = 5.0
 GRACE_S = 10.0  # "a few seconds" past the window: Prefect told, the server closed
 ANSWER_S = 1.5  # the model's pause for an ordinary message
 SAGA_S = 40.0  # and for the one that outlasts the window
 LONG_WINDOW_S = 60.0  # a window the second signal must not wait for
-REPLY = "Here is what you asked for."
-INTERRUPTED = i18n.get("ERR_TURN_INTERRUPTED", "en")
 
 
 @dataclass
@@ -86,15 +91,6 @@ class Gateway:
         return self.log.read_text(errors="replace")[-5000:]
 
 
-@dataclass
-class Sent:
-    started: float
-    status: int | None  # None: no HTTP answer
-    body: dict[str, Any] = field(default_factory=dict)
-    headers: dict[str, str] = field(default_factory=dict)
-    error: str = ""
-
-
 @pytest.fixture
 def gateway(make_home: MakeHome, scripted_llm: ScriptedLLM, tmp_path: Path,
             request: pytest.FixtureRequest) -> Iterator[Gateway]:
@@ -102,55 +98,10 @@ def gateway(make_home: MakeHome, scripted_llm: ScriptedLLM, tmp_path: Path,
     home = make_home(llm=scripted_llm, autonomy="Full", lang="en",
                      METNOS_GATEWAY_PORT=str(free_port()), METNOS_GATEWAY_DRAIN_S=str(drain_s))
 
-    def slowly(body: dict[str, Any]) -> str:
-        said = " ".join(str(m.get("content")) for m in body.get("messages", [])
-                        if isinstance(m, dict) and m.get("role") == "user")
-        time.sleep(SAGA_S if "saga" in said else ANSWER_S)
-        return REPLY
-
-    scripted_llm.respond_with(slowly)
+    scripted_llm.respond_with(slow_model(ANSWER_S, SAGA_S))
     gw = Gateway(home, dict(os.environ), tmp_path / "gateway.log")
     yield gw
     gw.stop()
-
-
-def send(gw: Gateway, text: str, session_id: str | None, lang: str = "en") -> Sent:
-    started = time.monotonic()
-    try:
-        answer = httpx.post(f"{gw.base}/api/turns", headers={**gw.home.auth(),
-                            "Accept-Language": lang},
-                            json={"text": text, "session_id": session_id}, timeout=90)
-    except httpx.HTTPError as exc:
-        return Sent(started, None, error=type(exc).__name__)
-    json_body = answer.headers.get("content-type", "").startswith("application/json")
-    return Sent(started, answer.status_code, answer.json() if json_body else {},
-                dict(answer.headers))
-
-
-def client_loop(gw: Gateway, n: int, out: list[Sent], stop: threading.Event) -> None:
-    """One session sending turns one after the other until the gateway is gone."""
-    session: str | None = None
-    i = 0
-    while not stop.is_set():
-        sent = send(gw, f"session {n} message {i}: tell me something nice", session)
-        out.append(sent)
-        if sent.status == 200:
-            session = sent.body["session_id"]
-        elif sent.status is None and gw.proc is not None and gw.proc.poll() is not None:
-            return
-        else:
-            time.sleep(0.1)
-        i += 1
-
-
-def watch_health(gw: Gateway, out: list[tuple[int, str]], stop: threading.Event) -> None:
-    while not stop.is_set():
-        try:
-            answer = httpx.get(f"{gw.base}/healthz", timeout=5)
-            out.append((answer.status_code, answer.json()["status"]))
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
 
 
 def wait_for(what: str, check: Callable[[], bool], gw: Gateway, timeout_s: float = 60) -> None:
@@ -179,10 +130,6 @@ def run_state(flow_run_id: str | None) -> StateType | None:
     return None if state is None else state.type
 
 
-def interrupted(reply: str | None) -> bool:
-    return bool(reply) and INTERRUPTED in str(reply)
-
-
 def test_sigterm_with_5_sessions_sending_turns_loses_nothing(gateway: Gateway) -> None:
     gw = gateway
     gw.start()
@@ -192,11 +139,13 @@ def test_sigterm_with_5_sessions_sending_turns_loses_nothing(gateway: Gateway) -
     health: list[tuple[int, str]] = []
     saga: list[Sent] = []
     # the turn that outlasts the window, in a sixth session of its own
+    proc = gw.proc
+    base, headers, gone = gw.base, gw.home.auth(), lambda: proc.poll() is not None
     threads = [threading.Thread(target=lambda: saga.append(
-        send(gw, "tell me the whole saga of the family", None)))]
-    threads += [threading.Thread(target=client_loop, args=(gw, n, sent[n], stop))
+        send(base, headers, "tell me the whole saga of the family", None)))]
+    threads += [threading.Thread(target=client_loop, args=(base, headers, n, sent[n], stop, gone))
                 for n in range(5)]
-    threads.append(threading.Thread(target=watch_health, args=(gw, health, stop)))
+    threads.append(threading.Thread(target=watch_health, args=(base, health, stop)))
     for thread in threads:
         thread.start()
     try:
@@ -216,22 +165,8 @@ def test_sigterm_with_5_sessions_sending_turns_loses_nothing(gateway: Gateway) -
     assert gw.proc.returncode == 0, gw.logged()
     assert exited - signalled <= DRAIN_S + GRACE_S
 
-    answered: dict[str, dict[str, Any]] = {}
-    for sent_by in [*sent, saga]:
-        for one in sent_by:
-            if one.status == 200:
-                body = one.body
-                assert body["status"] == "completed" and body["reply"] == REPLY or (
-                    body["status"] == "failed" and interrupted(body["reply"])), body
-                answered[body["turn_id"]] = body
-            elif one.status == 503:
-                assert one.started >= signalled - 0.5, "refused before the stop"
-                assert one.body["error"]["key"] == "ERR_GATEWAY_DRAINING", one.body
-                assert one.body["error"]["message"] == i18n.get("ERR_GATEWAY_DRAINING", "en")
-                assert int(one.headers["retry-after"]) > 0
-            else:  # no answer: only once the window was over and the server was closing
-                assert one.status is None and one.error == "ConnectError", one
-                assert one.started >= signalled + DRAIN_S, (one, gw.logged())
+    answered = check_answers([s for ss in [*sent, saga] for s in ss], signalled, DRAIN_S,
+                             gw.logged)
     [long] = saga
     assert long.status == 200 and long.body["status"] == "failed", long.body
     assert interrupted(long.body["reply"]) and long.body["stop_reason"] == "ERR_TURN_INTERRUPTED"
@@ -257,7 +192,7 @@ def test_a_flow_running_in_process_does_not_swallow_sigterm(gateway: Gateway) ->
     assert gw.proc is not None
     result: list[Sent] = []
     client = threading.Thread(target=lambda: result.append(
-        send(gw, "tell me something nice", None)))
+        send(gw.base, gw.home.auth(), "tell me something nice", None)))
     client.start()
     wait_for("the turn's flow to run", lambda: any(
         t.status == "running" and t.flow_run_id for t in turns_in_db(gw.home)), gw)
@@ -283,7 +218,8 @@ def test_a_second_signal_stops_at_once(gateway: Gateway) -> None:
     gw = gateway
     gw.start()
     assert gw.proc is not None
-    client = threading.Thread(target=send, args=(gw, "tell me the whole saga", None))
+    client = threading.Thread(target=send, args=(gw.base, gw.home.auth(),
+                                                 "tell me the whole saga", None))
     client.start()
     wait_for("the turn's flow to run", lambda: any(
         t.status == "running" and t.flow_run_id for t in turns_in_db(gw.home)), gw)
