@@ -4,12 +4,16 @@ This is the composition root. `metnos/` stays free of Prefect by taking the turn
 parameter; here the runner is the flow. `metnos serve` starts this module as a process:
 
     python -m flows.gateway
+
+The process serves from a thread and keeps its stop signals in the main thread
+(`metnos.gateway.process.serve`).
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 
 import uvicorn
 from fastapi import FastAPI
@@ -21,6 +25,7 @@ from flows.remote_step import port
 from flows.turn import crash_runs, resume_approval, run_turn
 from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
+from metnos.gateway.process import serve
 from metnos.remote.wiring import with_remote
 from metnos.schedules.firing import with_schedules
 from metnos.settings import get_settings
@@ -44,11 +49,13 @@ def main() -> None:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = get_settings()
-    uvicorn.run(app, factory=True, host=settings.gateway.host, port=settings.gateway.port,
-                log_level="info", proxy_headers=False, server_header=False,
-                # an event stream following a turn that waits for an approval must not hold
-                # SIGTERM until the approval expires; running turns are drained by the app
-                timeout_graceful_shutdown=5)
+    built = app()
+    config = uvicorn.Config(built, host=settings.gateway.host, port=settings.gateway.port,
+                            log_level="info", proxy_headers=False, server_header=False,
+                            # once drained, an event stream still open (a client following a
+                            # finished turn) does not hold the stop for long
+                            timeout_graceful_shutdown=5)
+    sys.exit(serve(uvicorn.Server(config), built, settings.gateway.drain_s))
 
 
 if __name__ == "__main__":

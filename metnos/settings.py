@@ -72,6 +72,11 @@ class GatewaySettings(_Group):
         default_factory=lambda: ["127.0.0.1", "localhost", "[::1]", "::1"],
         description="Host header values accepted (DNS-rebinding guard).",
     )
+    drain_s: float = Field(
+        30.0, ge=0, le=600,
+        description="On a stop, how long running turns may go on finishing (new ones get "
+        "503); those still running then are recorded as interrupted.",
+    )
 
     @field_validator("host")
     @classmethod

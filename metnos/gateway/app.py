@@ -9,6 +9,7 @@ an executor itself.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import sqlite3
 import threading
@@ -25,6 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from metnos import i18n
 from metnos.channels.telegram import start_telegram
 from metnos.errors import MetnosError
+from metnos.gateway.drain import Drain, drain
 from metnos.gateway.invalid import body_lang, problems
 from metnos.gateway.routes import (
     approvals,
@@ -62,7 +64,6 @@ TurnRunner = Callable[[TurnService, TurnContext], Awaitable[None]]
 Resumer = Callable[[str, dict[str, Any]], Awaitable[None]]
 # ends the Prefect flow runs of turns a dead gateway left open (their ids), at start-up
 RunCloser = Callable[[list[str]], Awaitable[None]]
-DRAIN_TIMEOUT_S = 30.0
 
 
 async def plain_runner(service: TurnService, ctx: TurnContext) -> None:
@@ -104,10 +105,11 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         log.info("gateway.ready executors=%d sandbox_ok=%s",
                  len(service.registry.admitted), service.sandbox_ok)
         yield
+        # a process stop drains while still listening (flows.gateway); this one is for a
+        # server stopped without it: nothing is left running or open either way (SPEC §1)
+        await drain(app.state, settings.gateway.drain_s)
         if telegram is not None:
             await telegram.stop()
-        if background:  # drain running turns before the process stops (SPEC §1)
-            await asyncio.wait(background, timeout=DRAIN_TIMEOUT_S)
         service.audit.close()
         service.engine.dispose()
         if store is not None:
@@ -116,8 +118,11 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
 
     app = FastAPI(title="Metnos", version="0.1.0", lifespan=lifespan,
                   docs_url=None, redoc_url=None, responses=COMMON_ERRORS)
-    app.state.runner = runner or plain_runner
+    app.state.runner = _open_only(runner or plain_runner)
     app.state.resumer = resumer  # None: a turn waits by polling the database (plain path)
+    app.state.close_runs = close_runs
+    app.state.background = background  # the turns (and scheduled runs) in flight
+    app.state.drain = Drain()
 
     def launch(coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
@@ -148,6 +153,15 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.add_middleware(HostGuard, allowed_hosts=settings.gateway.allowed_hosts,
                        max_body_bytes=max_body)
     return app
+
+
+def _open_only(runner: TurnRunner) -> TurnRunner:
+    """`runner` for a turn still open: one that failed as it opened has nothing to run."""
+    @functools.wraps(runner)
+    async def run(service: TurnService, ctx: TurnContext) -> None:
+        if not ctx.closed:
+            await runner(service, ctx)
+    return run
 
 
 def _message_store(settings: Settings) -> MessageStore | None:

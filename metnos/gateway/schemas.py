@@ -99,8 +99,14 @@ COMMON_ERRORS = error_responses(400, 403, 411, 413, 422)
 
 
 class HealthPublic(BaseModel):
-    status: Literal["ok"]
+    """`/healthz`. `status`: `draining` while Metnos stops (HTTP 503), `degraded` when a part
+    below is down, else `ok`. `unknown`: not observed yet (or no longer recently)."""
+
+    status: Literal["ok", "degraded", "draining"]
     version: str
     sandbox: Literal["ok", "degraded"]
     executors: int
     llm: Literal["configured", "embedded"]
+    database: Literal["ok", "down"]
+    prefect: Literal["ok", "unreachable", "unknown"]  # the Prefect server
+    runner: Literal["alive", "down", "unknown"]  # the deployment runner (schedules, reminders)

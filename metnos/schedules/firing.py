@@ -89,7 +89,10 @@ async def loop(app: FastAPI) -> None:
     service: TurnService = app.state.service
     while True:
         try:
-            for run in await asyncio.to_thread(store.claim_due, service.engine):
+            drain = getattr(app.state, "drain", None)  # a stopping gateway claims none
+            runs = [] if drain is not None and drain.active else await asyncio.to_thread(
+                store.claim_due, service.engine)
+            for run in runs:
                 app.state.launch(fire(app, run))
         except Exception:  # the loop's boundary: a bad round must not end the firing
             log.warning("schedules.round_failed", exc_info=True)

@@ -62,17 +62,21 @@ class TurnRecord:
             if len(piece) > limit:
                 raise MetnosError("ERR_MESSAGE_TOO_LONG", length=len(piece), limit=limit)
         locale = language.ui_locale(lang, accept_language, self.settings)
-        ctx = await asyncio.to_thread(self._record_open, text, session_id, locale, channel,
-                                      sender)
+        ctx, failed = await asyncio.to_thread(self._record_open, text, session_id, locale,
+                                              channel, sender)
         ctx.untrusted = tuple(untrusted)
         ctx.sources = [source for source, _ in untrusted]
         ctx.tainted = bool(untrusted)  # outside content from the start: acting steps ask
         self._replies[ctx.turn_id] = asyncio.get_running_loop().create_future()
         self.events.publish(ctx.turn_id, "status", status="planning")
+        if failed is not None:  # the row exists: the turn is failed and told, never lost
+            await self.fail_turn(ctx, failed)
         return ctx
 
     def _record_open(self, text: str, session_id: str | None, locale: str, channel: str,
-                     sender: str) -> TurnContext:
+                     sender: str) -> tuple[TurnContext, Exception | None]:
+        """The turn's row and context, and what failed once the row existed (the caller
+        fails the turn with it: the client learns of every turn that has a row)."""
         with db_session(self.engine) as db:
             opened = models.open_session(
                 db, session_id, user_id=sender, channel=channel, lang=locale,
@@ -86,14 +90,17 @@ class TurnRecord:
                                             sender=sender, text=text, lang=spoken.lang)
             ctx = TurnContext(turn.id, chat.id, chat.user_id, channel, sender, spoken.lang,
                               chat.autonomy, text, ui_locale=locale)
-        if opened.pinned:  # a legacy session: its language comes from the workspace, once
-            self.audit_line(ctx, action="session.language_pinned", decision="info",
-                            reason=f"interaction_language={lang} (workspace language)",
-                            outcome="done")
-        if spoken.detected is not None:
-            self.audit_line(ctx, action=language.COMMUNICATION_ACTION, decision="info",
-                            reason=spoken.audit_reason(lang), outcome="done")
-        return ctx
+        try:
+            if opened.pinned:  # a legacy session: its language comes from the workspace, once
+                self.audit_line(ctx, action="session.language_pinned", decision="info",
+                                reason=f"interaction_language={lang} (workspace language)",
+                                outcome="done")
+            if spoken.detected is not None:
+                self.audit_line(ctx, action=language.COMMUNICATION_ACTION, decision="info",
+                                reason=spoken.audit_reason(lang), outcome="done")
+        except Exception as exc:  # the audit disk failed after the row was written
+            return ctx, exc
+        return ctx, None
 
     # -- what channels see -----------------------------------------------------------------
     async def wait_reply(self, turn_id: str, timeout_s: float) -> Published | None:
@@ -119,6 +126,17 @@ class TurnRecord:
         if status != "awaiting_approval":  # a waiting turn shows its `approval` events
             self.events.publish(ctx.turn_id, "reply", text=reply, status=status,
                                 activity=published.activity, stop_reason=ctx.stop_reason)
+
+    def settle(self, turn_id: str, reply: str, status: str, stop_reason: str | None) -> None:
+        """A turn closed outside its own run (a stopping gateway interrupted it): the channel
+        still waiting gets this reply, and the turn's events end."""
+        future = self._replies.pop(turn_id, None)
+        if future is not None and not future.done():
+            future.set_result(Published(reply, status, [], [], stop_reason))
+        self.events.publish(turn_id, "reply", text=reply, status=status, activity=[],
+                            stop_reason=stop_reason)
+        self.events.publish(turn_id, "status", status=status)
+        self.events.publish(turn_id, "end", status=status)
 
     def step_event(self, ctx: TurnContext, checked: CheckedStep, state: str,
                    outcome: StepOutcome | None = None) -> None:

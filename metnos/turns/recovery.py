@@ -13,6 +13,8 @@ still `running` or `awaiting_approval` belongs to a process that died. `recover_
 - and names their Prefect flow runs, which the caller ends (`flows.turn.crash_runs`: a run
   left Paused would still offer its Resume form in the Prefect UI).
 
+`interrupt_open` does the same for the turns a draining gateway could not finish in time.
+
 `link_record` ties a before-record to its turn (the `before_manifest` row) right after it is
 written, and `link_flow_run` a turn to its Prefect run when it starts, so this sweep can name
 the actions and the run of an interrupted turn.
@@ -53,6 +55,8 @@ class Recovery:
     turns: list[str] = field(default_factory=list)
     orphans: list[int] = field(default_factory=list)
     flow_runs: list[str] = field(default_factory=list)  # of those turns, to end in Prefect
+    # turn id → (reply, status, stop_reason) as recorded, for the clients still waiting
+    replies: dict[str, tuple[str, str, str | None]] = field(default_factory=dict)
 
 
 def link_record(engine: Engine, *, action_id: str, turn_id: str, executor: str,
@@ -97,6 +101,28 @@ def recover_at_start(service: TurnService) -> Recovery:
     return found
 
 
+def interrupt_open(service: TurnService) -> Recovery:
+    """At the end of a drain (the gateway is stopping and has cancelled the turns still
+    running): each open turn is this process's own, and is recorded as a restart would
+    record it (its approvals expired, the turn failed with a reply naming what it had
+    started). Names their flow runs, which the caller ends (blocking: worker thread)."""
+    with db_session(service.engine) as db:
+        open_ids = list(db.exec(select(models.Turn.id).where(
+            col(models.Turn.status).in_(OPEN_STATUSES))).all())
+    found = Recovery(flow_runs=_open_flow_runs(service.engine))
+    found.approvals = gate.recover_interrupted(service)
+    found.turns = _fail_open_turns(service)
+    with db_session(service.engine) as db:
+        for turn_id in open_ids:
+            turn = models.get_turn(db, turn_id)
+            if turn is not None and turn.status not in OPEN_STATUSES:
+                found.replies[turn_id] = (turn.reply or "", turn.status, turn.stop_reason)
+    if found.turns or found.approvals:
+        log.warning("gateway.drain_interrupted approvals=%d turns=%s", found.approvals,
+                    found.turns)
+    return found
+
+
 def _open_flow_runs(engine: Engine) -> list[str]:
     with db_session(engine) as db:
         rows = db.exec(select(models.Turn.flow_run_id).where(
@@ -131,6 +157,7 @@ def _fail_turn(service: TurnService, db: Session, turn: models.Turn,
             service.audit.append(**base, action=row.executor, action_id=row.id,
                                  outcome="interrupted")
     service.audit.append(**base, action="turn", outcome="failed")
+    turn.stop_reason = INTERRUPTED_KEY
     # closed last: a crash during this sweep repeats a line, never loses one
     models.finish_turn(db, turn.id, status="failed", reply="\n".join(lines),
                        error_key=INTERRUPTED_KEY)

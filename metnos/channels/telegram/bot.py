@@ -94,18 +94,23 @@ class TelegramChannel:
         self._dispatcher.startup.register(self._on_startup)
         self._runner = asyncio.get_running_loop().create_task(self._run(), name="telegram")
 
-    async def stop(self, drain_s: float = DRAIN_S) -> None:
-        """Stop polling, let in-flight work finish for `drain_s`, cancel the rest, close.
-        Calling it again does nothing."""
-        if self._stopped:
-            return
-        self._stopped = True
+    async def stop_polling(self) -> None:
+        """Take no more updates (a draining gateway): they wait on Telegram's side for the
+        next start; work in flight goes on and its replies are still sent."""
         if self._runner is not None:
             if self._polling.is_set():
                 await self._dispatcher.stop_polling()
             self._runner.cancel()
             await asyncio.gather(self._runner, return_exceptions=True)
             self._runner = None
+
+    async def stop(self, drain_s: float = DRAIN_S) -> None:
+        """Stop polling, let in-flight work finish for `drain_s`, cancel the rest, close.
+        Calling it again does nothing."""
+        if self._stopped:
+            return
+        self._stopped = True
+        await self.stop_polling()
         if self._tasks:
             _, late = await asyncio.wait(set(self._tasks), timeout=drain_s)
             for task in late:

@@ -8,7 +8,8 @@ closed before it is accepted (the client sees a 403). Then, one JSON object per 
   `{"type": "decision", "approval_id", "decision": "approve"|"deny", "reason"?}`;
 - Metnos answers `{"type": "turn", "turn_id", "session_id"}`, then the turn's events as
   `GET /api/turns/{id}/events` gives them (`status`, `step`, `approval`, `delta`, `reply`,
-  `end`), and `{"type": "error", "key", "message"}` for a request it refuses. `delta`
+  `end`), and `{"type": "error", "key", "message"}` for a request it refuses (while Metnos
+  stops, a message gets `ERR_GATEWAY_DRAINING` and starts no turn). `delta`
   (`{"text", "think"}`) is a piece of the model's text as it streams, every one forwarded in
   order; `reply` (`{"text", "status", "activity", "stop_reason"}`) replaces what streamed,
   with what ran beside it as activity items.
@@ -31,6 +32,8 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from metnos.errors import MetnosError
 from metnos.gateway.connections import connections_of
 from metnos.gateway.deps import authenticate
+from metnos.gateway.drain import KEY as DRAINING_KEY
+from metnos.gateway.drain import draining
 from metnos.gateway.routes.approvals import decide_and_resume
 from metnos.i18n.tags import match_language
 from metnos.turns.language import ui_locale
@@ -145,6 +148,8 @@ async def _turn(socket: _Socket, frame: dict[str, Any]) -> None:
     active = service.settings.active_languages
     if lang is not None and match_language(lang, active) is None:
         raise MetnosError("ERR_LANG_UNKNOWN", value=lang[:35], active=", ".join(active))
+    if draining(websocket.app.state):  # stopping: no turn, the client may send it again
+        raise MetnosError(DRAINING_KEY)
     ctx = await service.open_turn(text, session_id=session_id, lang=lang,
                                   channel=socket.channel, sender=socket.owner,
                                   accept_language=websocket.headers.get("accept-language"))

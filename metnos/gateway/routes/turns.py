@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 from collections.abc import AsyncIterator
 from contextlib import AbstractContextManager
 from typing import Any
@@ -30,12 +31,14 @@ from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError
 from metnos.gateway.connections import connections_of
 from metnos.gateway.deps import OwnerDep, ServiceDep
+from metnos.gateway.drain import draining, refusal
 from metnos.gateway.schemas import ErrorPublic, StepPublic, TurnCreate, TurnPublic
 from metnos.turns.events import TurnEvent
 from metnos.turns.language import ui_locale
-from metnos.turns.service import TurnService
+from metnos.turns.service import Published, TurnContext, TurnService
 
 router = APIRouter(prefix="/api/turns", tags=["turns"])
+log = logging.getLogger(__name__)
 
 REPLY_WAIT_S = 120.0
 KEEP_ALIVE_S = 15.0  # an SSE comment this often keeps proxies and clients from timing out
@@ -48,15 +51,20 @@ class TurnLanguages(TurnPublic):
     ui_locale: str | None = None  # this request's: its error messages and chrome
 
 
-@router.post("", response_model=TurnLanguages, responses=_ERRORS)
+@router.post("", response_model=TurnLanguages, responses={
+    **_ERRORS, 503: {"model": ErrorPublic, "description": "Metnos is stopping (Retry-After)."}})
 async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
                       owner: OwnerDep, wait: bool = Query(
                           True, description="Wait for the reply; false answers at once with "
                           "status `running` (then follow GET /api/turns/{id}/events).")
                       ) -> TurnLanguages:
-    """Start a turn and answer with its reply as soon as it is composed."""
+    """Start a turn and answer with its reply as soon as it is composed. While Metnos is
+    stopping: 503 with `Retry-After`, and no turn. Once the turn exists, the answer is
+    that turn (failed, with its reply, if it failed), never an error."""
     accept = request.headers.get("accept-language")
     locale = ui_locale(body.lang, accept, service.settings)
+    if draining(request.app.state):  # stopping: no turn row, come back after the restart
+        raise refusal(locale)
     try:
         ctx = await service.open_turn(body.text, session_id=body.session_id, lang=body.lang,
                                       channel=_channel(request), sender=owner,
@@ -66,8 +74,22 @@ async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
         code = 413 if exc.key == "ERR_MESSAGE_TOO_LONG" else 400
         raise HTTPException(code, detail={"key": exc.key, "message": exc.message(
             locale)}) from exc
-    request.app.state.launch(request.app.state.runner(service, ctx))
-    answered = await service.wait_reply(ctx.turn_id, REPLY_WAIT_S) if wait else None
+    # the turn has its row: from here on the client gets that turn, never an error
+    try:
+        if not ctx.closed:
+            request.app.state.launch(request.app.state.runner(service, ctx))
+        answered = await service.wait_reply(ctx.turn_id, REPLY_WAIT_S) if wait else None
+        if answered is None and ctx.closed:  # failed as it opened: its record tells how
+            return await _recorded(service, ctx, locale)
+        return _answer(ctx, answered)
+    except Exception as exc:  # e.g. the launch, or building the answer, failed
+        log.exception("turn.answer_failed turn_id=%s", ctx.turn_id)
+        if not ctx.closed:
+            await service.fail_turn(ctx, exc)
+        return await _recorded(service, ctx, locale)
+
+
+def _answer(ctx: TurnContext, answered: Published | None) -> TurnLanguages:
     langs = {"interaction_language": ctx.lang, "ui_locale": ctx.ui_locale}
     if answered is None:
         return TurnLanguages(turn_id=ctx.turn_id, session_id=ctx.session_id, status="running",
@@ -78,6 +100,22 @@ async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
                          approvals=answered.approvals, flow_run_id=ctx.flow_run_id,
                          timings_ms=dict(ctx.timings), activity=answered.activity,
                          stop_reason=answered.stop_reason, **langs)
+
+
+async def _recorded(service: TurnService, ctx: TurnContext, locale: str) -> TurnLanguages:
+    """The turn as its row says; if even that cannot be read, the turn as failed here
+    (its row is closed failed already, or the next start closes it)."""
+    try:
+        found = await asyncio.to_thread(_read_turn, service, ctx.turn_id, locale)
+    except Exception:
+        log.exception("turn.read_failed turn_id=%s", ctx.turn_id)
+        found = None
+    if found is not None:
+        return found
+    return TurnLanguages(turn_id=ctx.turn_id, session_id=ctx.session_id, status="failed",
+                         reply=i18n.get("ERR_INTERNAL_UNEXPECTED", ctx.lang),
+                         flow_run_id=ctx.flow_run_id, interaction_language=ctx.lang,
+                         ui_locale=locale)
 
 
 @router.get("/{turn_id}", response_model=TurnLanguages, responses=_ERRORS)
