@@ -14,7 +14,8 @@ once it stayed up `STEADY_S`), one at a time, PostgreSQL first, then the gateway
 the family talks to), each waited healthy before the next; the owner gets a notice.
 
 On SIGTERM/SIGINT it stops them in the reverse order: the watchdog, the runner, the gateway
-(which drains running turns: `GATEWAY_STOP_S` covers its window), the Prefect server, and
+(which drains running turns: its stop timeout is `[gateway] drain_s` plus
+`GATEWAY_STOP_MARGIN_S`), the Prefect server, and
 PostgreSQL last.
 """
 
@@ -51,7 +52,7 @@ from metnos.settings import Settings
 
 log = logging.getLogger(__name__)
 
-GATEWAY_STOP_S = 45.0  # the gateway's drain window (30 s) and its own stop
+GATEWAY_STOP_MARGIN_S = 15.0  # after the drain window: interrupted turns recorded, runs closed
 GATEWAY_START_S = 120.0
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 60.0
@@ -127,7 +128,7 @@ class Supervisor:
         env.update(client_environment(s))  # gateway and runner talk to Prefect with it
         gateway = Service("gateway", [sys.executable, "-m", "flows.gateway"], env,
                           self.log_dir / "gateway.log", health_url=f"{urls['gateway']}/healthz",
-                          stop_timeout_s=GATEWAY_STOP_S)
+                          stop_timeout_s=s.gateway.drain_s + GATEWAY_STOP_MARGIN_S)
         self._launch(gateway, GATEWAY_START_S)
         runner = Service("runner", [sys.executable, "-m", "deployments.serve"], env,
                          self.log_dir / "runner.log", stop_timeout_s=20.0)

@@ -3,8 +3,9 @@
 `pg_ctl` daemonizes the postmaster, so no parent-death signal reaches it when `metnos serve`
 dies. The supervisor starts this small process (itself with the parent-death signal); when
 the supervisor is gone (the signal, or its parent pid changed), it waits for the other
-children (which got their own signal) to end, for at most `DRAIN_WAIT_S` since the gateway
-drains its turns and needs the database meanwhile, then stops PostgreSQL with a fast shutdown.
+children (which got their own signal) to end, for at most `[gateway] drain_s` plus
+`DRAIN_MARGIN_S` since the gateway drains its turns and needs the database meanwhile, then
+stops PostgreSQL with a fast shutdown.
 
 On a normal stop the supervisor ends the watchdog first (SIGTERM while its parent lives: it
 just exits), so nothing is stopped twice. Nothing here imports prefect.
@@ -27,7 +28,7 @@ from metnos.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 
-DRAIN_WAIT_S = 45.0  # the gateway's drain window (30 s) and some
+DRAIN_MARGIN_S = 15.0  # after the gateway's drain window ([gateway] drain_s)
 CHILDREN = ("runner", "gateway", "prefect-server")
 
 
@@ -36,10 +37,12 @@ def orphaned(parent: int) -> bool:
 
 
 def after_supervisor(settings: Settings, abort: threading.Event,
-                     wait_s: float = DRAIN_WAIT_S) -> None:
+                     wait_s: float | None = None) -> None:
     """The supervisor is gone: once its other children have ended (or `wait_s` passed),
     a fast shutdown of the embedded PostgreSQL; nothing when `abort` is set meanwhile (a new
     `metnos serve` stops the leftovers itself)."""
+    if wait_s is None:
+        wait_s = settings.gateway.drain_s + DRAIN_MARGIN_S
     deadline = time.monotonic() + wait_s
     while time.monotonic() < deadline and not abort.is_set():
         left = [r.name for r in recorded(settings) if r.name in CHILDREN and r.alive()]
