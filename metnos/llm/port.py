@@ -23,6 +23,7 @@ import json
 import logging
 import os
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, Literal
@@ -36,6 +37,7 @@ from tenacity import (
 )
 
 from metnos.errors import LLMError
+from metnos.llm import failure
 from metnos.llm._stream import DeltaStream, OnDelta
 from metnos.llm.outbound import Outbound
 from metnos.settings import LLMSettings, Settings
@@ -47,7 +49,9 @@ log = logging.getLogger(__name__)
 
 Tier = Literal["fast", "wise", "frontier"]
 TIERS: tuple[str, ...] = ("fast", "wise", "frontier")
-_TRANSIENT_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+# told of every call's outcome: None on success, the LLMError on failure (the gateway's
+# live view of the model, metnos.llm.health.ModelHealth)
+Observer = Callable[[LLMError | None], None]
 
 
 @dataclass(frozen=True)
@@ -94,6 +98,15 @@ class LLMPort:
         self._wait_max_s = wait_max_s
         self._retry_after_cap_s = retry_after_cap_s
         self._outbound = outbound
+        self._observers: list[Observer] = []
+
+    def observe(self, observer: Observer) -> None:
+        """Tell `observer` the outcome of every call from now on."""
+        self._observers.append(observer)
+
+    def _tell(self, outcome: LLMError | None) -> None:
+        for observer in self._observers:
+            observer(outcome)
 
     @classmethod
     def for_instance(cls, settings: Settings, audit: AuditLog | None = None) -> LLMPort:
@@ -129,20 +142,31 @@ class LLMPort:
         tools: list[dict[str, Any]] | None = None,
         tier: str = "fast",
         on_delta: OnDelta | None = None,
+        max_tokens: int | None = None,
     ) -> LLMReply:
         """One chat completion (OpenAI message/tool format); LLMError when it cannot be had.
-        With `on_delta`, it streams and calls `on_delta(piece)` for each piece of text."""
+        With `on_delta`, it streams and calls `on_delta(piece)` for each piece of text.
+        A configuration error (checked first, or the call's) is never retried."""
         model = self.resolve(tier)
         if model is None:
             raise LLMError("ERR_LLM_NOT_CONFIGURED")
+        problem = failure.settings_problem(self.settings)
+        if problem is not None:
+            error = _error_of(problem, model, None, "settings", self.settings.api_base)
+            self._tell(error)
+            raise error
         litellm = _litellm()
         law2 = self.outbound
         kwargs = self._request(model, law2.request(messages), tools)
+        if max_tokens is not None:
+            kwargs["max_tokens"] = max_tokens
         held = None if on_delta is None else law2.stream(on_delta)
         stream = None if held is None else DeltaStream(held, time.perf_counter())
 
         def retryable(exc: BaseException) -> bool:
-            return _is_transient(exc) and not (stream is not None and stream.delivered)
+            if stream is not None and (stream.delivered or exc is stream.callback_error):
+                return False
+            return failure.classify(exc).transient
 
         retrying = AsyncRetrying(
             retry=retry_if_exception(retryable),
@@ -159,7 +183,10 @@ class LLMPort:
         except Exception as exc:  # the third-party boundary: every failure becomes an LLMError
             if stream is not None and exc is stream.callback_error:
                 raise  # the caller's own callback failed: not the model's fault
-            raise _to_llm_error(exc, model) from exc
+            error = _to_llm_error(exc, model, self.settings.api_base)
+            self._tell(error)
+            raise error from exc
+        self._tell(None)
         if held is not None:
             held.flush()
         reply = _reply(litellm, response, model, self.settings)
@@ -211,21 +238,6 @@ def _litellm() -> ModuleType:
     return _LITELLM
 
 
-def _is_transient(exc: BaseException) -> bool:
-    litellm = _litellm()
-    transient = (
-        litellm.RateLimitError,
-        litellm.APIConnectionError,
-        litellm.Timeout,
-        litellm.InternalServerError,
-        litellm.ServiceUnavailableError,
-        litellm.BadGatewayError,
-    )
-    if isinstance(exc, transient):
-        return True
-    return getattr(exc, "status_code", None) in _TRANSIENT_STATUS
-
-
 def _retry_after_s(exc: BaseException | None) -> float | None:
     """Seconds from a Retry-After header (delta-seconds form only), if the error carries one."""
     if exc is None:
@@ -253,23 +265,22 @@ def _log_retry(state: RetryCallState) -> None:
     )
 
 
-def _to_llm_error(exc: BaseException, model: str) -> LLMError:
-    litellm = _litellm()
+def _to_llm_error(exc: BaseException, model: str, api_base: str | None) -> LLMError:
     status = getattr(exc, "status_code", None)
     log.warning(
         "llm.error model=%s error=%s status=%s detail=%s", model, type(exc).__name__, status, exc
     )
-    if _is_transient(exc):
-        key = "ERR_LLM_UNAVAILABLE"
-    elif isinstance(exc, (litellm.AuthenticationError, litellm.PermissionDeniedError)):
-        key = "ERR_LLM_AUTH_FAILED"
-    elif isinstance(exc, litellm.NotFoundError):
-        key = "ERR_LLM_MODEL_NOT_FOUND"
-    elif isinstance(exc, litellm.BadRequestError) or status is not None:
-        key = "ERR_LLM_REQUEST_REJECTED"
-    else:
-        key = "ERR_LLM_UNAVAILABLE"
-    return LLMError(key, model=model, status=status or "-", detail=type(exc).__name__)
+    return _error_of(failure.classify(exc), model, status, type(exc).__name__, api_base)
+
+
+def _error_of(found: failure.Failure, model: str, status: Any, detail: str,
+              api_base: str | None) -> LLMError:
+    """The LLMError of a classified failure; a configuration error names its setting."""
+    extra: dict[str, Any] = {"address": api_base or "-", "host": failure.host_of(api_base)}
+    extra.update((name, value) for name, value in found.vars if value)
+    if found.setting is not None:
+        extra["setting"] = found.setting
+    return LLMError(found.key, model=model, status=status or "-", detail=detail, **extra)
 
 
 def _reply(litellm: ModuleType, response: Any, model: str, settings: LLMSettings) -> LLMReply:

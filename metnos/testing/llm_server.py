@@ -10,6 +10,8 @@ tool-call arguments) per chunk, `chunk_delay_s` apart (so a browser can see toke
 `enqueue_cut` scripts a stream that breaks after some chunks.
 
 Point litellm at it with `model="openai/scripted"`, `api_base=server.base_url + "/v1"`, any key.
+With `api_key=...` it is a server that wants that key: any request without it as bearer gets
+401 in OpenAI's format, as a real server answers a wrong key.
 """
 
 from __future__ import annotations
@@ -61,9 +63,11 @@ class ScriptedLLM(LoopbackServer):
 
     name = "scripted-llm"
 
-    def __init__(self, model: str = "scripted", *, chunk_delay_s: float = 0.0) -> None:
+    def __init__(self, model: str = "scripted", *, chunk_delay_s: float = 0.0,
+                 api_key: str | None = None) -> None:
         super().__init__()
         self.model = model
+        self.api_key = api_key  # when set, a request without it as bearer gets 401
         self.chunk_delay_s = chunk_delay_s  # pause before each streamed chunk (settable)
         self._default_delay_s = chunk_delay_s
         self.requests: list[dict[str, Any]] = []
@@ -210,7 +214,16 @@ def _handler_for(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
         def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib name
             return  # quiet: tests assert on `llm.requests`, not on logs
 
+        def _refused(self) -> bool:
+            """A wrong or missing key, when the server wants one: answered 401."""
+            if llm.api_key is None or self.headers.get("Authorization") == f"Bearer {llm.api_key}":
+                return False
+            self._send(401, _error_json("Incorrect API key provided.", 401))
+            return True
+
         def do_GET(self) -> None:  # noqa: N802 - stdlib name
+            if self._refused():
+                return
             if self.path.rstrip("/") in ("/v1/models", "/models"):
                 model = {"id": llm.model, "object": "model", "created": 0, "owned_by": "metnos"}
                 self._send(200, {"object": "list", "data": [model]})
@@ -220,6 +233,8 @@ def _handler_for(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:  # noqa: N802 - stdlib name
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
+            if self._refused():
+                return
             if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
                 self._send(404, _error_json(f"no route POST {self.path}", 404))
                 return
