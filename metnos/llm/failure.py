@@ -111,10 +111,10 @@ def classify(exc: BaseException) -> Failure:
         if isinstance(link, socket.gaierror):
             if link.errno in _DNS_TEMPORARY:
                 return Failure(UNAVAILABLE, transient=True)
-            return Failure(ADDRESS_UNKNOWN, API_BASE, vars=(("host", _host(links)),))
+            return Failure(ADDRESS_UNKNOWN, API_BASE)  # the host: the settings' api_base
     if names & {"httpx.InvalidURL", "httpx.UnsupportedProtocol", "aiohttp.InvalidURL",
                 "aiohttp.InvalidUrlClientError", "aiohttp.NonHttpUrlClientError"}:
-        return Failure(ADDRESS_INVALID, API_BASE, vars=(("address", ""),))
+        return Failure(ADDRESS_INVALID, API_BASE)
     statuses = [s for s in (_status(link) for link in links) if s is not None]
     if names & {"openai.AuthenticationError", "openai.PermissionDeniedError",
                 "litellm.AuthenticationError", "litellm.PermissionDeniedError"} or (
@@ -158,17 +158,3 @@ def _status(exc: BaseException) -> int | None:
     if value is None and _qualname(exc).startswith("openai.") and hasattr(exc, "status_code"):
         value = exc.status_code
     return value if isinstance(value, int) else None
-
-
-def _host(links: list[BaseException]) -> str:
-    """The host name a connection error names, when one does."""
-    for link in links:
-        request = getattr(link, "request", None)
-        url = getattr(request, "url", None)
-        host = getattr(url, "host", None)
-        if isinstance(host, str) and host:
-            return host
-        text = str(link)
-        if "host " in text:
-            return text.split("host ", 1)[1].split(":", 1)[0].split(" ", 1)[0]
-    return ""

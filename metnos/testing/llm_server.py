@@ -68,6 +68,7 @@ class ScriptedLLM(LoopbackServer):
         super().__init__()
         self.model = model
         self.api_key = api_key  # when set, a request without it as bearer gets 401
+        self.lists_models = True  # False: `GET /v1/models` is 404 (a server without it)
         self.chunk_delay_s = chunk_delay_s  # pause before each streamed chunk (settable)
         self._default_delay_s = chunk_delay_s
         self.requests: list[dict[str, Any]] = []
@@ -224,7 +225,7 @@ def _handler_for(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:  # noqa: N802 - stdlib name
             if self._refused():
                 return
-            if self.path.rstrip("/") in ("/v1/models", "/models"):
+            if llm.lists_models and self.path.rstrip("/") in ("/v1/models", "/models"):
                 model = {"id": llm.model, "object": "model", "created": 0, "owned_by": "metnos"}
                 self._send(200, {"object": "list", "data": [model]})
             else:

@@ -16,4 +16,5 @@ async def healthz(service: ServiceDep) -> HealthPublic:
     return HealthPublic(status="ok", version=__version__,
                         sandbox="ok" if service.sandbox_ok else "degraded",
                         executors=len(service.registry.admitted),
-                        llm="configured" if service.port is not None else "embedded")
+                        llm="configured" if service.port is not None else "embedded",
+                        model=service.model_health.state)
