@@ -5,9 +5,10 @@ litellm, httpx, the openai SDK and anything else: while tests run, `socket.conne
 non-loopback address and name resolution of a non-local host fail at once with
 `RealNetworkBlocked`. A name under `.invalid` (RFC 6761: it never resolves) gets the
 resolver's "Name or service not known" (`socket.gaierror`) without a query, so a test can
-point Metnos at an address that cannot be found. Loopback (the scripted LLM, Prefect, the embedded PostgreSQL) and Unix
-sockets are untouched. A blocked attempt also fails the test at teardown, even when the code
-under test caught the error (an LLMError turned into a polite reply must not hide it).
+point Metnos at an address that cannot be found. Loopback (the scripted LLM, Prefect, the
+embedded PostgreSQL) and Unix sockets are untouched. A blocked attempt also fails the test at
+teardown, even when the code under test caught the error (an LLMError turned into a polite
+reply must not hide it).
 
 Register with `pytest_plugins = ["tests.llm_guard"]` in `tests/conftest.py`. A test that
 deliberately provokes the guard asks for the `network_guard` fixture and calls `.clear()`;
