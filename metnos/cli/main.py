@@ -18,6 +18,7 @@ from metnos.cli import (
     pair,
     proposals,
     schedule,
+    status,
     synt,
     tutor,
     ui,
@@ -48,6 +49,7 @@ app.command(name="chat", help=msg("CLI_CHAT_HELP"))(chat.chat)
 app.command(name="undo", help=msg("CLI_UNDO_HELP"))(undo.undo)
 app.command(name="login", help=msg("CLI_LOGIN_HELP"))(login.login)
 app.command(name="ui", help=msg("CLI_UI_HELP"))(ui.ui)
+app.command(name="status", help=msg("CLI_STATUS_HELP"))(status.status)
 
 
 @app.command(help=msg("CLI_INIT_HELP"))
