@@ -10,13 +10,13 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
-from metnos.gateway.schemas import StatusPublic
+from metnos.gateway.schemas import StatusPublic, error_responses
 from metnos.llm.health import check_model
 
 router = APIRouter(prefix="/api/status", tags=["status"])
 
 
-@router.get("", response_model=StatusPublic)
+@router.get("", response_model=StatusPublic, responses=error_responses(401))
 async def status(service: ServiceDep, _owner: OwnerDep, lang: LangDep) -> StatusPublic:
     health = service.model_health
     if health.state == "unknown":
