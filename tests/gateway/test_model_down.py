@@ -218,3 +218,24 @@ def _with_activity(reply: dict[str, Any]) -> str:
     """The reply as the page shows it: its text, then what ran beside it."""
     lines = [str(item.get("text", "")) for item in reply.get("activity") or []]
     return "\n".join([str(reply["text"]), *lines])
+
+
+@pytest.mark.parametrize(("status", "key"), [(500, "MSG_AGENT_STOP_MODEL_LOST"),
+                                              (401, "MSG_AGENT_STOP_MODEL_CONFIG")])
+async def test_a_model_lost_after_a_step_ran_keeps_the_step_and_says_so_plainly(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str,
+        status: int, key: str) -> None:
+    """The loop's stop, as before, in plain words: no "technical details", and a
+    configuration error's setting to the owner."""
+    home = make_home(llm=scripted_llm, lang="en", METNOS_LLM_MAX_ATTEMPTS="2")
+    scripted_llm.enqueue_tool_call("fs_find", {"pattern": "*.md"})
+    for _ in range(2):
+        scripted_llm.enqueue_error(status, "gone")
+    async with gateway(home) as client:
+        resp = await client.post("/api/turns", json={"text": "find my notes"})
+    body = resp.json()
+    assert body["status"] == "completed" and body["stop_reason"] == key, body
+    assert [(a["executor"], a["status"]) for a in body["activity"]] == [("fs_find", "done")]
+    assert "Technical details" not in body["reply"]
+    assert ("[llm] api_key" in body["reply"]) is (status == 401)
+    assert i18n.get(UNREACHABLE, "en") not in body["reply"]  # not the planner's fallback
