@@ -35,19 +35,19 @@ async def failure_of(port: LLMPort) -> LLMError:
     return info.value
 
 
-@pytest.mark.parametrize(("status", "key", "setting"), [
-    (401, "ERR_LLM_AUTH_FAILED", "[llm] api_key"),
-    (403, "ERR_LLM_AUTH_FAILED", "[llm] api_key"),
-    (404, "ERR_LLM_MODEL_NOT_FOUND", "[llm] model"),
+@pytest.mark.parametrize(("status", "key", "setting", "named"), [
+    (401, "ERR_LLM_AUTH_FAILED", "[llm] api_key", "METNOS_LLM_API_KEY"),
+    (403, "ERR_LLM_AUTH_FAILED", "[llm] api_key", "METNOS_LLM_API_KEY"),
+    (404, "ERR_LLM_MODEL_NOT_FOUND", "[llm] model", "METNOS_LLM_MODEL"),
 ])
 async def test_a_configuration_error_names_its_setting_and_is_tried_once(
-        scripted_llm: ScriptedLLM, status: int, key: str, setting: str) -> None:
+        scripted_llm: ScriptedLLM, status: int, key: str, setting: str, named: str) -> None:
     for _ in range(3):
         scripted_llm.enqueue_error(status, "no")
     error = await failure_of(fast(llm_settings(scripted_llm)))
     assert (error.key, error.vars["setting"]) == (key, setting)
     assert len(scripted_llm.requests) == 1  # never retried: it does not heal by itself
-    assert setting in error.message("en") and setting in error.message("it")
+    assert named in error.message("en") and named in error.message("it")
 
 
 async def test_a_server_that_wants_a_key_answers_a_wrong_one_with_401() -> None:

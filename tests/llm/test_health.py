@@ -46,7 +46,7 @@ async def test_a_wrong_or_missing_key_is_misconfigured_with_its_fix(key: str | N
     with ScriptedLLM(api_key="sk-right") as server:
         check = await check_model(settings_of(api_base=server.api_base, api_key=key))
     assert (check.state, check.setting) == ("misconfigured", "[llm] api_key")
-    assert "[llm] api_key" in check.line("en") and "[llm] api_key" in (check.fix("it") or "")
+    assert "API" in check.line("en") and "[llm] api_key" in (check.fix("it") or "")
 
 
 async def test_a_stopped_server_is_unreachable(stopped_base: str) -> None:
