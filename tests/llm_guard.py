@@ -3,9 +3,12 @@
 The idea of pydantic-ai's `ALLOW_MODEL_REQUESTS = False`, at the socket level so it covers
 litellm, httpx, the openai SDK and anything else: while tests run, `socket.connect` to a
 non-loopback address and name resolution of a non-local host fail at once with
-`RealNetworkBlocked`. Loopback (the scripted LLM, Prefect, the embedded PostgreSQL) and Unix
-sockets are untouched. A blocked attempt also fails the test at teardown, even when the code
-under test caught the error (an LLMError turned into a polite reply must not hide it).
+`RealNetworkBlocked`. A name under `.invalid` (RFC 6761: it never resolves) gets the
+resolver's "Name or service not known" (`socket.gaierror`) without a query, so a test can
+point Metnos at an address that cannot be found. Loopback (the scripted LLM, Prefect, the
+embedded PostgreSQL) and Unix sockets are untouched. A blocked attempt also fails the test at
+teardown, even when the code under test caught the error (an LLMError turned into a polite
+reply must not hide it).
 
 Register with `pytest_plugins = ["tests.llm_guard"]` in `tests/conftest.py`. A test that
 deliberately provokes the guard asks for the `network_guard` fixture and calls `.clear()`;
@@ -90,6 +93,9 @@ class NetworkGuard:
         name = host.decode() if isinstance(host, bytes) else str(host)
         if _is_local_name(name):
             return
+        if name.lower().rstrip(".").endswith(".invalid"):  # RFC 6761: never resolves; the
+            # resolver's answer, given here without asking one (a misconfigured address)
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
         try:
             ipaddress.ip_address(name.split("%")[0])
         except ValueError:

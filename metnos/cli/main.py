@@ -19,6 +19,7 @@ from metnos.cli import (
     pair,
     proposals,
     schedule,
+    status,
     synt,
     tutor,
     ui,
@@ -50,6 +51,7 @@ app.command(name="undo", help=msg("CLI_UNDO_HELP"))(undo.undo)
 app.command(name="login", help=msg("CLI_LOGIN_HELP"))(login.login)
 app.command(name="ui", help=msg("CLI_UI_HELP"))(ui.ui)
 app.command(name="doctor", help=msg("CLI_DOCTOR_HELP"))(doctor.doctor)
+app.command(name="status", help=msg("CLI_STATUS_HELP"))(status.status)
 
 
 @app.command(help=msg("CLI_INIT_HELP"))

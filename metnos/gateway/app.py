@@ -40,6 +40,7 @@ from metnos.gateway.routes import (
     pairing,
     proposals,
     sessions,
+    status,
     synt,
     turns,
     tutor_feedback,
@@ -131,6 +132,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
 
     app.state.launch = launch
     app.include_router(health.router)
+    app.include_router(status.router)
     app.include_router(turns.router)
     app.include_router(audit.router)
     app.include_router(approvals.router)

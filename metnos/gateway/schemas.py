@@ -8,6 +8,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from metnos.gateway.invalid import active_lang, message_text
+from metnos.llm.health import ModelState
 
 TurnStatus = Literal["running", "completed", "awaiting_approval", "failed"]
 
@@ -110,3 +111,14 @@ class HealthPublic(BaseModel):
     database: Literal["ok", "down"]
     prefect: Literal["ok", "unreachable", "unknown"]  # the Prefect server
     runner: Literal["alive", "down", "unknown"]  # the deployment runner (schedules, reminders)
+    model: ModelState = Field(description="The model's state as the last call found it "
+                              "(unknown before the first; embedded: none configured).")
+
+
+class StatusPublic(BaseModel):
+    """`GET /api/status` (the owner's): the model's state, in words, with its fix."""
+
+    model: ModelState
+    line: str = Field(description="One plain sentence about the model, in the asker's language.")
+    fix: str | None = Field(None, description="What to change, when something is wrong.")
+    setting: str | None = Field(None, description="The setting to fix (configuration errors).")

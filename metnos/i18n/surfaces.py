@@ -137,7 +137,7 @@ def _pages(lang: str) -> Iterator[SurfaceText]:
 
     for page in _PAGES:
         html = render_page(page, lang, strings=page_strings(lang), modules=[], locales=[],
-                           executors=[], **index_context(lang))
+                           executors=[], model_state="unknown", **index_context(lang))
         yield SurfaceText("web chat" if page == "chat.html.j2" else "web pages", page,
                           _visible(html, lang))
 

@@ -36,7 +36,7 @@ from metnos.llm.port import LLMReply, RawToolCall
 from metnos.llm.tools import PlanStep
 from metnos.mnestoma import wish
 from metnos.turns import budget as budgets
-from metnos.turns import gate
+from metnos.turns import degraded, gate
 from metnos.turns.budget import Budget, LoopDetector
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.conversation import Conversation, tool_content
@@ -170,8 +170,10 @@ class AgentLoop:
                 reply = await self.think(tools=True)
             except (LLMError, ModelBudgetSpent) as exc:
                 if self.thinks <= 1:
-                    raise  # nothing happened yet: the turn fails (or the planner serves)
-                return await self.stop(exc.key, exc.vars, ask_model=False)
+                    raise  # nothing happened yet: the planner serves (turns/pipeline.py)
+                key, vars = (degraded.midturn(self.ctx, exc) if isinstance(exc, LLMError)
+                             else (exc.key, exc.vars))
+                return await self.stop(key, vars, ask_model=False)
             if not reply.tool_calls:
                 return self.finish(reply.text)
             stop = await self.run_calls(reply.tool_calls)

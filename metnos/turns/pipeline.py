@@ -26,11 +26,12 @@ from functools import partial
 
 from metnos import i18n, identity
 from metnos.db.models import utcnow
+from metnos.errors import LLMError
 from metnos.llm.embedded import plan_embedded
 from metnos.llm.port import LLMReply
 from metnos.mnestoma.record import WISH
 from metnos.synt import composition
-from metnos.turns import gate, history, language
+from metnos.turns import degraded, gate, history, language
 from metnos.turns.budget import Budget
 from metnos.turns.context import TurnContext
 from metnos.turns.conversation import Conversation
@@ -68,8 +69,8 @@ async def head_start(service: TurnService, ctx: TurnContext) -> HeadStart | None
     tutored = await _precheck(service, ctx)
     if tutored is not None:
         return HeadStart(tutored=tutored)
-    if service.port is None:
-        return None
+    if service.port is None or not service.model_health.allows():
+        return None  # no model, or its breaker is open: the embedded planner serves
     convo, window = await _open(service, ctx)
     return HeadStart(convo, window,
                      asyncio.create_task(plain_think(service, ctx, convo, True, 1)))
@@ -123,13 +124,19 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
         if tutored is not None:
             reply = tutored
             added.append({"role": "assistant", "content": reply})
-        elif service.port is not None:
+        elif service.port is not None and _model_serves(service, started):
             try:
                 reply, added = await _agent(service, ctx, think or plain_think, how, head)
             except ModelBudgetSpent as exc:  # the day's LLM budget is spent: the planner serves
                 reply = await _embedded(service, ctx, how, i18n.get(exc.key, ctx.lang,
                                                                     **exc.vars))
                 added.append({"role": "assistant", "content": reply})
+            except LLMError:  # the first model call failed, nothing ran: the planner serves
+                reply = await _without_model(service, ctx, how)
+                added.append({"role": "assistant", "content": reply})
+        elif service.port is not None:  # the model's breaker is open: the planner serves
+            reply = await _without_model(service, ctx, how)
+            added.append({"role": "assistant", "content": reply})
         else:
             reply = await _embedded(service, ctx, how)
             added.append({"role": "assistant", "content": reply})
@@ -139,6 +146,20 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
         # a known secret (the model may have put one in a refused call) is never stored or
         # sent again with a later turn's history (Law 2)
         await asyncio.to_thread(_remember, service, ctx, added)
+
+
+def _model_serves(service: TurnService, started: HeadStart | None) -> bool:
+    """The model answers this turn: its first call is under way already, or the breaker
+    lets a call through (`metnos.llm.health.ModelHealth`)."""
+    if started is not None and started.first is not None:
+        return True
+    return service.model_health.allows()
+
+
+async def _without_model(service: TurnService, ctx: TurnContext, how: Steps) -> str:
+    """The embedded planner's answer, and once the line that the model is not there."""
+    reply = await _embedded(service, ctx, how)
+    return degraded.with_note(reply, degraded.note(service, ctx))
 
 
 def _remember(service: TurnService, ctx: TurnContext, added: list[dict[str, object]]) -> None:

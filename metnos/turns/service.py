@@ -23,6 +23,7 @@ from sqlalchemy.engine import Engine
 from metnos import i18n
 from metnos.audit import AuditLog
 from metnos.executors.registry import Registry, load_registry
+from metnos.llm.health import ModelHealth
 from metnos.llm.port import LLMPort
 from metnos.llm.tools import ToolSpec
 from metnos.mnestoma import wish
@@ -46,6 +47,10 @@ class TurnService:
         self.audit = audit
         self.port = port
         self.sandbox_ok = sandbox_ok
+        # the model's live state and breaker, told of every call of the port
+        self.model_health = ModelHealth(settings)
+        if port is not None:
+            port.observe(self.model_health.observe)
         self.guard = Guard(settings, engine)
         self.events = TurnEvents()  # each turn's progress, for the channels (SSE, typing...)
         self.record = TurnRecord(settings, engine=engine, audit=audit, events=self.events,

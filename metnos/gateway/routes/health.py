@@ -2,7 +2,8 @@
 
 `status` is `draining` while the gateway stops (HTTP 503: send nothing new), else `degraded`
 when the database does not answer, the Prefect server is unreachable, the deployment runner
-stopped polling or the sandbox is unusable, else `ok` (HTTP 200 both). The database is pinged
+stopped polling, the sandbox is unusable or the model unreachable or misconfigured, else `ok`
+(HTTP 200 both). The database is pinged
 off the event loop, at most once a second whatever the callers do; Prefect and the runner
 are read from the scheduler's signals the gateway already keeps (`metnos.tutor.signals`),
 never asked per request. No secret, path or address appears.
@@ -40,15 +41,18 @@ async def healthz(request: Request, response: Response, service: ServiceDep) -> 
     database = await _ping(request, service.engine)
     prefect, runner = _scheduler(getattr(request.app.state, "scheduler_signals", None))
     sandbox: Literal["ok", "degraded"] = "ok" if service.sandbox_ok else "degraded"
+    model = service.model_health.state
     status: Literal["ok", "degraded", "draining"] = "ok"
     if draining(request.app.state):
         status, response.status_code = "draining", 503
-    elif "down" in (database, runner) or prefect == "unreachable" or sandbox == "degraded":
+    elif ("down" in (database, runner) or prefect == "unreachable" or sandbox == "degraded"
+          or model in ("unreachable", "misconfigured")):
         status = "degraded"
     return HealthPublic(status=status, version=__version__, sandbox=sandbox,
                         executors=len(service.registry.admitted),
                         llm="configured" if service.port is not None else "embedded",
-                        database=database, prefect=prefect, runner=runner)
+                        database=database, prefect=prefect, runner=runner,
+                        model=model)
 
 
 def _scheduler(signals: object) -> tuple[Literal["ok", "unreachable", "unknown"],

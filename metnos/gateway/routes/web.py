@@ -64,6 +64,7 @@ _JS_KEYS = {
 _FEEDBACK_CAUSES = ("wrong_section", "insufficient", "outdated", "not_about_metnos")
 NOTICES_ROUTE = "notice_events"  # the reminders' stream (routes/notices.py), when served
 _STATUSES = ("planning", "running", "awaiting_approval", "completed", "failed")
+_MODEL_STATES = ("ok", "unreachable", "misconfigured", "embedded", "unknown")  # ModelState
 
 
 class LocaleChange(BaseModel):
@@ -85,6 +86,7 @@ async def chat_page(request: Request, service: ServiceDep) -> HTMLResponse:
                "noticesUrl": _path_of(request, NOTICES_ROUTE)}
     return HTMLResponse(_render(
         "chat.html.j2", locale, strings=strings, modules=MODULES[1:],
+        model_state=service.model_health.state,
         locales=[(code, i18n.display_name(code, code)) for code in
                  service.settings.active_languages]))
 
@@ -125,6 +127,7 @@ def _strings(locale: str) -> dict[str, Any]:
     strings: dict[str, Any] = {name: _raw(key, locale) for name, key in _JS_KEYS.items()}
     strings["status"] = {s: _raw(f"WEB_CHAT_STATUS_{s.upper()}", locale) for s in _STATUSES}
     strings["outcomes"] = _words(locale, "STATUS_DECISION_") | _words(locale, "STATUS_OUTCOME_")
+    strings["model"] = {s: _raw(f"WEB_CHAT_MODEL_{s.upper()}", locale) for s in _MODEL_STATES}
     strings["feedbackCauses"] = {c: _raw(f"TUTOR_FEEDBACK_CAUSE_{c.upper()}", locale)
                                  for c in _FEEDBACK_CAUSES}
     strings["locale"] = locale

@@ -19,6 +19,15 @@ function showSession() {
   $("session-line").textContent = sessionId ? fill(S.session, { id: sessionId.slice(0, 8) }) : "";
 }
 
+// The model's state in the header, as /healthz has it: after each reply (which may have
+// said that Metnos works without its model)
+async function refreshModel() {
+  const health = await api("GET", "/healthz");
+  const state = S.model[health.model] ? health.model : "unknown";
+  $("model-state").dataset.state = state;
+  $("model-state").textContent = S.model[state];
+}
+
 function showSummary(text) {
   $("summary").hidden = !text;
   $("summary-text").textContent = text || "";
@@ -66,7 +75,7 @@ async function send(text) {
     sessionStorage.setItem(SESSION_KEY, sessionId);
     sessionStorage.setItem(TURN_KEY, JSON.stringify({ turn: turn.turn_id, session: sessionId, text }));
     showSession();
-    follow(turn.turn_id, new Set(), () => input.focus());
+    follow(turn.turn_id, new Set(), () => { input.focus(); refreshModel().catch(() => {}); });
   } catch (error) {
     setStatus("");
     fail(error);

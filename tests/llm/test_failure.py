@@ -1,0 +1,109 @@
+"""A failed model call, classified against real failing servers (real litellm, real HTTP):
+configuration errors name their setting and are never retried; passing failures are."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from metnos.errors import LLMError
+from metnos.llm.port import LLMPort
+from metnos.settings import LLMSettings
+from metnos.testing import ScriptedLLM
+from tests.llm.conftest import llm_settings
+
+HELLO = [{"role": "user", "content": "ciao"}]
+
+
+@pytest.fixture
+def stopped_base() -> Iterator[str]:
+    """The address of a model server that was started, then stopped: its port is closed."""
+    server = ScriptedLLM().start()
+    base = server.api_base
+    server.stop()
+    yield base
+
+
+def fast(settings: LLMSettings) -> LLMPort:
+    return LLMPort(settings, wait_initial_s=0.01, wait_max_s=0.02)
+
+
+async def failure_of(port: LLMPort) -> LLMError:
+    with pytest.raises(LLMError) as info:
+        await port.complete(HELLO)
+    return info.value
+
+
+@pytest.mark.parametrize(("status", "key", "setting", "named"), [
+    (401, "ERR_LLM_AUTH_FAILED", "[llm] api_key", "METNOS_LLM_API_KEY"),
+    (403, "ERR_LLM_AUTH_FAILED", "[llm] api_key", "METNOS_LLM_API_KEY"),
+    (404, "ERR_LLM_MODEL_NOT_FOUND", "[llm] model", "METNOS_LLM_MODEL"),
+])
+async def test_a_configuration_error_names_its_setting_and_is_tried_once(
+        scripted_llm: ScriptedLLM, status: int, key: str, setting: str, named: str) -> None:
+    for _ in range(3):
+        scripted_llm.enqueue_error(status, "no")
+    error = await failure_of(fast(llm_settings(scripted_llm)))
+    assert (error.key, error.vars["setting"]) == (key, setting)
+    assert len(scripted_llm.requests) == 1  # never retried: it does not heal by itself
+    assert named in error.message("en") and named in error.message("it")
+
+
+async def test_a_server_that_wants_a_key_answers_a_wrong_one_with_401() -> None:
+    with ScriptedLLM(api_key="sk-right") as server:
+        server.enqueue_text("hello")
+        wrong = await failure_of(fast(llm_settings(server, api_key="sk-wrong")))
+        assert (wrong.key, wrong.vars["setting"]) == ("ERR_LLM_AUTH_FAILED", "[llm] api_key")
+        assert server.requests == []  # refused at the door
+        reply = await fast(llm_settings(server, api_key="sk-right")).complete(HELLO)
+        assert reply.text == "hello"
+
+
+async def test_no_key_at_all_is_a_missing_key_not_a_busy_server(
+        scripted_llm: ScriptedLLM, monkeypatch: pytest.MonkeyPatch) -> None:
+    """litellm reports a missing key as InternalServerError 500: the port reads the cause."""
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    error = await failure_of(fast(llm_settings(scripted_llm, api_key=None)))
+    assert (error.key, error.vars["setting"]) == ("ERR_LLM_KEY_MISSING", "[llm] api_key")
+
+
+async def test_a_closed_port_is_retried_then_unavailable(stopped_base: str) -> None:
+    error = await failure_of(fast(LLMSettings(model="openai/scripted", api_base=stopped_base,
+                                              api_key="sk-test", max_attempts=2)))
+    assert error.key == "ERR_LLM_UNAVAILABLE" and "setting" not in error.vars
+
+
+async def test_a_busy_server_is_retried_then_unavailable(scripted_llm: ScriptedLLM) -> None:
+    for _ in range(3):
+        scripted_llm.enqueue_error(503, "busy")
+    error = await failure_of(fast(llm_settings(scripted_llm)))
+    assert error.key == "ERR_LLM_UNAVAILABLE"
+    assert len(scripted_llm.requests) == 3
+
+
+async def test_an_address_that_cannot_be_found_is_a_configuration_error() -> None:
+    settings = LLMSettings(model="openai/scripted", api_base="http://model-server.invalid:8080/v1",
+                           api_key="sk-test", max_attempts=3, timeout_s=5)
+    error = await failure_of(fast(settings))
+    assert (error.key, error.vars["setting"]) == ("ERR_LLM_ADDRESS_UNKNOWN", "[llm] api_base")
+    assert "model-server.invalid" in error.message("en")
+
+
+async def test_an_address_that_is_no_url_is_refused_before_any_request(
+        scripted_llm: ScriptedLLM) -> None:
+    address = scripted_llm.base_url.removeprefix("http://") + "/v1"  # the scheme forgotten
+    error = await failure_of(fast(llm_settings(scripted_llm, api_base=address)))
+    assert (error.key, error.vars["setting"]) == ("ERR_LLM_ADDRESS_INVALID", "[llm] api_base")
+    assert scripted_llm.requests == []
+
+
+async def test_every_outcome_is_told_to_the_observer(scripted_llm: ScriptedLLM) -> None:
+    port = fast(llm_settings(scripted_llm))
+    seen: list[str | None] = []
+    port.observe(lambda outcome: seen.append(None if outcome is None else outcome.key))
+    scripted_llm.enqueue_text("hi")
+    scripted_llm.enqueue_error(401, "no")
+    await port.complete(HELLO)
+    await failure_of(port)
+    assert seen == [None, "ERR_LLM_AUTH_FAILED"]

@@ -1,0 +1,55 @@
+"""The web chat's header shows the model's state (issue 26), in headless Chromium: not tried yet
+at first, unreachable once a reply said Metnos works without its model (the server stopped)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from metnos import i18n
+from metnos.testing.llm_server import ScriptedLLM
+from metnos.web.link import create_login_link
+from tests.support.home import MakeHome, served_gateway
+from tests.support.pg import free_port
+
+
+@pytest.fixture
+def stopped_base() -> Iterator[str]:
+    server = ScriptedLLM().start()
+    base = server.api_base
+    server.stop()
+    yield base
+
+
+@pytest.mark.parametrize("lang", ["it", "en"])
+async def test_the_header_says_when_the_model_is_unreachable(
+        make_home: MakeHome, stopped_base: str, browser: Any, lang: str) -> None:
+    from playwright.async_api import expect
+
+    home = make_home(lang=lang, METNOS_GATEWAY_PORT=str(free_port()),
+                     METNOS_LLM_MODEL="openai/scripted", METNOS_LLM_API_BASE=stopped_base,
+                     METNOS_LLM_API_KEY="sk-test")
+    with served_gateway(home):
+        context = await browser.new_context(locale=lang)
+        page = await context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        await page.goto(create_login_link(home.settings).url)
+        state = page.locator("header #model-state")
+        await expect(state).to_have_text(i18n.get("WEB_CHAT_MODEL_UNKNOWN", lang))
+        await expect(state).to_have_attribute("data-state", "unknown")
+
+        await page.fill("#text", "ciao")
+        await page.keyboard.press("Enter")
+        reply = page.locator(".msg.metnos[data-turn]")
+        await expect(reply).to_contain_text(i18n.get("MSG_TURN_NO_MODEL_UNREACHABLE", lang),
+                                            timeout=60_000)
+        await expect(state).to_have_text(i18n.get("WEB_CHAT_MODEL_UNREACHABLE", lang))
+        await expect(state).to_have_attribute("data-state", "unreachable")
+
+        await page.reload()  # drawn by the server from the gateway's live view
+        await expect(state).to_have_text(i18n.get("WEB_CHAT_MODEL_UNREACHABLE", lang))
+        await context.close()
+    assert errors == []
