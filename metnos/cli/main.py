@@ -27,7 +27,7 @@ from metnos.cli import (
     workspace,
 )
 from metnos.cli._common import exit_with
-from metnos.cli._lang import msg
+from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
 from metnos.errors import MetnosError
 from metnos.settings import get_settings
@@ -93,7 +93,7 @@ def serve() -> None:
         supervisor.handle_signals()  # before start-up: a Ctrl-C there must stop what started
         try:
             urls = supervisor.start()
-            for line in supervisor.model_check_at_start(urls):  # the model check at start
+            for line in supervisor.model_check_at_start(urls, cli_lang()):
                 echo(line, err=True)
             echo(msg("MSG_SERVE_READY", gateway=urls["gateway"],
                           prefect_ui=urls["prefect_ui"],

@@ -52,6 +52,7 @@ from metnos.gateway.security import HostGuard
 from metnos.i18n import intents, lint
 from metnos.i18n.instance import open_instance_store
 from metnos.i18n.store import MessageStore
+from metnos.llm.health import check_model
 from metnos.settings import Settings, get_settings
 from metnos.turns.pipeline import run_pipeline
 from metnos.turns.recovery import recover_at_start
@@ -75,6 +76,16 @@ async def plain_runner(service: TurnService, ctx: TurnContext) -> None:
     except Exception as exc:  # the outermost boundary of a turn
         if not ctx.closed:
             await service.fail_turn(ctx, exc)
+
+
+async def _probe_model(service: TurnService) -> None:
+    """Ask the configured model once (`check_model`, bounded) and let the live view learn it;
+    nothing to ask without a model."""
+    if service.port is None or service.model_health.state != "unknown":
+        return
+    found = await check_model(service.settings)
+    if service.model_health.state == "unknown":  # a turn's call meanwhile knows better
+        service.model_health.record(found)
 
 
 def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = None,
@@ -103,12 +114,16 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         app.state.service = service
         app.state.owner_token = settings.owner_token()
         telegram = app.state.telegram = await start_telegram(app, settings)
+        # the model's state known from the start (/healthz, the web chat's header, `metnos
+        # serve`'s report), not only after the first turn: one probe, beside the start
+        probe = asyncio.get_running_loop().create_task(_probe_model(service))
         log.info("gateway.ready executors=%d sandbox_ok=%s",
                  len(service.registry.admitted), service.sandbox_ok)
         yield
         # a process stop drains while still listening (flows.gateway); this one is for a
         # server stopped without it: nothing is left running or open either way (SPEC §1)
         await drain(app.state, settings.gateway.drain_s)
+        probe.cancel()
         if telegram is not None:
             await telegram.stop()
         service.audit.close()

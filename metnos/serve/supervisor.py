@@ -135,11 +135,28 @@ class Supervisor:
         self._launch(runner, None)
         return urls
 
-    def model_check_at_start(self, urls: dict[str, str]) -> list[str]:
-        """THE PLACE FOR THE MODEL CHECK AT START: called after `start()` (the gateway is
-        healthy), before the "ready" banner; the lines it returns are shown then. Empty for
-        now: the lead wires `metnos.llm.health.check_model` in here."""
-        return []
+    def model_check_at_start(self, urls: dict[str, str], lang: str) -> list[str]:
+        """The model, checked once at start (after `start()`, before the "ready" banner):
+        what the gateway's own probe found (`GET /api/status`, the owner's view, which asks
+        the model if nothing has yet). A configuration error or a model that does not
+        answer is said here in `lang`, with its fix; nothing when it answers or none is
+        configured, or when the gateway cannot be asked (it says so on its own surfaces)."""
+        request = urllib.request.Request(f"{urls['gateway']}/api/status", headers={
+            "Authorization": f"Bearer {self.settings.owner_token()}",
+            "Accept-Language": lang})
+        try:
+            with urllib.request.urlopen(request, timeout=20) as resp:  # noqa: S310 - loopback
+                found = json.load(resp)
+        except (OSError, ValueError):
+            log.warning("serve.model_check_unavailable", exc_info=True)
+            return []
+        if not isinstance(found, dict) or found.get("model") not in (
+                "unreachable", "misconfigured"):
+            return []
+        lines = [i18n.get("MSG_SERVE_MODEL_PROBLEM", lang, line=str(found.get("line", "")))]
+        if found.get("fix"):
+            lines.append(i18n.get("MSG_STATUS_FIX", lang, fix=str(found["fix"])))
+        return lines
 
     @staticmethod
     def sandbox_ok(gateway_url: str) -> bool:
