@@ -5,7 +5,8 @@ when the database does not answer, the Prefect server is unreachable, the deploy
 stopped polling, the sandbox is unusable or the model unreachable or misconfigured, else
 `ok` (HTTP 200 both). The database is pinged off the event loop, at most once a second
 whatever the callers do; Prefect and the runner are read from the scheduler's signals the
-gateway already keeps (`metnos.tutor.signals`), never asked per request. No secret, path or address appears.
+gateway already keeps (`metnos.tutor.signals`), never asked per request. No secret, path
+or address appears.
 """
 
 from __future__ import annotations
