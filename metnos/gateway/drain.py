@@ -6,7 +6,7 @@ and no turn row; Telegram stops taking updates; `/healthz` answers 503 "draining
 turns in flight have `window_s` to finish, and those still running then are cancelled and
 recorded as interrupted, as a restart would record them (`metnos.turns.recovery`), their
 Prefect runs ended and their waiting clients answered. Only then does the caller close the
-server. The process wiring (signals, threads) is `flows.gateway`'s.
+server. The process wiring (signals, threads) is `metnos.gateway.process`.
 """
 
 from __future__ import annotations

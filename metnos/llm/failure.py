@@ -6,8 +6,9 @@ not resolve ("Connection error.") alike. Its exception class says little; the ca
 (`__cause__`/`__context__`: the openai SDK's error, httpx's, the socket's) and the message say
 what happened. A configuration error (a refused or missing key, an unknown model, a bad or
 unknown address) never heals by itself: it is not retried, and its key names the setting to
-fix. A passing failure (refused connection, timeout, 5xx, rate limit) is retried and then
-`ERR_LLM_UNAVAILABLE`.
+fix. A passing failure (refused connection, 5xx, rate limit) is retried and then
+`ERR_LLM_UNAVAILABLE`; a timeout is passing too but not retried (`timed_out`: a server that
+never answers would make the family wait `max_attempts` times the timeout).
 
 `settings_problem` checks the settings before any call (an `api_base` that is no http(s) URL
 with a host).
@@ -130,6 +131,16 @@ def classify(exc: BaseException) -> Failure:
     if statuses:
         return Failure(REJECTED)
     return Failure(UNAVAILABLE, transient=True)
+
+
+def timed_out(exc: BaseException) -> bool:
+    """The call waited its whole timeout (a server that accepts and never answers): passing,
+    yet never tried again, since a second wait would double what the family waits."""
+    names = {_qualname(link) for link in chain(exc)}
+    return bool(names & {"openai.APITimeoutError", "litellm.Timeout",
+                         "httpx.TimeoutException", "httpx.ReadTimeout", "httpx.WriteTimeout",
+                         "httpx.PoolTimeout"}) or any(
+        isinstance(link, TimeoutError) for link in chain(exc))
 
 
 def _connection_level(links: list[BaseException]) -> bool:

@@ -166,7 +166,7 @@ class LLMPort:
         def retryable(exc: BaseException) -> bool:
             if stream is not None and (stream.delivered or exc is stream.callback_error):
                 return False
-            return failure.classify(exc).transient
+            return failure.classify(exc).transient and not failure.timed_out(exc)
 
         retrying = AsyncRetrying(
             retry=retry_if_exception(retryable),

@@ -101,6 +101,17 @@ class Service:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def end_orphans(self) -> None:
+        """After this child died: SIGTERM what it left in its process group (the runner's
+        flow runs, say), so that its restart never runs beside them."""
+        if self.process is None or self.process.returncode is None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            log.warning("service.orphans_stopped name=%s", self.name)
+        except (ProcessLookupError, PermissionError):  # nothing left in the group
+            return
+
     def stop(self) -> None:
         """SIGTERM the process group, wait, then SIGKILL what is left."""
         proc = self.process

@@ -210,6 +210,7 @@ class Supervisor:
         now = time.monotonic()
         for svc in self.services:
             if svc.name not in self._pending and not svc.running():
+                svc.end_orphans()
                 self._died(svc.name, svc.started_at, str(svc.log_path), now)
         pg = self.postgres
         if pg is not None and POSTGRES not in self._pending and not pg.is_running():

@@ -3,6 +3,9 @@ configuration errors name their setting and are never retried; passing failures 
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -107,3 +110,37 @@ async def test_every_outcome_is_told_to_the_observer(scripted_llm: ScriptedLLM) 
     await port.complete(HELLO)
     await failure_of(port)
     assert seen == [None, "ERR_LLM_AUTH_FAILED"]
+
+
+async def test_a_server_that_never_answers_is_waited_for_once() -> None:
+    """A frozen server accepts the connection (the kernel's backlog) and never answers: the
+    call waits its timeout once, never `max_attempts` times, and the turn falls back."""
+    accepted: list[socket.socket] = []
+    with socket.socket() as frozen:
+        frozen.bind(("127.0.0.1", 0))
+        frozen.listen(8)
+        frozen.settimeout(0.2)
+        done = threading.Event()
+
+        def take() -> None:
+            while not done.is_set():
+                try:
+                    accepted.append(frozen.accept()[0])
+                except TimeoutError:
+                    continue
+
+        taker = threading.Thread(target=take, daemon=True)
+        taker.start()
+        base = f"http://127.0.0.1:{frozen.getsockname()[1]}/v1"
+        settings = LLMSettings(model="openai/scripted", api_base=base, api_key="sk-test",
+                               max_attempts=3, timeout_s=1.0)
+        started = time.monotonic()
+        error = await failure_of(fast(settings))
+        took = time.monotonic() - started
+        done.set()
+        taker.join()
+        for conn in accepted:
+            conn.close()
+    assert error.key == "ERR_LLM_UNAVAILABLE"
+    assert len(accepted) == 1, f"{len(accepted)} connections: the timeout was tried again"
+    assert took < 3 * 1.0, f"{took:.1f} s"
