@@ -102,7 +102,8 @@ def serve() -> None:
                 echo(msg("MSG_SERVE_SANDBOX_DEGRADED"), err=True)
             code = supervisor.wait()
         finally:
-            echo(msg("MSG_SERVE_STOPPING"))
+            if supervisor.owns_home:  # not when another `metnos serve` runs this home
+                echo(msg("MSG_SERVE_STOPPING"))
             supervisor.stop()
     except MetnosError as exc:
         exit_with(exc)

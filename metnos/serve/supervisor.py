@@ -86,6 +86,11 @@ class Supervisor:
     _postgres_started_at: float = 0.0
 
     @property
+    def owns_home(self) -> bool:
+        """True once this supervisor holds the instance's lock (it has something to stop)."""
+        return self._lock is not None
+
+    @property
     def log_dir(self) -> Path:
         return self.settings.home / "logs"
 
