@@ -47,6 +47,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+EMPTY_REPLY = "ERR_LLM_EMPTY_REPLY"  # a reply with no text and no tool call, or unreadable
+
 Tier = Literal["fast", "wise", "frontier"]
 TIERS: tuple[str, ...] = ("fast", "wise", "frontier")
 # told of every call's outcome: None on success, the LLMError on failure (the gateway's
@@ -186,10 +188,23 @@ class LLMPort:
             error = _to_llm_error(exc, model, self.settings.api_base)
             self._tell(error)
             raise error from exc
-        self._tell(None)
         if held is not None:
             held.flush()
-        reply = _reply(litellm, response, model, self.settings)
+        try:
+            reply = _reply(litellm, response, model, self.settings)
+        except Exception as exc:  # a 200 that is no chat completion (no choices, no message)
+            error = _error_of(failure.Failure(EMPTY_REPLY), model, None, type(exc).__name__,
+                              self.settings.api_base)
+            self._tell(error)
+            raise error from exc
+        if not reply.tool_calls and not (reply.text or "").strip():
+            # nothing said, nothing asked (a broken proxy's stream reads as this): the caller
+            # falls back as on any failure; the model did answer, so no breaker opens
+            error = _error_of(failure.Failure(EMPTY_REPLY), model, None, "empty",
+                              self.settings.api_base)
+            self._tell(error)
+            raise error
+        self._tell(None)
         reply = replace(reply, text=law2.reply(reply.text, held))
         return reply if stream is None else replace(reply, first_token_s=stream.first_token_s)
 

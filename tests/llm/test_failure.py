@@ -144,3 +144,16 @@ async def test_a_server_that_never_answers_is_waited_for_once() -> None:
     assert error.key == "ERR_LLM_UNAVAILABLE"
     assert len(accepted) == 1, f"{len(accepted)} connections: the timeout was tried again"
     assert took < 3 * 1.0, f"{took:.1f} s"
+
+
+async def test_an_answer_with_nothing_in_it_is_no_answer(scripted_llm: ScriptedLLM) -> None:
+    """A 200 that says nothing and asks for nothing (an empty completion, a broken proxy's
+    stream) is a failure the caller falls back from, never tried again."""
+    scripted_llm.enqueue_text("")
+    scripted_llm.enqueue_text("")
+    port = fast(llm_settings(scripted_llm))
+    error = await failure_of(port)
+    assert error.key == "ERR_LLM_EMPTY_REPLY" and len(scripted_llm.requests) == 1
+    with pytest.raises(LLMError) as streamed:
+        await port.complete(HELLO, on_delta=lambda piece: None)
+    assert streamed.value.key == "ERR_LLM_EMPTY_REPLY"
