@@ -77,6 +77,11 @@ class GatewaySettings(_Group):
         description="On a stop, how long running turns may go on finishing (new ones get "
         "503); those still running then are recorded as interrupted.",
     )
+    hung_after_s: float = Field(
+        60.0, ge=5, le=3600,
+        description="A gateway (or Prefect server) that answers no health check for this "
+        "long is hung: `metnos serve` stops it and starts it again.",
+    )
 
     @field_validator("host")
     @classmethod

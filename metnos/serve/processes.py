@@ -101,6 +101,16 @@ class Service:
     def running(self) -> bool:
         return self.process is not None and self.process.poll() is None
 
+    def kill(self) -> None:
+        """SIGKILL the process group at once (a hung child: a polite stop would wait)."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        try:
+            os.killpg(self.process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            return
+        self.process.wait(timeout=10)
+
     def end_orphans(self) -> None:
         """After this child died: SIGTERM what it left in its process group (the runner's
         flow runs, say), so that its restart never runs beside them."""
@@ -167,6 +177,18 @@ def ensure_port_free(service: str, port: int, host: str = "127.0.0.1") -> None:
         raise MetnosError("ERR_SERVICE_PORT_IN_USE", service=service, port=port)
     raise MetnosError("ERR_SERVICE_PORT_HELD", service=service, port=port, pid=found.pid,
                       command=terminal_line(found.command))
+
+
+def responds(url: str, timeout_s: float = 3.0) -> bool:
+    """True when the server at `url` answers at all (any HTTP status: a draining gateway's
+    503 is an answer); False when it does not within `timeout_s` (hung, or gone)."""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s):  # noqa: S310 - loopback URL
+            return True
+    except urllib.error.HTTPError:
+        return True
+    except (urllib.error.URLError, OSError, ValueError):
+        return False
 
 
 def _answers(url: str) -> bool:

@@ -47,7 +47,13 @@ from metnos.serve.leftovers import stop_leftovers
 from metnos.serve.notice import tell_owner_restarted
 from metnos.serve.ports import instance_ports
 from metnos.serve.prefect_access import client_environment, read_credential, ui_url
-from metnos.serve.processes import Service, base_environment, ensure_port_free, prefect_server
+from metnos.serve.processes import (
+    Service,
+    base_environment,
+    ensure_port_free,
+    prefect_server,
+    responds,
+)
 from metnos.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -56,6 +62,7 @@ GATEWAY_STOP_MARGIN_S = 15.0  # after the drain window: interrupted turns record
 GATEWAY_START_S = 120.0
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 60.0
+LIVENESS_EVERY_S = 5.0  # how often the children with a health URL are asked
 STEADY_S = 600.0  # up this long: its next death starts the backoff again at 1 s
 POSTGRES = "postgres"
 RESTART_ORDER = (POSTGRES, "gateway", "prefect-server", "runner", "watchdog")
@@ -84,6 +91,8 @@ class Supervisor:
     _pending: dict[str, _Pending] = field(default_factory=dict)
     _failures: dict[str, int] = field(default_factory=dict)
     _postgres_started_at: float = 0.0
+    _last_look: float = 0.0  # the last health look at the children (time.monotonic)
+    _silent_since: dict[str, float] = field(default_factory=dict)
 
     @property
     def owns_home(self) -> bool:
@@ -205,11 +214,35 @@ class Supervisor:
 
     # -- while running --------------------------------------------------------------------
     def wait(self) -> int:
-        """Block until a signal arrives, restarting the children that die; 0 then."""
+        """Block until a signal arrives, restarting the children that die or hang; 0 then."""
         while not self._stop.wait(1.0):
+            self._notice_hangs()
             self._notice_deaths()
             self._restart_next()
         return 0
+
+    def _notice_hangs(self) -> None:
+        """A child with a health URL that has answered nothing for `[gateway] hung_after_s`
+        (frozen, deadlocked) is killed with its process group: the next look finds it dead
+        and restarts it like any child that died."""
+        now = time.monotonic()
+        if now - self._last_look < LIVENESS_EVERY_S:
+            return
+        self._last_look = now
+        for svc in self.services:
+            if svc.health_url is None or svc.name in self._pending or not svc.running():
+                self._silent_since.pop(svc.name, None)
+                continue
+            if responds(svc.health_url):
+                self._silent_since.pop(svc.name, None)
+                continue
+            since = self._silent_since.setdefault(svc.name, now)
+            if now - since >= self.settings.gateway.hung_after_s:
+                log.error("service.hung name=%s silent_s=%.0f", svc.name, now - since)
+                self.say(i18n.get("MSG_SERVICE_HUNG", name=svc.name,
+                                  seconds=f"{now - since:.0f}"))
+                svc.kill()
+                self._silent_since.pop(svc.name, None)
 
     def _notice_deaths(self) -> None:
         now = time.monotonic()

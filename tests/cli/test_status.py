@@ -37,7 +37,8 @@ def test_a_wrong_key_is_shown_with_its_fix(make_home: MakeHome) -> None:
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].startswith("Metnos is running at http://127.0.0.1:")
-    assert lines[1].startswith("Model: The provider of openai/scripted refused the credentials")
+    assert lines[1] == i18n.get("MSG_STATUS_MODEL", "en", line=i18n.get(
+        "ERR_LLM_AUTH_FAILED", "en", model="openai/scripted", status=401))
     assert lines[2] == i18n.get("MSG_STATUS_FIX", "en",
                                 fix=i18n.get("MSG_MODEL_FIX_API_KEY", "en"))
     assert i18n.get("MSG_STATUS_SANDBOX_OK", "en") in lines or \

@@ -142,9 +142,12 @@ def stop(proc: subprocess.Popen[str], env: dict[str, str]) -> None:
             stop_postgres(env)
 
 
+HUNG_AFTER_S = 10  # this module's instance calls a child hung after this long
+
+
 @pytest.fixture(scope="module")
 def served() -> Iterator[ServedInstance]:
-    with served_instance(METNOS_LANG="en") as inst:
+    with served_instance(METNOS_LANG="en", METNOS_GATEWAY_HUNG_AFTER_S=str(HUNG_AFTER_S)) as inst:
         yield inst
 
 
@@ -173,6 +176,31 @@ def test_a_killed_child_comes_back_by_itself_and_the_owner_is_told(
     assert served.process.poll() is None  # the supervisor ran on
     deadline = time.monotonic() + 15  # the notice is written once it is healthy
     while not any(PARTS[name] in text for text in owner_notices(served)):
+        assert time.monotonic() < deadline, owner_notices(served)
+        time.sleep(0.5)
+    assert_one_of_each(served.home)
+
+
+def test_a_frozen_gateway_is_restarted_by_itself(served: ServedInstance) -> None:
+    """A gateway that answers nothing (stopped with SIGSTOP: alive, deaf) is killed once it
+    stayed silent `hung_after_s`, and comes back like one that died, the owner told."""
+    before = records(served.home)["gateway"]
+    told = len([t for t in owner_notices(served) if PARTS["gateway"] in t])
+    os.kill(before.pid, signal.SIGSTOP)
+    frozen = time.monotonic()
+    within = HUNG_AFTER_S + 5 + BACK_WITHIN_S  # silent long enough, seen, then restarted
+    while time.monotonic() - frozen < within:
+        now = records(served.home).get("gateway")
+        if now is not None and now.pid != before.pid and now.alive() and healthy(
+                f"{served.gateway}/healthz"):
+            break
+        time.sleep(0.5)
+    else:
+        os.kill(before.pid, signal.SIGCONT)
+        pytest.fail(f"the frozen gateway was not replaced within {within} s")
+    assert not before.alive() and served.process.poll() is None
+    deadline = time.monotonic() + 15
+    while len([t for t in owner_notices(served) if PARTS["gateway"] in t]) <= told:
         assert time.monotonic() < deadline, owner_notices(served)
         time.sleep(0.5)
     assert_one_of_each(served.home)
