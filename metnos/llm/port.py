@@ -166,6 +166,8 @@ class LLMPort:
         stream = None if held is None else DeltaStream(held, time.perf_counter())
 
         def retryable(exc: BaseException) -> bool:
+            if not isinstance(exc, Exception):  # a cancelled turn, a stop: never tried again
+                return False
             if stream is not None and (stream.delivered or exc is stream.callback_error):
                 return False
             return failure.classify(exc).transient and not failure.timed_out(exc)

@@ -3,6 +3,7 @@ configuration errors name their setting and are never retried; passing failures 
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 import time
@@ -157,3 +158,19 @@ async def test_an_answer_with_nothing_in_it_is_no_answer(scripted_llm: ScriptedL
     with pytest.raises(LLMError) as streamed:
         await port.complete(HELLO, on_delta=lambda piece: None)
     assert streamed.value.key == "ERR_LLM_EMPTY_REPLY"
+
+
+async def test_a_cancelled_call_is_never_tried_again(scripted_llm: ScriptedLLM) -> None:
+    """A turn cancelled while its model call waits (a stop's drain) ends there: the call is
+    not retried behind it (a retried call kept a stopped gateway's loop alive)."""
+    scripted_llm.respond_with(lambda body: (time.sleep(1.0), "late")[1])  # type: ignore[func-returns-value]
+    call = asyncio.create_task(fast(llm_settings(scripted_llm)).complete(HELLO))
+    for _ in range(200):  # until the request is at the server (litellm's import comes first)
+        if scripted_llm.requests:
+            break
+        await asyncio.sleep(0.05)
+    call.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await call
+    await asyncio.sleep(1.5)  # a retry would have reached the server by now
+    assert len(scripted_llm.requests) == 1
