@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -36,6 +35,7 @@ from metnos.db import models
 from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.testing.llm_server import ScriptedLLM
+from tests.support.gateway_process import GatewayProcess
 from tests.support.home import Home, MakeHome
 from tests.support.pg import free_port
 from tests.support.turn_load import (
@@ -56,32 +56,7 @@ LONG_WINDOW_S = 60.0  # a window the second signal must not wait for
 
 
 @dataclass
-class Gateway:
-    home: Home
-    env: dict[str, str]
-    log: Path
-    proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.env['METNOS_GATEWAY_PORT']}"
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "flows.gateway"], env=self.env,
-                                         stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log.read_text()[-3000:]
-            try:
-                if httpx.get(f"{self.base}/healthz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError("the gateway did not start:\n" + self.log.read_text()[-3000:])
-
+class Gateway(GatewayProcess):
     def stop(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             os.killpg(self.proc.pid, signal.SIGKILL)

@@ -45,7 +45,8 @@ from metnos import durable, i18n, keys, reversibility
 from metnos.executors.signing import sign_executor, signature_path
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from metnos.undo import verify_before
-from tests.support.home import Home, MakeHome
+from tests.support.gateway_process import GatewayProcess
+from tests.support.home import MakeHome
 from tests.support.pg import free_port
 
 METNOS = [sys.executable, "-m", "metnos.cli.main"]
@@ -80,32 +81,8 @@ def printed_matrix(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @dataclass
-class Gateway:
-    home: Home
-    env: dict[str, str]
-    log: Path
-    proc: subprocess.Popen[bytes] | None = None
+class Gateway(GatewayProcess):
     orphans: tuple[psutil.Process, ...] = ()  # its sandbox processes when it was killed
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.env['METNOS_GATEWAY_PORT']}"
-
-    def start(self) -> None:
-        with self.log.open("ab") as out:
-            self.proc = subprocess.Popen([sys.executable, "-m", "flows.gateway"], env=self.env,
-                                         stdout=out, stderr=subprocess.STDOUT,
-                                         start_new_session=True)
-        deadline = time.monotonic() + 180
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, self.log.read_text()[-3000:]
-            try:
-                if httpx.get(f"{self.base}/healthz", timeout=2).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.2)
-        raise AssertionError("the gateway did not start:\n" + self.log.read_text()[-3000:])
 
     def call(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
         return httpx.request(method, self.base + path, headers=self.home.auth(), timeout=60,

@@ -39,15 +39,6 @@ Check = Callable[[str], list[str]]
 
 
 @pytest.fixture
-def stopped_base() -> Iterator[str]:
-    """The address of a model server that was started, then stopped: its port is closed."""
-    server = ScriptedLLM().start()
-    base = server.api_base
-    server.stop()
-    yield base
-
-
-@pytest.fixture
 def telegram() -> Iterator[FakeTelegram]:
     with FakeTelegram() as server:
         yield server

@@ -7,7 +7,6 @@ import asyncio
 import socket
 import threading
 import time
-from collections.abc import Iterator
 
 import pytest
 
@@ -18,15 +17,6 @@ from metnos.testing import ScriptedLLM
 from tests.llm.conftest import llm_settings
 
 HELLO = [{"role": "user", "content": "ciao"}]
-
-
-@pytest.fixture
-def stopped_base() -> Iterator[str]:
-    """The address of a model server that was started, then stopped: its port is closed."""
-    server = ScriptedLLM().start()
-    base = server.api_base
-    server.stop()
-    yield base
 
 
 def fast(settings: LLMSettings) -> LLMPort:

@@ -3,8 +3,6 @@ and `ModelHealth`'s breaker, told of real calls of the port."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from metnos.errors import LLMError
@@ -18,14 +16,6 @@ from tests.llm.conftest import llm_settings
 def settings_of(**llm: object) -> Settings:
     values: dict[str, object] = {"model": "openai/scripted", "timeout_s": 5, **llm}
     return Settings(llm=values)
-
-
-@pytest.fixture
-def stopped_base() -> Iterator[str]:
-    server = ScriptedLLM().start()
-    base = server.api_base
-    server.stop()
-    yield base
 
 
 async def test_nothing_configured_is_the_embedded_planner() -> None:

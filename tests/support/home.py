@@ -56,6 +56,15 @@ def scripted_llm() -> Iterator[ScriptedLLM]:
 
 
 @pytest.fixture
+def stopped_base() -> Iterator[str]:
+    """The address of a model server that was started, then stopped: its port is closed."""
+    server = ScriptedLLM().start()
+    base = server.api_base
+    server.stop()
+    yield base
+
+
+@pytest.fixture
 def make_home(tmp_path: Path, pg_server: TestPostgres,
               monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeHome]:
     def make(llm: ScriptedLLM | None = None, autonomy: str = "Supervised",

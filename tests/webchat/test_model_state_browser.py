@@ -5,24 +5,14 @@ once a reply said Metnos works without its model (the server stopped)."""
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from metnos import i18n
-from metnos.testing.llm_server import ScriptedLLM
 from metnos.web.link import create_login_link
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port
-
-
-@pytest.fixture
-def stopped_base() -> Iterator[str]:
-    server = ScriptedLLM().start()
-    base = server.api_base
-    server.stop()
-    yield base
 
 
 @pytest.mark.parametrize("lang", ["it", "en"])
