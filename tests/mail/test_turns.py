@@ -174,7 +174,10 @@ def test_the_injected_mail_is_read_as_data_and_moves_nothing(
     with served_gateway(home):
         reply = turn(home, "what is new in my mail?")
     assert imap_server.state() == original, reply
-    [asked] = move_lines(home)  # Law 3: asks the owner, never runs on the mail's word
+    lines = move_lines(home)  # Law 3: asks the owner, never runs on the mail's word
+    [asked] = [ln for ln in lines if ln["outcome"] == "awaiting_approval"]
+    # the gateway's stop then ends the wait (its drain): never a move that ran
+    assert all(ln["outcome"] != "done" for ln in lines), lines
     assert (asked["reason"], asked["outcome"]) == ("ASK_LAW_UNTRUSTED_DATA",
                                                    "awaiting_approval"), asked
     fetched = [ln for ln in audit(home) if ln["action"] == "imap_fetch_headers"]
