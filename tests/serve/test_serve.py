@@ -155,3 +155,22 @@ def test_serve_refuses_a_taken_port(instance_env: dict[str, str]) -> None:
                                capture_output=True, text=True, timeout=120)
     assert serve.returncode == 1
     assert f"port {instance_env['METNOS_GATEWAY_PORT']} is already in use" in serve.stderr
+
+
+def test_serve_names_a_wrong_model_key_at_start() -> None:
+    """The model is checked once at start: a key its server refuses is said before the
+    banner, as a configuration error with the setting to fix; Metnos starts anyway."""
+    from metnos import i18n
+    from metnos.testing.llm_server import ScriptedLLM
+    from tests.support.serve_process import served_instance
+
+    with ScriptedLLM(api_key="sk-right") as llm, served_instance(
+            METNOS_LANG="en", METNOS_LLM_MODEL="openai/scripted",
+            METNOS_LLM_API_BASE=llm.api_base, METNOS_LLM_API_KEY="sk-wrong") as inst:
+        said = inst.banner
+        health = httpx.get(f"{inst.gateway}/healthz").json()
+    assert i18n.get("MSG_SERVE_MODEL_PROBLEM", "en", line="").strip() in said, said
+    assert "configuration error" in said and "[llm] api_key" in said
+    assert i18n.get("MSG_MODEL_FIX_API_KEY", "en") in said
+    assert "sk-wrong" not in said
+    assert health["model"] == "misconfigured" and health["status"] == "degraded"
