@@ -264,7 +264,9 @@ async def test_with_a_model_the_loop_gets_the_clause_as_the_turns_text(
     case = CASES["en"]
     done = "There is no old_report.pdf in the workspace."
     # the loop's calls carry the tools; a Tutor composition by the model, if any, does not
-    scripted_llm.respond_with(lambda body: done if body.get("tools") else None)
+    # (it gets an answer of its own: a failed call would rightly open the model's breaker)
+    scripted_llm.respond_with(lambda body: done if body.get("tools") else
+                              "The workspace is the folder Metnos may touch.")
     async with gateway_client(home) as client:
         body = await _say(client, case["text"])
         question = i18n.get("TUTOR_MIXED_CONFIRM", "en", clause=case["clause"])
