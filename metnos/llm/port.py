@@ -101,10 +101,17 @@ class LLMPort:
         self._retry_after_cap_s = retry_after_cap_s
         self._outbound = outbound
         self._observers: list[Observer] = []
+        self._allows: Callable[[], bool] | None = None
 
     def observe(self, observer: Observer) -> None:
         """Tell `observer` the outcome of every call from now on."""
         self._observers.append(observer)
+
+    def gate(self, allows: Callable[[], bool]) -> None:
+        """Ask `allows()` before every call: False (a breaker open, `ModelHealth.allows`)
+        fails the call at once, with no request, whoever makes it (a turn, the Tutor's
+        composition, a history fold): nobody waits for a model known not to answer."""
+        self._allows = allows
 
     def _tell(self, outcome: LLMError | None) -> None:
         for observer in self._observers:
@@ -152,6 +159,9 @@ class LLMPort:
         model = self.resolve(tier)
         if model is None:
             raise LLMError("ERR_LLM_NOT_CONFIGURED")
+        if self._allows is not None and not self._allows():
+            raise LLMError("ERR_LLM_UNAVAILABLE", model=model, status="-",
+                           detail="not asked again yet", address=self.settings.api_base or "-")
         problem = failure.settings_problem(self.settings)
         if problem is not None:
             error = _error_of(problem, model, None, "settings", self.settings.api_base)

@@ -51,6 +51,7 @@ class TurnService:
         self.model_health = ModelHealth(settings)
         if port is not None:
             port.observe(self.model_health.observe)
+            port.gate(self.model_health.allows)
         self.guard = Guard(settings, engine)
         self.events = TurnEvents()  # each turn's progress, for the channels (SSE, typing...)
         self.record = TurnRecord(settings, engine=engine, audit=audit, events=self.events,

@@ -124,3 +124,25 @@ def test_an_address_that_cannot_work_is_misconfigured_from_the_start() -> None:
     health = ModelHealth(settings_of(api_base="localhost:11434"))
     assert state(health) == "misconfigured" and not health.allows()
     assert ModelHealth(Settings()).state == "embedded"
+
+
+async def test_a_gated_port_asks_no_model_while_the_breaker_is_open() -> None:
+    """Whoever calls (a turn, the Tutor's composition, a history fold), a port gated by an
+    open breaker fails at once without a request; once the cool-down is over it asks again."""
+    clock = Clock()
+    with ScriptedLLM() as server:
+        health = ModelHealth(settings_of(api_base=server.api_base, api_key="sk-test"),
+                             clock=clock)
+        port = LLMPort(llm_settings(server, max_attempts=1))
+        port.observe(health.observe)
+        port.gate(health.allows)
+        with pytest.raises(LLMError):  # the empty queue answers 500: the breaker opens
+            await port.complete([{"role": "user", "content": "hi"}])
+        asked = len(server.requests)
+        with pytest.raises(LLMError) as info:
+            await port.complete([{"role": "user", "content": "again"}])
+        assert info.value.key == "ERR_LLM_UNAVAILABLE" and len(server.requests) == asked
+        clock.now += 30
+        server.enqueue_text("back")
+        assert (await port.complete([{"role": "user", "content": "now?"}])).text == "back"
+        assert len(server.requests) == asked + 1 and state(health) == "ok"
