@@ -261,7 +261,8 @@ async def test_a_failing_model_falls_back_and_gives_its_reservation_back(chat: C
     chat.llm.enqueue_text("   ")  # an empty summary is a failure too
     empty = await chat.window()
     assert empty.note == NOTE_DROPPED and chat.chat_row().summary is None
-    assert chat.audit_lines()[-1]["reason"] == "ERR_HISTORY_SUMMARY_EMPTY"
+    # the port itself refuses a reply with nothing in it (metnos.llm.port, EMPTY_REPLY)
+    assert chat.audit_lines()[-1]["reason"] == "ERR_LLM_EMPTY_REPLY"
     chat.llm.respond_with(keep_facts)  # the model is back: it folds, nothing is dropped
     back = await chat.window()
     assert back.note is None and back.folded > 0 and back.tokens <= budget
