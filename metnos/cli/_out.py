@@ -19,8 +19,6 @@ from __future__ import annotations
 import sys
 from typing import Any, TextIO
 
-import typer
-
 from metnos.escape import terminal, terminal_json, terminal_line
 
 RESET = "\033[0m"  # SGR reset: default colours, visible text
@@ -29,41 +27,44 @@ ERASE_LINE = "\r\033[K"  # back to the start of the line, erase it
 
 def echo(text: object = "", *, err: bool = False) -> None:
     """`text` and a newline; every line of it kept, nothing in it acting on the terminal."""
-    typer.echo(terminal(str(text)), err=err)
+    _safe_write(terminal(str(text)) + "\n", err=err)
 
 
 def echo_line(text: object, *, err: bool = False) -> None:
     """`text` on one row (a newline in it shows as ⏎) and a newline."""
-    typer.echo(terminal_line(str(text)), err=err)
+    _safe_write(terminal_line(str(text)) + "\n", err=err)
 
 
 def echo_json(data: Any, *, err: bool = False, **dumps: Any) -> None:
     """`data` as JSON (UTF-8 kept), one value, then a newline."""
-    typer.echo(terminal_json(data, **dumps), err=err)
+    _safe_write(terminal_json(data, **dumps) + "\n", err=err)
 
 
 def write(text: str, *, err: bool = False) -> str:
     """`text` with no newline added, flushed at once; what was written (`text` escaped)."""
     shown = terminal(text)
     if shown:
-        stream = _stream(err)
-        stream.write(shown)
-        stream.flush()
+        _safe_write(shown, err=err)
     return shown
 
 
 def status(text: str) -> None:
     """The status line on a terminal's stderr, rewritten in place (empty: erased)."""
-    sys.stderr.write(ERASE_LINE + terminal_line(text))
-    sys.stderr.flush()
+    _safe_write(terminal_line(text), err=True, own=ERASE_LINE)
 
 
 def reset(*, err: bool = False) -> None:
     """The terminal back to plain, visible text (only when the stream is a terminal)."""
+    if _stream(err).isatty():
+        _safe_write("", err=err, own=RESET)
+
+
+def _safe_write(escaped: str, *, err: bool, own: str = "") -> None:
+    """The one place the CLI writes: `escaped` is outside text already made inert by
+    `metnos.escape`; `own` is one of this module's constant sequences, written before it."""
     stream = _stream(err)
-    if stream.isatty():
-        stream.write(RESET)
-        stream.flush()
+    stream.write(own + escaped)
+    stream.flush()
 
 
 def _stream(err: bool) -> TextIO:
