@@ -65,6 +65,18 @@ class Gateway(GatewayProcess):
     def logged(self) -> str:
         return self.log.read_text(errors="replace")[-5000:]
 
+    def terminate(self, why: str) -> float:
+        """SIGTERM, then wait for the exit within the drain window and its grace (the
+        test fails with `why` and the log otherwise); when the signal was sent."""
+        assert self.proc is not None
+        signalled = time.monotonic()
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(DRAIN_S + GRACE_S)
+        except subprocess.TimeoutExpired:
+            pytest.fail(f"{why}\n" + self.logged())
+        return signalled
+
 
 @pytest.fixture
 def gateway(make_home: MakeHome, scripted_llm: ScriptedLLM, tmp_path: Path,
@@ -126,12 +138,7 @@ def test_sigterm_with_5_sessions_sending_turns_loses_nothing(gateway: Gateway) -
     try:
         wait_for("some turns to complete", lambda: sum(
             s.status == 200 for ss in sent for s in ss) >= 5, gw, timeout_s=120)
-        signalled = time.monotonic()
-        gw.proc.send_signal(signal.SIGTERM)
-        try:
-            gw.proc.wait(DRAIN_S + GRACE_S)
-        except subprocess.TimeoutExpired:
-            pytest.fail("SIGTERM did not stop the gateway in time\n" + gw.logged())
+        signalled = gw.terminate("SIGTERM did not stop the gateway in time")
         exited = time.monotonic()
     finally:
         stop.set()
@@ -171,12 +178,7 @@ def test_a_flow_running_in_process_does_not_swallow_sigterm(gateway: Gateway) ->
     client.start()
     wait_for("the turn's flow to run", lambda: any(
         t.status == "running" and t.flow_run_id for t in turns_in_db(gw.home)), gw)
-    signalled = time.monotonic()
-    gw.proc.send_signal(signal.SIGTERM)
-    try:
-        gw.proc.wait(DRAIN_S + GRACE_S)
-    except subprocess.TimeoutExpired:
-        pytest.fail("a running flow swallowed SIGTERM\n" + gw.logged())
+    signalled = gw.terminate("a running flow swallowed SIGTERM")
     client.join(60)
     assert time.monotonic() - signalled <= DRAIN_S + GRACE_S
     [one] = result
