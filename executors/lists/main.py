@@ -2,9 +2,10 @@
 
 Protocol: stdin is {"args": {...}}; stdout is one JSON object, {"ok": true, "result": ...}
 or {"ok": false, "error": {"key": ..., "vars": ...}}; exit code 0 in both cases.
-The cwd is the workspace. The host sets `path` (`lists/<slug>.md`) from the list's name, so
-its before-record covers exactly this file. `items` are several items (one string is split on
-commas and new lines); `text` is one item as said, never split (a note, a reminder).
+The cwd is the workspace. The host sets `path` (`lists/<id>.md`) from the list's name, so
+its before-record covers exactly this file, and `title`, the heading of a new list's file.
+`items` are several items (one string is split on commas and new lines); `text` is one item
+as said, never split (a note, a reminder).
 A list is a `# Title` heading and one `- item` line per item; a file edited by hand is read
 back tolerantly (`* item`, `+ item`, `1. item`, `- [ ] item`, plain lines, blank lines), and
 only the lines that change are touched.
@@ -23,7 +24,7 @@ MAX_STDIN = 1 << 20
 MAX_FILE = 1 << 20
 MAX_ITEM = 200
 MAX_ITEMS = 100
-ARGS = {"action", "list", "items", "text", "path"}
+ARGS = {"action", "list", "items", "text", "path", "title"}
 ACTIONS = ("add", "remove", "show", "clear")
 PATH_RE = re.compile(r"^lists/[^/.][^/]*\.md$")
 BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?(.*?)\s*$")
@@ -106,12 +107,12 @@ def wanted_items(value):
     return items
 
 
-def add(lines, items, name):
+def add(lines, items, title):
     present = {fold(i) for i in (item_of(line) for line in lines) if i}
     added = [i for i in items if fold(i) not in present]
     already = [i for i in items if fold(i) in present]
     if added and not lines:
-        lines = [f"# {name[:1].upper()}{name[1:]}", ""]
+        lines = [f"# {title[:1].upper()}{title[1:]}", ""]
     last = max((n for n, line in enumerate(lines) if item_of(line)), default=len(lines) - 1)
     lines = lines[: last + 1] + [f"- {i}" for i in added] + lines[last + 1 :]
     return lines, {"added": added, "already": already}
@@ -158,6 +159,10 @@ def run(args):
     if not isinstance(path, str) or not PATH_RE.match(path) or ".." in path:
         raise Refused("ERR_FILE_PATH_REFUSED", path=str(path))
     name = " ".join(name.split())
+    title = args.get("title", name)  # set by the host: a usual list's name in its language
+    if not isinstance(title, str) or not title.strip() or len(title) > MAX_ITEM:
+        title = name
+    title = " ".join(title.split())
     items = wanted_items(args.get("items"))
     text = args.get("text")
     if text is not None:
@@ -172,7 +177,7 @@ def run(args):
     changes = {"added": [], "already": [], "removed": [], "missing": []}
     new_lines = lines
     if action == "add":
-        new_lines, done = add(lines, items, name)
+        new_lines, done = add(lines, items, title)
     elif action == "remove":
         new_lines, done = remove(lines, items)
     elif action == "clear":

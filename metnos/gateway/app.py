@@ -52,6 +52,7 @@ from metnos.gateway.security import HostGuard
 from metnos.i18n import intents, lint
 from metnos.i18n.instance import open_instance_store
 from metnos.i18n.store import MessageStore
+from metnos.lists_merge import merge_lists
 from metnos.llm.health import check_model
 from metnos.settings import Settings, get_settings
 from metnos.turns.pipeline import run_pipeline
@@ -109,6 +110,8 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         threading.Thread(target=lint.warm_up, args=(settings.active_languages,),
                          name="lint-warm-up", daemon=True).start()
         recovered = await asyncio.to_thread(recover_at_start, service)  # after a crash
+        # one household, one list: an older home's per-language list files, merged
+        await asyncio.to_thread(merge_lists, settings, service.audit)
         if close_runs is not None and recovered.flow_runs:
             await close_runs(recovered.flow_runs)
         app.state.service = service

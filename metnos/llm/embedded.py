@@ -89,6 +89,13 @@ def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
     code = _base_lang(reply)
     specs = list(tools) if code == _base_lang(lang) else _in(code, others)
     examples = _examples(code, specs)
+    if found.intent is None and not found.tied:
+        world = _unseen(text, lang, others)  # "will it rain today?": one plain line
+        if world is not None:
+            code, topic = world
+            what = i18n.get(f"MSG_HOUSEHOLD_WORLD_{topic}", code)
+            return Plan(steps=(), text=i18n.get("MSG_HOUSEHOLD_CANNOT_SEE", code, what=what),
+                        source="embedded", lang=code if code != _base_lang(lang) else lang)
     if found.intent is None:
         first = "MSG_PLAN_AMBIGUOUS" if found.tied else "MSG_PLAN_NOT_UNDERSTOOD"
         message = hints.not_understood(text, code, examples, first=first,
@@ -126,6 +133,8 @@ def understand(text: str, lang: str, tools: Sequence[ToolSpec], *,
         if matched is None or _score(results[0]) < _score(matched[2][0]):
             matched = (code, specs, results, said)
     if matched is None:
+        matched = _unnamed_list(original, languages)  # "aggiungi latte": the usual list
+    if matched is None:
         return Understanding(intent=None, args={}, lang=lang)
     code, specs, results, original = matched
     found_lang = lang if code == base else code
@@ -141,6 +150,41 @@ def understand(text: str, lang: str, tools: Sequence[ToolSpec], *,
     tool = {t.name: t for t in specs}[name]
     filled = arguments.fill(best, original, tool, code)
     return Understanding(intent=name, args=filled, lang=found_lang)
+
+
+def _unnamed_list(original: str, languages: list[tuple[str, list[ToolSpec]]]) -> _Match | None:
+    """A request that names no list ("aggiungi latte", "add bread"), read as if it ended with
+    the lexicon's `[unnamed_list] ending` ("alla lista della spesa"): only for its verbs, when
+    the ending is matched as it is (never taken into an argument) and no argument holds a
+    word of `never` ("alla lsita della spesa" is a list named wrong, not an item)."""
+    for code, specs in languages:
+        said = household.trimmed(original, code).rstrip(" ?!.…")
+        for ending in household.unnamed_list(said, code):
+            longer = f"{said} {ending}"
+            results = _recognise(fold(longer), code, specs)
+            if results and _within(results[0], said, code) and not any(
+                    r.intent.name != results[0].intent.name and _score(r) == _score(results[0])
+                    for r in results[1:]):
+                return (code, specs, results[:1], longer)
+    return None
+
+
+def _within(result: RecognizeResult, said: str, lang: str) -> bool:
+    """Every wildcard of `result` ends within `said` and may be an item of a list not named."""
+    return all(e.text_span is not None and e.text_span[1] <= len(said)
+               and household.unnamed_item(said[e.text_span[0]:e.text_span[1]], lang)
+               for e in result.entities_list if e.is_wildcard)
+
+
+def _unseen(text: str, lang: str,
+            others: Mapping[str, Sequence[ToolSpec]] | None) -> tuple[str, str] | None:
+    """(language, topic) of a question about the world Metnos cannot see (the session's
+    language first)."""
+    for code in dict.fromkeys([_base_lang(lang), *(_base_lang(t) for t in others or {})]):
+        topic = household.unseen(text, code)
+        if topic is not None:
+            return code, topic
+    return None
 
 
 def _in(code: str, others: Mapping[str, Sequence[ToolSpec]] | None) -> list[ToolSpec]:

@@ -48,6 +48,9 @@ class Phrases:
     articles: tuple[str, ...] = ()  # left off an item's front ("the milk" → "milk")
     polite: tuple[str, ...] = ()  # around a request: "ciao, ...", "... per favore"
     not_paths: frozenset[str] = frozenset()  # never a file's name: "everything", "tutto"
+    unnamed: tuple[tuple[str, ...], tuple[str, ...], frozenset[str]] = ((), (), frozenset())
+    # ^ where "add milk" goes: (its verbs, the endings it is read with, words its items lack)
+    world: tuple[tuple[str, frozenset[str]], ...] = ()  # topic → words it cannot see
 
 
 @dataclass(frozen=True)
@@ -97,7 +100,18 @@ def _phrases(key: tuple[str, int] | None) -> Phrases:
                    articles=tuple(str(w) for w in words.get("articles", ())),
                    polite=tuple(sorted((_folded(w) for w in words.get("polite", ())),
                                        key=len, reverse=True)),
-                   not_paths=frozenset(_folded(w) for w in words.get("not_paths", ())))
+                   not_paths=frozenset(_folded(w) for w in words.get("not_paths", ())),
+                   unnamed=_unnamed(table.get("unnamed_list", {})),
+                   world=tuple((str(topic), frozenset(_folded(w) for w in found))
+                               for topic, found in table.get("world", {}).items()
+                               if isinstance(found, list)))
+
+
+def _unnamed(table: dict[str, list[str]]) -> tuple[tuple[str, ...], tuple[str, ...],
+                                                   frozenset[str]]:
+    return (tuple(_folded(w) for w in table.get("verbs", ())),
+            tuple(str(w) for w in table.get("ending", ())),
+            frozenset(_folded(w) for w in table.get("never", ())))
 
 
 @lru_cache(maxsize=1)
@@ -168,6 +182,32 @@ def level(text: str, lang: str) -> int:
         if any((f" {w} " in joined) if " " in w else (w in words) for w in table):
             found = max(found, value)
     return found
+
+
+def unseen(text: str, lang: str) -> str | None:
+    """The topic of the world `text` asks about that Metnos cannot see without a model
+    (`[world]` of the lexicon: "will it rain?" → `weather`), or None."""
+    words = words_of(text)
+    joined = f" {' '.join(words)} "
+    for topic, table in phrases(lang).world:
+        if any((f" {' '.join(words_of(w))} " in joined) if " " in w else (w in words)
+               for w in table):
+            return topic
+    return None
+
+
+def unnamed_list(text: str, lang: str) -> tuple[str, ...]:
+    """The endings a request that names no list is read with ("alla lista della spesa"):
+    none unless `text` starts with one of the lexicon's `[unnamed_list] verbs`."""
+    verbs, endings, _ = phrases(lang).unnamed
+    said = " ".join(words_of(text))
+    starts = any(said == v or said.startswith(v + " ") for v in verbs)
+    return endings if starts else ()
+
+
+def unnamed_item(text: str, lang: str) -> bool:
+    """Whether `text` may be an item of a list not named (no word of `never` in it)."""
+    return not set(words_of(text)) & phrases(lang).unnamed[2]
 
 
 def names_no_file(text: str, lang: str) -> bool:

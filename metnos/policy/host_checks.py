@@ -7,9 +7,11 @@ whichever executor declares it. The checks themselves are code (SPEC §4: securi
   redirections, variables or absolute paths);
 - `url`: the URL passes `policy.urls.check_url` (http/https only, no credentials, no private
   address unless the host allows it); the host, never the model, adds `allow_private`;
-- `list_name`: a list's name gets its file, `lists/<slug>.md` (`metnos.lists`), resolved in
-  the workspace like any path argument; the host, never the model, sets `path`, so the
-  before-record covers exactly the list's file;
+- `list_name`: a list's name gets its file, `lists/<id>.md` (`metnos.lists`: "spesa" and
+  "shopping" are one list), resolved in the workspace like any path argument; the host, never
+  the model, sets `path` and the heading of a new file (`title`), so the before-record covers
+  exactly the list's file; an older home's per-language files are merged first
+  (`metnos.lists_merge`);
 - `archive_destination`: an archive's category and year give the file its place,
   `archive/<year>/<category>/<name>` (`metnos.archiving`); the host, never the model, sets
   `dst`, so the before-record covers both ends of the move;
@@ -29,7 +31,8 @@ from typing import Any
 
 from metnos.archiving import archive_destination
 from metnos.errors import ModelRetryError, PolicyDenied
-from metnos.lists import list_path
+from metnos.lists import list_id, list_path, list_title, usual
+from metnos.lists_merge import merge_lists
 from metnos.policy.paths import resolve_in_workspace
 from metnos.policy.shell import check_command
 from metnos.policy.urls import check_url
@@ -62,7 +65,10 @@ def _list_name(settings: Settings, name: str, value: Any,
                                     metnos_home=settings.home)
     if resolved != path:  # a link on the way: a list never writes to another file
         raise PolicyDenied("ERR_FILE_PATH_REFUSED", path=path)
-    return {name: value, "path": resolved}
+    merge_lists(settings)  # lazily, should a per-language file have appeared since the start
+    found = list_id(str(value))
+    return {name: found if usual(found) else value, "path": resolved,
+            "title": list_title(str(value), settings.lang)}
 
 
 def _cadence(settings: Settings, name: str, value: Any,

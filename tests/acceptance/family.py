@@ -50,7 +50,7 @@ FAMILIES = {
                  "aggiungi latte, uova e pane alla lista della spesa",
                  "cosa c'è nella lista della spesa?", "togli le uova dalla lista della spesa",
                  "ricordami tra due minuti di spegnere il forno", "cosa sai fare?",
-                 ("latte", "uova", "pane"), "spesa.md", "spegnere il forno"),
+                 ("latte", "uova", "pane"), "shopping.md", "spegnere il forno"),
     "en": Family("en", "hello", "what time is it?",
                  "add milk, eggs and bread to the shopping list",
                  "what's on my shopping list?", "remove eggs from the shopping list",

@@ -11,7 +11,7 @@ import pytest
 from metnos import i18n
 from metnos.errors import PolicyDenied
 from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
-from metnos.lists import list_path, list_slug
+from metnos.lists import list_path, list_slug, list_title
 from metnos.policy.host_checks import apply_host_checks
 from metnos.sandbox import SandboxResult
 from metnos.settings import get_settings
@@ -39,7 +39,7 @@ def test_add_show_remove_clear(actor: Actor) -> None:
     _, res = _act(actor, action="add", list="spesa", items=["latte", "uova", "pane"])
     assert (res["action"], res["reply"], res["added"], res["count"]) == (
         "add", "add", ["latte", "uova", "pane"], 3)
-    path = actor.ws / "lists" / "spesa.md"
+    path = actor.ws / "lists" / "shopping.md"  # "spesa" is the shopping list
     assert path.read_text() == "# Spesa\n\n- latte\n- uova\n- pane\n"
     _, res = _act(actor, action="add", list="spesa", items=["Latte", "caffè", "caffè"])
     assert (res["added"], res["already"], res["reply"]) == (["caffè"], ["Latte"], "add_partly")
@@ -115,9 +115,17 @@ def test_the_host_derives_the_file_from_the_name(metnos_home: Path) -> None:
     settings = get_settings()
     checks = MANIFEST.host_checks()
     args = apply_host_checks(settings, checks, {"action": "add", "list": "Lista della Spesa"})
-    assert args["path"] == "lists/lista-della-spesa.md"
-    forged = apply_host_checks(settings, checks, {"list": "spesa", "path": "../../etc/passwd"})
-    assert forged["path"] == "lists/spesa.md"  # the planner never chooses the file
+    assert (args["path"], args["list"]) == ("lists/shopping.md", "shopping")  # one list
+    assert args["title"] == list_title("shopping", settings.lang)  # in the home's language
+    english = apply_host_checks(settings, checks, {"action": "add", "list": "groceries"})
+    assert (english["path"], english["list"]) == ("lists/shopping.md", "shopping")
+    own = apply_host_checks(settings, checks, {"action": "add", "list": "lista dei regali"})
+    assert (own["path"], own["list"], own["title"]) == (
+        "lists/regali.md", "lista dei regali", "Lista dei regali")  # a list of its own
+    forged = apply_host_checks(settings, checks, {"list": "spesa", "path": "../../etc/passwd",
+                                                  "title": "x"})
+    assert forged["path"] == "lists/shopping.md"  # the planner never chooses the file
+    assert forged["title"] == list_title("spesa", settings.lang) != "x"  # nor its heading
     with pytest.raises(PolicyDenied):
         apply_host_checks(settings, checks, {"list": "?!"})
     assert (list_slug("Città  Nuova!"), list_slug("to-do")) == ("citta-nuova", "to-do")
@@ -129,11 +137,11 @@ def test_a_link_never_turns_a_list_into_another_file(metnos_home: Path) -> None:
     lists = settings.workspace / "lists"
     lists.mkdir(parents=True)
     (settings.workspace / "notes.md").write_text("mine\n")
-    (lists / "spesa.md").symlink_to("../notes.md")
+    (lists / "shopping.md").symlink_to("../notes.md")
     with pytest.raises(PolicyDenied) as inside:
         apply_host_checks(settings, checks, {"list": "spesa"})
     assert inside.value.key == "ERR_FILE_PATH_REFUSED"
-    (lists / "spesa.md").unlink()
+    (lists / "shopping.md").unlink()
     lists.rmdir()
     lists.symlink_to(metnos_home)  # out of the workspace, into METNOS_HOME (the keys)
     with pytest.raises(PolicyDenied) as outside:
@@ -170,7 +178,7 @@ def _result(action: str, reply: str, **lists: list[str]) -> dict[str, Any]:
 def test_replies_per_outcome_in_both_languages() -> None:
     added = _result("add", "add", items=["milk", "eggs", "bread"], added=["milk", "eggs", "bread"])
     assert _reply(added, "en") == "Added milk, eggs, and bread to the shopping list (3 items)."
-    assert _reply({**added, "list": "spesa"}, "it") == (
+    assert _reply({**added, "list": "shopping"}, "it") == (
         "Ho aggiunto milk, eggs e bread alla lista della spesa (3 voci).")
     assert _reply({**added, "list": "regali"}, "it") == (  # a list of its own: as named
         "Ho aggiunto milk, eggs e bread alla lista regali (3 voci).")
@@ -180,7 +188,8 @@ def test_replies_per_outcome_in_both_languages() -> None:
     shown = _result("show", "show", items=["milk"])
     assert _reply(shown, "en") == "The shopping list (1 item):\n- milk"
     missing = _result("remove", "remove_none", items=["milk"], missing=["tea"])
-    assert _reply(missing, "it") == "Nella lista shopping non c'era: tea. Non ho cambiato nulla."
+    assert _reply(missing, "it") == (
+        "Nella lista della spesa non c'era: tea. Non ho cambiato nulla.")
     for key in ("add", "add_partly", "add_none", "remove", "remove_partly", "remove_none",
                 "show", "show_empty", "clear", "clear_empty"):
         for lang in ("it", "en"):

@@ -29,7 +29,7 @@ def _records(home: Home) -> set[str]:
 
 async def test_a_shopping_list_without_a_model(make_home: MakeHome, prefect_api: str) -> None:
     home = make_home(lang="it")
-    path = home.workspace / "lists" / "spesa.md"
+    path = home.workspace / "lists" / "shopping.md"  # one list, whatever its language
     async with gateway_client(home) as client:
         added = await _say(client, "aggiungi latte, uova e pane alla lista della spesa")
         assert added["reply"] == "Ho aggiunto latte, uova e pane alla lista della spesa (3 voci)."
@@ -71,3 +71,34 @@ async def test_lists_reminders_and_notes_in_english_on_the_plain_pipeline(
     assert (lists / "reminders.md").read_text() == (
         "# Reminders\n\n- buy stamps, envelopes and glue\n")
     assert (lists / "shopping.md").read_text() == "# Shopping\n\n"
+
+
+async def test_one_shopping_list_whatever_language_names_it(make_home: MakeHome) -> None:
+    """Issue 27: an Italian sentence, an English one, then a question: one list, both items;
+    a list the layers do not know keeps its own name."""
+    home = make_home(lang="it")
+    async with gateway_client(home, prefect=False) as client:
+        await _say(client, "aggiungi latte")
+        await _say(client, "add bread")
+        await _say(client, "mettimi anche pane e uova nella lista")
+        shown = await _say(client, "what's on the shopping list?")
+        assert shown["reply"] == (
+            "The shopping list (4 items):\n- latte\n- bread\n- pane\n- uova"), shown["reply"]
+        asked = await _say(client, "cosa devo comprare?")
+        assert asked["reply"].startswith("La lista della spesa (4 voci):"), asked["reply"]
+        await _say(client, "add a bike to the gifts list")
+    lists = home.workspace / "lists"
+    assert sorted(p.name for p in lists.iterdir()) == ["gifts.md", "shopping.md"]
+    assert (lists / "shopping.md").read_text() == "# Spesa\n\n- latte\n- bread\n- pane\n- uova\n"
+
+
+async def test_the_two_lists_of_an_older_home_are_merged_at_start(make_home: MakeHome) -> None:
+    home = make_home(lang="en")
+    lists = home.workspace / "lists"
+    lists.mkdir(parents=True, exist_ok=True)
+    (lists / "spesa.md").write_text("# Spesa\n\n- latte\n- uova\n")
+    (lists / "shopping.md").write_text("# Shopping\n\n- eggs\n- Uova\n")
+    async with gateway_client(home, prefect=False) as client:
+        assert not (lists / "spesa.md").exists()  # merged when the gateway started
+        shown = await _say(client, "what's on my shopping list?")
+        assert shown["reply"] == "The shopping list (3 items):\n- eggs\n- Uova\n- latte"

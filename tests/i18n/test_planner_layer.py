@@ -52,7 +52,9 @@ def test_slot_values_every_language_shares_stay_those_of_the_source() -> None:
     french["slots"] = {**french["slots"], "add_verb": {"ajoute": "append"}}
     assert problems(en, french, it) == ["slots"]  # "add" is what every language says
     french["slots"] = {**french["slots"], "add_verb": {"ajoute": "add"},
-                       "list_name": {"courses": "courses"}}  # a list's name: the language's
+                       "list_name": {"courses": "courses"}}  # a list is one list in every
+    assert problems(en, french, it) == ["slots"]  # language: "courses" is not a list's id
+    french["slots"] = {**french["slots"], "list_name": {"courses": "shopping"}}
     assert problems(en, french, it) == []
 
 

@@ -264,7 +264,14 @@ def french_household(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterato
     (data / "household.toml").write_text(
         '[intents]\ngreeting = ["(bonjour|salut) [metnos]"]\n'
         'time = ["quelle heure est-il", "il est quelle heure"]\n'
-        '[words]\npolite = ["s\'il te plaît", "metnos"]\n', encoding="utf-8")
+        '[words]\npolite = ["s\'il te plaît", "metnos"]\n'
+        'list_frame = ["liste", "de", "des", "la", "le", "ma"]\n'
+        '[lists]\nshopping = ["courses", "liste de courses"]\n'
+        '[world]\nweather = ["temps", "pluie", "pleuvoir"]\n', encoding="utf-8")
+    (root / "i18n" / "fr").mkdir(exist_ok=True)
+    (root / "i18n" / "fr" / "household.toml").write_text(
+        'MSG_HOUSEHOLD_CANNOT_SEE = "Je ne peux pas vérifier ça : je n\'ai aucun moyen de voir '
+        '{what} d\'ici."\nMSG_HOUSEHOLD_WORLD_weather = "météo"\n', encoding="utf-8")
     monkeypatch.setenv("METNOS_I18N_RESOURCES_DIR", str(root))
     get_settings.cache_clear()
     _forget_compiled()
@@ -287,3 +294,52 @@ def test_a_third_language_is_a_data_file() -> None:
     told = plan_embedded("metnos, quelle heure est-il ?", "fr", [], now=NOW)
     assert told.text is not None and "15:42" in told.text  # the French clock
     assert plan_embedded("bonjour", "en", [], others={"fr": []}, now=NOW).lang == "fr"
+
+
+# -- the world it cannot see (issue 27) -------------------------------------------------------
+@pytest.mark.parametrize(("text", "lang", "topic"), [
+    ("will it rain today?", "en", "the weather"),
+    ("what's the weather like tomorrow", "en", "the weather"),
+    ("is it going to snow this weekend?", "en", "the weather"),
+    ("what's in the news?", "en", "the news"),
+    ("any headlines this morning?", "en", "the news"),
+    ("how much does a litre of petrol cost?", "en", "prices"),
+    ("who won the match last night?", "en", "sport results"),
+    ("is there traffic on the motorway?", "en", "the traffic"),
+    ("how are my shares doing on the stock market", "en", "the markets"),
+    ("che tempo fa domani?", "it", "il meteo"),
+    ("pioverà oggi?", "it", "il meteo"),
+    ("ci sono notizie oggi?", "it", "le notizie"),
+    ("quanto costa il pane?", "it", "i prezzi"),
+    ("chi ha vinto la partita ieri sera?", "it", "i risultati sportivi"),
+    ("c'è traffico in tangenziale?", "it", "il traffico"),
+    ("come va la borsa oggi", "it", "i mercati"),
+])
+def test_a_question_about_the_world_is_answered_in_one_plain_line(
+        text: str, lang: str, topic: str) -> None:
+    plan = plan_embedded(text, lang, builtin_tools(lang), others=others(lang), now=NOW)
+    assert plan.steps == () and plan.text is not None
+    assert "\n" not in plan.text and topic in plan.text, plan.text
+    assert plan.text == i18n.get("MSG_HOUSEHOLD_CANNOT_SEE", lang, what=topic)
+
+
+def test_a_request_that_names_a_topic_word_still_runs() -> None:
+    plan = plan_embedded("add umbrella for the rain to the shopping list", "en",
+                         builtin_tools("en"), now=NOW)
+    assert [s.executor for s in plan.steps] == ["lists"]
+
+
+@pytest.mark.usefixtures("french_household")
+def test_a_third_language_names_the_lists_and_the_world_in_its_lexicon(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from metnos.lists import list_path
+
+    monkeypatch.setenv("METNOS_I18N_LANGUAGES", '["it", "en", "fr"]')
+    get_settings.cache_clear()
+    data = household.phrases("fr")
+    assert data is not None
+    assert list_path("courses") == list_path("spesa") == "lists/shopping.md"
+    assert list_path("liste de courses") == "lists/shopping.md"
+    said = plan_embedded("quel temps fera-t-il demain ?", "fr", [], now=NOW)
+    assert said.understood and said.steps == () and said.lang == "fr"
+    assert said.text == i18n.get("MSG_HOUSEHOLD_CANNOT_SEE", "fr", what="météo"), said.text

@@ -95,7 +95,7 @@ def test_no_timed_reminder_without_a_time_or_a_reminder(sentence: str, lang: str
     ("remind me in two minutes to turn off the oven", "en", "reminder_set",
      {"text": "turn off the oven"}),
     ("ricordami di comprare il latte", "it", "lists",
-     {"list": "promemoria", "text": "comprare il latte"}),
+     {"list": "reminders", "text": "comprare il latte"}),
     ("remind me to buy milk", "en", "lists", {"list": "reminders", "text": "buy milk"}),
 ])
 def test_among_every_builtin(sentence: str, lang: str, executor: str,

@@ -253,7 +253,7 @@ async def test_a_shopping_list_without_a_model_and_its_undo_button(
 
     lang = "it"
     home = make_home(lang=lang, METNOS_GATEWAY_PORT=str(free_port()))
-    path = home.workspace / "lists" / "spesa.md"
+    path = home.workspace / "lists" / "shopping.md"  # one list, whatever its language
     with served_gateway(home):
         context, page, errors = await open_chat(browser, home, lang)
         await page.set_viewport_size(PHONE)
