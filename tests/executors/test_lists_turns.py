@@ -7,6 +7,7 @@ from typing import Any
 
 import httpx
 
+from metnos.testing.llm_server import ScriptedLLM
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client
 
@@ -102,3 +103,19 @@ async def test_the_two_lists_of_an_older_home_are_merged_at_start(make_home: Mak
         assert not (lists / "spesa.md").exists()  # merged when the gateway started
         shown = await _say(client, "what's on my shopping list?")
         assert shown["reply"] == "The shopping list (3 items):\n- eggs\n- Uova\n- latte"
+
+
+async def test_the_model_lands_on_the_same_list(make_home: MakeHome,
+                                                scripted_llm: ScriptedLLM) -> None:
+    """With a model, the list's name is the model's word: "spesa", "groceries" and "the shopping
+    list" are still one file, named in the reply in the session's language."""
+    home = make_home(llm=scripted_llm, lang="it")
+    for name, item in (("spesa", "latte"), ("groceries", "bread"), ("the shopping list", "tè")):
+        scripted_llm.enqueue_tool_call("lists", {"action": "add", "list": name, "items": [item]})
+        scripted_llm.enqueue_text("Fatto.")
+    async with gateway_client(home, prefect=False) as client:
+        for text in ("aggiungi il latte alla spesa", "add bread to the groceries", "metti il tè"):
+            await _say(client, text)
+    lists = home.workspace / "lists"
+    assert sorted(p.name for p in lists.iterdir()) == ["shopping.md"]
+    assert (lists / "shopping.md").read_text() == "# Spesa\n\n- latte\n- bread\n- tè\n"
