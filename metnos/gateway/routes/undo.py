@@ -13,6 +13,7 @@ from metnos.gateway.schemas import error_responses
 from metnos.mail.undo import undo_mail
 from metnos.reminders.effect import cancel_reminder
 from metnos.remote.undo import undoer
+from metnos.reversibility import valid_action_id
 from metnos.turns.service import TurnService
 from metnos.undo import UndoError, UndoReport, undo
 
@@ -39,7 +40,17 @@ async def undo_action(action_id: str, request: Request, service: ServiceDep, own
 
 def run_undo(service: TurnService, action_id: str, *, sender: str, channel: str) -> UndoReport:
     """Undo `action_id` with the instance's keys (blocking; one audit line). Every surface
-    that undoes (the API, Telegram's button) goes through here. Raises UndoError."""
+    that undoes (the API, Telegram's button, "annulla" said in a chat) goes through here.
+    The report offers to undo the undo only when the undo has a before-record of its own
+    (a cancelled reminder or a removed schedule has none). Raises UndoError."""
+    report = _run_undo(service, action_id, sender=sender, channel=channel)
+    record = service.settings.state_dir / "before" / report.undo_id / "manifest.json"
+    report.redo = valid_action_id(report.undo_id) and record.is_file()
+    return report
+
+
+def _run_undo(service: TurnService, action_id: str, *, sender: str,
+              channel: str) -> UndoReport:
     for undo_own in service.undoers:  # a scheduled task set from a chat: it is removed
         report = undo_own(action_id, sender, channel)
         if report is not None:
