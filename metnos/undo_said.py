@@ -32,9 +32,9 @@ from sqlmodel import col, select
 from metnos import i18n
 from metnos.db.engine import session as db_session
 from metnos.db.models import Turn, TurnStep, utcnow
-from metnos.i18n.lexicon import lexicon_file, lexicon_key
-from metnos.reversibility import valid_action_id
 from metnos.i18n.formatting import date as i18n_date
+from metnos.i18n.lexicon import lexicon_key
+from metnos.reversibility import valid_action_id
 from metnos.undo import PURGED_MARKER, UNDONE_MARKER, UndoError, UndoReport
 
 if TYPE_CHECKING:

@@ -133,8 +133,9 @@ def test_a_third_language_is_one_lexicon_file(tmp_path: Path) -> None:
     assert said("annule le rendez-vous de demain", ["fr"], tmp_path) is None
 
 
-@pytest.mark.parametrize("text", ["annulla", "Annulla l'ultima azione.", "annulla quello che hai fatto",
-                                  "undo", "undo that", "undo the last change", "take that back",
+@pytest.mark.parametrize("text", ["annulla", "Annulla l'ultima azione.",
+                                  "annulla quello che hai fatto", "undo", "undo that",
+                                  "undo the last change", "take that back",
                                   "per favore annulla l'ultima modifica"])
 def test_the_shipped_sentences_are_understood(text: str) -> None:
     assert said(text, ["it", "en"]) is not None and said(text, ["it", "en"])[0] == "undo"
