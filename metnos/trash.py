@@ -12,7 +12,9 @@ clearing leaves one audit line (action `trash.purge`); the audit chain is only a
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
 import shutil
 from dataclasses import dataclass
@@ -33,6 +35,7 @@ if TYPE_CHECKING:
     from metnos.turns.service import TurnService
 
 ACTION = "trash.purge"
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -202,3 +205,37 @@ def describe(item: Kept) -> dict[str, Any]:
             "created_at": item.created_at.isoformat(), "size": item.size,
             "undone": item.undone,
             "purged_at": item.purged_at.isoformat() if item.purged_at else None}
+
+
+async def keep(settings: Settings, audit: AuditLog | None) -> None:
+    """The retention policy in the running instance: once at start, then every
+    `[trash] check_every_s` (the gateway runs it beside the turns; cancelled at stop)."""
+    while True:
+        try:
+            done = await asyncio.to_thread(apply_retention, settings, audit=audit)
+            if done:
+                log.info("trash.retention cleared=%d bytes=%d", len(done),
+                         sum(n for _, n in done))
+        except Exception as exc:  # a full disk, a folder gone: tried again next time
+            log.warning("trash.retention_failed: %s", type(exc).__name__)
+        await asyncio.sleep(settings.trash.check_every_s)
+
+
+def size_words(size: int, lang: str) -> str:
+    """`size` bytes as a person reads it ("1.2 MB")."""
+    from babel.units import format_unit
+
+    from metnos.i18n.formatting import locale_for
+
+    for unit, scale in (("digital-gigabyte", 1 << 30), ("digital-megabyte", 1 << 20),
+                        ("digital-kilobyte", 1 << 10)):
+        if size >= scale:
+            return str(format_unit(round(size / scale, 1), unit, length="short",
+                                   locale=locale_for(lang)))
+    return str(format_unit(size, "digital-byte", length="short", locale=locale_for(lang)))
+
+
+def purged_words(count: int, size: int, lang: str) -> str:
+    if not count:
+        return i18n.get("MSG_TRASH_PURGED_NONE", lang)
+    return i18n.get("MSG_TRASH_PURGED", lang, count=count, size=size_words(size, lang))
