@@ -30,7 +30,7 @@ def _call(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
 
 
 def undo(
-    action_id: Annotated[str | None, typer.Argument(help=msg("CLI_UNDO_ID_HELP"))] = None,
+    action_id: Annotated[str | None, typer.Argument(help=msg("CLI_UNDO_HANDLE_ARG_HELP"))] = None,
     as_list: Annotated[bool, typer.Option("--list", help=msg("CLI_UNDO_LIST_HELP"))] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help=msg("CLI_UNDO_YES_HELP"))] = False,
     as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
