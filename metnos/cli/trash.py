@@ -54,7 +54,7 @@ def list_(as_json: bool = _JSON) -> None:
         print_table(headers, [[i["handle"], local_time(i["created_at"], settings),
                                size_words(int(i["size"]), lang)] for i in items])
     echo(msg("MSG_TRASH_TOTAL", count=len(items), size=size_words(int(data["total_bytes"]), lang),
-             days=data["max_age_days"], limit=size_words(int(data["max_bytes"]), lang)))
+             days=f"{data['max_age_days']:g}", limit=size_words(int(data["max_bytes"]), lang)))
 
 
 @app.command(help=msg("CLI_TRASH_PURGE_HELP"))

@@ -37,7 +37,11 @@ async def kept(service: ServiceDep, owner: OwnerDep, lang: LangDep) -> dict[str,
     return {"items": [{**trash.describe(k), "handle": k.action_id[:HANDLE_CHARS]}
                       for k in items],
             "total_bytes": sum(k.size for k in items),
-            "max_age_days": limits.max_age_days, "max_bytes": limits.max_bytes}
+            "max_age_days": limits.max_age_days, "max_bytes": limits.max_bytes,
+            "message": i18n.get("MSG_TRASH_TOTAL", lang, count=len(items),
+                                size=trash.size_words(sum(k.size for k in items), lang),
+                                days=f"{limits.max_age_days:g}",
+                                limit=trash.size_words(limits.max_bytes, lang))}
 
 
 @router.post("/purge", responses=error_responses(401, 404, 409))
