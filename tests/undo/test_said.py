@@ -145,3 +145,21 @@ def test_the_shipped_sentences_are_understood(text: str) -> None:
                                   "cancel my gym membership", "what does undo do?"])
 def test_other_sentences_with_the_word_are_not_an_undo(text: str) -> None:
     assert said(text, ["it", "en"]) is None
+
+
+async def test_annulla_takes_back_a_list_change_which_shows_its_undo_handle(
+        make_home: MakeHome) -> None:
+    home = make_home(autonomy="Full", lang="it")
+    async with gateway_client(home, prefect=False) as client:
+        first = await turn(client, "aggiungi pane alla lista della spesa")
+        [added] = [a for a in first["activity"] if a.get("undo")]  # its Undo button
+        assert added["executor"] == "lists" and len(added["action_id"]) == 32
+        shown = await turn(client, "cosa c'è nella lista della spesa?", first["session_id"])
+        assert "pane" in shown["reply"]
+        listed = (await client.get("/api/actions/undoable")).json()["actions"]
+        assert [a["handle"] for a in listed] == [added["action_id"][:8]]
+        undone = await turn(client, "annulla l'ultima modifica", first["session_id"])
+        assert not HEX_ID.search(undone["reply"])
+        after = await turn(client, "cosa c'è nella lista della spesa?", first["session_id"])
+        assert "pane" not in after["reply"]
+        assert (await client.get("/api/actions/undoable")).json()["actions"] == []
