@@ -138,7 +138,7 @@ class _View:
             self._end_line()
             for item in activity:
                 if item.get("text"):
-                    out.echo_line(_item_line(item))
+                    out.echo_line(_item_line(item, self.lang))
         self._think, self._streamed = None, ""
 
     def _write(self, text: str) -> None:
@@ -153,13 +153,14 @@ class _View:
             self._write("\n")
 
 
-def _item_line(item: dict[str, Any]) -> str:
+def _item_line(item: dict[str, Any], lang: str | None) -> str:
     """An activity item; a change that can be undone with its short handle, not a 32-character
     id (`metnos undo <handle>` takes any unique start of it)."""
     if not undoable([item]):
         return str(item["text"])
     handle = str(item["action_id"])[:HANDLE_CHARS]
-    return f"{item_text(item)} ({msg('CLI_UNDO_HANDLE', handle=handle)})"
+    hint = i18n.get("CLI_UNDO_HANDLE", lang or cli_lang(), handle=handle)
+    return f"{item_text(item)} ({hint})"
 
 
 def unstreamed(final: str, streamed: str) -> str | None:
