@@ -172,7 +172,7 @@ class Said:
 
 def undo_last(service: TurnService, ctx: TurnContext) -> Said:
     """Undo the newest undoable change of this session by this sender (blocking)."""
-    from metnos.gateway.routes.undo import run_undo  # the Undo button's path, its checks
+    from metnos.undo_run import run_undo  # the Undo button's path, its checks
 
     for action_id, _ in candidates(service, ctx.session_id, ctx.sender):
         try:

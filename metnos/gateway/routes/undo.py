@@ -9,15 +9,14 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
-from metnos import i18n, keys, undo_list
+from metnos import i18n, undo_list
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.schemas import error_responses
-from metnos.mail.undo import undo_mail
-from metnos.reminders.effect import cancel_reminder
-from metnos.remote.undo import undoer
-from metnos.reversibility import valid_action_id
 from metnos.turns.service import TurnService
-from metnos.undo import UndoError, UndoReport, undo
+from metnos.undo import UndoError
+from metnos.undo_run import run_undo
+
+__all__ = ["router", "run_undo"]  # run_undo: the Telegram button's import, kept here too
 
 router = APIRouter(prefix="/api/actions", tags=["undo"])
 
@@ -61,34 +60,3 @@ def _resolved(service: TurnService, handle: str, sender: str, channel: str) -> s
                              reason="ERR_UNDO_AMBIGUOUS", outcome="refused")
         raise UndoError("ERR_UNDO_AMBIGUOUS", handle=handle[:80]) from None
     return found if found is not None else handle
-
-
-def run_undo(service: TurnService, action_id: str, *, sender: str, channel: str) -> UndoReport:
-    """Undo `action_id` with the instance's keys (blocking; one audit line). Every surface
-    that undoes (the API, Telegram's button, "annulla" said in a chat) goes through here.
-    The report offers to undo the undo only when the undo has a before-record of its own
-    (a cancelled reminder or a removed schedule has none). Raises UndoError."""
-    report = _run_undo(service, action_id, sender=sender, channel=channel)
-    record = service.settings.state_dir / "before" / report.undo_id / "manifest.json"
-    report.redo = valid_action_id(report.undo_id) and record.is_file()
-    return report
-
-
-def _run_undo(service: TurnService, action_id: str, *, sender: str,
-              channel: str) -> UndoReport:
-    for undo_own in service.undoers:  # a scheduled task set from a chat: it is removed
-        report = undo_own(action_id, sender, channel)
-        if report is not None:
-            return report
-    cancelled = cancel_reminder(service, action_id, sender=sender, channel=channel)
-    if cancelled is not None:  # a reminder: its message is cancelled, no file changed
-        return cancelled
-    moved = undo_mail(service, action_id, sender=sender, channel=channel)
-    if moved is not None:  # a mail move: the messages go back, through the sandbox
-        return moved
-    settings = service.settings
-    return undo(action_id, state_dir=settings.state_dir, workspace=settings.workspace,
-                public_key=keys.load_public_key(settings.keys_dir, "audit"),
-                private_key=keys.load_private_key(settings.keys_dir, "audit"),
-                audit=service.audit, sender=sender, channel=channel,
-                remote=undoer(service))  # a remote action: its pool undoes it
