@@ -84,6 +84,9 @@ async def _precheck(service: TurnService, ctx: TurnContext) -> str | None:
     `ctx.text`, and the loop or the planner runs it as any turn, with every check."""
     if service.precheck is None:
         return None
+    spoken = undo_said.said(ctx.text, [ctx.lang, *service.settings.active_languages])
+    if spoken is not None and spoken[0] == "undo":  # "annulla", "undo that": never a question
+        return None  # about Metnos ("conferma" goes first to the Tutor's pending yes, if any)
     started = time.perf_counter()
     answer = await service.precheck(service, ctx)
     ctx.mark("tutor", started)

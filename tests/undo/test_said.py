@@ -163,3 +163,17 @@ async def test_annulla_takes_back_a_list_change_which_shows_its_undo_handle(
         after = await turn(client, "cosa c'è nella lista della spesa?", first["session_id"])
         assert "pane" not in after["reply"]
         assert (await client.get("/api/actions/undoable")).json()["actions"] == []
+
+
+async def test_undo_said_with_the_tutors_catalog_in_place_is_not_a_question_for_it(
+        make_home: MakeHome, compiled_catalog: Path) -> None:
+    from tests.support.tutor_catalog import install_catalog
+
+    home = make_home(autonomy="Full", lang="en")
+    install_catalog(compiled_catalog, home.settings.home)
+    (home.workspace / "homework.md").write_text("maths\n")
+    async with gateway_client(home, prefect=False) as client:
+        first = await turn(client, "rename homework.md to done.md", lang="en")
+        said_ = await turn(client, "undo", first["session_id"], lang="en")
+        assert "homework.md" in said_["reply"], said_
+    assert (home.workspace / "homework.md").read_text() == "maths\n"
