@@ -41,6 +41,7 @@ from metnos.reminders.settings import ReminderSettings
 from metnos.remote_settings import RemoteSettings
 from metnos.schedules.settings import ScheduleSettings
 from metnos.timezone import known_zone, system_timezone
+from metnos.trash_settings import TrashSettings
 from metnos.tutor_settings import TutorSettings
 
 Autonomy = Literal["ReadOnly", "Supervised", "Full"]
@@ -230,6 +231,7 @@ class Settings(BaseSettings):
     notify: NotifySettings = Field(default_factory=lambda: NotifySettings())
     evolution: EvolutionSettings = Field(default_factory=lambda: EvolutionSettings())
     tutor: TutorSettings = Field(default_factory=lambda: TutorSettings())
+    trash: TrashSettings = Field(default_factory=lambda: TrashSettings())
     mail: MailSettings = Field(default_factory=lambda: MailSettings())
     schedules: ScheduleSettings = Field(default_factory=lambda: ScheduleSettings())
     remote: RemoteSettings = Field(default_factory=lambda: RemoteSettings())

@@ -37,6 +37,7 @@ from metnos.audit import AuditLog
 from metnos.durable import write_atomic
 from metnos.errors import MetnosError
 from metnos.fdpaths import open_workspace, split_rel
+from metnos.i18n.formatting import date as i18n_date
 from metnos.remote.record import is_remote
 from metnos.restore import TRASH, Restorer, UndoItem
 from metnos.reversibility import (
@@ -48,6 +49,7 @@ from metnos.reversibility import (
 )
 
 UNDONE_MARKER = "undone.json"
+PURGED_MARKER = "purged.json"  # metnos.trash: this action's copies were cleared
 LOCK_FILE = ".undo.lock"
 _KINDS = frozenset({"file", "dir", "symlink", "missing", "other"})
 _BLOB_RE = re.compile(r"^blobs/[0-9a-f]{64}$")
@@ -64,12 +66,14 @@ class UndoReport:
     executor: str
     outcome: str  # done | failed
     items: list[UndoItem]
+    redo: bool = True  # the undo has a before-record of its own: it can be undone in turn
 
     def to_dict(self, lang: str | None = None) -> dict[str, Any]:
         return {**asdict(self), "message": self.message(lang)}
 
     def message(self, lang: str | None = None) -> str:
-        head = "MSG_UNDO_DONE" if self.outcome == "done" else "MSG_UNDO_PARTIAL"
+        head = ("MSG_UNDO_PARTIAL" if self.outcome != "done" else
+                "MSG_UNDO_DONE" if self.redo else "MSG_UNDO_DONE_FINAL")
         lines = [i18n.get(head, lang, action_id=self.action_id, undo_id=self.undo_id)]
         for item in self.items:
             lines.extend(_item_lines(item, lang))
@@ -132,6 +136,15 @@ def undo(action_id: str, *, state_dir: Path, workspace: Path, public_key: Ed2551
     return report
 
 
+def purged_on(folder: Path) -> datetime | None:
+    """When the copies kept in the before-record `folder` were cleared (metnos.trash)."""
+    try:
+        doc = json.loads((folder / PURGED_MARKER).read_bytes())
+        return datetime.fromisoformat(doc["at"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def mark_undone(folder: Path, undo_id: str) -> None:
     """Record in an action's before-record folder that it was undone (by `undo_id`): a second
     undo is refused, and the surfaces no longer offer an Undo button."""
@@ -150,6 +163,10 @@ def _undo(action_id: str, state_dir: Path, workspace: Path, public_key: Ed25519P
             done = json.loads(marker.read_text(encoding="utf-8"))
             raise UndoError("ERR_UNDO_ALREADY_DONE", action_id=action_id,
                             undo_id=done.get("undo_id", "?"))
+        cleared = purged_on(folder)
+        if cleared is not None:  # its copies were cleared from the trash: refused, plainly
+            raise UndoError("ERR_UNDO_PURGED", action_id=action_id, when=cleared.isoformat(),
+                            date=i18n_date(cleared, i18n.normalise_lang(None)))
         manifest = verify_before(state_dir, action_id, public_key)
         if not manifest["paths"]:  # e.g. a command with no path inputs: nothing to restore
             raise UndoError("ERR_UNDO_NOTHING_RECORDED", action_id=action_id)

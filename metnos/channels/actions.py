@@ -14,6 +14,7 @@ from typing import Any
 from metnos.reversibility import valid_action_id
 
 _SENTENCE_END = re.compile(r"(?:[.!?;]\s+|\n)")
+HANDLE_CHARS = 8  # a change's short handle: the first characters of its action id
 
 
 def undoable(activity: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
@@ -50,4 +51,14 @@ def prose_without_hints(text: str, activity: list[dict[str, Any]] | None) -> str
     stand for (the embedded planner's replies name them)."""
     for item in undoable(activity):
         text = without_undo_hint(text, item["action_id"])
+    return text
+
+
+def short_handles(text: str, activity: list[dict[str, Any]] | None) -> str:
+    """`text` with each `metnos undo <action id>` of its changes shortened to the handle
+    (`metnos undo` takes any unique start of an id)."""
+    for item in undoable(activity):
+        action_id = item["action_id"]
+        text = text.replace(f"metnos undo {action_id}",
+                            f"metnos undo {action_id[:HANDLE_CHARS]}")
     return text

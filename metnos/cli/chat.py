@@ -20,6 +20,7 @@ from typing import Any
 import typer
 
 from metnos import i18n
+from metnos.channels.actions import HANDLE_CHARS, item_text, short_handles, undoable
 from metnos.cli import _out as out
 from metnos.cli._client import TIMEOUT_S, ServerEvent, api_call, follow_events
 from metnos.cli._common import exit_with, settings_or_exit
@@ -133,11 +134,11 @@ class _View:
             if rest is None:  # the final text is not what streamed: shown whole, apart
                 self._end_line()
                 rest = text
-            self._write(rest)
+            self._write(short_handles(rest, activity))
             self._end_line()
             for item in activity:
                 if item.get("text"):
-                    out.echo_line(item["text"])
+                    out.echo_line(_item_line(item, self.lang))
         self._think, self._streamed = None, ""
 
     def _write(self, text: str) -> None:
@@ -150,6 +151,16 @@ class _View:
     def _end_line(self) -> None:
         if self._open:
             self._write("\n")
+
+
+def _item_line(item: dict[str, Any], lang: str | None) -> str:
+    """An activity item; a change that can be undone with its short handle, not a 32-character
+    id (`metnos undo <handle>` takes any unique start of it)."""
+    if not undoable([item]):
+        return str(item["text"])
+    handle = str(item["action_id"])[:HANDLE_CHARS]
+    hint = i18n.get("CLI_UNDO_HANDLE", lang or cli_lang(), handle=handle)
+    return f"{item_text(item)} ({hint})"
 
 
 def unstreamed(final: str, streamed: str) -> str | None:

@@ -21,6 +21,7 @@ from metnos.cli import (
     schedule,
     status,
     synt,
+    trash,
     tutor,
     ui,
     undo,
@@ -46,8 +47,9 @@ app.add_typer(tutor.app, name="tutor")
 app.add_typer(mail.app, name="mail")
 app.add_typer(schedule.app, name="schedule")
 app.add_typer(workspace.app, name="workspace")
+app.add_typer(trash.app, name="trash")
 app.command(name="chat", help=msg("CLI_CHAT_HELP"))(chat.chat)
-app.command(name="undo", help=msg("CLI_UNDO_HELP"))(undo.undo)
+app.command(name="undo", help=msg("CLI_UNDO_CHANGE_HELP"))(undo.undo)
 app.command(name="login", help=msg("CLI_LOGIN_HELP"))(login.login)
 app.command(name="ui", help=msg("CLI_UI_HELP"))(ui.ui)
 app.command(name="doctor", help=msg("CLI_DOCTOR_HELP"))(doctor.doctor)

@@ -1,33 +1,75 @@
-"""`metnos undo ACTION_ID`: ask the running instance to undo an action."""
+"""`metnos undo [HANDLE]`: ask the running instance to undo a change.
+
+HANDLE is the short handle a reply or `metnos undo --list` shows (any unique start of the
+action's id, as git takes), or the whole id. Without one, the newest change that can still be
+undone is named and, after a yes (or with `--yes`), undone. `--list` shows the recent changes
+that can still be undone, with their handles, in plain words.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 from urllib.parse import quote
 
 import typer
 
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
-from metnos.cli._lang import msg
-from metnos.cli._out import echo, echo_json
+from metnos.cli._lang import cli_lang, msg
+from metnos.cli._out import echo, echo_json, echo_line
 from metnos.errors import MetnosError
 
 
-def undo(
-    action_id: Annotated[str, typer.Argument(help=msg("CLI_UNDO_ID_HELP"))],
-    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
-) -> None:
-    """Undo ACTION_ID; exit code 1 when it was refused or only partly done."""
+def _call(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
     settings = settings_or_exit()
     try:
-        report = api_call(settings, "POST", f"/api/actions/{quote(action_id, safe='')}/undo")
+        return api_call(settings, method, path, lang=cli_lang(), **kwargs)
     except MetnosError as exc:
         exit_with(exc)
+        raise typer.Exit(1) from exc
+
+
+def undo(
+    action_id: Annotated[str | None, typer.Argument(help=msg("CLI_UNDO_HANDLE_ARG_HELP"))] = None,
+    as_list: Annotated[bool, typer.Option("--list", help=msg("CLI_UNDO_LIST_HELP"))] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help=msg("CLI_UNDO_YES_HELP"))] = False,
+    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
+) -> None:
+    """Undo a change; exit code 1 when it was refused or only partly done."""
+    if as_list:
+        _list(as_json)
         return
+    if action_id is None:
+        recent = _call("GET", "/api/actions/undoable", params={"limit": 1}).get("actions", [])
+        if not recent:
+            echo(msg("MSG_UNDO_LIST_EMPTY"))
+            raise typer.Exit(1)
+        last = recent[0]
+        echo_line(msg("MSG_UNDO_LAST_IS", handle=last["handle"], text=last["text"],
+                      when=last["when"]))
+        if not yes and not typer.confirm(msg("MSG_UNDO_CONFIRM"), default=False):
+            echo(msg("MSG_UNDO_NOT_DONE"))
+            return
+        action_id = str(last["action_id"])
+    report = _call("POST", f"/api/actions/{quote(action_id, safe='')}/undo")
     if as_json:
         echo_json(report)
     else:
         echo(str(report.get("message", "")))
     if report.get("outcome") != "done":
         raise typer.Exit(1)
+
+
+def _list(as_json: bool) -> None:
+    data = _call("GET", "/api/actions/undoable", params={"limit": 20})
+    if as_json:
+        echo_json(data)
+        return
+    actions = data.get("actions", [])
+    if not actions:
+        echo(msg("MSG_UNDO_LIST_EMPTY"))
+        return
+    for item in actions:
+        echo_line(msg("MSG_UNDO_LIST_ROW", handle=item["handle"], when=item["when"],
+                      text=item["text"]))
+    echo(msg("MSG_UNDO_LIST_HINT", handle=actions[0]["handle"]))

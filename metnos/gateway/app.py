@@ -23,7 +23,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from metnos import i18n
+from metnos import i18n, trash
 from metnos.channels.telegram import start_telegram
 from metnos.errors import MetnosError
 from metnos.gateway.drain import Drain, drain
@@ -47,6 +47,7 @@ from metnos.gateway.routes import (
     undo,
     web,
 )
+from metnos.gateway.routes import trash as trash_routes
 from metnos.gateway.schemas import COMMON_ERRORS
 from metnos.gateway.security import HostGuard
 from metnos.i18n import intents, lint
@@ -120,6 +121,8 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         # the model's state known from the start (/healthz, the web chat's header, `metnos
         # serve`'s report), not only after the first turn: one probe, beside the start
         probe = asyncio.get_running_loop().create_task(_probe_model(service))
+        # the trash has a bottom: its retention policy at start, then periodically
+        keeper = asyncio.get_running_loop().create_task(trash.keep(settings, service.audit))
         log.info("gateway.ready executors=%d sandbox_ok=%s",
                  len(service.registry.admitted), service.sandbox_ok)
         yield
@@ -127,6 +130,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         # server stopped without it: nothing is left running or open either way (SPEC §1)
         await drain(app.state, settings.gateway.drain_s)
         probe.cancel()
+        keeper.cancel()
         if telegram is not None:
             await telegram.stop()
         service.audit.close()
@@ -157,6 +161,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(sessions.router)
     app.include_router(pairing.router)
     app.include_router(undo.router)
+    app.include_router(trash_routes.router)
     app.include_router(proposals.router)
     app.include_router(evolution.router)
     app.include_router(mnestoma.router)

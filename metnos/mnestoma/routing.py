@@ -45,6 +45,7 @@ from metnos.mnestoma.models import ExecutorUse, Trace
 from metnos.mnestoma.traces import current
 
 WISH = "wish"  # the built-in tool of proto-mnests (metnos.mnestoma.wish): always offered
+ALWAYS = frozenset({WISH, "undo_last"})  # and "undo that" (metnos.undo_tool): always offered
 MATCH, AFFINITY, DESCRIPTION = 6, 3, 1  # scores (a stem match counts one less)
 MIN_SCORE = 3  # one affinity word, or a hassil match, or three description words
 SEEDS = 3  # the most relevant tools whose traces are offered
@@ -55,12 +56,12 @@ _MIN_STEM, _MAX_TAIL = 4, 3
 def route(tools: Sequence[ToolSpec], text: str, lang: str, *, traces: Sequence[Trace],
           states: Mapping[str, str], settings: EvolutionSettings) -> list[ToolSpec]:
     """The tools to offer the model for `text` (see the module)."""
-    pool = [t for t in tools if t.name != WISH]
+    pool = [t for t in tools if t.name not in ALWAYS]
     if len(pool) <= settings.route_above:
         return [t for t in tools if states.get(t.name) != "archived"]
     by_trace = {name: trace.members for trace in traces for name in trace.members}
     seeds = relevant(pool, text, lang)
-    chosen = {WISH, *settings.route_core}
+    chosen = {*ALWAYS, *settings.route_core}
     if seeds:
         for name in seeds:
             chosen.update(by_trace.get(name, [name]))

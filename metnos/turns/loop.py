@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from metnos import i18n
+from metnos import i18n, undo_tool
 from metnos.audit import digest_args
 from metnos.db.models import TurnStep, utcnow
 from metnos.errors import LLMError, MetnosError
@@ -266,6 +266,9 @@ class AgentLoop:
             return await asyncio.to_thread(wish.check, self.service, self.ctx, step,
                                            seq=self.checked, think=self.thinks,
                                            trace=list(self.trace))
+        if step.executor == undo_tool.TOOL:  # "undo that": the Undo button's path, no sandbox
+            return await asyncio.to_thread(undo_tool.check, self.service, self.ctx, step,
+                                           seq=self.checked, think=self.thinks)
         return await asyncio.to_thread(self.service.checker.check, self.ctx, step,
                                        seq=self.checked, think=self.thinks)
 
@@ -275,7 +278,7 @@ class AgentLoop:
 
     async def _timed(self, checked: CheckedStep) -> Timed:
         started = utcnow()
-        if wish.noted(checked):
+        if wish.noted(checked) or undo_tool.ran(checked):
             assert checked.outcome is not None
             return checked.outcome, started, started
         done = "\n".join(item["text"] for item in self.ctx.activity)
@@ -285,6 +288,10 @@ class AgentLoop:
     async def _finish_step(self, checked: CheckedStep, result: Timed,
                            warning: str | None) -> None:
         outcome, started, finished = result
+        if undo_tool.ran(checked):  # its own step, activity item and words for the model
+            content = await asyncio.to_thread(undo_tool.finish, self.service, self.ctx, checked)
+            self.convo.tool_result(checked.step.call_id, undo_tool.TOOL, content)
+            return
         seen = [s.seq for s in self.trace if s.think < checked.think]
         row = step_row(self.ctx, checked, outcome, started, finished, seen)
         self.trace.append(row)

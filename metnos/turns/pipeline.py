@@ -24,7 +24,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from functools import partial
 
-from metnos import i18n, identity
+from metnos import i18n, identity, undo_said
 from metnos.db.models import utcnow
 from metnos.errors import LLMError
 from metnos.llm.embedded import plan_embedded
@@ -84,6 +84,9 @@ async def _precheck(service: TurnService, ctx: TurnContext) -> str | None:
     `ctx.text`, and the loop or the planner runs it as any turn, with every check."""
     if service.precheck is None:
         return None
+    spoken = undo_said.said(ctx.text, [ctx.lang, *service.settings.active_languages])
+    if spoken is not None and spoken[0] == "undo":  # "annulla", "undo that": never a question
+        return None  # about Metnos ("conferma" goes first to the Tutor's pending yes, if any)
     started = time.perf_counter()
     answer = await service.precheck(service, ctx)
     ctx.mark("tutor", started)
@@ -255,6 +258,14 @@ async def _embedded(service: TurnService, ctx: TurnContext, how: Steps,
                     said: str | None = None) -> str:
     """The embedded planner's single step (no model, or the day's model budget is spent)."""
     started = time.perf_counter()
+    spoken = await asyncio.to_thread(  # "annulla", "undo that", "confirm": before any plan
+        undo_said.said, ctx.text, [ctx.lang, *service.settings.active_languages])
+    if spoken is not None:
+        ctx.understood = True
+        if spoken[1] != i18n.normalise_lang(ctx.lang):  # said in another active language
+            ctx.lang = spoken[1]
+        return await asyncio.to_thread(undo_said.answer, service, ctx, spoken[0])
+
     def speaks(matched: str) -> str:  # another active language, with words enough to tell
         return language.plan_language(matched, ctx.text, ctx.lang, service.settings)
 

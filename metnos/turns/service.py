@@ -20,7 +20,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 from sqlalchemy.engine import Engine
 
-from metnos import i18n
+from metnos import i18n, undo_tool
 from metnos.audit import AuditLog
 from metnos.executors.registry import Registry, load_registry
 from metnos.llm.health import ModelHealth
@@ -84,10 +84,13 @@ class TurnService:
         return self._tools[key]
 
     def _specs(self, lang: str) -> list[ToolSpec]:
-        """The admitted executors (none may take the built-in `wish`'s name) and, when a
-        model plans, the `wish` tool (metnos.mnestoma.wish)."""
-        specs = [spec for spec in self.registry.tool_specs(lang) if spec.name != wish.TOOL]
-        return [*specs, wish.tool_spec(self.registry, lang)] if self.port is not None else specs
+        """The admitted executors (none may take a built-in tool's name) and, when a model
+        plans, the `wish` tool (metnos.mnestoma.wish) and `undo_last` (metnos.undo_tool)."""
+        builtin = (wish.TOOL, undo_tool.TOOL)
+        specs = [spec for spec in self.registry.tool_specs(lang) if spec.name not in builtin]
+        if self.port is None:
+            return specs
+        return [*specs, wish.tool_spec(self.registry, lang), undo_tool.tool_spec(lang)]
 
     def reload_registry(self) -> Registry:
         """Discover and admit the executors again (a synt candidate was signed or rejected)

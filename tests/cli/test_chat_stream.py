@@ -96,3 +96,18 @@ def test_a_card_after_streamed_text_starts_on_a_fresh_line(
     shown(view, delta("I need your approval."))
     view.say("Your approval is needed")
     assert capsys.readouterr().out == "I need your approval.\nYour approval is needed\n"
+
+
+def test_a_change_shows_its_short_undo_handle_not_the_whole_id(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    view = _View("en", as_json=False, ask=False)
+    action_id = "3f9c2a7be1d04c5e8a6b0c1d2e3f4a5b"
+    item = {"executor": "lists", "status": "done", "text": "Added bread to the shopping list.",
+            "action_id": action_id, "undo": True, "approval_id": None}
+    prose = f"I wrote 5 bytes to a.md. To undo it: metnos undo {action_id}"
+    _show(ServerEvent(1, "reply", {"text": prose, "status": "completed", "activity": [item],
+                                   "stop_reason": None}), view)
+    out = capsys.readouterr().out
+    assert action_id not in out
+    assert out == ("I wrote 5 bytes to a.md. To undo it: metnos undo 3f9c2a7b\n"
+                   "Added bread to the shopping list. (to undo: metnos undo 3f9c2a7b)\n")

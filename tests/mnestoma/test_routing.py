@@ -118,7 +118,8 @@ async def test_a_turn_offers_the_routed_tools_and_reads_the_database_once(
     for request in scripted_llm.requests:  # both model calls: the core and fs_read's trace
         offered = {t["function"]["name"] for t in request["tools"]}
         assert {"fs_find", "fs_read", "fs_write"} <= offered  # not fs_move, web_fetch...
-        assert offered <= {"fs_find", "fs_read", "fs_write", "notify", "wish"}
+        assert offered <= {"fs_find", "fs_read", "fs_write", "notify", "wish",
+                           "undo_last"}
     assert isinstance(book, RouteBook) and book.queries == 3  # once for the whole turn
     with engine_of(home.settings) as engine, db_session(engine) as db:
         row = db.get(Turn, resp.json()["turn_id"])

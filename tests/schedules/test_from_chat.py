@@ -71,6 +71,10 @@ async def test_a_schedule_from_the_chat_waits_for_the_owner_and_undo_removes_it(
             undone = await api.post(f"/api/actions/{task.action_id}/undo")
             assert undone.status_code == 200, undone.text
             assert TEXT in undone.json()["message"]
+            # "undo the undo" is offered only for a real action: a removed task has none
+            report = undone.json()
+            assert report["redo"] is False and report["undo_id"] not in report["message"]
+            assert "metnos undo" not in report["message"]
             again = await api.post(f"/api/actions/{task.action_id}/undo")
             assert again.status_code == 409, again.text
             assert store.active(engine) == [] and await task_schedules(task.id) == []

@@ -1,25 +1,37 @@
-"""`POST /api/actions/{action_id}/undo`: undo an action, for the owner (SPEC §5)."""
+"""`POST /api/actions/{action_id}/undo`: undo an action, for the owner (SPEC §5); the id may
+be a short handle (a unique prefix, as git takes). `GET /api/actions/undoable`: the recent
+changes that can still be undone, with their handles, in plain words."""
 
 from __future__ import annotations
 
 import asyncio
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, HTTPException, Query, Request
 
-from metnos import i18n, keys
+from metnos import i18n, undo_list
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.schemas import error_responses
-from metnos.mail.undo import undo_mail
-from metnos.reminders.effect import cancel_reminder
-from metnos.remote.undo import undoer
 from metnos.turns.service import TurnService
-from metnos.undo import UndoError, UndoReport, undo
+from metnos.undo import UndoError
+from metnos.undo_run import run_undo
+
+__all__ = ["router", "run_undo"]  # run_undo: the Telegram button's import, kept here too
 
 router = APIRouter(prefix="/api/actions", tags=["undo"])
 
 _STATUS = {"ERR_UNDO_NOT_FOUND": 404, "ERR_UNDO_ALREADY_DONE": 409,
-           "ERR_UNDO_MANIFEST_INVALID": 422, "ERR_UNDO_NOTHING_RECORDED": 422}
+           "ERR_UNDO_MANIFEST_INVALID": 422, "ERR_UNDO_NOTHING_RECORDED": 422,
+           "ERR_UNDO_PURGED": 410, "ERR_UNDO_AMBIGUOUS": 409}
+
+
+@router.get("/undoable")
+async def undoable(service: ServiceDep, owner: OwnerDep, lang: LangDep,
+                   limit: int = Query(10, ge=1, le=100)) -> dict[str, Any]:
+    """The newest changes still undoable, newest first: `handle`, `text`, `when`."""
+    found = await asyncio.to_thread(undo_list.recent, service, lang, limit)
+    return {"actions": [undo_list.as_dict(c) for c in found],
+            "message": "" if found else undo_list.nothing(lang)}
 
 
 @router.post("/{action_id}/undo", responses=error_responses(401, 404, 409))
@@ -29,6 +41,7 @@ async def undo_action(action_id: str, request: Request, service: ServiceDep, own
     Audited on channel `web` for the browser's Undo button, `api` for a bearer client."""
     channel = "api" if request.headers.get("authorization") else "web"
     try:
+        action_id = await asyncio.to_thread(_resolved, service, action_id, owner, channel)
         report = await asyncio.to_thread(run_undo, service, action_id, sender=owner,
                                          channel=channel)
     except UndoError as exc:
@@ -37,22 +50,13 @@ async def undo_action(action_id: str, request: Request, service: ServiceDep, own
     return report.to_dict(lang)
 
 
-def run_undo(service: TurnService, action_id: str, *, sender: str, channel: str) -> UndoReport:
-    """Undo `action_id` with the instance's keys (blocking; one audit line). Every surface
-    that undoes (the API, Telegram's button) goes through here. Raises UndoError."""
-    for undo_own in service.undoers:  # a scheduled task set from a chat: it is removed
-        report = undo_own(action_id, sender, channel)
-        if report is not None:
-            return report
-    cancelled = cancel_reminder(service, action_id, sender=sender, channel=channel)
-    if cancelled is not None:  # a reminder: its message is cancelled, no file changed
-        return cancelled
-    moved = undo_mail(service, action_id, sender=sender, channel=channel)
-    if moved is not None:  # a mail move: the messages go back, through the sandbox
-        return moved
-    settings = service.settings
-    return undo(action_id, state_dir=settings.state_dir, workspace=settings.workspace,
-                public_key=keys.load_public_key(settings.keys_dir, "audit"),
-                private_key=keys.load_private_key(settings.keys_dir, "audit"),
-                audit=service.audit, sender=sender, channel=channel,
-                remote=undoer(service))  # a remote action: its pool undoes it
+def _resolved(service: TurnService, handle: str, sender: str, channel: str) -> str:
+    """The whole action id of `handle`; an ambiguous one is refused (with its audit line)."""
+    try:
+        found = undo_list.resolve(service, handle)
+    except undo_list.Ambiguous:
+        service.audit.append(sender=sender, channel=channel, action="undo", action_id=None,
+                             args={"action_id": handle[:80]}, decision="deny",
+                             reason="ERR_UNDO_AMBIGUOUS", outcome="refused")
+        raise UndoError("ERR_UNDO_AMBIGUOUS", handle=handle[:80]) from None
+    return found if found is not None else handle

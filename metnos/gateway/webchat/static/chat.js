@@ -5,6 +5,7 @@ import { bubble, historyItems } from "./bubbles.js";
 import { refreshWaiting, whenDecided } from "./cards.js";
 import { setUpComposer } from "./composer.js";
 import { closeSessions, setUpAccount, setUpAudit, setUpMenu, setUpPairing, setUpSessions } from "./panels.js";
+import { setUpTrash } from "./trash.js";
 import { TURN_KEY, closeStream, follow, following, listenNotices, setStatus } from "./stream.js";
 
 const SESSION_KEY = "metnos.session";
@@ -126,6 +127,7 @@ setUpSessions(() => sessionId, async (id) => {
 }, fail);
 setUpAudit(() => sessionId, fail);
 setUpPairing(fail);
+setUpTrash();
 setUpAccount(() => { sessionStorage.removeItem(SESSION_KEY); sessionStorage.removeItem(TURN_KEY); }, fail);
 listenNotices();
 

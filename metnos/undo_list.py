@@ -1,0 +1,118 @@
+"""The recent changes that can still be undone, with short handles (`metnos undo --list`).
+
+A handle is the first `HANDLE_CHARS` characters of the action's id; `resolve` takes any
+unique prefix of at least `MIN_PREFIX` characters (as git does), so nobody types 32 of them.
+Each change is told as its reply told it (the activity item's plain words, without the
+terminal hint), with when it happened in the household's words.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlmodel import col, select
+
+from metnos import i18n
+from metnos.channels.actions import HANDLE_CHARS, item_text
+from metnos.db.engine import session as db_session
+from metnos.db.models import Turn, TurnStep
+from metnos.reminders.effect import spoken_time
+from metnos.reversibility import PARTIAL_PREFIX, valid_action_id
+from metnos.undo import PURGED_MARKER, UNDONE_MARKER
+from metnos.undo_said import NOT_UNDOABLE
+
+if TYPE_CHECKING:
+    from metnos.turns.service import TurnService
+
+MIN_PREFIX = 4
+LOOKBACK = 500
+
+
+class Ambiguous(ValueError):
+    """A handle that more than one action's id starts with."""
+
+
+@dataclass
+class Change:
+    action_id: str
+    handle: str
+    text: str
+    when: str
+    sender: str
+
+
+def resolve(service: TurnService, handle: str) -> str | None:
+    """The action id `handle` stands for: itself when it is a whole id, else the one id it
+    is a unique prefix of (the before-records, the steps). None: no such action.
+    Raises Ambiguous when several ids start with it."""
+    handle = handle.strip().lower()
+    state = service.settings.state_dir / "before"
+    if valid_action_id(handle) and (state / handle).is_dir():
+        return handle
+    if len(handle) < MIN_PREFIX or not handle.isalnum() or not handle.isascii():
+        return handle if valid_action_id(handle) else None
+    try:
+        found = {n for n in os.listdir(state)
+                 if n.startswith(handle) and not n.startswith(PARTIAL_PREFIX)}
+    except FileNotFoundError:
+        found = set()
+    with db_session(service.engine) as db:
+        found.update(str(a) for a in db.exec(
+            select(TurnStep.action_id).where(col(TurnStep.action_id).startswith(handle))
+            .limit(3)).all() if a)
+    if len(found) > 1:
+        raise Ambiguous(handle)
+    return found.pop() if found else handle if valid_action_id(handle) else None
+
+
+def recent(service: TurnService, lang: str, limit: int = 10,
+           now: datetime | None = None) -> list[Change]:
+    """The newest changes still undoable (not undone, copies not cleared), newest first."""
+    state = service.settings.state_dir / "before"
+    with db_session(service.engine) as db:
+        rows = db.exec(
+            select(TurnStep, Turn)
+            .join(Turn, col(Turn.id) == col(TurnStep.turn_id))
+            .where(col(TurnStep.outcome) == "done", col(TurnStep.action_id).is_not(None))
+            .order_by(col(Turn.created_at).desc(), col(TurnStep.seq).desc())
+            .limit(LOOKBACK)).all()
+    now = now or datetime.now(UTC)
+    found: list[Change] = []
+    for step, turn in rows:
+        aid, executor, sender = str(step.action_id), step.executor, turn.sender
+        activity, finished, created = turn.activity, step.finished_at, turn.created_at
+        if executor in NOT_UNDOABLE or not valid_action_id(aid):
+            continue
+        folder = state / aid
+        if not folder.is_dir() or (folder / UNDONE_MARKER).exists() or \
+                (folder / PURGED_MARKER).exists():
+            continue
+        item = _item(activity, aid)
+        if item is None:  # its reply offered no Undo (a read): not a change
+            continue
+        when = finished or created
+        found.append(Change(aid, aid[:HANDLE_CHARS], item_text(item),
+                            spoken_time(when if when.tzinfo else when.replace(tzinfo=UTC),
+                                        lang, service.settings.tz, now), str(sender)))
+        if len(found) >= limit:
+            break
+    return found
+
+
+def _item(activity: Any, action_id: str) -> dict[str, Any] | None:
+    for item in activity or []:
+        if isinstance(item, dict) and item.get("action_id") == action_id and item.get("undo"):
+            return item
+    return None
+
+
+def as_dict(change: Change) -> dict[str, Any]:
+    return {"action_id": change.action_id, "handle": change.handle, "text": change.text,
+            "when": change.when, "sender": change.sender}
+
+
+def nothing(lang: str) -> str:
+    return i18n.get("MSG_UNDO_LIST_EMPTY", lang)
