@@ -32,3 +32,6 @@ class TelegramSettings(BaseSettings):
     bot_token: SecretStr | None = Field(None, description="The bot's token (from @BotFather).")
     api_base: str = Field("https://api.telegram.org", description="Bot API server.")
     poll_timeout_s: int = Field(25, ge=1, le=50, description="Long-polling wait.")
+    public_url: str = Field(
+        "", description="The gateway's address as the family's phones reach it (https://...): "
+        "set, the guide's pages are linked there in Telegram replies; empty, named only.")

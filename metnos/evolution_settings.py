@@ -27,8 +27,9 @@ class NotifySettings(BaseSettings):
         "which nothing is delivered on Metnos's own initiative: it waits for the end. "
         "Empty: no quiet hours.")
     channel: Literal["auto", "telegram", "web", "cli"] = Field(
-        "auto", description="The owner's preferred channel for notifications and proposals; "
-        "auto: the channel the owner last wrote from.")
+        "auto", description="The owner's preferred channel for notifications, the mail digest "
+        "and proposals; auto: a channel a person reads: their Telegram chat when paired, else "
+        "the web chat, a terminal (metnos chat) only when it is the only one ever used.")
 
     @field_validator("quiet_hours")
     @classmethod

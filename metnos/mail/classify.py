@@ -1,8 +1,9 @@
 """Classifying new mail for the digest (SPEC §12): one label per message from a closed set.
 
 `request` (a real person asking something), `automatic` (confirmations, receipts,
-notifications, newsletters), `spam` (what the filter missed), `other`. Only `request` is worth
-the owner's attention.
+notifications, newsletters), `spam` (what the filter missed), `other`. A `request` is worth
+the owner's attention; the digest also tells what the lexicon's rules find in any label but
+`spam` (a bill due tomorrow, a school form: `metnos.mail.importance`).
 
 In order, per message:
 1. the headers decide when they can (X-Spam-Flag, Auto-Submitted, Precedence bulk/list/junk,

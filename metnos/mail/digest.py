@@ -12,6 +12,14 @@ the turn reinforces imap_status→imap_fetch_headers→summarize→notify like a
 
 - Nothing new (`digest_state.compare`): the turn closes after `imap_status`; no header is
   read, no model is asked, no message is sent.
+- The first run on a folder (after `metnos mail add`, or a new UIDVALIDITY) is no silent
+  baseline: it reads the unread mail already there (the newest `FETCH_LIMIT` UIDs, the last
+  `FIRST_DAYS` days) and tells what matters in it, said as mail already in the mailbox.
+- What is worth telling: the mail labelled a request (`classify`), and what the lexicon's
+  rules find (`metnos.mail.importance`: due dates, amounts, family senders, school,
+  appointments; newsletters weigh against), the most important first, at most `MAX_ITEMS`
+  with "and N more". Each told mail may carry a note in plain words ("due tomorrow ·
+  € 45,20") composed from i18n, never from the mail's text.
 - The scheduled runs' own quota (`[mail] digest_max_per_day`), apart from the proposals'
   bother budget: once spent, the run stops before reading anything and the mail waits for
   the next day (the folders' state is not advanced), with a deny audit line.
@@ -33,6 +41,8 @@ import json
 import logging
 import uuid
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime, timedelta
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 from metnos import approvals, i18n
@@ -45,7 +55,7 @@ from metnos.executors.registry import load_registry
 from metnos.llm.port import LLMPort, configured
 from metnos.llm.tools import PlanStep
 from metnos.mail import digest_state as state
-from metnos.mail import summary
+from metnos.mail import importance, summary
 from metnos.mail.classify import classify
 from metnos.mail.summary import extractive_lines
 from metnos.notify import effect as notify
@@ -65,6 +75,8 @@ SESSION = "mail-digest"
 AUDIT_ACTION = "mail.digest"
 MAX_TEXT = 1400  # of the message (notify takes 1500)
 FETCH_LIMIT = 50  # imap_fetch_headers' most per run
+MAX_ITEMS = 6  # mails told in one digest; the rest are counted ("and 12 more")
+FIRST_DAYS = 14  # the first run tells the unread mail of these last days
 STAGES = {"imap_status": 1, "imap_fetch_headers": 2, "summarize": 3, "notify": 4}
 
 
@@ -82,6 +94,7 @@ class DigestResult:
     outbox_id: str | None = None
     model_called: bool = False
     tainted: bool = False  # mail was read: the turn's context holds outside data
+    first_run: bool = False  # a first look that told the unread mail already there
 
 
 @dataclass
@@ -171,13 +184,11 @@ class DigestRun:
         """After `check`: what is new, read, sorted, summarised, and said (or not)."""
         engine, settings, turn_id = self.service.engine, self.service.settings, self.ctx.turn_id
         new = [n for n in self.news if n.verdict == "new"]
-        if not new:
-            outcome = ("baseline" if any(n.verdict == "baseline" for n in self.news)
-                       else "nothing_new")
+        first = [n for n in self.news if n.verdict == "baseline"]
+        if not new and not first:
             await asyncio.to_thread(state.save_seen, engine, self.news)
-            await asyncio.to_thread(self.audit, "info", f"MSG_DIGEST_{outcome.upper()}",
-                                    "done")
-            return DigestResult(outcome, turn_id)
+            await asyncio.to_thread(self.audit, "info", "MSG_DIGEST_NOTHING_NEW", "done")
+            return DigestResult("nothing_new", turn_id)
         sent = await asyncio.to_thread(state.sent_today, engine, settings.tz)
         if sent >= settings.mail.digest_max_per_day:  # tomorrow's digest takes them in
             await asyncio.to_thread(self.audit, "deny", "MSG_DIGEST_QUOTA_SPENT", "refused",
@@ -186,23 +197,28 @@ class DigestRun:
             return DigestResult("quota_spent", turn_id)
         messages: list[dict[str, Any]] = []
         for item in new:
-            fetched = await self.step("imap_fetch_headers", {
-                "folder": item.folder, "since_uid": item.since_uid, "limit": FETCH_LIMIT},
-                ctx=await self._untainted("imap_fetch_headers"))
-            found = [m for m in (fetched.result or {}).get("messages") or []
-                     if isinstance(m, dict) and isinstance(m.get("uid"), int)
-                     and m["uid"] > item.since_uid]
+            found = await self._fetch(item.folder, item.since_uid, unseen=False)
             messages += found
             if len(found) >= FETCH_LIMIT:  # more than one run reads: the rest next time
                 self._resume_after(item, max(m["uid"] for m in found))
+        for item in first:  # the mail already there: the newest unread ones, recent
+            since = max(item.uidnext - 1 - FETCH_LIMIT, 0)
+            messages += [m for m in await self._fetch(item.folder, since, unseen=True)
+                         if recent(m, settings.tz)]
+        if not new and not messages:
+            await asyncio.to_thread(state.save_seen, engine, self.news)
+            await asyncio.to_thread(self.audit, "info", "MSG_DIGEST_BASELINE", "done")
+            return DigestResult("baseline", turn_id)
         labels = await classify(messages, port=self.service.port, guard=self.service.guard,
                                 ctx=self.ctx, audit_line=self.service.record.audit_line)
         result = DigestResult("nothing_worth", turn_id, len(messages), labels.counts(),
-                              model_called=labels.model_called)
-        worth = [m for m in messages if m["uid"] in set(labels.worth())]
-        if worth:
-            result.worth = len(worth)
-            result.outbox_id = await self._say(worth)
+                              model_called=labels.model_called, first_run=bool(first))
+        today = datetime.now(settings.tz).date()
+        ranked = importance.rank(messages, labels.labels, settings.active_languages, today,
+                                 settings.mail.family)
+        if ranked:
+            result.worth = len(ranked)
+            result.outbox_id = await self._say(messages, ranked, first=bool(first) and not new)
             result.outcome = "sent"
         else:
             await asyncio.to_thread(self.audit, "info", "MSG_DIGEST_NOTHING_WORTH", "done",
@@ -211,19 +227,35 @@ class DigestRun:
         result.tainted = self.ctx.tainted
         return result
 
-    async def _say(self, worth: list[dict[str, Any]]) -> str | None:
+    async def _fetch(self, folder: str, since_uid: int, *, unseen: bool) -> list[dict[str, Any]]:
+        args: dict[str, Any] = {"folder": folder, "since_uid": since_uid, "limit": FETCH_LIMIT}
+        if unseen:
+            args["unseen"] = True
+        fetched = await self.step("imap_fetch_headers", args,
+                                  ctx=await self._untainted("imap_fetch_headers"))
+        return [m for m in (fetched.result or {}).get("messages") or []
+                if isinstance(m, dict) and isinstance(m.get("uid"), int)
+                and m["uid"] > since_uid]
+
+    async def _say(self, messages: list[dict[str, Any]], ranked: list[importance.Importance],
+                   *, first: bool) -> str | None:
         keep = ("uid", "from", "subject", "snippet")
+        by_uid = {m["uid"]: m for m in messages}
+        told = ranked[:MAX_ITEMS]
         summary = await self.step("summarize", {"messages": json.dumps(
-            [{k: m.get(k) for k in keep} for m in worth], ensure_ascii=False)})
+            [{k: by_uid[j.uid].get(k) for k in keep} for j in told], ensure_ascii=False)})
         lines = extractive_lines(summary.result)
-        text = compose(lines, [m["uid"] for m in worth], self.ctx.lang)
+        lang = self.ctx.lang
+        notes = {j.uid: n for j in told if (n := importance.note(j, lang)) is not None}
+        text = compose(lines, [j.uid for j in told], lang, notes=notes,
+                       total=len(ranked), first=first)
         said = await self.step("notify", {"text": text, "title": i18n.get(
             "MSG_DIGEST_TITLE", self.ctx.lang)}, ctx=await self._untainted("notify"))
         note = (said.result or {}).get("notification") or {}
         outbox_id = str(note.get("id")) if note.get("id") else None
         await asyncio.to_thread(state.record_sent, self.service.engine,
                                 turn_id=self.ctx.turn_id, outbox_id=outbox_id,
-                                messages=len(worth))
+                                messages=len(told))
         return outbox_id
 
     def _resume_after(self, item: state.FolderNews, last_uid: int) -> None:
@@ -250,23 +282,41 @@ class DigestRun:
             await self.service.fail_turn(self.ctx, exc)
 
 
-def compose(lines: dict[int, list[str]], order: list[int], lang: str) -> str:
-    """The digest's text: the header line, then each message's two lines, within MAX_TEXT
-    (what does not fit is counted on a last line)."""
+def compose(lines: dict[int, list[str]], order: list[int], lang: str, *,
+            notes: dict[int, str] | None = None, total: int | None = None,
+            first: bool = False) -> str:
+    """The digest's text: the header line, then each message's two lines (and its note),
+    within MAX_TEXT; what is not told (past MAX_TEXT, or of the `total` worth telling) is
+    counted on a last line. `first`: said as the unread mail already in the mailbox."""
     shown: list[str] = []
-    total = 0
-    for n, uid in enumerate(order):
+    size, told = 0, 0
+    count = max(total or 0, len(order))
+    for uid in order:
         pair = lines.get(uid)
         if pair is None:
             continue
-        block = "\n".join(pair)
-        if total + len(block) > MAX_TEXT - 200:
-            shown.append(i18n.get("MSG_DIGEST_MORE", lang, count=len(order) - n))
+        block = "\n".join([*pair, *([notes[uid]] if notes and uid in notes else [])])
+        if size + len(block) > MAX_TEXT - 200:
             break
         shown.append(block)
-        total += len(block) + 2
-    header = i18n.get("MSG_DIGEST_HEADER", lang, count=len(order))
+        size += len(block) + 2
+        told += 1
+    if count > told:
+        shown.append(i18n.get("MSG_DIGEST_MORE", lang, count=count - told))
+    header = i18n.get("MSG_DIGEST_HEADER_FIRST" if first else "MSG_DIGEST_HEADER", lang,
+                      count=count)
     return "\n\n".join([header, *shown])
+
+
+def recent(message: dict[str, Any], tz: Any) -> bool:
+    """Whether a mail's date falls in the last FIRST_DAYS days (kept when it has none)."""
+    try:
+        when = parsedate_to_datetime(str(message.get("date") or ""))
+    except (TypeError, ValueError, IndexError):
+        return True
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=tz)
+    return when >= datetime.now(UTC) - timedelta(days=FIRST_DAYS)
 
 
 async def run_digest(service: TurnService) -> DigestResult:

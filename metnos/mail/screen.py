@@ -107,12 +107,29 @@ def claims(text: str, languages: tuple[str, ...]) -> list[str]:
 @lru_cache(maxsize=16)
 def _claims(key: tuple[str, int]) -> re.Pattern[str]:
     table = tomllib.loads(Path(key[0]).read_text(encoding="utf-8"))
-    entries = [str(e) for e in table.get("claims", {}).get("done", ())]
-    parts = [re.escape(_fold(e.rstrip("*"))).replace(r"\ ", r"\s+")
-             + (r"\w*" if e.endswith("*") else "") for e in entries if e.strip("* ")]
+    return word_pattern([str(e) for e in table.get("claims", {}).get("done", ())])
+
+
+def fold_plain(text: str) -> str:
+    """`text` as the lexicon's entries are matched: NFKC, lower case, no accents."""
+    return _fold(_plain(text))
+
+
+def word_pattern(entries: list[str]) -> re.Pattern[str]:
+    """The lexicon entries as one pattern over folded text: whole words, "*" a stem, a
+    space any run of spaces; an entry that starts or ends with a sign ("% off") is not
+    bound to a word there. Matches nothing when there are none."""
+    parts = []
+    for entry in entries:
+        word = _fold(entry.rstrip("*"))
+        if not word.strip():
+            continue
+        body = re.escape(word).replace(r"\ ", r"\s+") + (r"\w*" if entry.endswith("*") else "")
+        parts.append((r"(?<!\w)" if word[:1].isalnum() else "") + body
+                     + (r"(?!\w)" if word[-1:].isalnum() or entry.endswith("*") else ""))
     if not parts:
         return re.compile(r"(?!)")
-    return re.compile(r"(?<!\w)(?:" + "|".join(parts) + r")(?!\w)")
+    return re.compile("(?:" + "|".join(parts) + ")")
 
 
 def hide_links(text: str, marker: str) -> str:

@@ -38,6 +38,10 @@ class MailSettings(BaseSettings):
         "quota, apart from the proposals' bother budget); past it, new mail waits for "
         "tomorrow's digest.")
 
+    family: list[str] = Field(
+        default_factory=list, description="The family's own mail addresses: their mail is "
+        "always worth the digest (besides senders named as family, e.g. \"Mamma\").")
+
     @model_validator(mode="after")
     def _plain_only_on_loopback(self) -> MailSettings:
         if self.security == "plain" and self.host is not None and (

@@ -1,8 +1,11 @@
 """What the gateway does with a `notify` result the sandbox validated: an outbox row (kind
 "notify") for the person's preferred channel, delivered by the gateway's outbox loop.
 
-The channel is `[notify] channel`, or with "auto" the channel (and chat) the person last
-wrote from, found from their latest turn; with none known, the turn's own chat. Quiet hours
+The channel is `[notify] channel`, or with "auto" a channel the person actually reads
+(`destination`): their Telegram chat when they paired one, else the web chat they last wrote
+from, and a terminal (`metnos chat`, whose queue waits for its next start) only when it is the
+only channel they ever used, so one `metnos chat` by the owner never takes the digest and
+the notices away from their phone; with none known, the turn's own chat. Quiet hours
 are checked here, in code: inside them the row's `due_at` is their end (`quiet_until`), so
 the delivery waits; outside them it is due at once. An undo cancels the row until it is
 delivered (`metnos.reminders.effect.cancel_reminder` finds any outbox row by its action id).
@@ -24,6 +27,7 @@ from sqlmodel import col, select
 from metnos import i18n
 from metnos.db.models import ChatSession, Turn
 from metnos.notify.quiet import quiet_until
+from metnos.pairing.service import paired_user
 from metnos.reminders import outbox
 from metnos.reminders.effect import spoken_time
 from metnos.reminders.outbox import Outbox
@@ -89,17 +93,35 @@ def last_written(engine: Engine, user_id: str, channel: str | None = None) -> De
     return None if row is None else Destination(TURN_CHANNELS[row[0]], row[1])
 
 
+# "auto": the channels a person reads, in order; a terminal's queue only as the last one
+AUTO_ORDER = ("telegram", "web", "cli")
+
+
+def telegram_chat(engine: Engine, user_id: str) -> Destination | None:
+    """The chat the user last wrote from on Telegram, else their paired Telegram chat (a
+    private chat's id is the sender's)."""
+    found = last_written(engine, user_id, "telegram")
+    if found is not None:
+        return found
+    with outbox.session(engine) as db:
+        paired = paired_user(db, "telegram", user_id)
+    return Destination("telegram", f"telegram-{paired.sender_id}") if paired else None
+
+
 def destination(engine: Engine, settings: Settings, user_id: str,
                 fallback: Destination) -> Destination:
-    """The preferred channel's chat: `[notify] channel`, or where the user last wrote from
-    ("auto"); `fallback` (the turn's own chat) when no such chat is known."""
+    """The preferred channel's chat: `[notify] channel`; with "auto" the first of
+    `AUTO_ORDER` the user has (a paired or used Telegram chat, then the web chat they last
+    wrote from, then the terminal); `fallback` (the turn's own chat) when none is known."""
     preferred = settings.notify.channel
-    found = last_written(engine, user_id, None if preferred == "auto" else preferred)
-    if found is None:
-        if preferred != "auto":
-            log.warning("notify.no_chat_on_channel channel=%s user=%s", preferred, user_id)
-        return fallback
-    return found
+    for channel in AUTO_ORDER if preferred == "auto" else (preferred,):
+        found = (telegram_chat(engine, user_id) if channel == "telegram"
+                 else last_written(engine, user_id, channel))
+        if found is not None:
+            return found
+    if preferred != "auto":
+        log.warning("notify.no_chat_on_channel channel=%s user=%s", preferred, user_id)
+    return fallback
 
 
 def notice_text(note: Notification, lang: str) -> str:

@@ -67,10 +67,18 @@ class FakeTelegram(LoopbackServer):
                      chat_id: int | None = None, forward: bool = False,
                      reply_to: str | None = None, quote: str | None = None,
                      language_code: str | None = "it", first_name: str | None = None,
-                     username: str | None = None) -> int:
+                     username: str | None = None, photo: bool = False) -> int:
         """A message from `user_id` (in its private chat unless `chat_type` says otherwise);
-        returns its message id. `first_name` / `username` replace the sender's defaults."""
+        returns its message id. `first_name` / `username` replace the sender's defaults;
+        `photo`: a photo, `text` its caption (none when empty)."""
         message = self._message(user_id, text, chat_type, chat_id, language_code)
+        if photo:
+            caption = message.pop("text")
+            message["photo"] = [{"file_id": f"photo-{message['message_id']}",
+                                 "file_unique_id": f"p{message['message_id']}",
+                                 "width": 640, "height": 480}]
+            if caption:
+                message["caption"] = caption
         if first_name is not None:
             message["from"]["first_name"] = first_name
         if username is not None:

@@ -92,6 +92,8 @@ def tutoring(settings: Settings, service: TurnService, scheduler: Signals | None
                        executors=[spec.name for spec in service.registry.admitted])
 
     async def precheck(_: TurnService, ctx: TurnContext) -> str | None:
+        if ctx.untrusted:  # about a forwarded or quoted text the Tutor would never see
+            return None
         return await answer(tutor, compose, ctx)
     return precheck
 

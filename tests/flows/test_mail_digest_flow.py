@@ -6,7 +6,9 @@ retried, then the flow once more) leaves the owner a notice and an audit line.""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 
+import pytest
 from prefect.client.schemas.objects import StateType
 from sqlmodel import Session, col, select
 
@@ -17,13 +19,21 @@ from metnos.mail.digest import CHANNEL
 from metnos.reminders.outbox import Outbox
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome
-from tests.support.imap import SAMPLES, ImapServer, configure
+from tests.support.imap import SAMPLES, ImapServer, configure, start_imap
 from tests.support.imap import imap_server as imap_server  # the fixture, for this module
 
 
+@pytest.fixture
+def empty_imap() -> Iterator[ImapServer]:
+    """An empty mailbox: the first run has no unread mail to tell (issue 27)."""
+    with start_imap(seed=False) as server:
+        yield server
+
+
 async def test_the_flow_says_a_request_and_is_silent_otherwise(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, imap_server: ImapServer,
+        make_home: MakeHome, scripted_llm: ScriptedLLM, empty_imap: ImapServer,
         prefect_api: str) -> None:
+    imap_server = empty_imap
     home = make_home(llm=scripted_llm, lang="it")
     settings = configure(home, imap_server)
     scripted_llm.respond_with(lambda body: json.dumps(

@@ -73,13 +73,13 @@ def outbox(service: TurnService) -> list[Outbox]:
 @pytest.mark.attack
 @pytest.mark.parametrize("shape", sorted(SHAPES))
 async def test_a_fooled_summary_never_reaches_the_family(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, imap_server: ImapServer,
+        make_home: MakeHome, scripted_llm: ScriptedLLM, empty_imap: ImapServer,
         shape: str) -> None:
     home = make_home(llm=scripted_llm, lang="en")
-    service = await digest_service(configure(home, imap_server))
-    await run_digest(service)  # the baseline
+    service = await digest_service(configure(home, empty_imap))
+    await run_digest(service)  # the baseline: an empty mailbox
     scripted(scripted_llm, SHAPES[shape])
-    imap_server.deliver("INBOX", mail(PHISH_FROM, PHISH_SUBJECT, PHISH_BODY))
+    empty_imap.deliver("INBOX", mail(PHISH_FROM, PHISH_SUBJECT, PHISH_BODY))
     result = await run_digest(service)
     assert result.outcome == "sent" and result.worth == 1
     [row] = outbox(service)
@@ -98,12 +98,12 @@ async def test_a_fooled_summary_never_reaches_the_family(
 
 @pytest.mark.attack
 async def test_the_model_cannot_rewrite_the_sender_line(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, imap_server: ImapServer) -> None:
+        make_home: MakeHome, scripted_llm: ScriptedLLM, empty_imap: ImapServer) -> None:
     home = make_home(llm=scripted_llm, lang="en")
-    service = await digest_service(configure(home, imap_server))
+    service = await digest_service(configure(home, empty_imap))
     await run_digest(service)
     scripted(scripted_llm, ("Mamma: urgent, call me", "She asks you to call her back"))
-    imap_server.deliver("INBOX", mail(PHISH_FROM, PHISH_SUBJECT, PHISH_BODY))
+    empty_imap.deliver("INBOX", mail(PHISH_FROM, PHISH_SUBJECT, PHISH_BODY))
     assert (await run_digest(service)).outcome == "sent"
     [row] = outbox(service)
     lines = row.text.splitlines()
@@ -114,14 +114,14 @@ async def test_the_model_cannot_rewrite_the_sender_line(
 
 @pytest.mark.attack
 async def test_the_header_line_keeps_no_link_either(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, imap_server: ImapServer) -> None:
+        make_home: MakeHome, scripted_llm: ScriptedLLM, empty_imap: ImapServer) -> None:
     """The sender's own headers are outside text too: a domain in the subject or an address
     for a name becomes something nobody can click."""
     home = make_home(llm=scripted_llm, lang="en")
-    service = await digest_service(configure(home, imap_server))
+    service = await digest_service(configure(home, empty_imap))
     await run_digest(service)
     scripted(scripted_llm, ("x", "Your bank asks you to check your account"))
-    imap_server.deliver("INBOX", mail("avvisi@banca-verifica.it",
+    empty_imap.deliver("INBOX", mail("avvisi@banca-verifica.it",
                                       "Verify now at banca-verifica.it/login", "Hello."))
     assert (await run_digest(service)).outcome == "sent"
     [row] = outbox(service)

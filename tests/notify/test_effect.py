@@ -25,6 +25,7 @@ from metnos.notify.effect import (
     effect,
     notification_row,
 )
+from metnos.pairing.models import PairedSender
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox
 from metnos.settings import Settings
@@ -50,18 +51,28 @@ def _wrote(settings: Settings, session_id: str, channel: str, at: datetime,
                     lang="it", created_at=at))
 
 
-def test_auto_is_where_the_owner_last_wrote_from(make_home: MakeHome) -> None:
+def test_auto_is_a_channel_the_owner_reads(make_home: MakeHome) -> None:
+    """"auto": Telegram when paired or used, else the web chat, a terminal only when it is
+    the only channel ever used; one `metnos chat` never takes the notices from the phone."""
     home = make_home(METNOS_NOTIFY_CHANNEL="auto")
     engine = _engine(home.settings)
     assert destination(engine, home.settings, "owner", HERE) == HERE  # nothing known yet
     t0 = datetime(2026, 11, 30, 9, tzinfo=UTC)
-    _wrote(home.settings, "web-1", "web", t0)
-    _wrote(home.settings, "telegram-42", "telegram", t0 + timedelta(hours=1))
-    _wrote(home.settings, "sys-1", "system", t0 + timedelta(hours=2), sender="metnos")
+    _wrote(home.settings, "cli-1", "api", t0)  # only the terminal so far: it keeps them
+    assert destination(engine, home.settings, "owner", HERE) == Destination("cli", "cli-1")
+    _wrote(home.settings, "web-1", "web", t0 + timedelta(hours=1))
+    _wrote(home.settings, "cli-2", "api", t0 + timedelta(hours=2))
+    assert destination(engine, home.settings, "owner", HERE) == Destination("web", "web-1")
+    with outbox.session(engine) as db:  # paired on Telegram, not written from there yet
+        db.add(PairedSender(channel="telegram", sender_id="42", user_id="owner",
+                            role="owner", approved_by="owner"))
     assert destination(engine, home.settings, "owner", HERE) == Destination(
         "telegram", "telegram-42")
-    _wrote(home.settings, "cli-1", "api", t0 + timedelta(hours=3))
-    assert destination(engine, home.settings, "owner", HERE) == Destination("cli", "cli-1")
+    _wrote(home.settings, "telegram-77", "telegram", t0 + timedelta(hours=3))
+    _wrote(home.settings, "sys-1", "system", t0 + timedelta(hours=4), sender="metnos")
+    _wrote(home.settings, "cli-3", "api", t0 + timedelta(hours=5))  # one `metnos chat`
+    assert destination(engine, home.settings, "owner", HERE) == Destination(
+        "telegram", "telegram-77")
     assert destination(engine, home.settings, "someone-else", HERE) == HERE
 
 

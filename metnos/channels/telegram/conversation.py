@@ -69,7 +69,8 @@ async def handle_message(ch: TelegramChannel, message: Message) -> None:
         return  # a pending request, or too many of them: nothing is said, nothing processed
     content = _content(message, lang)
     if content is None:
-        await send_html(ch, message.chat.id, i18n.get("MSG_TELEGRAM_TEXT_ONLY", lang))
+        key = "MSG_TELEGRAM_PHOTO_ONLY" if message.photo else "MSG_TELEGRAM_TEXT_ONLY"
+        await send_html(ch, message.chat.id, i18n.get(key, lang))
         return
     text, untrusted = content
     try:
@@ -87,7 +88,10 @@ async def handle_message(ch: TelegramChannel, message: Message) -> None:
         async with typing(ch, message.chat.id):
             published = await ch.service.wait_reply(ctx.turn_id, REPLY_WAIT_S)
         if published is not None and published.status in ("completed", "failed"):
-            await live.finish(published.reply, published.activity)
+            reply = published.reply
+            if message.photo:
+                reply = with_photo_line(reply, published.activity, ctx.lang)
+            await live.finish(reply, published.activity)
             return
         if published is not None:
             await _cards_below(ch, live, published.approvals, ctx.lang)
@@ -100,6 +104,17 @@ def _admit(service: TurnService, sender: str) -> pairing.Admission:
     with db_session(service.engine) as db:
         return pairing.admit(db, channel=CHANNEL, sender_id=sender,
                              settings=service.settings.policy, audit=service.audit)
+
+
+def with_photo_line(reply: str | None, activity: list[dict[str, Any]], lang: str) -> str:
+    """A photo's reply: one plain line first (Metnos cannot look at photos, it read the
+    caption), then what the caption got; that line alone when nothing ran and the caption
+    was not understood (it was about the photo)."""
+    line = i18n.get("MSG_TELEGRAM_PHOTO_CAPTION", lang)
+    text = (reply or "").strip()
+    if not activity and (not text or text.startswith(i18n.get("MSG_PLAN_NOT_UNDERSTOOD", lang))):
+        return line
+    return f"{line}\n\n{text}"
 
 
 def _content(message: Message, lang: str) -> tuple[str, list[tuple[str, str]]] | None:

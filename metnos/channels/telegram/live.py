@@ -25,6 +25,7 @@ from metnos.channels.actions import item_text, prose_without_hints
 from metnos.channels.render import render
 from metnos.channels.telegram.cards import CHANNEL
 from metnos.channels.telegram.feedback import with_feedback
+from metnos.channels.telegram.links import telegram_links
 from metnos.channels.telegram.split import split_html
 from metnos.channels.telegram.undo import ReplyRef, keyboard, undo_buttons
 
@@ -37,11 +38,12 @@ EDIT_EVERY_S = 1.0
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)
 
 
-def reply_html(text: str, activity: list[dict[str, Any]], lang: str) -> str:
+def reply_html(text: str, activity: list[dict[str, Any]], lang: str,
+               public_url: str = "") -> str:
     """The reply as Telegram HTML: the prose, then what ran (one line per activity item the
     prose does not already say; a change's Undo button stands for the `metnos undo` command
-    its text would name)."""
-    prose = prose_without_hints(text, activity)
+    its text would name). Links Telegram cannot open become names (`links.py`)."""
+    prose = telegram_links(prose_without_hints(text, activity), public_url)
     items = [line for line in (item_text(a) for a in activity
                                if isinstance(a, dict) and a.get("text"))
              if line not in prose]  # the embedded planner's replies are these lines
@@ -87,7 +89,8 @@ class LiveReply:
         async with self._busy:
             self._closed = True
             await self._stop_pump()
-            pieces = split_html(reply_html(text or "", activity, self.lang)) if (
+            pieces = split_html(reply_html(text or "", activity, self.lang,
+                                             self.ch.service.settings.telegram.public_url)) if (
                 text or activity) else []
             if not pieces:
                 return
@@ -128,7 +131,8 @@ class LiveReply:
         self._wake.clear()
 
     def _first_piece(self, text: str) -> str:
-        pieces = split_html(reply_html(text, [], self.lang))
+        pieces = split_html(reply_html(text, [], self.lang,
+                                        self.ch.service.settings.telegram.public_url))
         return pieces[0] if pieces else ""
 
     async def _show(self, html: str) -> None:
