@@ -14,12 +14,17 @@ import subprocess
 import time
 from typing import Any
 
+import pytest
+
 from metnos import i18n
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.tutor.catalog import catalog_path
 from tests.support.home import Home, MakeHome, gateway_client
 from tests.support.serve_process import METNOS
 from tests.tutor.test_tutor_turn import _ask, _tutor_lines
+
+# each test compiles a catalog (about half a minute alone, minutes on a busy machine)
+pytestmark = pytest.mark.timeout(900)
 
 UNDO = {"en": ("how do I undo a change?", "/docs/en/security#undo"),
         "it": ("come faccio a tornare indietro dopo una modifica?", "/docs/it/sicurezza#annullare")}
