@@ -36,6 +36,9 @@ log = logging.getLogger(__name__)
 GAP_BELOW = 0.20
 MAX_SECTIONS = 3      # sections an answer may rest on
 MAX_SENTENCES = 3     # sentences the extractive answer quotes
+# A section far below the best one is cited by the model's answer, not quoted by the extractive
+# one: its best words are some other matter's ("the Prefect server" under an undo question).
+RELATED_WITHIN = 0.12
 ROLE = "tutor_compose"
 
 _WORD = re.compile(r"\w{3,}")
@@ -67,7 +70,9 @@ def extractive(question: str, lang: str, hits: Sequence[Hit], *,
                embedder: Embedder | None = None) -> Answer:
     """The best-matching sentences of the top sections, cited. `translations`: sections the
     asker may see (e.g. the catalog's), searched for a same-concept one in `lang`."""
-    chosen = chosen_sections(hits, lang, translations)
+    top = max((h.score for h in hits), default=0.0)
+    chosen = chosen_sections([h for h in hits if h.score >= top - RELATED_WITHIN], lang,
+                             translations)
     if not chosen and observed is None:
         return gap(lang, hits)
     if chosen and observed is None and max(h.score for h in hits) < GAP_BELOW:
@@ -216,13 +221,14 @@ def _join(picked: Sequence[Unit]) -> str:
 
 def _with_command(quote: str, section: Section, picked: Sequence[Unit], lang: str) -> str:
     """The first command the section names, when the quote lacks it: the section's sentence
-    that names it, else the command itself (from a code block)."""
+    that names it (in the text's order), else the command itself (from a code block)."""
     cmd = command(section.text)
     if cmd is None or cmd in quote:
         return quote
-    said = next((u for u in units(section.text) if cmd in u.text), None)
+    every = units(section.text)
+    said = next((u for u in every if cmd in u.text), None)
     if said is not None:
-        return _join([*picked, said])
+        return _join([u for u in every if u in picked or u == said])
     return f"{quote}\n\n{i18n.get('TUTOR_ANSWER_COMMAND', lang, command=f'`{cmd}`')}"
 
 

@@ -22,7 +22,7 @@ _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?\S*)?")
 _INLINE_COMMAND = re.compile(r"`((?:\.venv/bin/)?metnos(?:-[a-z]+)?\s+[a-z][^`\n]*)`")
 _SHELL_LINE = re.compile(r"^\s*(?:\$\s+)?(?:\.venv/bin/)?(metnos(?:-[a-z]+)?\s+[a-z][^#\n]*)")
-COMMAND = re.compile(r"\bmetnos(?:-[a-z]+)?\s+[a-z]")
+_CLOSED = (".", "!", "?", ":", ";", ",", ")", "…")
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,8 @@ def units(text: str) -> list[Unit]:
             for sentence in ([block] if item else _split(block)):
                 if sentence and not _TIMESTAMP.search(sentence):
                     out.append(Unit(sentence, item))
+    if out and not out[-1].text.rstrip("*_`\"'»”").endswith(_CLOSED):
+        out.pop()  # cut where a long section was split: the rest is in the next chunk
     return out
 
 
