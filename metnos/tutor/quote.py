@@ -6,8 +6,10 @@ timestamps); a paragraph's lines are joined, then cut where a sentence ends: `.`
 followed by a sentence's start (a piece that starts in lower case continues the sentence before
 it: "e.g. the", "i.e. a"). A list item is a unit of its own, quoted as an item. A unit showing a
 raw timestamp is left out: a family member reads dates in words, and the docs' timestamps are
-samples. The command a section names (`metnos …`, inline or in a code block) is found apart, so
-an answer can carry it when none of its quoted sentences does.
+samples. A last unit that does not end as a sentence or an item does was cut where a long
+section was split into chunks: it is left out too. The command a section names (`metnos …`,
+inline or in a code block) is found apart, so an answer can carry it when none of its quoted
+sentences does.
 """
 
 from __future__ import annotations
