@@ -12,6 +12,7 @@ from metnos.paths import repo_path
 from metnos.tutor import compose
 from metnos.tutor.catalog import Hit, Section
 from metnos.tutor.sections import doc_sections
+from metnos.tutor.views import Marker, render
 
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2})?")
 
@@ -64,3 +65,12 @@ def test_the_answer_carries_the_command_the_section_names(
     answer = compose.extractive(question, lang, [Hit(_section(sections, lang, url), 0.6)])
     assert answer.outcome == "answered"
     assert command in answer.text, answer.text
+
+
+@pytest.mark.parametrize("lang", ["en", "it"])
+def test_an_observations_time_is_said_in_words_not_as_a_timestamp(lang: str) -> None:
+    marker = Marker("TUTOR_SCHEDULER_IS", {"state_key": "TUTOR_SCHEDULER_RUNNING",
+                                           "time": "2026-12-06T11:40:02+00:00"})
+    said = render(marker, lang)
+    assert not ISO.search(said) and "T11" not in said, said
+    assert re.search(r"\d{1,2}[:.]\d{2}", said), said  # the time is still there, readable
