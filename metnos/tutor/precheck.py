@@ -166,7 +166,7 @@ class Tutor:
         catalog = self.catalog()
         if catalog is None:
             if self.reading() and default_classifier().classify(
-                    ctx.text, ctx.lang).label in ("explanation", "mixed"):
+                    ctx.text, ctx.lang).label == "explanation":
                 return Plan(ctx.lang, ctx.text, [], reading=True)
             return None
         routed = route(ctx.text, catalog.documents(), ctx.lang, default_classifier())
