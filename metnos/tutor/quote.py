@@ -24,6 +24,9 @@ _ITEM = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
 _TIMESTAMP = re.compile(r"\b\d{4}-\d{2}-\d{2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?\S*)?")
 _INLINE_COMMAND = re.compile(r"`((?:\.venv/bin/)?metnos(?:-[a-z]+)?\s+[a-z][^`\n]*)`")
 _SHELL_LINE = re.compile(r"^\s*(?:\$\s+)?(?:\.venv/bin/)?(metnos(?:-[a-z]+)?\s+[a-z][^#\n]*)")
+# a link to another page of the docs by its file ("[languages](languages.md)", "(#undo)"):
+# it leads nowhere in a chat, so its words are quoted without it (the sources line links)
+_RELATIVE_LINK = re.compile(r"\[([^\]\n]+)\]\((?!https?://|/)[^)\s]*\)")
 _CLOSED = (".", "!", "?", ":", ";", ",", ")", "…")
 
 
@@ -43,7 +46,7 @@ def units(text: str) -> list[Unit]:
         for block, item in _items(para):
             for sentence in ([block] if item else _split(block)):
                 if sentence and not _TIMESTAMP.search(sentence):
-                    out.append(Unit(sentence, item))
+                    out.append(Unit(_RELATIVE_LINK.sub(r"\1", sentence), item))
     if out and not out[-1].text.rstrip("*_`\"'»”").endswith(_CLOSED):
         out.pop()  # cut where a long section was split: the rest is in the next chunk
     return out
