@@ -28,3 +28,7 @@ class TutorSettings(BaseSettings):
         300, ge=10, le=3600, description="How long the one-time confirmation of a mixed "
         "request's operative clause (\"explain X and then do Y\") waits for a yes in the same "
         "conversation; past it the clause never runs and must be asked again.")
+    read_at_start: bool = Field(
+        True, description="When the home has no admitted catalog at start (initialised before "
+        "`metnos init` compiled one, a new catalog schema, a refused file), compile it in the "
+        "background; meanwhile a question about Metnos is told \"I'm still reading my guide\".")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from typing import TYPE_CHECKING
 
 import typer
 
@@ -32,6 +33,10 @@ from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
 from metnos.errors import MetnosError
 from metnos.settings import get_settings
+
+if TYPE_CHECKING:
+    from metnos.home import InitReport
+    from metnos.settings import Settings
 
 app = typer.Typer(help=msg("CLI_MAIN_HELP"), no_args_is_help=True,
                   pretty_exceptions_enable=False)
@@ -66,6 +71,7 @@ def init(
     try:
         settings = get_settings()
         report = initialise(settings)  # idempotent: also completes a set-up cut short
+        _read_the_guide(settings, report)
         if if_needed and not report.changed:
             echo(msg("MSG_INIT_ALREADY", home=str(settings.home)))
             return
@@ -80,6 +86,21 @@ def init(
             echo(f"  + {item}")
     else:
         echo(msg("MSG_INIT_UNCHANGED", home=str(report.home)))
+
+
+def _read_the_guide(settings: Settings, report: InitReport) -> None:
+    """The Tutor's catalog, compiled now when missing or out of date, so that a fresh home
+    answers questions about Metnos on its first turn (about half a minute, once)."""
+    from metnos.tutor.upkeep import due, refresh
+
+    if not settings.tutor.enabled or not due(settings.home):
+        return
+    echo(msg("MSG_INIT_TUTOR_READING"), err=True)
+    try:
+        if refresh(settings.home).report is not None:
+            report.created.append("tutor/catalog.sqlite")
+    except MetnosError as exc:  # the home is usable: `metnos serve` reads the guide at start
+        echo(msg("MSG_INIT_TUTOR_LATER", reason=exc.key), err=True)
 
 
 @app.command(help=msg("CLI_SERVE_HELP"))

@@ -85,6 +85,8 @@ def tutoring(settings: Settings, service: TurnService, scheduler: Signals | None
                   confirmations=Confirmations(service.engine, service.audit,
                                               settings.tutor.confirm_ttl_s))
     tutor.warm(settings.active_languages)
+    if settings.tutor.read_at_start:  # no catalog yet: compiled in the background
+        tutor.start_reading(settings.active_languages)
     if tutor.catalog() is not None:  # the views too: their first question is in a window
         views.warm(settings.active_languages, default_embedder())
     feedback.bind(tutor, service.engine)  # its answers' 👍/👎 live in the instance's database

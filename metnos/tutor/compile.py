@@ -33,7 +33,7 @@ from metnos.tutor.catalog import (
     embed_hash,
     load,
     open_catalog,
-    section_vectors,
+    section_rows,
     signed_rows,
 )
 from metnos.tutor.embedder import Embedder, default_embedder
@@ -44,7 +44,8 @@ DDL = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
     "CREATE TABLE sections (id TEXT NOT NULL, source TEXT NOT NULL, lang TEXT NOT NULL, "
     "title TEXT NOT NULL, text TEXT NOT NULL, kind TEXT NOT NULL, audience TEXT NOT NULL, "
-    "url TEXT NOT NULL, concept TEXT NOT NULL, ord INTEGER NOT NULL, embed_hash TEXT NOT NULL, "
+    "url TEXT NOT NULL, concept TEXT NOT NULL, keywords TEXT NOT NULL, ord INTEGER NOT NULL, "
+    "embed_hash TEXT NOT NULL, "
     "PRIMARY KEY (id, lang))",
     "CREATE TABLE vectors (id TEXT NOT NULL, lang TEXT NOT NULL, vector BLOB NOT NULL, "
     "PRIMARY KEY (id, lang))",
@@ -87,30 +88,30 @@ def compile_catalog(home: Path, *, embedder: Embedder | None = None,
 
 
 def _vectors(home: Path, model: ModelInfo, sections: list[Section],
-             emb: Embedder) -> tuple[np.ndarray, int]:
-    """One vector per section: the admitted catalog's when its embedded text and model match."""
+             emb: Embedder) -> tuple[list[np.ndarray], int]:
+    """Per section, its vector then its phrasings' (`catalog.section_rows`): the admitted
+    catalog's rows when its embedded text and model match."""
     previous: dict[str, np.ndarray] = {}
     try:
         current = open_catalog(home)
         if current.model.identity() == model.identity() and current.recipe == RECIPE:
-            previous = {embed_hash(s): current.matrix[i] for i, s in enumerate(current.sections)}
+            previous = {embed_hash(s): current.rows(i) for i, s in enumerate(current.sections)}
     except CatalogUnavailable:
         pass
-    out = np.zeros((len(sections), model.dim), dtype=np.float32)
+    out: list[np.ndarray] = [previous.get(embed_hash(s), np.zeros((0, model.dim)))
+                             for s in sections]
     missing = [i for i, s in enumerate(sections) if embed_hash(s) not in previous]
-    for i, s in enumerate(sections):
-        if embed_hash(s) in previous:
-            out[i] = previous[embed_hash(s)]
     for start in range(0, len(missing), BATCH):
         batch = missing[start:start + BATCH]
-        encoded = section_vectors(emb, [sections[i] for i in batch])
-        if encoded.shape != (len(batch), model.dim):
-            raise CatalogUnavailable("vectors")
-        out[batch] = encoded
+        encoded = section_rows(emb, [sections[i] for i in batch])
+        for i, rows in zip(batch, encoded, strict=True):
+            if rows.ndim != 2 or rows.shape[1] != model.dim:
+                raise CatalogUnavailable("vectors")
+            out[i] = rows
     return out, len(sections) - len(missing)
 
 
-def _write(path: Path, model: ModelInfo, sections: list[Section], vectors: np.ndarray,
+def _write(path: Path, model: ModelInfo, sections: list[Section], vectors: list[np.ndarray],
            keys_dir: Path) -> str:
     blobs = [vectors[i].astype("<f4").tobytes() for i in range(len(sections))]
     version = digest(model, signed_rows(sections, blobs))

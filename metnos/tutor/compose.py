@@ -26,6 +26,7 @@ from metnos.llm.port import LLMPort
 from metnos.policy.untrusted import wrap_untrusted
 from metnos.tutor.catalog import Hit, Section
 from metnos.tutor.embedder import Embedder
+from metnos.tutor.quote import Unit, command, units
 
 log = logging.getLogger(__name__)
 
@@ -35,9 +36,11 @@ log = logging.getLogger(__name__)
 GAP_BELOW = 0.20
 MAX_SECTIONS = 3      # sections an answer may rest on
 MAX_SENTENCES = 3     # sentences the extractive answer quotes
+# A section far below the best one is cited by the model's answer, not quoted by the extractive
+# one: its best words are some other matter's ("the Prefect server" under an undo question).
+RELATED_WITHIN = 0.12
 ROLE = "tutor_compose"
 
-_SENTENCE = re.compile(r"(?<=[.!?:])\s+|\n{2,}")
 _WORD = re.compile(r"\w{3,}")
 # what an answer may not bring in unless a source says it
 _CHECKS = {
@@ -67,18 +70,22 @@ def extractive(question: str, lang: str, hits: Sequence[Hit], *,
                embedder: Embedder | None = None) -> Answer:
     """The best-matching sentences of the top sections, cited. `translations`: sections the
     asker may see (e.g. the catalog's), searched for a same-concept one in `lang`."""
-    chosen = chosen_sections(hits, lang, translations)
+    top = max((h.score for h in hits), default=0.0)
+    chosen = chosen_sections([h for h in hits if h.score >= top - RELATED_WITHIN], lang,
+                             translations)
     if not chosen and observed is None:
         return gap(lang, hits)
     if chosen and observed is None and max(h.score for h in hits) < GAP_BELOW:
         return gap(lang, hits)
     parts = [observed] if observed else []
     picked = _best_sentences(question, chosen, embedder)
-    for section in chosen:
-        mine = [s for owner, s in picked if owner is section]
+    for n, section in enumerate(chosen):
+        mine = [u for owner, u in picked if owner is section]
         if not mine:
             continue
-        quote = " ".join(mine)
+        quote = _join(mine)
+        if n == 0:
+            quote = _with_command(quote, section, mine, lang)
         if section.lang != lang:
             quote = i18n.get("TUTOR_ANSWER_IN_LANGUAGE", lang,
                              language=i18n.display_name(section.lang, lang)) + "\n\n" + quote
@@ -179,19 +186,19 @@ def _distinct(sections: Sequence[Section]) -> list[Section]:
 
 
 def _best_sentences(question: str, sections: Sequence[Section],
-                    embedder: Embedder | None) -> list[tuple[Section, str]]:
-    """Up to MAX_SENTENCES (section, sentence), best first by match, in the text's order."""
-    candidates = [(n, i, s, sentence) for n, s in enumerate(sections)
-                  for i, sentence in enumerate(_sentences(s.text))]
+                    embedder: Embedder | None) -> list[tuple[Section, Unit]]:
+    """Up to MAX_SENTENCES (section, unit), best first by match, in the text's order."""
+    candidates = [(n, i, s, unit) for n, s in enumerate(sections)
+                  for i, unit in enumerate(units(s.text))]
     if not candidates:
         return []
     if embedder is not None:
-        vectors = embedder.encode([question] + [c[3] for c in candidates])
+        vectors = embedder.encode([question] + [c[3].text for c in candidates])
         scores = list(np.asarray(vectors[1:] @ vectors[0], dtype=float))
     else:
         words = set(_WORD.findall(question.lower()))
-        scores = [len(words & set(_WORD.findall(c[3].lower()))) / (1 + 0.01 * len(c[3]))
-                  for c in candidates]
+        scores = [len(words & set(_WORD.findall(c[3].text.lower())))
+                  / (1 + 0.01 * len(c[3].text)) for c in candidates]
     # the top section always speaks: its best sentence first, then the best of the rest
     order = sorted(range(len(candidates)), key=lambda k: (candidates[k][0] != 0, -scores[k]))
     keep = sorted(order[:1] + sorted(order[1:], key=lambda k: -scores[k])[:MAX_SENTENCES - 1],
@@ -199,13 +206,30 @@ def _best_sentences(question: str, sections: Sequence[Section],
     return [(candidates[k][2], candidates[k][3]) for k in keep]
 
 
-def _sentences(text: str) -> list[str]:
-    out = []
-    for piece in _SENTENCE.split(text):
-        piece = piece.strip()
-        if piece and not piece.startswith(("```", "#", "|")):
-            out.append(piece)
-    return out
+def _join(picked: Sequence[Unit]) -> str:
+    """Sentences run on; a list item stands on its own line."""
+    lines: list[str] = []
+    for unit in picked:
+        if unit.item:
+            lines.append(f"- {unit.text}")
+        elif lines and not lines[-1].startswith("- "):
+            lines[-1] += f" {unit.text}"
+        else:
+            lines.append(unit.text)
+    return "\n".join(lines)
+
+
+def _with_command(quote: str, section: Section, picked: Sequence[Unit], lang: str) -> str:
+    """The first command the section names, when the quote lacks it: the section's sentence
+    that names it (in the text's order), else the command itself (from a code block)."""
+    cmd = command(section.text)
+    if cmd is None or cmd in quote:
+        return quote
+    every = units(section.text)
+    said = next((u for u in every if cmd in u.text), None)
+    if said is not None:
+        return _join([u for u in every if u in picked or u == said])
+    return f"{quote}\n\n{i18n.get('TUTOR_ANSWER_COMMAND', lang, command=f'`{cmd}`')}"
 
 
 def _with_sources(text: str, lang: str, used: Sequence[Section], composer: str, *,

@@ -1,7 +1,8 @@
 """The Tutor's lexical fallback: SQLite FTS5 (BM25) over the catalog's sections.
 
 Used when the embedding model cannot load. An in-memory index, built once per catalog;
-`unicode61 remove_diacritics 2` folds accents, so "perché" finds "perche".
+`unicode61 remove_diacritics 2` folds accents, so "perché" finds "perche". A section's
+phrasings (how people ask for it, docs/<lang>/keywords.toml) are indexed with it.
 """
 
 from __future__ import annotations
@@ -24,10 +25,11 @@ class LexicalIndex:
         self.sections = tuple(sections)
         self._lock = threading.Lock()
         self._db = sqlite3.connect(":memory:", check_same_thread=False)
-        self._db.execute("CREATE VIRTUAL TABLE fts USING fts5(title, text, "
+        self._db.execute("CREATE VIRTUAL TABLE fts USING fts5(title, text, keywords, "
                          "tokenize = 'unicode61 remove_diacritics 2')")
-        self._db.executemany("INSERT INTO fts(rowid, title, text) VALUES (?, ?, ?)",
-                             [(i, s.title, s.text) for i, s in enumerate(self.sections)])
+        self._db.executemany("INSERT INTO fts(rowid, title, text, keywords) VALUES (?, ?, ?, ?)",
+                             [(i, s.title, s.text, s.keywords)
+                              for i, s in enumerate(self.sections)])
 
     def search(self, query: str, *, k: int = 5, sources: set[str] | None = None,
                audience: set[str] | frozenset[str] = frozenset({"everyone"})) -> list[Hit]:

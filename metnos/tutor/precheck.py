@@ -55,6 +55,7 @@ from metnos.tutor.observation import Observation
 from metnos.tutor.probes import Asker, ProbeContext, ProbeRegistry
 from metnos.tutor.retrieval import admitted, retrieve
 from metnos.tutor.sections import Section
+from metnos.tutor.upkeep import due, refresh
 from metnos.tutor.views import admit, load_views, requested_facts, visible_views
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,7 @@ class Plan:
     clause: str | None = None  # mixed: the operative clause, verbatim, to confirm once
     unsafe: str | None = None  # mixed, not separable: why (the reply asks for two messages)
     pages: tuple[str, ...] = ()  # the request named several pages: ask which one
+    reading: bool = False  # no catalog yet, one compiling: "I'm still reading my guide"
 
 
 class Tutor:
@@ -94,6 +96,7 @@ class Tutor:
         self.probe_context = probe_context
         self._lock = threading.Lock()
         self._refused: tuple[tuple[int, int, int] | None, str] | None = None
+        self._reading = threading.Event()  # set while the catalog is compiled at start
 
     def catalog(self) -> Catalog | None:
         """The admitted catalog (verified again when its file or a model file changed);
@@ -125,10 +128,46 @@ class Tutor:
             retrieve(catalog, "Metnos", k=1)  # the cosine matrix and the lexical index
             catalog.documents()
 
+    def start_reading(self, langs: Iterable[str]) -> bool:
+        """No admitted catalog at start (a home initialised before `metnos init` compiled it,
+        a new catalog schema, a refused file): compile it in the background, then warm it.
+        Meanwhile a question about Metnos is told "I'm still reading my guide", never "I did
+        not understand". False when there is nothing to read (a catalog, or the owner's)."""
+        if self.catalog() is not None or not due(self.home):
+            return False
+        self._reading.set()
+        wanted = tuple(langs)
+
+        def read() -> None:
+            try:
+                for lang in wanted:  # the classifier says what is a question about Metnos
+                    default_classifier().classify("Metnos", lang)
+                upkeep = refresh(self.home)
+                self.audit.append(action="tutor.catalog_compiled", decision="info",
+                                  reason=upkeep.reason,
+                                  args={"sections": upkeep.report.sections
+                                        if upkeep.report else 0})
+                self.warm(wanted)
+            except Exception as exc:  # optional help: the loop keeps serving every message
+                log.exception("tutor.reading_failed")
+                self.audit.append(action="tutor.catalog_refused", decision="deny",
+                                  reason=f"compile:{type(exc).__name__}")
+            finally:
+                self._reading.clear()
+
+        threading.Thread(target=read, name="tutor-reading", daemon=True).start()
+        return True
+
+    def reading(self) -> bool:
+        return self._reading.is_set()
+
     def plan(self, ctx: TurnContext) -> Plan | None:
         """The window's work (blocking: a worker thread). None: the loop serves."""
         catalog = self.catalog()
         if catalog is None:
+            if self.reading() and default_classifier().classify(
+                    ctx.text, ctx.lang).label == "explanation":
+                return Plan(ctx.lang, ctx.text, [], reading=True)
             return None
         routed = route(ctx.text, catalog.documents(), ctx.lang, default_classifier())
         label = routed.classification.label
@@ -243,6 +282,10 @@ async def answer(tutor: Tutor, compose: Composer, ctx: TurnContext) -> str | Non
     plan = await within(tutor, ctx)
     if plan is None:
         return None
+    if plan.reading:  # a question about Metnos while its guide compiles: said, not guessed
+        tutor.audit.append(action="tutor.answered", turn_id=ctx.turn_id, decision="info",
+                           outcome="reading")
+        return i18n.get("TUTOR_STILL_READING", ctx.lang)
     catalog = tutor.catalog()
     version = catalog.version if catalog is not None else ""
     try:

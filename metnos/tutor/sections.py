@@ -6,6 +6,12 @@ paragraphs. Optional front matter (`---` lines `concept:` / `audience:`); a page
 `docs/<lang>/owner/` is for the owner. Translations share a `concept`: the page's key in
 `docs/index.toml` plus the heading's position. Each manifest yields, per language it
 describes, one `contract` section and one `argument` section per input.
+
+How people ask for a section, in their own words, is language data beside the pages:
+`docs/<lang>/keywords.toml` maps `"<file>#<anchor>"` to a list of phrasings ("how do I go
+back after a change?" for the undo section). They are not shown: they are embedded and
+indexed with the section (its first chunk, where a long section's answer then starts), so a
+question phrased the way a person asks finds the section whose heading says it differently.
 """
 
 from __future__ import annotations
@@ -37,6 +43,23 @@ class Section:
     audience: str
     url: str
     concept: str
+    keywords: str = ""  # how people ask for it, one phrasing a line (docs/<lang>/keywords.toml)
+
+    def phrasings(self) -> list[str]:
+        return [k for k in self.keywords.splitlines() if k.strip()]
+
+
+KEYWORDS_FILE = "keywords.toml"
+
+
+def keywords(lang_dir: Path) -> dict[str, str]:
+    """`"<file>#<anchor>"` → its phrasings, one a line, from `docs/<lang>/keywords.toml`."""
+    path = lang_dir / KEYWORDS_FILE
+    if not path.is_file():
+        return {}
+    table = tomllib.loads(path.read_text(encoding="utf-8"))
+    return {key: "\n".join(unicodedata.normalize("NFC", str(p)).strip() for p in phrases)
+            for key, phrases in table.items() if isinstance(phrases, list)}
 
 
 def slug(heading: str) -> str:
@@ -179,12 +202,14 @@ def doc_sections(docs_dir: Path) -> Iterator[Section]:
     pages = page_concepts(docs_dir)
     for lang_dir in sorted(p for p in docs_dir.iterdir() if p.is_dir()):
         lang = lang_dir.name
+        asked = keywords(lang_dir)
         for path in sorted(lang_dir.rglob("*.md")):
             rel = path.relative_to(lang_dir).as_posix()
-            yield from _page(path, lang, rel, pages.get((lang, rel)))
+            yield from _page(path, lang, rel, pages.get((lang, rel)), asked)
 
 
-def _page(path: Path, lang: str, rel: str, page: str | None) -> Iterator[Section]:
+def _page(path: Path, lang: str, rel: str, page: str | None,
+          asked: dict[str, str]) -> Iterator[Section]:
     raw = path.read_text(encoding="utf-8").replace("\r\n", "\n").lstrip("\ufeff")
     meta, body = front_matter(unicodedata.normalize("NFC", raw))
     owner = rel.startswith("owner/") or meta.get("audience") == "owner"
@@ -199,7 +224,8 @@ def _page(path: Path, lang: str, rel: str, page: str | None) -> Iterator[Section
             sid = f"{source}#{anchor}" + (f"/{n + 1}" if n else "")
             url = f"{page_url}#{block.anchor}" if block.ordinal else page_url
             yield Section(sid, source, lang, title, piece, "doc", audience, url,
-                          f"{concept_base}#{block.ordinal}")
+                          f"{concept_base}#{block.ordinal}",
+                          "" if n else asked.get(f"{rel}#{anchor}", ""))
 
 
 def manifest_sections(executors_dir: Path) -> Iterator[Section]:

@@ -6,6 +6,11 @@ compiles only then. A catalog that fails its checks (tampered, another key, a ch
 model file) counts as stale: a compile replaces it with a verified one, or leaves it
 refused if it cannot (the Tutor then steps aside). A changed model file is the exception:
 compiling would sign what changed, so only the owner's `metnos tutor compile` does that.
+
+A fresh home gets its catalog at `metnos init` (`due` then `refresh`: about half a minute on
+two cores, once), so the Tutor answers from the first turn; a home that starts without one
+(an init before this, a new catalog schema, a refused file) compiles it at start, in the
+background (`metnos.tutor.precheck.Tutor.start_reading`).
 """
 
 from __future__ import annotations
@@ -50,3 +55,9 @@ def refresh(home: Path, *, docs_dir: Path | None = None,
     if not reason or reason in OWNER_ONLY:
         return Upkeep(reason)
     return Upkeep(reason, compile_catalog(home, docs_dir=docs_dir, executors_dir=executors_dir))
+
+
+def due(home: Path) -> str:
+    """Why `refresh` would compile now ("" when it would not: current, or the owner's)."""
+    reason = stale(home)
+    return "" if reason in OWNER_ONLY else reason

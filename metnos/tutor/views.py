@@ -16,6 +16,7 @@ from __future__ import annotations
 import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from datetime import datetime
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -243,8 +244,26 @@ def render(marker: Marker, lang: str) -> str:
         elif k.endswith("_key"):
             values[k[:-4]] = i18n.get(v, lang)
         else:
-            values[k] = v
+            values[k] = _plain_time(v, lang) if k == "time" else v
     return i18n.get(marker.key, lang, **values)
+
+
+def _plain_time(value: str, lang: str) -> str:
+    """An observation's time as the asker reads one (their language, the home's time zone),
+    never the raw ISO timestamp the probe recorded."""
+    from metnos import i18n
+    from metnos.settings import get_settings
+
+    try:
+        when = datetime.fromisoformat(value)
+    except ValueError:
+        return value
+    if when.tzinfo is not None:
+        try:
+            when = when.astimezone(get_settings().tz)
+        except Exception:  # no settings here (a bare render): the machine's own zone
+            when = when.astimezone()
+    return i18n.date(when, lang, "short")
 
 
 _vectors: dict[tuple[str, str, tuple[str, ...]], np.ndarray] = {}

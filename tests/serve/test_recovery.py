@@ -271,7 +271,7 @@ def set_up_home() -> Iterator[dict[str, str]]:
     env = instance_env(root, METNOS_LANG="en")
     try:
         init = subprocess.run([*METNOS, "init"], env=env, capture_output=True, text=True,
-                              timeout=180)
+                              timeout=600)
         assert init.returncode == 0, init.stdout + init.stderr
         yield env
     finally:

@@ -38,10 +38,10 @@ def instance_env() -> Iterator[dict[str, str]]:
 @pytest.fixture
 def served(instance_env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
     init = subprocess.run([*METNOS, "init"], env=instance_env, capture_output=True, text=True,
-                          timeout=180)
+                          timeout=600)
     assert init.returncode == 0, init.stderr
     again = subprocess.run([*METNOS, "init", "--json"], env=instance_env, capture_output=True,
-                           text=True, timeout=180)
+                           text=True, timeout=600)
     assert json.loads(again.stdout)["created"] == []  # idempotent
     proc = subprocess.Popen([*METNOS, "serve"], env=instance_env, stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, start_new_session=True)
@@ -136,7 +136,7 @@ def browse_the_web_chat(env: dict[str, str], gateway: str) -> None:
 
 def test_chat_says_how_to_start_when_metnos_is_not_running(instance_env: dict[str, str]) -> None:
     init = subprocess.run([*METNOS, "init"], env=instance_env, capture_output=True, text=True,
-                          timeout=180)
+                          timeout=600)
     assert init.returncode == 0, init.stdout + init.stderr
     chat = subprocess.run([*METNOS, "chat", "ciao"], env=instance_env, capture_output=True,
                           text=True, timeout=60)
@@ -146,7 +146,7 @@ def test_chat_says_how_to_start_when_metnos_is_not_running(instance_env: dict[st
 
 def test_serve_refuses_a_taken_port(instance_env: dict[str, str]) -> None:
     init = subprocess.run([*METNOS, "init"], env=instance_env, capture_output=True, text=True,
-                          timeout=180)
+                          timeout=600)
     assert init.returncode == 0, init.stderr
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", int(instance_env["METNOS_GATEWAY_PORT"])))

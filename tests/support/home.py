@@ -82,6 +82,9 @@ def make_home(tmp_path: Path, pg_server: TestPostgres,
             monkeypatch.setenv("METNOS_LLM_MODEL", "openai/scripted")
             monkeypatch.setenv("METNOS_LLM_API_BASE", llm.api_base)
             monkeypatch.setenv("METNOS_LLM_API_KEY", "sk-test")
+        # a home without a catalog stays one (the Tutor steps aside) unless a test asks for
+        # the compile at start (issue 27): no test pays for a compile it does not use
+        monkeypatch.setenv("METNOS_TUTOR_READ_AT_START", "false")
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         get_settings.cache_clear()

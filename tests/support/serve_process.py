@@ -88,7 +88,7 @@ def served_instance(**extra_env: str) -> Iterator[ServedInstance]:
     env = instance_env(root, **extra_env)
     try:
         init = subprocess.run([*METNOS, "init"], env=env, capture_output=True, text=True,
-                              timeout=180)
+                              timeout=600)
         assert init.returncode == 0, init.stdout + init.stderr
         proc = subprocess.Popen([*METNOS, "serve"], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)

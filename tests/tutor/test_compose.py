@@ -58,7 +58,8 @@ def test_extractive_quotes_and_cites_the_section(sections: list[Section]) -> Non
     assert answer.citations == [(hits[0].section.title, MNESTOMA_EN)]
     assert "mnestoma" in answer.text and f"]({MNESTOMA_EN})" in answer.text
     assert answer.text.rstrip().splitlines()[-1].startswith("Sources: [")
-    body, source = _flat(answer.text.split("\n\nSources:")[0]), _flat(hits[0].section.text)
+    body = answer.text.split("\n\nSources:")[0].split("\n\nThe command:")[0]
+    body, source = _flat(body), _flat(hits[0].section.text)
     pieces = re.split(r"(?<=[.!?:])\s+", body)
     assert len(pieces) >= 2 and all(p in source for p in pieces), body  # nothing of its own
 

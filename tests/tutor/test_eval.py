@@ -1,5 +1,6 @@
-"""The evaluation set (tests/tutor/eval/<lang>.toml) on the real compiled catalog and the real
-embedder: recall@3 >= 0.87 (see the test), and no explanation ever classified as an action, no
+"""The evaluation set (tests/tutor/eval/<lang>.toml and the held-out <lang>.heldout.toml) on the
+real compiled catalog and the real embedder: recall@3 >= 0.9 on the product path, on the whole
+set and on the held-out questions alone, and no explanation ever classified as an action, no
 action or mixed request swallowed as an explanation. bench/tutor_eval.py prints the full figures."""
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from metnos.tutor.compile import compile_catalog
 from metnos.tutor.sections import all_sections
 from tests.tutor.eval import LANGS, Report, base_id, load, run
 
+RECALL = 0.9  # issue 27: restored (was 0.87 since issue 15), with questions asked as people ask
+
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
@@ -22,10 +25,24 @@ def report(tmp_path_factory: pytest.TempPathFactory) -> Report:
     return run(classifier, open_catalog(home))
 
 
+@pytest.fixture(scope="module")
+def held_out(report: Report) -> Report:
+    out = Report()
+    for n, q in enumerate(report.questions):
+        if q.held_out:
+            out.questions.append(q)
+            out.predicted.append(report.predicted[n])
+            out.ranks.append(report.ranks[n])
+            out.semantic.append(report.semantic[n])
+            out.best.append(report.best[n])
+    return out
+
+
 def test_the_set_is_large_and_covers_every_kind() -> None:
     for lang in LANGS:
         questions = load(lang)
-        assert len(questions) >= 45
+        assert len(questions) >= 80
+        assert sum(q.held_out for q in questions) >= 12
         assert {q.label for q in questions} >= {"explanation", "observation", "action", "mixed"}
         assert {q.label for q in questions} <= set(LABELS)
 
@@ -40,13 +57,17 @@ def test_every_expected_section_exists() -> None:
 
 
 def test_recall_at_3(report: Report) -> None:
-    # 0.87, was 0.9: R@3 fell 0.907 -> 0.872 when the schedules and scale-out pages and the
-    # mail executors joined the catalog (issue 15); the misses are in the stop note, to restore
-    assert report.recall() >= 0.87, report.recall()  # the Tutor's own retrieval and admission
+    assert report.recall() >= RECALL, report.recall()  # the Tutor's own retrieval and admission
     assert report.answered() == report.recall()  # no found section falls under the gap
-    assert report.mrr() > 0.75
+    assert report.mrr() > 0.8
     # cosine alone (not the product's path): a floor that catches an embedder regression
-    assert report.recall(semantic=True) >= 0.80, report.recall(semantic=True)
+    assert report.recall(semantic=True) >= 0.85, report.recall(semantic=True)
+
+
+def test_recall_at_3_on_the_held_out_questions(held_out: Report) -> None:
+    # never read while tuning the docs' phrasings: the figure that says it generalises
+    assert len(held_out.retrieval()) >= 24
+    assert held_out.recall() >= RECALL, held_out.recall()
 
 
 def test_no_explanation_becomes_an_action(report: Report) -> None:

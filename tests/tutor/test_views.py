@@ -11,6 +11,7 @@ from metnos.tutor.embedder import Embedder, default_embedder
 from metnos.tutor.probes import Asker, ProbeContext, SchedulerSignals, default_probes
 from metnos.tutor.views import (
     Marker,
+    _plain_time,
     admit,
     assumed_state,
     facts_answer,
@@ -23,6 +24,10 @@ from metnos.tutor.views import (
 
 NOW = datetime(2026, 12, 1, 22, 0, tzinfo=UTC)
 OWNER = Asker("owner-1", is_owner=True)
+
+# an observation's time as the asker reads it, never the probe's ISO timestamp (issue 27)
+EN_T = _plain_time("2026-12-01T22:00:00+00:00", "en")
+IT_T = _plain_time("2026-12-01T22:00:00+00:00", "it")
 
 
 @pytest.fixture(scope="module")
@@ -108,7 +113,7 @@ def test_premise_corrected_against_a_running_scheduler() -> None:
         "state_key": "TUTOR_SCHEDULER_RUNNING", "assumed_key": "TUTOR_SCHEDULER_STOPPED",
         "time": "2026-12-01T22:00:00+00:00"})
     assert render(marker, "en") == ("The scheduler is running (observed at "
-                                    "2026-12-01T22:00:00+00:00); it is not stopped.")
+                                    + EN_T + "); it is not stopped.")
     assert render(marker, "it").startswith("Lo scheduler è in funzione (osservato alle ")
     assert premise_correction(None, obs, NOW) is None  # nothing assumed, nothing to correct
 
@@ -132,7 +137,7 @@ def test_stale_and_partial_are_said() -> None:
     stale = premise_correction("stopped", obs, NOW + timedelta(minutes=5))
     assert stale == Marker("TUTOR_OBSERVATION_STALE", {"time": "2026-12-01T22:00:00+00:00"})
     assert render(stale, "en") == ("This observation is stale "
-                                   "(taken at 2026-12-01T22:00:00+00:00).")
+                                   "(taken at " + EN_T + ").")
     assert "non è aggiornata" in render(stale, "it")
     stale_healthy = premise_correction(None, obs, NOW + timedelta(minutes=5))
     assert stale_healthy is not None and stale_healthy.key == "TUTOR_OBSERVATION_STALE"
@@ -153,25 +158,24 @@ def _answer(signals: SchedulerSignals, assumed: str | None, lang: str,
 
 
 def test_observation_answers_stopped_degraded_healthy_stale() -> None:
-    t = "2026-12-01T22:00:00+00:00"
     stopped = SchedulerSignals(True, NOW - timedelta(minutes=30), runs={"completed": 3})
     assert _answer(stopped, "stopped", "en") == [
-        f"The scheduler is stopped (observed at {t}).",
+        f"The scheduler is stopped (observed at {EN_T}).",
         "Observed cause: the deployment runner has not given a sign of life recently."]
     assert _answer(stopped, "stopped", "it") == [
-        f"Lo scheduler è fermo (osservato alle {t}).",
+        f"Lo scheduler è fermo (osservato alle {IT_T}).",
         "Causa osservata: il runner dei deployment non dà segni di vita da un po'."]
     degraded = SchedulerSignals(True, NOW, runs={"late": 2, "failed": 1})
     assert _answer(degraded, "stopped", "en") == [
-        f"The scheduler is degraded (observed at {t}); it is not stopped.",
+        f"The scheduler is degraded (observed at {EN_T}); it is not stopped.",
         "Observed cause: some runs are late."]
     healthy = SchedulerSignals(True, NOW, runs={"failed": 4})
     assert _answer(healthy, "stopped", "it") == [
-        f"Lo scheduler è in funzione (osservato alle {t}); non è fermo."]
-    assert _answer(healthy, None, "en") == [f"The scheduler is running (observed at {t})."]
+        f"Lo scheduler è in funzione (osservato alle {IT_T}); non è fermo."]
+    assert _answer(healthy, None, "en") == [f"The scheduler is running (observed at {EN_T})."]
     stale = _answer(healthy, "stopped", "en", NOW + timedelta(hours=1))
-    assert stale == [f"This observation is stale (taken at {t}).",
-                     f"When it was observed ({t}), the scheduler was running; "
+    assert stale == [f"This observation is stale (taken at {EN_T}).",
+                     f"When it was observed ({EN_T}), the scheduler was running; "
                      "its state now is not known."]
     assert "non è aggiornata" in _answer(healthy, None, "it", NOW + timedelta(hours=1))[0]
     partial = _answer(SchedulerSignals(True, None), None, "en")
@@ -186,11 +190,11 @@ def test_services_answer_says_up_down_and_unknown_in_both_languages() -> None:
                                                         services=lambda: services))
     en = [render(m, "en") for m in facts_answer(obs, NOW)]
     assert en[0].startswith("This observation is incomplete")  # two services not known
-    assert en[1] == "Up (observed at 2026-12-01T22:00:00+00:00): the database, the gateway."
-    assert en[2] == "Down (observed at 2026-12-01T22:00:00+00:00): the Prefect server."
+    assert en[1] == "Up (observed at " + EN_T + "): the database, the gateway."
+    assert en[2] == "Down (observed at " + EN_T + "): the Prefect server."
     assert en[3] == "Not known: the deployment runner, the Telegram poller."
     it = " ".join(render(m, "it") for m in facts_answer(obs, NOW))
-    assert "Non attivi (osservati alle 2026-12-01T22:00:00+00:00): il server Prefect." in it
+    assert "Non attivi (osservati alle " + IT_T + "): il server Prefect." in it
     later = [render(m, "en") for m in facts_answer(obs, NOW + timedelta(minutes=5))]
     assert later[0].startswith("This observation is stale")  # said first, never as healthy
 

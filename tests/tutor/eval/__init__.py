@@ -1,4 +1,5 @@
-"""The Tutor's evaluation set (`<lang>.toml` here) and the run shared by bench/tutor_eval.py and
+"""The Tutor's evaluation set (`<lang>.toml` here, and the held-out `<lang>.heldout.toml`,
+never read while tuning) and the run shared by bench/tutor_eval.py and
 tests/tutor/test_eval.py: retrieval recall@3 and MRR on the real compiled catalog, and the
 classification confusion matrix with the explanation->action count (must be 0)."""
 
@@ -27,6 +28,10 @@ class Question:
     text: str
     expected: tuple[str, ...]  # empty: "none"
     label: str
+    held_out: bool = False
+
+
+PARTS = ("tuning", "heldout")
 
 
 @dataclass
@@ -79,13 +84,16 @@ class Report:
         return 1000 * self.seconds / len(self.questions) if self.questions else 0.0
 
 
-def load(lang: str) -> list[Question]:
-    data = tomllib.loads((EVAL_DIR / f"{lang}.toml").read_text(encoding="utf-8"))
+def load(lang: str, parts: tuple[str, ...] = PARTS) -> list[Question]:
+    """The questions of `lang`: the tuning set (`<lang>.toml`) and the held-out one."""
     out = []
-    for row in data["q"]:
-        expected = row["expected"]
-        ids = () if expected == "none" else tuple(expected)
-        out.append(Question(lang, row["text"], ids, row["class"]))
+    for part in parts:
+        name = f"{lang}.toml" if part == "tuning" else f"{lang}.{part}.toml"
+        data = tomllib.loads((EVAL_DIR / name).read_text(encoding="utf-8"))
+        for row in data["q"]:
+            expected = row["expected"]
+            ids = () if expected == "none" else tuple(expected)
+            out.append(Question(lang, row["text"], ids, row["class"], part != "tuning"))
     return out
 
 
@@ -112,11 +120,11 @@ def rank(catalog: Catalog, question: Question, hits: list[Hit]) -> int | None:
 
 
 def run(classifier: Classifier, catalog: Catalog | None,
-        langs: tuple[str, ...] = LANGS) -> Report:
+        langs: tuple[str, ...] = LANGS, parts: tuple[str, ...] = PARTS) -> Report:
     report = Report()
     started = time.perf_counter()
     for lang in langs:
-        for q in load(lang):
+        for q in load(lang, parts):
             report.questions.append(q)
             result = classifier.classify(q.text, lang)
             report.predicted.append(result.label)
