@@ -35,6 +35,7 @@ RISKS = ("low", "medium", "high")
 AUTONOMY_LEVELS = ("ReadOnly", "Supervised", "Full")
 ALLOWED_REVERSIBLE = "MSG_POLICY_ALLOWED_REVERSIBLE"  # ran unasked: it can be undone
 ASK_ALL = "ASK_POLICY_ASK_ALL"  # the session asks before every change
+ASK_TAINTED = "ASK_LAW_UNTRUSTED_DATA"  # `metnos.policy.laws.ASK_UNTRUSTED` (Law 3)
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,11 @@ def decide(
         return Decision("allow", "MSG_POLICY_ALLOWED", vars)
     if risk == "high":
         return Decision("deny", "ERR_POLICY_HIGH_RISK", vars)
-    if (routine and side_effects and reversible and not network and not tainted
-            and not ask_all and autonomy == "Supervised"):
+    if routine and side_effects and reversible and not network and autonomy == "Supervised":
+        if tainted:  # outside text may be steering it: the reason it asks (Law 3)
+            return Decision("ask", ASK_TAINTED, vars)
+        if ask_all:  # the owner wants to be asked, undo or not
+            return Decision("ask", ASK_ALL, vars)
         return Decision("allow", ALLOWED_REVERSIBLE, vars)
     if risk == "medium":
         return Decision("ask", "ASK_POLICY_MEDIUM_RISK", vars)

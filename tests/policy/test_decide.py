@@ -130,6 +130,12 @@ def test_supervised_runs_an_ordinary_reversible_change_with_undo() -> None:
 def test_the_reversible_shortcut_never_holds_for(why: str) -> None:
     verdict, key = _d(routine=True, **{why: True})
     assert verdict == "ask", (why, key)
+    assert _d(risk="low", routine=True, **{why: True})[0] != "allow" or why == "network"
+
+
+def test_a_tainted_routine_change_asks_because_of_the_outside_text() -> None:
+    assert _d(routine=True, tainted=True) == ("ask", "ASK_LAW_UNTRUSTED_DATA")
+    assert _d(risk="low", routine=True, tainted=True) == ("ask", "ASK_LAW_UNTRUSTED_DATA")
 
 
 def test_the_shortcut_never_runs_what_cannot_be_undone_or_what_is_high_risk() -> None:
@@ -140,6 +146,8 @@ def test_the_shortcut_never_runs_what_cannot_be_undone_or_what_is_high_risk() ->
 
 
 def test_ask_all_asks_before_every_change_at_every_level() -> None:
+    assert _d(routine=True, ask_all=True) == ("ask", "ASK_POLICY_ASK_ALL")
+    assert _d(routine=False, ask_all=True) == ("ask", "ASK_POLICY_MEDIUM_RISK")
     assert _d(risk="low", ask_all=True) == ("ask", "ASK_POLICY_ASK_ALL")
     assert _d("Full", ask_all=True) == ("ask", "ASK_POLICY_ASK_ALL")
     assert _d("Full", risk="low", side_effects=False, network=True, ask_all=True)[0] == "ask"
