@@ -43,6 +43,7 @@ DEFAULT_TOML = """\
 
 [policy]
 # autonomy = "Supervised"   # ReadOnly | Supervised | Full
+# reversible_without_asking = true   # Supervised: a reversible change runs, with Undo
 """
 
 

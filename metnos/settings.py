@@ -183,6 +183,11 @@ class PolicySettings(_Group):
     model_config = SettingsConfigDict(env_prefix="METNOS_POLICY_", extra="forbid")
 
     autonomy: Autonomy = Field("Supervised", description="Autonomy level of new sessions.")
+    reversible_without_asking: bool = Field(
+        True, description="In Supervised, an ordinary reversible change inside the workspace "
+                          "(write, rename, move, archive, lists, reminders) asked for in a turn "
+                          "that read no outside text runs at once and shows Undo, instead of "
+                          "asking (false: it asks, as every such change did before).")
     approval_timeout_s: float = Field(
         3600.0, gt=0, le=7 * 86400,
         description="How long an approval waits for the owner before it expires.")

@@ -14,6 +14,11 @@ import pytest
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# the suite's homes keep the earlier Supervised, where every write, rename and move asks: the
+# approval tests need a step that waits. The autonomy tests (tests/policy,
+# tests/security/test_autonomy_attacks.py, tests/turns/test_reversible_autonomy.py) switch
+# the shipped default (true) back on for their homes.
+os.environ.setdefault("METNOS_POLICY_REVERSIBLE_WITHOUT_ASKING", "false")
 
 pytest_plugins = [
     "tests.support.pg", "tests.llm_guard", "tests.support.home", "tests.support.attacks",

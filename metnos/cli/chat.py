@@ -34,10 +34,13 @@ from metnos.settings import Settings
 
 
 def send(settings: Settings, text: str, session_id: str | None,
-         lang: str | None, *, wait: bool = True) -> dict[str, Any]:
+         lang: str | None, *, wait: bool = True, ask_all: bool = False) -> dict[str, Any]:
     """POST one message to the gateway; raises MetnosError with a message for the user.
-    `wait=False` returns at once with the turn's id (then follow its events)."""
-    body = {"text": text, "session_id": session_id, "lang": lang}
+    `wait=False` returns at once with the turn's id (then follow its events); `ask_all`
+    makes the session ask before every change."""
+    body: dict[str, Any] = {"text": text, "session_id": session_id, "lang": lang}
+    if ask_all:
+        body["ask_all"] = True
     return api_call(settings, "POST", "/api/turns", body=body, timeout_s=TIMEOUT_S,
                     params=None if wait else {"wait": "false"}, lang=lang)
 
@@ -49,10 +52,11 @@ def chat(
     as_json: bool = typer.Option(False, "--json", help=msg("CLI_JSON_HELP")),
     ask: bool | None = typer.Option(None, "--ask/--no-ask",
                                     help=msg("CLI_CHAT_ASK_HELP")),
+    ask_all: bool = typer.Option(False, "--ask-all", help=msg("CLI_CHAT_ASK_ALL_HELP")),
 ) -> None:
     lang = lang or cli_lang()  # the conversation's words: --lang, else the CLI's language
     settings = settings_or_exit(lang)
-    view = _View(lang, as_json, sys.stdin.isatty() if ask is None else ask)
+    view = _View(lang, as_json, sys.stdin.isatty() if ask is None else ask, ask_all=ask_all)
     if not as_json:  # what Metnos sent while no chat was open (a reminder), once
         with contextlib.suppress(MetnosError):
             show_pending(settings, lang)
@@ -94,6 +98,7 @@ class _View:
     _open: bool = False  # stdout holds a line of streamed text without its newline
     _think: object = None  # the model call whose text is streaming
     _streamed: str = ""  # that call's text, as printed
+    ask_all: bool = False  # --ask-all: the session asks before every change
 
     def progress(self, text: str) -> None:
         """The status line: rewritten in place on a terminal, plain lines otherwise."""
@@ -174,7 +179,7 @@ def unstreamed(final: str, streamed: str) -> str | None:
 
 
 def _one(settings: Settings, text: str, session: str | None, view: _View) -> str | None:
-    data = send(settings, text, session, view.lang, wait=False)
+    data = send(settings, text, session, view.lang, wait=False, ask_all=view.ask_all)
     turn_id, session_id = str(data["turn_id"]), data.get("session_id")
     seen = _follow(settings, turn_id, session_id, view)
     view.progress("")

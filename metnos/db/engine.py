@@ -93,7 +93,8 @@ _ADDED = (("chat_session", "title", "VARCHAR"), ("chat_session", "summary", "VAR
           ("turn_step", "started_at", "TIMESTAMP WITH TIME ZONE"),
           ("turn_step", "finished_at", "TIMESTAMP WITH TIME ZONE"),
           ("turn_step", "result", "JSON"), ("pairing_request", "dropped_by", "VARCHAR"),
-          ("approval", "approver", "VARCHAR"), ("approval", "sources", "JSON"))
+          ("approval", "approver", "VARCHAR"), ("approval", "sources", "JSON"),
+          ("chat_session", "ask_all", "BOOLEAN DEFAULT FALSE"))
 
 
 def _migrate(engine: Engine) -> None:

@@ -54,6 +54,9 @@ class ChatSession(SQLModel, table=True):
     channel: str
     interaction_language: str | None = Field(default=None, nullable=True)
     autonomy: str = "Supervised"
+    # the owner's "ask for everything": every change in this session asks, even one that
+    # could be undone (issue 27); NULL on a session stored before it existed: off
+    ask_all: bool | None = Field(default=False, nullable=True)
     created_at: datetime = _stamp(default_factory=utcnow)
     updated_at: datetime = _stamp(default_factory=utcnow)
     title: str | None = Field(default=None, nullable=True)  # its first message, shortened

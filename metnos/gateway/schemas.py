@@ -28,6 +28,10 @@ class TurnCreate(BaseModel):
         default_factory=list, max_length=10,
         description="Text the user forwards or quotes (a mail, a message): read as data, "
                     "never as instructions; the turn then asks before acting.")
+    ask_all: bool = Field(
+        False, description="True: the session asks before every change from this turn on, "
+                           "even one that can be undone (`metnos chat --ask-all`); it stays "
+                           "on until PATCH /api/sessions/{id} with `ask_all: false`.")
 
     _text = field_validator("text", mode="before")(message_text)
     _lang = field_validator("lang", mode="before")(active_lang)

@@ -5,11 +5,19 @@ Rules, first match wins:
 2. The sandbox canary failed (`sandbox_ok=False`) → only side-effect-free executors run.
 3. `ReadOnly` → an executor with side effects is denied.
 4. `Full` → an irreversible side-effecting action asks (SPEC §4: always, even in Full);
-   everything else is allowed.
-5. `Supervised` and `ReadOnly` → high risk is denied, medium risk asks, low risk is allowed
-   unless it is irreversible and side-effecting, which asks.
+   in a session that asks for everything (`ask_all`), every change asks; everything else is
+   allowed.
+5. `Supervised` and `ReadOnly` → high risk is denied; in `Supervised`, an ordinary
+   reversible change (`routine`: see `metnos.policy.routine`) the person asked for in a turn
+   that read no outside text (`tainted=False`), in a session that does not ask for
+   everything, runs, with Undo (`MSG_POLICY_ALLOWED_REVERSIBLE`: the audit line says it ran
+   unasked because it can be undone); any other medium risk asks; an irreversible
+   side-effecting action asks; in a session that asks for everything, every change asks;
+   the rest (low risk) runs.
 
-Forbidden paths, the Laws and the sandbox apply on top of this at every level.
+"Reversibility lowers the cost of yes": the seed's principle, in code here and not in
+configuration. Forbidden paths, the Laws (taint asks again, whatever this says), the owner's
+authority over a member's steps and the sandbox apply on top of this at every level.
 """
 
 from __future__ import annotations
@@ -19,11 +27,15 @@ from typing import Any, Literal
 
 from metnos.policy.args import validate_args
 
-__all__ = ["AUTONOMY_LEVELS", "RISKS", "Decision", "decide", "validate_args"]
+__all__ = ["ALLOWED_REVERSIBLE", "ASK_ALL", "AUTONOMY_LEVELS", "RISKS", "Decision", "decide",
+           "validate_args"]
 
 Verdict = Literal["allow", "deny", "ask"]
 RISKS = ("low", "medium", "high")
 AUTONOMY_LEVELS = ("ReadOnly", "Supervised", "Full")
+ALLOWED_REVERSIBLE = "MSG_POLICY_ALLOWED_REVERSIBLE"  # ran unasked: it can be undone
+ASK_ALL = "ASK_POLICY_ASK_ALL"  # the session asks before every change
+ASK_TAINTED = "ASK_LAW_UNTRUSTED_DATA"  # `metnos.policy.laws.ASK_UNTRUSTED` (Law 3)
 
 
 @dataclass(frozen=True)
@@ -52,8 +64,16 @@ def decide(
     autonomy: str,
     sandbox_ok: bool,
     executor: str = "",
+    network: bool = False,
+    routine: bool = False,
+    tainted: bool = False,
+    ask_all: bool = False,
 ) -> Decision:
-    """Allow, ask or deny one run of an executor (`executor` only fills the message)."""
+    """Allow, ask or deny one run of an executor (`executor` only fills the message).
+
+    `routine`: the step is an ordinary reversible change inside the workspace whose full
+    before-record can be kept (`metnos.policy.routine`); `tainted`: the turn read outside
+    text; `ask_all`: the session's owner asked to be asked before every change."""
     vars: dict[str, Any] = {"risk": risk, "autonomy": autonomy}
     if executor:  # callers that merge their own `executor` var are not overridden by ""
         vars["executor"] = executor
@@ -64,14 +84,25 @@ def decide(
     if side_effects and autonomy == "ReadOnly":
         return Decision("deny", "ERR_POLICY_READONLY", vars)
     irreversible = side_effects and not reversible
+    acts = side_effects or network
     if autonomy == "Full":
         if irreversible:
             return Decision("ask", "ASK_POLICY_IRREVERSIBLE", vars)
+        if ask_all and acts:
+            return Decision("ask", ASK_ALL, vars)
         return Decision("allow", "MSG_POLICY_ALLOWED", vars)
     if risk == "high":
         return Decision("deny", "ERR_POLICY_HIGH_RISK", vars)
+    if routine and side_effects and reversible and not network and autonomy == "Supervised":
+        if tainted:  # outside text may be steering it: the reason it asks (Law 3)
+            return Decision("ask", ASK_TAINTED, vars)
+        if ask_all:  # the owner wants to be asked, undo or not
+            return Decision("ask", ASK_ALL, vars)
+        return Decision("allow", ALLOWED_REVERSIBLE, vars)
     if risk == "medium":
         return Decision("ask", "ASK_POLICY_MEDIUM_RISK", vars)
     if irreversible:
         return Decision("ask", "ASK_POLICY_IRREVERSIBLE", vars)
+    if ask_all and acts:
+        return Decision("ask", ASK_ALL, vars)
     return Decision("allow", "MSG_POLICY_ALLOWED", vars)

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from metnos import i18n, keys
 from metnos.errors import MetnosError
+from metnos.policy.decide import ALLOWED_REVERSIBLE
 from metnos.remote import record
 from metnos.remote.port import RemoteLost, RemotePort, RemoteTimeout
 from metnos.turns import recovery
@@ -95,8 +96,9 @@ async def run_remote(service: TurnService, port: RemotePort | None, ctx: TurnCon
         return await asyncio.to_thread(_failed, service, ctx, checked, exc)
     shown, _ = service.guard.redact(result)
     seq = await asyncio.to_thread(
-        service.record.audit_line, ctx, action=name, decision="allow", reason="ok",
-        outcome="done", args_digest=checked.args_digest, action_id=checked.action_id)
+        service.record.audit_line, ctx, action=name, decision="allow",
+        reason=ALLOWED_REVERSIBLE if checked.unasked else "ok", outcome="done",
+        args_digest=checked.args_digest, action_id=checked.action_id)
     return StepOutcome(name, "done", result=shown, audit_seq=seq, action_id=checked.action_id)
 
 

@@ -22,7 +22,7 @@ import threading
 import time
 import uuid
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler
 from typing import Any
@@ -56,6 +56,7 @@ class _Reply:
 class _Route:
     call: ToolCall
     final_text: str
+    then: tuple[ToolCall, ...] = ()  # the calls after the first, one per tool round
 
 
 class ScriptedLLM(LoopbackServer):
@@ -131,13 +132,15 @@ class ScriptedLLM(LoopbackServer):
         with self._lock:
             self._queue.append(reply)
 
-    def route(self, token: str, tool_call: ToolCall, *, final_text: str) -> None:
+    def route(self, token: str, tool_call: ToolCall, *, final_text: str,
+              then: Sequence[ToolCall] = ()) -> None:
         """Answer requests whose last user message contains `token`, before the queue:
         with this tool call, or with `final_text` once the request ends with a `tool`
         message (the loop came back with the call's result). Concurrent turns (each with its
-        own token) never swap calls, and a routed turn ends."""
+        own token) never swap calls, and a routed turn ends. `then`: further calls, one
+        each time the loop comes back, before `final_text`."""
         with self._lock:
-            self._routes[token] = _Route(tool_call, final_text)
+            self._routes[token] = _Route(tool_call, final_text, tuple(then))
 
     def respond_with(self, responder: Callable[[dict[str, Any]], str | None] | None) -> None:
         """Answer requests the routes do not cover with `responder(body)` as text, before
@@ -154,6 +157,9 @@ class ScriptedLLM(LoopbackServer):
             self.requests.append(body)
             routed = next((r for token, r in self._routes.items() if token in said), None)
             if routed is not None:
+                rounds = _tool_rounds(messages)
+                if answered and rounds <= len(routed.then):
+                    return _Reply(tool_calls=(routed.then[rounds - 1],))
                 return (_Reply(text=routed.final_text) if answered
                         else _Reply(tool_calls=(routed.call,)))
             responder = self._responder
@@ -191,6 +197,17 @@ class ScriptedLLM(LoopbackServer):
                 "total_tokens": prompt_chars // 4 + completion_chars // 4,
             },
         }
+
+
+def _tool_rounds(messages: list[dict[str, Any]]) -> int:
+    """How many assistant tool-call messages follow the last user message."""
+    count = 0
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            break
+        if message.get("role") == "assistant" and message.get("tool_calls"):
+            count += 1
+    return count
 
 
 def _tool_call_json(call: ToolCall) -> dict[str, Any]:

@@ -4,7 +4,8 @@ In order: the call itself must be usable (arguments a JSON object), the Laws (a 
 a secret never goes further), the executor must be admitted and not archived (SPEC §7.5:
 only the owner archives), its arguments must fit the manifest's schema, paths are resolved
 inside the workspace, the host-side checks the manifest declares run
-(`metnos.policy.host_checks`), then the autonomy decision, the taint of untrusted data
+(`metnos.policy.host_checks`), then the autonomy decision (an ordinary reversible change
+runs unasked in Supervised: `metnos.turns.autonomy`), the taint of untrusted data
 (Law 3), the hourly run budget and the hard artifact intent. The result is a `CheckedStep`: a
 sandbox request to run (perhaps after an approval), or a final refusal with exactly one audit
 line.
@@ -27,10 +28,11 @@ from metnos.mail.account import MailNotConfigured, load_account
 from metnos.mnestoma.models import ExecutorUse
 from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
 from metnos.policy.approver import owner_asks
-from metnos.policy.decide import Decision
+from metnos.policy.decide import ALLOWED_REVERSIBLE, Decision
 from metnos.policy.host_checks import apply_host_checks
 from metnos.sandbox import SandboxRequest
 from metnos.turns import gate, language
+from metnos.turns.autonomy import routine_step
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
 
@@ -88,7 +90,9 @@ class StepChecker:
         verdict = service.guard.taint(ctx, manifest, decide(
             risk=manifest.risk, side_effects=manifest.side_effects,
             reversible=manifest.reversible, autonomy=ctx.autonomy,
-            sandbox_ok=service.sandbox_ok, executor=step.executor))
+            sandbox_ok=service.sandbox_ok, executor=step.executor,
+            network=manifest.sandbox.network, tainted=ctx.tainted, ask_all=ctx.ask_all,
+            routine=routine_step(self.settings, manifest, args)))
         verdict = service.guard.owner_voice(manifest, args, verdict)  # always asks (identity)
         if verdict.verdict == "deny":
             return self.refuse(ctx, checked, verdict.key,
@@ -105,6 +109,7 @@ class StepChecker:
         checked.run_slot = slot
         verdict = self._artifact_language(ctx, checked, manifest, args, verdict)
         verdict = owner_asks(verdict, manifest, args, ctx.user_id)  # a member's, the owner's
+        checked.unasked = verdict.verdict == "allow" and verdict.key == ALLOWED_REVERSIBLE
         checked.request = SandboxRequest(
             exec_dir=spec.folder, entry=manifest.entry, profile=manifest.sandbox,
             workspace=self.settings.workspace, args=args, action_id=checked.action_id,

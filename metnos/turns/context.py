@@ -42,6 +42,7 @@ class TurnContext:
     # content from outside (forwarded text, a web page...) as (source, text): data, never orders
     untrusted: tuple[tuple[str, str], ...] = ()
     tainted: bool = False  # untrusted content entered this turn: acting steps then ask (Law 3)
+    ask_all: bool = False  # the session asks before every change (the owner's setting)
     ui_locale: str = ""  # the client's UI locale of the request that opened the turn
     # the untrusted sources read so far ("fs_read (logs/x.log)", "web_fetch (https://...)"):
     # an approval card asked because of them names them
@@ -71,6 +72,9 @@ class CheckedStep:
     seq: int = 0  # its place in the turn's step trace (1, 2, ...)
     think: int = 0  # the model call that asked for it (0: the embedded planner)
     malformed: bool = False  # refused because the call itself was unusable (the model may fix it)
+    # admitted without asking because it can be undone (policy.decide's ALLOWED_REVERSIBLE):
+    # its before-record must then be whole, and its audit line says so
+    unasked: bool = False
 
 
 @dataclass(frozen=True)

@@ -51,19 +51,22 @@ class TurnRecord:
     async def open_turn(self, text: str, *, session_id: str | None, lang: str | None,
                         channel: str, sender: str,
                         untrusted: Sequence[tuple[str, str]] = (),
-                        accept_language: str | None = None) -> TurnContext:
+                        accept_language: str | None = None,
+                        ask_all: bool = False) -> TurnContext:
         """Record the turn (and its session) before anything runs; nothing is lost on a crash.
         `lang` (else `accept_language`) is the client's UI locale: it names the language of a
         session this turn creates, never of one it resumes (SPEC §9.6).
         `untrusted` is content from outside as (source, text): data for the model, never
-        orders, and it makes every acting step of the turn ask first (Law 3)."""
+        orders, and it makes every acting step of the turn ask first (Law 3).
+        `ask_all` switches the session's "ask for everything" on (it stays on; only
+        `PATCH /api/sessions/{id}` switches it off)."""
         limit = self.settings.gateway.max_message_chars
         for piece in (text, *(t for _, t in untrusted)):
             if len(piece) > limit:
                 raise MetnosError("ERR_MESSAGE_TOO_LONG", length=len(piece), limit=limit)
         locale = language.ui_locale(lang, accept_language, self.settings)
         ctx, failed = await asyncio.to_thread(self._record_open, text, session_id, locale,
-                                              channel, sender)
+                                              channel, sender, ask_all)
         ctx.untrusted = tuple(untrusted)
         ctx.sources = [source for source, _ in untrusted]
         ctx.tainted = bool(untrusted)  # outside content from the start: acting steps ask
@@ -74,7 +77,8 @@ class TurnRecord:
         return ctx
 
     def _record_open(self, text: str, session_id: str | None, locale: str, channel: str,
-                     sender: str) -> tuple[TurnContext, Exception | None]:
+                     sender: str, ask_all: bool = False
+                     ) -> tuple[TurnContext, Exception | None]:
         """The turn's row and context, and what failed once the row existed (the caller
         fails the turn with it: the client learns of every turn that has a row)."""
         with db_session(self.engine) as db:
@@ -83,14 +87,22 @@ class TurnRecord:
                 legacy_lang=language.legacy_language(self.settings),
                 autonomy=self.settings.policy.autonomy)
             chat = opened.chat
+            switched = ask_all and not chat.ask_all
+            if switched:  # the session asks before every change from now on
+                chat.ask_all, chat.updated_at = True, models.utcnow()
+                db.add(chat)
             lang = chat.interaction_language or locale  # set: created, kept or pinned above
             # a message clearly in another active language is answered in it, this turn only
             spoken = language.turn_language(text, lang, self.settings)
             turn = models.record_turn_start(db, session_id=chat.id, channel=channel,
                                             sender=sender, text=text, lang=spoken.lang)
             ctx = TurnContext(turn.id, chat.id, chat.user_id, channel, sender, spoken.lang,
-                              chat.autonomy, text, ui_locale=locale)
+                              chat.autonomy, text, ui_locale=locale,
+                              ask_all=bool(chat.ask_all))
         try:
+            if switched:
+                self.audit_line(ctx, action="session.ask_all", decision="info",
+                                reason="False->True", outcome="done")
             if opened.pinned:  # a legacy session: its language comes from the workspace, once
                 self.audit_line(ctx, action="session.language_pinned", decision="info",
                                 reason=f"interaction_language={lang} (workspace language)",

@@ -3,9 +3,11 @@
 Right before the run, on the host: the executor's code must still be what its signature
 vouches for; a step that may change files gets its signed before-record (Law 1: no undo, no
 action), tied to the turn so a restart after a crash can name it for an undo; the step's
-reserved run is spent. After it: the result passes Law 2's redaction, and one audit line says
-how it went. The turn is tainted once an executor has run whose output may hold outside text:
-any executor, unless its manifest proves its results text-free (`trusted_output`).
+reserved run is spent (a step admitted unasked because it can be undone runs only when its
+record kept every byte). After it: the result passes Law 2's redaction, and one audit line
+says how it went (for a step run unasked, that it ran because it can be undone). The turn is
+tainted once an executor has run whose output may hold outside text: any executor, unless
+its manifest proves its results text-free (`trusted_output`).
 """
 
 from __future__ import annotations
@@ -22,11 +24,13 @@ from metnos.errors import MetnosError
 from metnos.executors.registry import ExecutorSpec
 from metnos.executors.signing import code_hash
 from metnos.mail import record as mail_record
+from metnos.policy.decide import ALLOWED_REVERSIBLE
 from metnos.policy.laws import no_undo_record_decision
 from metnos.remote.port import RemotePort
 from metnos.remote.server import run_remote
 from metnos.sandbox import SandboxResult, run_sandboxed
 from metnos.turns import recovery
+from metnos.turns.autonomy import record_whole
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
 from metnos.workspace import FILES
@@ -121,6 +125,9 @@ class StepRunner:
                 log.error("turn.before_record_failed action_id=%s: %s", checked.action_id, exc)
                 law = no_undo_record_decision(spec.name)
                 return checker.refuse(ctx, checked, law.key, law.vars).outcome
+            if checked.unasked and not record_whole(signed):  # grew since the check: it
+                law = no_undo_record_decision(spec.name)  # ran unasked only for its undo
+                return checker.refuse(ctx, checked, law.key, law.vars).outcome
             # tied to the turn, so that a restart after a crash can name it for an undo
             recovery.link_record(self.service.engine, action_id=checked.action_id,
                                  turn_id=ctx.turn_id, executor=spec.name, signed=signed)
@@ -141,7 +148,8 @@ class StepRunner:
         if result.ok:
             shown, secrets = self.service.guard.redact(result.result)  # Law 2 on the way out
             seq = record.audit_line(ctx, action=name, decision="allow",
-                                    reason="MSG_LAW_OUTPUT_REDACTED" if secrets else "ok",
+                                    reason="MSG_LAW_OUTPUT_REDACTED" if secrets else
+                                    ALLOWED_REVERSIBLE if checked.unasked else "ok",
                                     outcome="done", args_digest=checked.args_digest,
                                     action_id=action_id)
             return StepOutcome(name, "done", result=shown, audit_seq=seq, action_id=action_id)

@@ -108,10 +108,11 @@ class TurnService:
     async def open_turn(self, text: str, *, session_id: str | None, lang: str | None,
                         channel: str, sender: str,
                         untrusted: Sequence[tuple[str, str]] = (),
-                        accept_language: str | None = None) -> TurnContext:
+                        accept_language: str | None = None,
+                        ask_all: bool = False) -> TurnContext:
         return await self.record.open_turn(text, session_id=session_id, lang=lang,
                                            channel=channel, sender=sender, untrusted=untrusted,
-                                           accept_language=accept_language)
+                                           accept_language=accept_language, ask_all=ask_all)
 
     async def wait_reply(self, turn_id: str, timeout_s: float) -> Published | None:
         return await self.record.wait_reply(turn_id, timeout_s)

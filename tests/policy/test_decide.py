@@ -109,3 +109,66 @@ def test_executor_var_only_when_given() -> None:
                sandbox_ok=True)  # fmt: skip
     assert "executor" not in d.vars  # a caller's own {"executor": ..., **d.vars} is kept
     assert {"executor": "shell_run", **d.vars}["executor"] == "shell_run"
+
+
+# -- reversibility lowers the cost of yes (issue 27) -----------------------------------------
+
+def _d(autonomy: str = "Supervised", risk: str = "medium", *, side_effects: bool = True,
+       reversible: bool = True, **kw: bool) -> tuple[str, str]:
+    d = decide(risk=risk, side_effects=side_effects, reversible=reversible, autonomy=autonomy,
+               sandbox_ok=True, executor="fs_move", **kw)
+    return d.verdict, d.key
+
+
+def test_supervised_runs_an_ordinary_reversible_change_with_undo() -> None:
+    assert _d(routine=True) == ("allow", "MSG_POLICY_ALLOWED_REVERSIBLE")
+    assert _d(risk="low", routine=True) == ("allow", "MSG_POLICY_ALLOWED_REVERSIBLE")
+    assert _d(routine=False) == ("ask", "ASK_POLICY_MEDIUM_RISK")  # not in the class: asks
+
+
+@pytest.mark.parametrize("why", ["tainted", "ask_all", "network"])
+def test_the_reversible_shortcut_never_holds_for(why: str) -> None:
+    verdict, key = _d(routine=True, **{why: True})
+    assert verdict == "ask", (why, key)
+    assert _d(risk="low", routine=True, **{why: True})[0] != "allow" or why == "network"
+
+
+def test_a_tainted_routine_change_asks_because_of_the_outside_text() -> None:
+    assert _d(routine=True, tainted=True) == ("ask", "ASK_LAW_UNTRUSTED_DATA")
+    assert _d(risk="low", routine=True, tainted=True) == ("ask", "ASK_LAW_UNTRUSTED_DATA")
+
+
+def test_the_shortcut_never_runs_what_cannot_be_undone_or_what_is_high_risk() -> None:
+    assert _d(routine=True, reversible=False)[0] == "ask"
+    assert _d(risk="high", routine=True)[0] == "deny"
+    assert _d("ReadOnly", routine=True)[0] == "deny"
+    assert _d("Supervised", routine=True, side_effects=False) == ("ask", "ASK_POLICY_MEDIUM_RISK")
+
+
+def test_ask_all_asks_before_every_change_at_every_level() -> None:
+    assert _d(routine=True, ask_all=True) == ("ask", "ASK_POLICY_ASK_ALL")
+    assert _d(routine=False, ask_all=True) == ("ask", "ASK_POLICY_MEDIUM_RISK")
+    assert _d(risk="low", ask_all=True) == ("ask", "ASK_POLICY_ASK_ALL")
+    assert _d("Full", ask_all=True) == ("ask", "ASK_POLICY_ASK_ALL")
+    assert _d("Full", risk="low", side_effects=False, network=True, ask_all=True)[0] == "ask"
+    # reading changes nothing: it still runs
+    assert _d(risk="low", side_effects=False, ask_all=True) == ("allow", "MSG_POLICY_ALLOWED")
+    assert _d("Full", side_effects=False, ask_all=True) == ("allow", "MSG_POLICY_ALLOWED")
+
+
+@pytest.mark.parametrize(("autonomy", "risk", "side_effects", "reversible", "sandbox_ok"), ALL)
+def test_the_shortcut_only_lowers_supervised(autonomy: str, risk: str, side_effects: bool,
+                                             reversible: bool, sandbox_ok: bool) -> None:
+    """`routine` changes nothing outside Supervised, and ask_all only ever adds asking."""
+    base = decide(risk=risk, side_effects=side_effects, reversible=reversible,
+                  autonomy=autonomy, sandbox_ok=sandbox_ok)
+    fast = decide(risk=risk, side_effects=side_effects, reversible=reversible,
+                  autonomy=autonomy, sandbox_ok=sandbox_ok, routine=True)
+    if autonomy != "Supervised" or not (side_effects and reversible and sandbox_ok):
+        assert fast == base
+    careful = decide(risk=risk, side_effects=side_effects, reversible=reversible,
+                     autonomy=autonomy, sandbox_ok=sandbox_ok, routine=True, ask_all=True)
+    if side_effects and base.verdict == "allow":
+        assert careful.verdict == "ask"
+    for lang in ("it", "en"):
+        assert fast.key in i18n.catalog(lang) and careful.key in i18n.catalog(lang)

@@ -8,7 +8,10 @@ Another user's session answers 404, like an unknown id. The web chat shows a con
 again after a reload, and past conversations, from these two.
 
 Autonomy is per session: `ReadOnly`, `Supervised` (the default of new sessions, from
-`policy.autonomy`) or `Full`. Only the owner token changes it, and each change is audited.
+`policy.autonomy`) or `Full`, and so is "ask for everything" (`ask_all`: every change asks,
+even an ordinary reversible one that `Supervised` would run with Undo). Only the session's
+own user changes them, and each change is audited. A member's session never decides for
+the owner's things: those wait for the owner whatever it says (`metnos.policy.approver`).
 Forbidden paths, the Laws and the sandbox apply at every level.
 
 `interaction_language` is the session's persisted language (SPEC §9.6): read-only here, set
@@ -61,6 +64,7 @@ class SessionPublic(BaseModel):
     channel: str
     interaction_language: str | None
     autonomy: str
+    ask_all: bool = Field(False, description="Every change asks, even one that can be undone.")
     ui_locale: str | None = None
 
 
@@ -100,7 +104,10 @@ class MessagesPublic(BaseModel):
 class SessionUpdate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    autonomy: Autonomy
+    autonomy: Autonomy | None = None
+    ask_all: bool | None = Field(
+        None, description="True: every change in this session asks first, even one that can "
+                          "be undone; false: an ordinary reversible change runs with Undo.")
 
 
 @router.get("", response_model=SessionList, responses=_ERRORS)
@@ -141,13 +148,19 @@ async def update_session(session_id: str, body: SessionUpdate, service: ServiceD
     def change() -> SessionPublic:
         with db_session(service.engine) as db:
             chat = _own(db.get(ChatSession, session_id[:64]), owner, session_id, lang)
-            before = chat.autonomy
-            chat.autonomy, chat.updated_at = body.autonomy, utcnow()
+            changes: list[tuple[str, str]] = []
+            if body.autonomy is not None:
+                changes.append(("session.autonomy", f"{chat.autonomy}->{body.autonomy}"))
+                chat.autonomy = body.autonomy
+            if body.ask_all is not None:
+                changes.append(("session.ask_all", f"{bool(chat.ask_all)}->{body.ask_all}"))
+                chat.ask_all = body.ask_all
+            chat.updated_at = utcnow()
             db.add(chat)
             db.commit()
-        service.audit.append(sender=owner, channel="api", session_id=chat.id,
-                             action="session.autonomy", decision="info",
-                             reason=f"{before}->{body.autonomy}", outcome="done")
+        for action, reason in changes:
+            service.audit.append(sender=owner, channel="api", session_id=chat.id,
+                                 action=action, decision="info", reason=reason, outcome="done")
         return _public(chat, lang)
     return await asyncio.to_thread(change)
 
@@ -167,7 +180,7 @@ def _own(chat: ChatSession | None, owner: str, session_id: str, lang: str) -> Ch
 def _public(chat: ChatSession, locale: str) -> SessionPublic:
     return SessionPublic(session_id=chat.id, channel=chat.channel,
                          interaction_language=chat.interaction_language, autonomy=chat.autonomy,
-                         ui_locale=locale)
+                         ask_all=bool(chat.ask_all), ui_locale=locale)
 
 
 def _list_sessions(engine: Engine, owner: str, *, offset: int, limit: int) -> SessionList:

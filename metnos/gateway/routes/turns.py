@@ -68,7 +68,7 @@ async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
     try:
         ctx = await service.open_turn(body.text, session_id=body.session_id, lang=body.lang,
                                       channel=_channel(request), sender=owner,
-                                      accept_language=accept,
+                                      accept_language=accept, ask_all=body.ask_all,
                                       untrusted=[("forwarded", t) for t in body.forwarded])
     except MetnosError as exc:
         code = 413 if exc.key == "ERR_MESSAGE_TOO_LONG" else 400

@@ -36,7 +36,7 @@ LOCALE_MAX_AGE_S = 365 * 24 * 3600
 _JS = "text/javascript; charset=utf-8"
 # chat.js and the ES modules it imports; render.js and the vendored libraries are plain scripts
 MODULES = ("chat.js", "api.js", "actions.js", "bubbles.js", "cards.js", "composer.js",
-           "feedback.js", "panels.js", "stream.js", "trash.js")
+           "feedback.js", "panels.js", "stream.js", "trash.js", "askall.js")
 STATIC_FILES = {**dict.fromkeys(MODULES, _JS), "chat.css": "text/css; charset=utf-8",
                 "favicon.svg": "image/svg+xml", "render.js": _JS,
                 # vendored, unchanged: versions and sha256 in webchat/static/README.md

@@ -1,6 +1,7 @@
 // Metnos web chat: plain JavaScript modules, no build step. The page holds no token: the
 // browser sends the HttpOnly session cookie; every request is same-origin.
 import { S, $, api, fill } from "./api.js";
+import { askAllBody, setUpAskAll, showAskAll } from "./askall.js";
 import { bubble, historyItems } from "./bubbles.js";
 import { refreshWaiting, whenDecided } from "./cards.js";
 import { setUpComposer } from "./composer.js";
@@ -45,6 +46,7 @@ async function openSession(id) {
   earlierBefore = page.next_before;
   $("earlier").hidden = earlierBefore === null;
   showSession();
+  await showAskAll(id);
   setStatus("");
   const last = messages.lastElementChild;
   if (last) last.scrollIntoView({ block: "end" });
@@ -71,7 +73,7 @@ async function send(text) {
   $("send").disabled = true;
   try {
     // answered at once: the progress, the approval cards and the reply come as events
-    const turn = await api("POST", "/api/turns?wait=false", { text, session_id: sessionId, lang: S.locale });
+    const turn = await api("POST", "/api/turns?wait=false", { text, session_id: sessionId, lang: S.locale, ...askAllBody() });
     sessionId = turn.session_id;
     sessionStorage.setItem(SESSION_KEY, sessionId);
     sessionStorage.setItem(TURN_KEY, JSON.stringify({ turn: turn.turn_id, session: sessionId, text }));
@@ -126,6 +128,7 @@ setUpSessions(() => sessionId, async (id) => {
   try { await openSession(id); closeSessions(); input.focus(); } catch (error) { fail(error); }
 }, fail);
 setUpAudit(() => sessionId, fail);
+setUpAskAll(() => sessionId, fail);
 setUpPairing(fail);
 setUpTrash();
 setUpAccount(() => { sessionStorage.removeItem(SESSION_KEY); sessionStorage.removeItem(TURN_KEY); }, fail);
