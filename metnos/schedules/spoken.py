@@ -16,7 +16,7 @@ morning. The words are data: a third language is a new schedules.toml.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from metnos import i18n
 from metnos.llm import household
@@ -24,6 +24,7 @@ from metnos.llm import household_hints as hints
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.reminders import when
 from metnos.schedules import cadence
+from metnos.schedules.owner import ScheduleError
 
 EXECUTOR = "schedule_set"
 EXAMPLES = 3  # tasks shown in a refusal
@@ -107,10 +108,28 @@ def runnable(text: str, lang: str, tools: Sequence[ToolSpec],
 
 def refusal(text: str, lang: str, tools: Sequence[ToolSpec]) -> str:
     """Why the task `text` cannot be scheduled without a model, and what can."""
+    key, values = _refused(text, lang, tools)
+    return i18n.get(key, lang, **values)
+
+
+def _refused(text: str, lang: str, tools: Sequence[ToolSpec]) -> tuple[str, dict[str, str]]:
     form = str(cadence.words(lang).get("example", "")) or str(cadence.words("en")["example"])
     shown = [f"• {form} {example}" for example in examples(lang, tools)]
     key = "ERR_SCHEDULE_TEXT_NOT_UNDERSTOOD" if shown else "ERR_SCHEDULE_TEXT_NOT_UNDERSTOOD_BARE"
-    return i18n.get(key, lang, text=text[:120], examples="\n".join(shown))
+    return key, {"text": " ".join(text.split())[:120], "examples": "\n".join(shown)}
+
+
+def require_runnable(text: str, lang: str, tools_of: Callable[[str], Sequence[ToolSpec]],
+                     langs: Sequence[str]) -> str:
+    """The form of `text` the embedded planner runs (blocking). Raises ScheduleError
+    ERR_SCHEDULE_TEXT_NOT_UNDERSTOOD, its message the forms it reads in `lang`."""
+    tools = tools_of(lang)
+    others = {code: tools_of(code) for code in langs if code != lang}
+    found = runnable(text, lang, tools, others)
+    if found is None:
+        key, values = _refused(text, lang, tools)
+        raise ScheduleError(key, **values)
+    return found
 
 
 def examples(lang: str, tools: Sequence[ToolSpec]) -> list[str]:
