@@ -57,6 +57,7 @@ def _read_words(source: tuple[str, int]) -> dict[str, Any]:
             "days": {key(p): str(v) for p, v in raw.get("days", {}).items()},
             "parts": {key(p): str(v) for p, v in raw.get("parts", {}).items()},
             "tell": {key(p) for p in raw.get("tell", [])},
+            "reminders": {key(p) for p in raw.get("reminders", [])},
             "example": str(raw.get("example", ""))}
 
 

@@ -37,8 +37,9 @@ def split(text: str, lang: str) -> tuple[str, str] | None:
     `lang`; None when it does not."""
     words = cadence.words(lang)
     tokens = when.tokenize(text)
-    if not words or not _recurring([t.text for t in tokens], words) or _reads(text, lang):
-        return None  # no words, or only a time: nothing to do then
+    if not words or not _recurring([t.text for t in tokens], words) or _reads(text, lang) \
+            or _opens(tokens, words["reminders"]):
+        return None  # no words, only a time (nothing to do then), or a reminder's sentence
     for j in range(len(tokens) - 1, 0, -1):  # the cadence first: the longest that reads
         head, rest = text[:tokens[j - 1].end], text[tokens[j].start:]
         found = _pair(head, rest, lang, words)
@@ -59,6 +60,10 @@ def _pair(span: str, rest: str, lang: str, words: dict[str, object]
             not _reads(span, lang):
         return None
     return span, what
+
+
+def _opens(tokens: list[when.Token], table: set[tuple[str, ...]]) -> bool:
+    return any(tuple(t.text for t in tokens[:size]) in table for size in (3, 2, 1))
 
 
 def _reads(text: str, lang: str) -> bool:

@@ -47,6 +47,8 @@ def test_the_cadence_comes_out_and_the_task_keeps_every_word(
     ("domani alle 9 dimmi la lista della spesa", "it"),  # once: a reminder's, not a schedule
     ("tomorrow at 9 tell me the shopping list", "en"),
     ("ricordami di chiamare la nonna alle 18", "it"),
+    ("ricordami di portare fuori la spazzatura ogni lunedì alle 8", "it"),  # a reminder's
+    ("remind me to take out the bins every Monday at 8", "en"),
     ("what's on the shopping list", "en"),
     ("every blue moon tell me a joke", "en"),
     ("ogni giorno alle 8", "it"),  # nothing to do
