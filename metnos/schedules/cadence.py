@@ -53,6 +53,7 @@ def _read_words(source: tuple[str, int]) -> dict[str, Any]:
     key = _key
     return {"every": {key(p) for p in raw.get("every", [])},
             "recurring": {key(p) for p in raw.get("recurring", [])},
+            "plain": {key(p) for p in raw.get("plain", [])},
             "joiners": {key(p) for p in raw.get("joiners", [])},
             "days": {key(p): str(v) for p, v in raw.get("days", {}).items()},
             "parts": {key(p): str(v) for p, v in raw.get("parts", {}).items()},
@@ -160,8 +161,9 @@ def _from_words(text: str, lang: str) -> str | None:
     if size:  # "every morning", "ogni lunedì sera alle 9": the reminders read the part
         days = days or ["*"]
         rest = words["parts"][key] + text[found[i + size - 1].end:]
-    if not days:
-        return None
+    if not days or any(_phrase(tokens, j, reminder_words["days"])[1]
+                       for j in range(i, len(tokens))):
+        return None  # no days, or "today", "tomorrow": a day that does not come again
     hour, minute = int(reminder_words["default_hour"]), 0
     if rest.strip():
         moment = when.parse(rest, lang, _PROBE)

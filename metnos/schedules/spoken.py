@@ -3,8 +3,8 @@
 "ogni giorno alle 8 dimmi cosa c'è nella lista della spesa", "tell me the shopping list every
 evening at 9": the cadence is the longest run of words at the start (or at the end) that
 `metnos.schedules.cadence` reads as a recurring time, and that says so plainly (an "every"
-word, a word for several days, a part of the day: "il sabato alle 10" alone is a one-off
-reminder's); the rest, word for word, is the task's text.
+word, or one that says it alone, `plain` in lexicon/<lang>/schedules.toml: "che giorno è
+oggi?" names no task); the rest, word for word, is the task's text.
 
 A task's text runs later as a turn. Without a model, only what the embedded planner reads can
 run: `runnable` gives the form it reads (the text, or the text without its opening "tell me"
@@ -75,9 +75,9 @@ def _reads(text: str, lang: str) -> bool:
 
 
 def _recurring(tokens: list[str], words: dict[str, object]) -> bool:
-    """Whether the words say plainly that they come again: "every", "daily", "weekdays",
-    "mornings", a weekday in the plural."""
-    tables = [words["recurring"], words["days"], words["parts"]]
+    """Whether the words say plainly that they come again: an "every" word, or one that says
+    it alone ("daily", "weekdays", "mornings", a weekday in the plural)."""
+    tables = [words["recurring"], words["plain"]]
     for i in range(len(tokens)):
         for size in (4, 3, 2, 1):
             key = tuple(tokens[i:i + size])

@@ -52,6 +52,9 @@ def test_the_cadence_comes_out_and_the_task_keeps_every_word(
     ("what's on the shopping list", "en"),
     ("every blue moon tell me a joke", "en"),
     ("ogni giorno alle 8", "it"),  # nothing to do
+    ("che giorno è oggi?", "it"),
+    ("what day is it today?", "en"),
+    ("la sera alle 9 dimmi la lista della spesa", "it"),  # no word says it comes again
 ])
 def test_what_is_no_scheduled_task_is_left_alone(text: str, lang: str) -> None:
     assert spoken.split(text, lang) is None
