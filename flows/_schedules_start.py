@@ -1,11 +1,12 @@
 """What `deployments.serve` does before it serves: missed runs reported once
 (`metnos.schedules.notices`; the earlier ones of a deployment cancelled, the latest left to
-run late), and the owner's tasks and the Prefect schedules made to agree (schedules of
-removed tasks dropped; `serve()` then applies one per active task)."""
+run late, once; only the family's tasks are named), and the owner's tasks and the Prefect
+schedules made to agree (schedules of removed tasks dropped; `serve()` then applies one per
+active task)."""
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from uuid import UUID
 
 from prefect import get_client
@@ -36,8 +37,11 @@ def tables(engine: Engine) -> None:
 
 
 async def missed(engine: Engine, settings: Settings, names: list[str]) -> notices.Plan:
-    """Report the runs of deployments `names` due more than `missed_grace_s` ago that never ran."""
-    before = datetime.now(UTC) - timedelta(seconds=settings.schedules.missed_grace_s)
+    """The runs of deployments `names` past their time that never ran: of each deployment
+    (each task) the latest runs, the earlier are cancelled, so a daily task missed four times
+    runs once, the run due a moment ago included; the family's tasks late by more than
+    `missed_grace_s` are reported (`notices.report_missed`)."""
+    before = datetime.now(UTC)
     async with get_client() as client:
         ids = {}
         for name in names:

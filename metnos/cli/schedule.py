@@ -22,6 +22,7 @@ from metnos.errors import MetnosError
 
 app = typer.Typer(help=msg("CLI_SCHEDULE_HELP"), invoke_without_command=True)
 _JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))
+_ALL = typer.Option(False, "--all", help=msg("CLI_SCHEDULE_ALL_HELP"))
 
 
 def _call(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
@@ -36,12 +37,16 @@ def _call(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
 @app.callback()
 def main(ctx: typer.Context, as_json: bool = _JSON) -> None:
     if ctx.invoked_subcommand is None:
-        list_(as_json)
+        list_(as_json, False)
+
+
+def _whose(user_id: str) -> str:
+    return msg("MSG_SCHEDULE_WHO_OWNER") if user_id == "owner" else user_id
 
 
 @app.command("list", help=msg("CLI_SCHEDULE_LIST_HELP"))
-def list_(as_json: bool = _JSON) -> None:
-    data = _call("GET", "/api/schedules")
+def list_(as_json: bool = _JSON, every: bool = _ALL) -> None:
+    data = _call("GET", "/api/schedules", params={"all": "true"} if every else None)
     rows: list[dict[str, Any]] = data.get("schedules", [])
     if as_json:
         echo_json(data)
@@ -52,8 +57,13 @@ def list_(as_json: bool = _JSON) -> None:
     settings = settings_or_exit()
     headers = [msg(k) for k in ("CLI_COL_ID", "CLI_COL_SCHEDULE_WHEN", "CLI_COL_SCHEDULE_CRON",
                                 "CLI_COL_SCHEDULE_TEXT", "CLI_COL_SCHEDULE_NEXT")]
-    print_table(headers, [[r["id"], r["when"], f"{r['cron']} ({r['timezone']})", r["text"],
-                           local_time(r.get("next_run"), settings)] for r in rows])
+    table = [[r["id"], r["when"], f"{r['cron']} ({r['timezone']})", r["text"],
+              local_time(r.get("next_run"), settings)] for r in rows]
+    if every:  # whose each task is: the owner's, or a paired member's
+        headers.insert(1, msg("CLI_COL_SCHEDULE_WHO"))
+        for row, r in zip(table, rows, strict=True):
+            row.insert(1, _whose(str(r.get("user_id", ""))))
+    print_table(headers, table)
 
 
 @app.command(help=msg("CLI_SCHEDULE_ADD_HELP"))

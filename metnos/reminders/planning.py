@@ -19,7 +19,7 @@ from zoneinfo import ZoneInfo
 
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.reminders import when
-from metnos.schedules import cadence
+from metnos.schedules import cadence, spoken
 from metnos.settings import get_settings
 
 _SPACES = re.compile(r"\s+")
@@ -38,6 +38,9 @@ def plan_timed(text: str, lang: str, tools: Sequence[ToolSpec], *,
     """One step of a timed executor when `text` holds a time and, once the time is taken
     out, matches one of its templates (the session language `lang` first, then `others`);
     None otherwise (the planner goes on)."""
+    scheduled = spoken.plan_scheduled(text, lang, tools, others=others)
+    if scheduled is not None:  # "ogni giorno alle 8 dimmi ...": a scheduled task
+        return scheduled
     moment = now or datetime.now(tz or get_settings().tz)
     for code, specs in [(lang, tools), *(others or {}).items()]:
         plan = _timed_in(text, code, specs, moment)

@@ -53,8 +53,18 @@ def _read_words(source: tuple[str, int]) -> dict[str, Any]:
     key = _key
     return {"every": {key(p) for p in raw.get("every", [])},
             "recurring": {key(p) for p in raw.get("recurring", [])},
+            "plain": {key(p) for p in raw.get("plain", [])},
             "joiners": {key(p) for p in raw.get("joiners", [])},
-            "days": {key(p): str(v) for p, v in raw.get("days", {}).items()}}
+            "days": {key(p): str(v) for p, v in raw.get("days", {}).items()},
+            "parts": {key(p): str(v) for p, v in raw.get("parts", {}).items()},
+            "tell": {key(p) for p in raw.get("tell", [])},
+            "reminders": {key(p) for p in raw.get("reminders", [])},
+            "example": str(raw.get("example", ""))}
+
+
+def words(lang: str) -> dict[str, Any]:
+    """The schedule words of `lang` (empty when the language has none)."""
+    return _words(lang)
 
 
 def _key(phrase: str) -> tuple[str, ...]:
@@ -146,11 +156,17 @@ def _from_words(text: str, lang: str) -> str | None:
         joined = _phrase(tokens, i, words["joiners"])[1]
         if joined:  # "il sabato e la domenica": an article again after the joiner
             i += joined + _phrase(tokens, i + joined, words["every"])[1]
-    if not days:
-        return None
+    rest = text[found[i].start:] if i < len(tokens) else ""
+    key, size = _phrase(tokens, i, words["parts"])
+    if size:  # "every morning", "ogni lunedì sera alle 9": the reminders read the part
+        days = days or ["*"]
+        rest = words["parts"][key] + text[found[i + size - 1].end:]
+    if not days or any(_phrase(tokens, j, reminder_words["days"])[1]
+                       for j in range(i, len(tokens))):
+        return None  # no days, or "today", "tomorrow": a day that does not come again
     hour, minute = int(reminder_words["default_hour"]), 0
-    if i < len(tokens):
-        moment = when.parse(text[found[i].start:], lang, _PROBE)
+    if rest.strip():
+        moment = when.parse(rest, lang, _PROBE)
         if moment is None or moment.microsecond or moment.second or \
                 (moment.date() - _PROBE.date()).days not in (0, 1):
             return None

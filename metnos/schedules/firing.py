@@ -8,6 +8,13 @@ the flow run in the runner is the clock, visible in the Prefect UI, and waits fo
 A gateway that is down leaves the run due: it runs when the gateway is back, or the flow run
 times out, is retried, and is reported.
 
+The turn says the task's text in the form the embedded planner reads (`spoken.runnable`): a
+task set without a model always has one (it was refused otherwise when it was set), so it runs
+the same on a morning the model is down. A task set with a model that the planner cannot read,
+on a morning the model does not answer, is not answered "I didn't understand": its run fails
+(`ERR_SCHEDULE_RUN_NOT_UNDERSTOOD`), Prefect retries it once 30 s later, then the person is
+told once that it could not run (`notices.report_failed`).
+
 `with_schedules(app, sync)` adds the loop, `/api/schedules` and the `schedule_set` executor's
 effect and undo (`metnos.schedules.effect`) to an app from `create_app`.
 """
@@ -28,7 +35,7 @@ from metnos.errors import MetnosError
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox
 from metnos.schedules import effect as schedule_effect
-from metnos.schedules import store
+from metnos.schedules import spoken, store
 from metnos.schedules.models import TaskRun
 from metnos.schedules.owner import Sync
 from metnos.turns.context import TurnContext
@@ -48,8 +55,9 @@ async def fire(app: FastAPI, run: TaskRun) -> None:
     if task is None or not task.active:
         await asyncio.to_thread(store.finish, engine, run.id, "done", error="inactive")
         return
+    said = await asyncio.to_thread(_said, service, task.text, task.lang)
     try:
-        ctx = await service.open_turn(task.text, session_id=task.address, lang=task.lang,
+        ctx = await service.open_turn(said, session_id=task.address, lang=task.lang,
                                       channel=CHANNEL, sender=task.user_id)
     except MetnosError as exc:
         await asyncio.to_thread(store.finish, engine, run.id, "failed", error=exc.key)
@@ -57,8 +65,12 @@ async def fire(app: FastAPI, run: TaskRun) -> None:
     await asyncio.to_thread(_taint_if_outside, service, ctx, task.id, task.text)
     app.state.launch(app.state.runner(service, ctx))
     answered = await service.wait_reply(ctx.turn_id, service.settings.schedules.run_timeout_s)
-    if answered is None or answered.status == "failed":
-        key = "ERR_SCHEDULE_RUN_TIMEOUT" if answered is None else "ERR_SCHEDULE_RUN_FAILED"
+    if answered is None or answered.status == "failed" or not ctx.understood:
+        # not understood: a task set with a model, on a morning the model did not answer;
+        # no "I didn't understand" in the chat: the run fails, is retried once, then reported
+        key = "ERR_SCHEDULE_RUN_TIMEOUT" if answered is None else (
+            "ERR_SCHEDULE_RUN_FAILED" if answered.status == "failed"
+            else "ERR_SCHEDULE_RUN_NOT_UNDERSTOOD")
         await asyncio.to_thread(store.finish, engine, run.id, "failed", turn_id=ctx.turn_id,
                                 error=key)
         return
@@ -68,6 +80,16 @@ async def fire(app: FastAPI, run: TaskRun) -> None:
         text=text, lang=task.lang, due_at=utcnow(), turn_id=ctx.turn_id))
     await asyncio.to_thread(store.finish, engine, run.id, "done", turn_id=ctx.turn_id,
                             outbox_id=row.id)
+
+
+def _said(service: TurnService, text: str, lang: str) -> str:
+    """What the task's turn says: the form of its text the embedded planner reads ("dimmi
+    cosa c'è nella lista della spesa" → "cosa c'è nella lista della spesa"), so a morning
+    without the model runs it too; the text itself when the planner reads no form of it."""
+    langs = service.settings.active_languages
+    tools = service.registry.tool_specs(lang)
+    others = {code: service.registry.tool_specs(code) for code in langs if code != lang}
+    return spoken.runnable(text, lang, tools, others) or text
 
 
 def _taint_if_outside(service: TurnService, ctx: TurnContext, task_id: str,

@@ -4,15 +4,17 @@ run that failed after its retries. Each becomes one outbox notice on the preferr
 (`metnos.notify.effect.destination`), and each flow run named in one is recorded
 (`ScheduleNotice`), so a second start says nothing.
 
-Missed runs are not silently skipped: of each deployment's missed runs the latest runs now,
-late, once; the earlier ones are skipped (the caller cancels them in Prefect) and the notice
-says both.
+Missed runs are not silently skipped: of each deployment's (each task's) runs past their time
+when the runner starts, the latest runs now, late, once; the earlier ones are skipped (the
+caller cancels them in Prefect) and the notice says both. The notice speaks of the family's
+tasks only, in each task's own chat and language: the instance's own jobs (`ager/check`,
+`introvert/nightly`) are collapsed the same way without a word.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from babel.dates import format_datetime
@@ -69,23 +71,39 @@ def _when(at: datetime, settings: Settings, lang: str) -> str:
 
 
 def report_missed(engine: Engine, settings: Settings, found: Plan,
-                  now: datetime | None = None) -> Outbox | None:
-    """One notice for the missed runs of `found` (none when there are none)."""
-    if not found.run_late:
-        return None
-    where = destination(engine, settings, OWNER_USER_ID, FALLBACK)
-    lang = settings.lang
-    lines = []
+                  now: datetime | None = None) -> list[Outbox]:
+    """The notices of the missed runs of `found`: one per chat, naming the family's tasks
+    of that chat (the instance's own jobs run late or are skipped without a word), each
+    once; a run late by less than `missed_grace_s` with none skipped before it is no news.
+    Every run of `found` is recorded, so no later start tells it again."""
+    at = (now or datetime.now(UTC)).astimezone(UTC)
+    before = at - timedelta(seconds=settings.schedules.missed_grace_s)
+    chats: dict[Destination, tuple[str, list[str]]] = {}
     for run in found.run_late:
+        task = store.get(engine, run.task_id) if run.task_id else None
+        if task is None or run.deployment != settings.schedules.deployment:
+            continue  # not a task of the family's: nobody asked for it
         earlier = sum(1 for s in found.skip if (s.deployment, s.task_id) ==
                       (run.deployment, run.task_id))
+        if not earlier and run.due_at > before:
+            continue  # on time, give or take a moment
+        where = Destination(task.channel, task.address)
+        lang, lines = chats.setdefault(where, (task.lang, []))
         key = "MSG_SCHEDULE_MISSED_LINE_SKIPPED" if earlier else "MSG_SCHEDULE_MISSED_LINE"
         lines.append(i18n.get(key, lang, name=_name(engine, run.deployment, run.task_id, lang),
                               when=_when(run.due_at, settings, lang), skipped=earlier))
-    text = i18n.get("MSG_SCHEDULE_MISSED", lang, lines="\n".join(lines))
-    return _send(engine, where, text, lang, [
-        ScheduleNotice(flow_run_id=r.flow_run_id, kind="missed", deployment=r.deployment,
-                       due_at=r.due_at) for r in [*found.run_late, *found.skip]], now)
+    rows = [_send(engine, where, i18n.get("MSG_SCHEDULE_MISSED", lang, lines="\n".join(lines)),
+                  lang, [], at) for where, (lang, lines) in chats.items()]
+    by_chat = {(row.channel, row.address): row.id for row in rows}
+    records = []
+    for run in [*found.run_late, *found.skip]:
+        task = store.get(engine, run.task_id) if run.task_id else None
+        outbox_id = by_chat.get((task.channel, task.address)) if task is not None else None
+        records.append(ScheduleNotice(flow_run_id=run.flow_run_id, kind="missed",
+                                      deployment=run.deployment, due_at=run.due_at,
+                                      outbox_id=outbox_id))
+    store.record_reported(engine, records)
+    return rows
 
 
 def report_failed(engine: Engine, settings: Settings, *, flow_run_id: str, deployment: str,

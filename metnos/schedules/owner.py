@@ -81,10 +81,12 @@ async def publish(sync: Sync, task: ScheduledTask) -> bool:
     return True
 
 
-async def remove(engine: Engine, sync: Sync, task_id: str, user_id: str) -> ScheduledTask:
-    """Deactivate the task and drop its schedule. Raises ScheduleError ERR_SCHEDULE_NOT_FOUND."""
+async def remove(engine: Engine, sync: Sync, task_id: str, user_id: str | None
+                 ) -> ScheduledTask:
+    """Deactivate the task and drop its schedule; `user_id` None: whoever owns it (the
+    owner removes any task of the household). Raises ScheduleError ERR_SCHEDULE_NOT_FOUND."""
     task = await asyncio.to_thread(store.get, engine, task_id)
-    if task is None or task.user_id != user_id or \
+    if task is None or (user_id is not None and task.user_id != user_id) or \
             not await asyncio.to_thread(store.deactivate, engine, task_id):
         raise ScheduleError("ERR_SCHEDULE_NOT_FOUND", task_id=task_id[:40])
     try:
@@ -94,9 +96,10 @@ async def remove(engine: Engine, sync: Sync, task_id: str, user_id: str) -> Sche
     return task
 
 
-async def listing(engine: Engine, sync: Sync | None, user_id: str) -> list[dict[str, Any]]:
-    """The user's active tasks, each with its next run as Prefect has it (else from the cron,
-    marked `in_prefect: false`)."""
+async def listing(engine: Engine, sync: Sync | None, user_id: str | None
+                  ) -> list[dict[str, Any]]:
+    """The user's active tasks (`user_id` None: everybody's), each with its next run as
+    Prefect has it (else from the cron, marked `in_prefect: false`)."""
     tasks = await asyncio.to_thread(store.active, engine, user_id)
     runs: dict[str, datetime] = {}
     if sync is not None:
@@ -114,7 +117,7 @@ async def listing(engine: Engine, sync: Sync | None, user_id: str) -> list[dict[
 
 
 def public(task: ScheduledTask) -> dict[str, Any]:
-    return {"id": task.id, "when": task.when_text, "cron": task.cron,
+    return {"id": task.id, "user_id": task.user_id, "when": task.when_text, "cron": task.cron,
             "timezone": task.timezone, "text": task.text, "channel": task.channel,
             "lang": task.lang, "active": task.active,
             "created_at": task.created_at.isoformat(timespec="seconds")}

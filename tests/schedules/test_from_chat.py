@@ -112,11 +112,13 @@ async def test_without_a_model_the_embedded_planner_asks_for_the_same_schedule(
     home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()))
     with composed_gateway(home) as base:
         async with httpx.AsyncClient(base_url=base, headers=home.auth(), timeout=60) as api:
-            body = await _turn(api, "every weekday at 7:30 tell me the weather", "en")
+            body = await _turn(api, "every weekday at 7:30 tell me what's on the shopping list",
+                               "en")
             assert body["status"] == "awaiting_approval", body
             [card] = body["approvals"]
             shown = json.dumps(card, ensure_ascii=False)
             assert card["executor"] == "schedule_set" and "30 7 * * 1-5" in shown, shown
+            assert "tell me what's on the shopping list" in shown, shown  # every word
             resp = await api.post(f"/api/approvals/{card['approval_id']}",
                                   json={"decision": "deny"})
             assert resp.status_code == 200, resp.text

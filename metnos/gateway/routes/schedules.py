@@ -1,10 +1,14 @@
 """`/api/schedules`: the owner's scheduled tasks (SPEC §12), what `metnos schedule` calls.
 
-- `GET /api/schedules`: the active tasks, each with its next run as Prefect has it.
+- `GET /api/schedules`: the owner's active tasks, each with its next run as Prefect has it;
+  `?all=true`: every task of the household, a paired member's too (`user_id` says whose).
 - `POST /api/schedules` `{"when", "text", "lang"?, "channel"?}`: a new task. `when` is a
   cron expression or the everyday form ("every Monday at 8", "ogni lunedì alle 8"); the
   reply goes to the preferred channel (`[notify] channel`) unless `channel` names one.
-- `DELETE /api/schedules/{id}`: remove a task (its Prefect schedule goes too).
+- `DELETE /api/schedules/{id}`: remove a task, whoever's it is (its Prefect schedule goes
+  too).
+Without a model, a task whose text the embedded planner could not run is refused when it is
+added (`metnos.schedules.spoken.require_runnable`), with the forms it reads.
 
 Owner only (bearer token or web session with our Origin, as every `/api/` route); every
 change and every refusal leaves one audit line (`schedule.add`, `schedule.remove`).
@@ -21,7 +25,7 @@ from pydantic import BaseModel, Field
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.schemas import error_responses
 from metnos.notify.effect import Destination, destination, last_written
-from metnos.schedules import owner
+from metnos.schedules import owner, spoken
 from metnos.schedules.notices import FALLBACK
 from metnos.schedules.owner import ScheduleError, Sync
 from metnos.turns.service import TurnService
@@ -63,10 +67,11 @@ def _refused(service: TurnService, request: Request, owner_id: str, action: str,
 
 
 @router.get("", responses=error_responses(401))
-async def list_schedules(request: Request, service: ServiceDep,
-                         owner_id: OwnerDep) -> dict[str, Any]:
-    """The owner's active tasks, oldest first, each with `next_run`."""
-    return {"schedules": await owner.listing(service.engine, _sync(request), owner_id),
+async def list_schedules(request: Request, service: ServiceDep, owner_id: OwnerDep,
+                         all: bool = False) -> dict[str, Any]:
+    """The owner's active tasks (`all`: everybody's), oldest first, each with `next_run`."""
+    whose = None if all else owner_id
+    return {"schedules": await owner.listing(service.engine, _sync(request), whose),
             "timezone": service.settings.timezone}
 
 
@@ -79,6 +84,10 @@ async def add_schedule(body: ScheduleCreate, request: Request, service: ServiceD
     engine, settings = service.engine, service.settings
     found = await asyncio.to_thread(_where, engine, settings, owner_id, body.channel)
     try:
+        if service.port is None:  # no model: what runs each time is the embedded planner's
+            owner.checked(settings, body.when, body.text, task_lang)  # "when" is told first
+            await asyncio.to_thread(spoken.require_runnable, body.text, task_lang,
+                                    service.registry.tool_specs, settings.active_languages)
         task = await asyncio.to_thread(
             owner.new_task, engine, settings, when=body.when, text=body.text, user_id=owner_id,
             lang=task_lang, channel=found.channel, address=found.address)
@@ -98,7 +107,7 @@ async def remove_schedule(task_id: str, request: Request, service: ServiceDep,
                           owner_id: OwnerDep, lang: LangDep) -> dict[str, Any]:
     sync = _sync(request) or Sync(add=_nothing, remove=_nothing, next_runs=_no_runs)
     try:
-        task = await owner.remove(service.engine, sync, task_id, owner_id)
+        task = await owner.remove(service.engine, sync, task_id, None)
     except ScheduleError as exc:
         raise _refused(service, request, owner_id, "schedule.remove", exc, lang) from exc
     await asyncio.to_thread(service.audit.append, sender=owner_id, channel=_channel(request),
