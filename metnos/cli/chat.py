@@ -29,6 +29,7 @@ from metnos.cli.approvals import argument_lines
 from metnos.cli.notices import show_pending
 from metnos.errors import MetnosError
 from metnos.escape import terminal_line
+from metnos.i18n import phrases
 from metnos.settings import Settings
 
 
@@ -209,7 +210,8 @@ def _show(event: ServerEvent, view: _View) -> bool:
         view.reply(str(data.get("text") or ""), activity)
         return True
     if event.kind == "step" and data.get("state") == "started":
-        view.progress(i18n.get("MSG_CHAT_PROGRESS_STEP", lang, executor=data.get("executor")))
+        step = str(data.get("text") or "") or phrases.progress(str(data.get("executor")), lang)
+        view.progress(i18n.get("MSG_CHAT_PROGRESS_STEP", lang, step=step))
     elif event.kind == "status" and data.get("status") in _PROGRESS:
         view.progress(i18n.get(_PROGRESS[str(data["status"])], lang))
     return False

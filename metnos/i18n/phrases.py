@@ -30,27 +30,27 @@ SELECTORS = ("action", "mode")  # an argument naming the variant of an executor'
 QUOTE_CHARS = 80
 
 
-def progress(executor: str, lang: str) -> str:
+def progress(executor: str, lang: str | None) -> str:
     """The status line while `executor` runs."""
     return phrase("PROGRESS", executor, {}, lang)
 
 
-def done(executor: str, values: Mapping[str, Any], lang: str) -> str:
+def done(executor: str, values: Mapping[str, Any], lang: str | None) -> str:
     """What `executor` did, from its arguments and/or results."""
     return phrase("DONE", executor, values, lang)
 
 
-def denied(executor: str, values: Mapping[str, Any], lang: str) -> str:
+def denied(executor: str, values: Mapping[str, Any], lang: str | None) -> str:
     """The reply after the person said no to `executor` with these arguments."""
     return phrase("DENIED", executor, values, lang)
 
 
-def asked(executor: str, lang: str) -> str:
+def asked(executor: str, lang: str | None) -> str:
     """What a person asks of `executor`, as the end of "When you ask me to …"."""
     return phrase("ASK", executor, {}, lang)
 
 
-def has_own(kind: Kind, executor: str, lang: str) -> bool:
+def has_own(kind: Kind, executor: str, lang: str | None) -> bool:
     """Whether `executor` has its own `kind` sentence in `lang` (not the English fallback)."""
     return isinstance(i18n.catalog(i18n.normalise_lang(lang)).get(key(kind, executor)), str)
 
@@ -59,7 +59,7 @@ def key(kind: Kind, executor: str) -> str:
     return f"EX_{kind}_{executor}"
 
 
-def phrase(kind: Kind, executor: str, values: Mapping[str, Any], lang: str) -> str:
+def phrase(kind: Kind, executor: str, values: Mapping[str, Any], lang: str | None) -> str:
     """The `kind` sentence of `executor` in `lang`, filled from `values`; the generic one
     when it has none or it needs a value that is missing."""
     shown = {name: quoted(value) for name, value in values.items() if value is not None}
@@ -83,8 +83,8 @@ def quoted(value: Any) -> str:
     return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS].rstrip() + "…"
 
 
-def _fill(name: str, lang: str, values: Mapping[str, str]) -> str | None:
-    raw = i18n.lookup(name, lang) or i18n.lookup(name, i18n.FALLBACK_LANG)
+def _fill(name: str, lang: str | None, values: Mapping[str, str]) -> str | None:
+    raw = i18n.lookup(name, i18n.normalise_lang(lang)) or i18n.lookup(name, i18n.FALLBACK_LANG)
     if not isinstance(raw, str):
         return None
     needed = {field for _, field, _, _ in string.Formatter().parse(raw) if field}

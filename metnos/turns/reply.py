@@ -17,11 +17,13 @@ from typing import Any
 from babel.lists import format_list
 
 from metnos import i18n
+from metnos.i18n import phrases
 from metnos.i18n.formatting import locale_for
 
 MAX_LIST_ITEMS = 50
 _WORD = re.compile(r"[^a-z0-9]+")
 _VARIANT = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+DENIED = "MSG_APPROVAL_DENIED"  # the outcome of a step the person said no to
 
 
 @dataclass
@@ -86,6 +88,8 @@ def render_outcome(outcome: StepOutcome, lang: str) -> str:
             done = i18n.get("MSG_TURN_STEP_DONE", lang, executor=outcome.executor)
             return "\n".join([done, *fields])
         return i18n.get(key, lang, **vars)
+    if outcome.key == DENIED:  # what the person said no to, in plain words
+        return phrases.denied(outcome.executor, dict(outcome.vars.get("args") or {}), lang)
     return i18n.get(outcome.key or "ERR_INTERNAL_UNEXPECTED", lang, **outcome.vars)
 
 

@@ -44,7 +44,8 @@ def test_yes_approves_inline_and_prints_the_resumed_reply(
     after = out.split("Approve? [y/N]")[1]  # after the answer: the model's words, what ran
     assert "Handled hello.txt." in after and "I wrote 3 bytes to hello.txt" in after
     assert (served.workspace / "hello.txt").read_text() == "hi\n"
-    assert "… thinking" in result.stderr and "… using fs_write" in result.stderr
+    assert "… thinking" in result.stderr and "… Writing your file…" in result.stderr
+    assert "fs_write" not in result.stderr  # the progress line speaks of the file, not the tool
     assert "… waiting for your approval" in result.stderr
     assert pending(served) == []
 
@@ -54,7 +55,7 @@ def test_yes_approves_inline_and_prints_the_resumed_reply(
                            input="s\n")
     assert result.exit_code == 0, result.output
     assert "Serve la tua approvazione" in result.stdout and "Approvare? [s/N]" in result.stdout
-    assert "… sto usando fs_write" in result.stderr
+    assert "… Sto scrivendo il file…" in result.stderr and "fs_write" not in result.stderr
     assert (served.workspace / "ciao.txt").read_text() == "hi\n"
 
 
@@ -67,7 +68,8 @@ def test_no_denies_and_json_prints_the_final_turn(
     turn = json.loads(result.stdout)  # stdout is only the turn's JSON
     assert turn["status"] == "completed" and turn["reply"] == "Handled nope.txt."
     [denied] = turn["activity"]
-    assert denied["status"] == "denied" and "You denied" in denied["text"]
+    assert denied["status"] == "denied"
+    assert denied["text"] == "You said no: I did not write to nope.txt. Nothing changed."
     assert [a["status"] for a in turn["approvals"]] == ["denied"]
     assert "Action: fs_write" in result.stderr and "Approve? [y/N]" in result.stderr
     assert not (served.workspace / "nope.txt").exists()
