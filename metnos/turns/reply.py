@@ -85,7 +85,7 @@ def render_outcome(outcome: StepOutcome, lang: str) -> str:
             # an executor without a reply message of its own: show its result as it is
             fields = [f"{name}:\n{vars[name]}" if isinstance(value, list) else f"{name}: {value}"
                       for name, value in (outcome.result or {}).items()]
-            done = i18n.get("MSG_TURN_STEP_DONE", lang, executor=outcome.executor)
+            done = phrases.done(outcome.executor, outcome.result or {}, lang)
             return "\n".join([done, *fields])
         return i18n.get(key, lang, **vars)
     if outcome.key == DENIED:  # what the person said no to, in plain words
