@@ -21,6 +21,7 @@ import typer
 
 from metnos import i18n
 from metnos.channels.actions import HANDLE_CHARS, item_text, short_handles, undoable
+from metnos.channels.approval_card import action_sentence
 from metnos.cli import _out as out
 from metnos.cli._client import TIMEOUT_S, ServerEvent, api_call, follow_events
 from metnos.cli._common import exit_with, settings_or_exit
@@ -30,6 +31,7 @@ from metnos.cli.approvals import argument_lines
 from metnos.cli.notices import show_pending
 from metnos.errors import MetnosError
 from metnos.escape import terminal_line
+from metnos.i18n import phrases
 from metnos.settings import Settings
 
 
@@ -53,10 +55,12 @@ def chat(
     ask: bool | None = typer.Option(None, "--ask/--no-ask",
                                     help=msg("CLI_CHAT_ASK_HELP")),
     ask_all: bool = typer.Option(False, "--ask-all", help=msg("CLI_CHAT_ASK_ALL_HELP")),
+    verbose: bool = typer.Option(False, "--verbose", help=msg("CLI_CHAT_VERBOSE_HELP")),
 ) -> None:
     lang = lang or cli_lang()  # the conversation's words: --lang, else the CLI's language
     settings = settings_or_exit(lang)
-    view = _View(lang, as_json, sys.stdin.isatty() if ask is None else ask, ask_all=ask_all)
+    view = _View(lang, as_json, sys.stdin.isatty() if ask is None else ask, ask_all=ask_all,
+                 verbose=verbose)
     if not as_json:  # what Metnos sent while no chat was open (a reminder), once
         with contextlib.suppress(MetnosError):
             show_pending(settings, lang)
@@ -99,6 +103,7 @@ class _View:
     _think: object = None  # the model call whose text is streaming
     _streamed: str = ""  # that call's text, as printed
     ask_all: bool = False  # --ask-all: the session asks before every change
+    verbose: bool = False  # the details too: each step's and card's tool name
 
     def progress(self, text: str) -> None:
         """The status line: rewritten in place on a terminal, plain lines otherwise."""
@@ -225,7 +230,9 @@ def _show(event: ServerEvent, view: _View) -> bool:
         view.reply(str(data.get("text") or ""), activity)
         return True
     if event.kind == "step" and data.get("state") == "started":
-        view.progress(i18n.get("MSG_CHAT_PROGRESS_STEP", lang, executor=data.get("executor")))
+        step = str(data.get("text") or "") or phrases.progress(str(data.get("executor")), lang)
+        key = "MSG_CHAT_PROGRESS_STEP_TOOL" if view.verbose else "MSG_CHAT_PROGRESS_STEP"
+        view.progress(i18n.get(key, lang, step=step, executor=data.get("executor")))
     elif event.kind == "status" and data.get("status") in _PROGRESS:
         view.progress(i18n.get(_PROGRESS[str(data["status"])], lang))
     return False
@@ -239,7 +246,7 @@ def _decide(settings: Settings, approval: dict[str, Any], session_id: str | None
             view: _View) -> bool:
     """Show the card and ask; the answer goes to the gateway. False: left pending."""
     approval_id = str(approval.get("approval_id", ""))
-    view.say(_card(approval, view.lang), card=True)
+    view.say(_card(approval, view.lang, view.verbose), card=True)
     answer = _ask(view) if view.ask else None
     if answer is None:
         view.say(i18n.get("MSG_CHAT_APPROVAL_HINT", view.lang, approval_id=approval_id))
@@ -265,12 +272,20 @@ def _ask(view: _View) -> str | None:
     return "approve" if line.strip().casefold() in yes else "deny"
 
 
-def _card(approval: dict[str, Any], lang: str | None) -> str:
-    """What will happen: why it asks, the executor, its arguments, the files it touches. Each
-    line is one row whatever its values hold (`terminal_line`): none can break or forge one."""
-    lines = [i18n.get("MSG_CHAT_APPROVAL_TITLE", lang, why=approval.get("why", "")),
-             i18n.get("MSG_CHAT_APPROVAL_ACTION", lang, executor=approval.get("executor"))]
-    for name, value in sorted(dict(approval.get("args") or {}).items()):
+def _card(approval: dict[str, Any], lang: str | None, verbose: bool = False) -> str:
+    """What will happen: why it asks, the action in plain words (the tool's name with
+    --verbose), its arguments, the files it touches. Each line is one row whatever its values
+    hold (`terminal_line`): none can break or forge one."""
+    card = approval.get("card") if isinstance(approval.get("card"), dict) else None
+    executor, args = str(approval.get("executor")), dict(approval.get("args") or {})
+    action = str(card["action"]) if card and card.get("action") else action_sentence(
+        executor, args, i18n.normalise_lang(lang))
+    why = card["why"] if card and card.get("why") else approval.get("why", "")
+    lines = [i18n.get("MSG_CHAT_APPROVAL_TITLE", lang, why=why),
+             i18n.get("MSG_CHAT_APPROVAL_ACTION", lang, action=action)]
+    if verbose:
+        lines.append(i18n.get("MSG_CHAT_APPROVAL_TOOL", lang, executor=executor))
+    for name, value in sorted(args.items()):
         lines.extend(argument_lines(name, value, lang))  # a long one whole, with its length
     for path, state in sorted(dict(approval.get("files") or {}).items()):
         lines.append(i18n.get("MSG_CHAT_APPROVAL_FILE", lang, path=path, state=i18n.get(

@@ -20,6 +20,7 @@ from metnos import approvals, escape, i18n
 from metnos.approvals import ApprovalError, NewApproval
 from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
+from metnos.i18n import phrases
 from metnos.policy.approver import approver_id
 from metnos.policy.decide import Decision
 from metnos.policy.laws import ASK_UNTRUSTED, UNTRUSTED_SOURCES
@@ -201,8 +202,11 @@ def _closed(service: TurnService, ctx: TurnContext, checked: CheckedStep, key: s
                              action_id=checked.action_id,
                              approval_id=checked.approval.id if checked.approval else None)
     row = checked.approval
+    args = checked.request.args if checked.request is not None else checked.step.args
     vars = {"executor": checked.step.executor, "action": describe(checked),
-            "approval_id": row.id if row else "", "status": outcome, "note": note}
+            "approval_id": row.id if row else "", "status": outcome, "note": note,
+            # the values a plain sentence names ("I did not delete compiti.md"), quoted short
+            "args": {k: phrases.quoted(v) for k, v in sorted(args.items())}}
     return StepOutcome(checked.step.executor, "refused", key=key, vars=vars, audit_seq=seq)
 
 

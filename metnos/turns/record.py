@@ -21,6 +21,7 @@ from metnos.channels.approval_card import plain_card
 from metnos.db import models
 from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError
+from metnos.i18n import phrases
 from metnos.mnestoma.record import Memory, after_turn
 from metnos.settings import Settings
 from metnos.turns import gate, language
@@ -153,8 +154,10 @@ class TurnRecord:
     def step_event(self, ctx: TurnContext, checked: CheckedStep, state: str,
                    outcome: StepOutcome | None = None) -> None:
         """A step's progress (started, done, failed, refused): its name and the digest of
-        its arguments, never the arguments themselves."""
+        its arguments, never the arguments themselves; `text` is what the status line says
+        of it ("Looking for your files…"), without outside text."""
         self.events.publish(ctx.turn_id, "step", executor=checked.step.executor, state=state,
+                            text=phrases.progress(checked.step.executor, ctx.lang),
                             action_id=checked.action_id, args_digest=checked.args_digest,
                             key=outcome.key if outcome is not None else None,
                             seq=checked.seq)

@@ -17,11 +17,13 @@ from typing import Any
 from babel.lists import format_list
 
 from metnos import i18n
+from metnos.i18n import phrases
 from metnos.i18n.formatting import locale_for
 
 MAX_LIST_ITEMS = 50
 _WORD = re.compile(r"[^a-z0-9]+")
 _VARIANT = re.compile(r"^[a-z][a-z0-9_]{0,40}$")
+DENIED = "MSG_APPROVAL_DENIED"  # the outcome of a step the person said no to
 
 
 @dataclass
@@ -83,9 +85,11 @@ def render_outcome(outcome: StepOutcome, lang: str) -> str:
             # an executor without a reply message of its own: show its result as it is
             fields = [f"{name}:\n{vars[name]}" if isinstance(value, list) else f"{name}: {value}"
                       for name, value in (outcome.result or {}).items()]
-            done = i18n.get("MSG_TURN_STEP_DONE", lang, executor=outcome.executor)
+            done = phrases.done(outcome.executor, outcome.result or {}, lang)
             return "\n".join([done, *fields])
         return i18n.get(key, lang, **vars)
+    if outcome.key == DENIED:  # what the person said no to, in plain words
+        return phrases.denied(outcome.executor, dict(outcome.vars.get("args") or {}), lang)
     return i18n.get(outcome.key or "ERR_INTERNAL_UNEXPECTED", lang, **outcome.vars)
 
 

@@ -37,14 +37,17 @@ def test_yes_approves_inline_and_prints_the_resumed_reply(
     result = runner.invoke(app, ["chat", "--ask", "write hi to hello.txt"], input="y\n")
     assert result.exit_code == 0, result.output
     out = result.stdout
-    assert "Your approval is needed" in out and "Action: fs_write" in out
+    assert "Your approval is needed" in out
+    assert "Action: Write “hi” to hello.txt, replacing what it holds" in out
+    assert "fs_write" not in out  # the tool's name is a detail: --verbose shows it
     assert 'path = "hello.txt"' in out and 'content = "hi\\n"' in out
     assert "File hello.txt: does not exist yet" in out
     assert "Approve? [y/N]" in out
     after = out.split("Approve? [y/N]")[1]  # after the answer: the model's words, what ran
     assert "Handled hello.txt." in after and "I wrote 3 bytes to hello.txt" in after
     assert (served.workspace / "hello.txt").read_text() == "hi\n"
-    assert "… thinking" in result.stderr and "… using fs_write" in result.stderr
+    assert "… thinking" in result.stderr and "… Writing your file…" in result.stderr
+    assert "fs_write" not in result.stderr  # the progress line speaks of the file, not the tool
     assert "… waiting for your approval" in result.stderr
     assert pending(served) == []
 
@@ -54,7 +57,7 @@ def test_yes_approves_inline_and_prints_the_resumed_reply(
                            input="s\n")
     assert result.exit_code == 0, result.output
     assert "Serve la tua approvazione" in result.stdout and "Approvare? [s/N]" in result.stdout
-    assert "… sto usando fs_write" in result.stderr
+    assert "… Sto scrivendo il file…" in result.stderr and "fs_write" not in result.stderr
     assert (served.workspace / "ciao.txt").read_text() == "hi\n"
 
 
@@ -67,9 +70,11 @@ def test_no_denies_and_json_prints_the_final_turn(
     turn = json.loads(result.stdout)  # stdout is only the turn's JSON
     assert turn["status"] == "completed" and turn["reply"] == "Handled nope.txt."
     [denied] = turn["activity"]
-    assert denied["status"] == "denied" and "You denied" in denied["text"]
+    assert denied["status"] == "denied"
+    assert denied["text"] == "You said no: I did not write to nope.txt. Nothing changed."
     assert [a["status"] for a in turn["approvals"]] == ["denied"]
-    assert "Action: fs_write" in result.stderr and "Approve? [y/N]" in result.stderr
+    assert "Action: Write “hi” to nope.txt" in result.stderr and "Approve? [y/N]" in result.stderr
+    assert "fs_write" not in result.stderr
     assert not (served.workspace / "nope.txt").exists()
 
     # the REPL asks the same way and keeps going
@@ -82,7 +87,7 @@ def test_no_denies_and_json_prints_the_final_turn(
     assert (served.workspace / "repl.txt").exists()
 
 
-@pytest.mark.parametrize("flags", [[], ["--no-ask"]])
+@pytest.mark.parametrize("flags", [[], ["--no-ask", "--verbose"]])
 def test_without_a_terminal_it_leaves_the_approval_pending_with_the_hint(
         served: Home, scripted_llm: ScriptedLLM, flags: list[str]) -> None:
     write_asked(scripted_llm, "later.txt")
@@ -90,7 +95,9 @@ def test_without_a_terminal_it_leaves_the_approval_pending_with_the_hint(
     assert result.exit_code == 0, result.output
     [row] = pending(served)
     approval_id = str(row["approval_id"])
-    assert "Action: fs_write" in result.stdout and "Approve?" not in result.stdout
+    assert "Action: Write “hi” to later.txt" in result.stdout and "Approve?" not in result.stdout
+    # the tool's name and its step are details: only --verbose shows them
+    assert ("Tool: fs_write" in result.stdout) == ("--verbose" in flags)
     assert f"metnos approvals approve {approval_id}" in result.stdout
     assert not (served.workspace / "later.txt").exists()  # the "y" on stdin was not read
     url = f"http://127.0.0.1:{served.settings.gateway.port}/api/approvals/{approval_id}"

@@ -30,7 +30,7 @@ def test_a_streamed_answer_is_printed_once_then_what_ran(
     assert prose == answer and result.stdout.count(answer) == 1  # streamed, not repeated
     assert activity and "log.txt" in activity[0]  # what ran, after the prose
     assert "22:14 backup" in scripted_llm.requests[1]["messages"][-1]["content"]
-    assert "… using fs_read" in result.stderr and answer not in result.stderr
+    assert "… Reading your file…" in result.stderr and answer not in result.stderr
 
 
 def test_tokens_are_printed_as_they_arrive(served: Home, scripted_llm: ScriptedLLM) -> None:

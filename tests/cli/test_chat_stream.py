@@ -65,7 +65,7 @@ def test_a_tool_call_between_two_model_calls(capsys: pytest.CaptureFixture[str])
           delta("It says ", think=2), delta("hi.", think=2), reply("It says hi."))
     out = capsys.readouterr()
     assert out.out == "Let me look.\nIt says hi.\n"  # each model call on its own line
-    assert out.err == "… using fs_read\n"
+    assert out.err == "… Reading your file…\n"
 
 
 def test_a_reply_that_differs_from_the_stream_is_printed_whole_apart(
@@ -111,3 +111,12 @@ def test_a_change_shows_its_short_undo_handle_not_the_whole_id(
     assert action_id not in out
     assert out == ("I wrote 5 bytes to a.md. To undo it: metnos undo 3f9c2a7b\n"
                    "Added bread to the shopping list. (to undo: metnos undo 3f9c2a7b)\n")
+
+
+def test_the_step_line_names_the_tool_only_with_verbose(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    step = ("step", {"executor": "fs_find", "state": "started", "text": "Looking for your files…"})
+    shown(_View("en", as_json=False, ask=False), step)
+    assert capsys.readouterr().err == "… Looking for your files…\n"  # the server's words
+    shown(_View("en", as_json=False, ask=False, verbose=True), step)
+    assert capsys.readouterr().err == "… Looking for your files… (fs_find)\n"

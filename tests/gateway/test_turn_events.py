@@ -93,6 +93,7 @@ def test_a_turn_with_a_step_streams_status_step_reply_end_in_order(
         ("end", "completed")]
     step = got[2][2]
     assert step["executor"] == "fs_read" and step["args_digest"] and "args" not in step
+    assert step["text"] == "Reading your file…"  # the status line's words, never the tool's name
     [(reply_seq, _, reply)] = [e for e in got if e[1] == "reply"]
     assert reply["text"] == "Your note says: buy milk."
     assert [(a["executor"], a["status"]) for a in reply["activity"]] == [("fs_read", "done")]

@@ -99,8 +99,12 @@ async def test_forwarded_or_quoted_instructions_are_data_not_orders(
         assert not (home.workspace / "pwned.txt").exists()
         deny = buttons(card)[1]["callback_data"]
         telegram.push_callback(ANNA, deny, card.result["message_id"], language_code="en")
-        await until(telegram, lambda t: any("I did not write it." in x and "You denied" in x
+        plain = "You said no: I did not write to pwned.txt. Nothing changed."
+        await until(telegram, lambda t: any("I did not write it." in x and plain in x
                                             for x in said(t, ANNA)), "the final reply")
+        # the reply names the file, never the tool or its argument syntax
+        assert all("fs_write" not in x and 'path="' not in x
+                   for x in said(telegram, ANNA) if plain in x)
     assert not (home.workspace / "pwned.txt").exists()
     user_message = scripted_llm.requests[0]["messages"][-1]["content"]
     source = "forwarded" if how == "forward" else "quoted"

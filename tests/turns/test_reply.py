@@ -30,7 +30,7 @@ def test_each_outcome_in_the_session_language() -> None:
 def test_an_executor_without_its_own_message_shows_its_result() -> None:
     text = compose([StepOutcome("owner_tool", "done", result={"n": 3, "items": ["x"]})], None,
                    "en")
-    assert text == "Done: owner_tool.\nn: 3\nitems:\n- x"
+    assert text == "Done.\nn: 3\nitems:\n- x"  # its own sentence or the generic one, never its name
 
 
 def test_nothing_to_do() -> None:

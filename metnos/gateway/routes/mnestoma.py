@@ -1,6 +1,7 @@
 """The mnestoma for the owner (SPEC §7.1): `GET /api/mnestoma` (mnests, executors' use and
-state, proto-mnests, traces), `GET /api/mnestoma.png` (its picture) and `GET /mnestoma`, a web
-page of its own showing both, in the UI language, authenticated as the chat is."""
+state, proto-mnests, traces), `GET /api/mnestoma.png` (its picture) and `GET /mnestoma`, the
+"What I remember" page: what Metnos learned in plain words first (`metnos.web.learned`), the
+graph and its tables one click further, in the UI language, authenticated as the chat is."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from metnos.gateway.schemas import error_responses
 from metnos.i18n.tags import match_language
 from metnos.mnestoma import picture, views
 from metnos.turns.service import TurnService
+from metnos.web.learned import learned
 
 router = APIRouter(tags=["mnestoma"])
 
@@ -57,6 +59,7 @@ async def mnestoma_page(request: Request, service: ServiceDep) -> HTMLResponse:
     used = [e for e in view["executors"] if e["invocations"] > 0 or e["state"] != "active"]
     return HTMLResponse(_render(
         "mnestoma.html.j2", locale, view=view, states=states, used=used,
+        learned=learned(view, locale),
         picture=f"/api/mnestoma.png?lang={locale}", width=picture.WIDTH_PX,
         height=picture.HEIGHT_PX))
 

@@ -46,7 +46,7 @@ _JS_KEYS = {
     "you": "WEB_CHAT_YOU", "metnos": "WEB_CHAT_METNOS", "session": "WEB_CHAT_SESSION",
     "httpError": "WEB_CHAT_HTTP_ERROR",
     "approve": "WEB_CHAT_APPROVE", "deny": "WEB_CHAT_DENY", "approved": "WEB_CHAT_APPROVED",
-    "denied": "WEB_CHAT_DENIED", "working": "WEB_CHAT_WORKING", "using": "WEB_CHAT_USING",
+    "denied": "WEB_CHAT_DENIED", "working": "WEB_CHAT_WORKING",
     "auditEmpty": "WEB_CHAT_AUDIT_EMPTY", "files": "WEB_CHAT_FILES",
     "fileExists": "CARD_FILE_EXISTS", "fileNew": "CARD_FILE_NEW",
     "pairingWaiting": "WEB_CHAT_PAIRING_WAITING", "pairingMember": "WEB_CHAT_PAIRING_MEMBER",

@@ -69,12 +69,20 @@ export function setUpSessions(current, open, fail) {
   $("sessions-more").addEventListener("click", () => loadSessions(false, current, open).catch(fail));
 }
 
-// One audit line as a person reads it: its local time, what happened, how it ended.
+// One audit line as a person reads it: its local time and what happened, in plain words (the
+// server's `text`); the raw line (the tool's name, how it ended) one click away, in details.
 function auditItem(line) {
   const li = document.createElement("li");
-  const what = line.action || "";
   const outcome = S.outcomes[line.outcome] || line.outcome || S.outcomes[line.decision] || line.decision || "";
-  li.append(timeElement(line.ts), document.createTextNode(" " + (outcome ? `${what}: ${outcome}` : what)));
+  const raw = outcome ? `${line.action || ""}: ${outcome}` : (line.action || "");
+  li.append(timeElement(line.ts), document.createTextNode(" " + (line.text || raw)));
+  if (line.text && raw) {
+    const details = document.createElement("details");
+    details.className = "audit-raw";
+    const summary = Object.assign(document.createElement("summary"), { textContent: S.details });
+    details.append(summary, Object.assign(document.createElement("code"), { textContent: raw }));
+    li.append(" ", details);
+  }
   return li;
 }
 

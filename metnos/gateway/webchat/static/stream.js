@@ -1,6 +1,6 @@
 // The turn on screen, from its server-sent events: status lines, approval cards, the text as
 // it streams (`delta`), then the reply that replaces it with what ran beside it.
-import { S, api, fill } from "./api.js";
+import { S, api } from "./api.js";
 import { proseWithoutHints } from "./actions.js";
 import { addActivity, bubble, notice } from "./bubbles.js";
 import { refreshWaiting, showCard, showProposals } from "./cards.js";
@@ -48,7 +48,8 @@ export function follow(turnId, seen, onEnd) {
   const on = (kind, handler) => events.addEventListener(kind, (e) => handler(JSON.parse(e.data)));
   on("status", (data) => setStatus(S.status[data.status] || ""));
   on("step", (data) => {
-    if (data.state === "started") setStatus(fill(S.using, { executor: data.executor }));
+    // the step's own words ("Looking for your files…"): the tool's name stays out of sight
+    if (data.state === "started") setStatus(data.text || S.working);
   });
   on("approval", (data) => {
     settle();
