@@ -135,9 +135,8 @@ class _View:
                 rest = text
             self._write(rest)
             self._end_line()
-            for item in activity:
-                if item.get("text"):
-                    out.echo_line(item["text"])
+            for line in activity_lines(text, activity):
+                out.echo_line(line)
         self._think, self._streamed = None, ""
 
     def _write(self, text: str) -> None:
@@ -150,6 +149,21 @@ class _View:
     def _end_line(self) -> None:
         if self._open:
             self._write("\n")
+
+
+def activity_lines(reply: str, activity: list[dict[str, Any]]) -> list[str]:
+    """The activity items' texts still to show after `reply`: one the reply already says
+    (the embedded planner's reply is often the done sentence itself) or an earlier item
+    said is left out, so no sentence is printed twice."""
+    shown = " ".join(reply.split())
+    lines: list[str] = []
+    for item in activity:
+        text = str(item.get("text") or "")
+        flat = " ".join(text.split())
+        if flat and flat not in shown:
+            lines.append(text)
+            shown += "\n" + flat
+    return lines
 
 
 def unstreamed(final: str, streamed: str) -> str | None:

@@ -96,3 +96,12 @@ def test_a_card_after_streamed_text_starts_on_a_fresh_line(
     shown(view, delta("I need your approval."))
     view.say("Your approval is needed")
     assert capsys.readouterr().out == "I need your approval.\nYour approval is needed\n"
+
+
+def test_an_activity_item_the_reply_already_says_is_not_repeated(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    view = _View("en", as_json=False, ask=False)
+    shown(view, reply("Added bread to the shopping list (2 items).",
+                      "Added bread to the shopping list (2 items).", "I read list.md."))
+    assert capsys.readouterr().out == (
+        "Added bread to the shopping list (2 items).\nI read list.md.\n")
