@@ -40,6 +40,7 @@ from metnos.mail.settings import MailSettings
 from metnos.reminders.settings import ReminderSettings
 from metnos.remote_settings import RemoteSettings
 from metnos.schedules.settings import ScheduleSettings
+from metnos.system_lang import system_lang
 from metnos.timezone import known_zone, system_timezone
 from metnos.tutor_settings import TutorSettings
 
@@ -211,7 +212,9 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="METNOS_", extra="forbid")
 
     home: Path = Field(default_factory=default_home, description="Everything the instance owns.")
-    lang: str = Field("it", description="Process language (BCP-47), fixed at boot.")
+    lang: str = Field(default_factory=system_lang,
+                      description="Process language (BCP-47), fixed at boot; default: the "
+                      "machine's (LC_ALL, LC_MESSAGES, LANG) when Metnos speaks it, else it.")
     timezone: str = Field(
         default_factory=system_timezone,
         description="The household's IANA time zone (the time of day, reminders, local times "

@@ -27,7 +27,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Engine, func
+from sqlalchemy import Engine, func, or_
 from sqlmodel import Session, col, select
 
 from metnos import i18n
@@ -186,9 +186,11 @@ def _list_sessions(engine: Engine, owner: str, *, offset: int, limit: int,
         query = query.where(col(ChatSession.channel).in_(list(channels)))
     if excluded:
         query = query.where(col(ChatSession.channel).not_in(list(excluded)))
-    if spoken:
-        query = query.where(select(Turn.id).where(
-            col(Turn.session_id) == col(ChatSession.id)).exists())
+    if spoken:  # a turn or a stored message: something was said in it
+        query = query.where(or_(
+            select(Turn.id).where(col(Turn.session_id) == col(ChatSession.id)).exists(),
+            select(ChatMessage.id).where(
+                col(ChatMessage.session_id) == col(ChatSession.id)).exists()))
     query = (query.order_by(col(ChatSession.updated_at).desc(), col(ChatSession.id))
              .offset(offset).limit(limit + 1))
     with db_session(engine) as db:

@@ -8,6 +8,7 @@ import { closeSessions, latestConversation, setUpAccount, setUpAudit, setUpMenu,
 import { TURN_KEY, closeStream, follow, following, listenNotices, setStatus } from "./stream.js";
 
 const SESSION_KEY = "metnos.session";
+const FRESH_KEY = "metnos.fresh"; // this tab asked for a new conversation: a reload keeps it empty
 const messages = $("messages");
 const input = $("text");
 let sessionId = sessionStorage.getItem(SESSION_KEY) || null;
@@ -39,6 +40,7 @@ async function openSession(id) {
   closeStream();
   sessionId = id;
   sessionStorage.setItem(SESSION_KEY, id);
+  sessionStorage.removeItem(FRESH_KEY);
   messages.replaceChildren(historyItems(page.messages));
   showSummary(page.summary);
   earlierBefore = page.next_before;
@@ -73,6 +75,7 @@ async function send(text) {
     const turn = await api("POST", "/api/turns?wait=false", { text, session_id: sessionId, lang: S.locale });
     sessionId = turn.session_id;
     sessionStorage.setItem(SESSION_KEY, sessionId);
+    sessionStorage.removeItem(FRESH_KEY);
     sessionStorage.setItem(TURN_KEY, JSON.stringify({ turn: turn.turn_id, session: sessionId, text }));
     showSession();
     follow(turn.turn_id, new Set(), () => { input.focus(); refreshModel().catch(() => {}); });
@@ -125,6 +128,7 @@ $("new-session").addEventListener("click", () => {
   closeStream();
   sessionId = null;
   sessionStorage.removeItem(SESSION_KEY);
+  sessionStorage.setItem(FRESH_KEY, "1");
   messages.replaceChildren();
   showSummary(null);
   earlierBefore = null;
@@ -151,7 +155,7 @@ document.body.dataset.ready = "true"; // the page's handlers are in place
 // After a reload the conversation on screen comes back (this tab's); a new tab or a browser
 // opened again shows the latest web conversation, with its history, instead of an empty page.
 async function reopen() {
-  const id = sessionId || await latestConversation();
+  const id = sessionId || (sessionStorage.getItem(FRESH_KEY) ? null : await latestConversation());
   if (!id) { await refreshWaiting(); return; }
   try {
     await openSession(id);
