@@ -19,18 +19,18 @@ from metnos.errors import MetnosError
 from metnos.i18n import FALLBACK_LANG
 from metnos.i18n.tags import match_language
 from metnos.settings import get_settings
-from metnos.system_lang import LOCALE_VARS, posix_tag
-
+from metnos.system_lang import LOCALE_VARS, locale_tag, posix_tag
 
 
 def cli_lang(environ: Mapping[str, str] | None = None) -> str:
-    """The active language the CLI speaks (never raises: broken settings give English)."""
+    """The active language the CLI speaks (never raises: with broken settings, METNOS_LANG
+    or the machine's language when Metnos has messages in it, else English)."""
     env = os.environ if environ is None else environ
     try:
         settings = get_settings()
         active, default = settings.active_languages, settings.lang
-    except (MetnosError, ValueError):
-        return FALLBACK_LANG
+    except (MetnosError, ValueError):  # broken settings: said in the person's language
+        return _spoken(env.get("METNOS_LANG", "").strip() or locale_tag(env) or FALLBACK_LANG)
     instance = match_language(default, active) or active[0]
     return _spoken(_chosen(env, active, instance))
 
