@@ -1,6 +1,5 @@
-"""The approval wait of a turn flow: Prefect's `pause_flow_run` with a typed run input (the
-UI's approve/deny form, `ApprovalInput`); the API and `metnos approvals` resume it through
-`resume_approval`. The database row decides (`metnos.turns.gate.resolve`)."""
+"""The approval wait of a turn flow: `pause_flow_run` with the UI's form (`ApprovalInput`),
+resumed through `resume_approval` by the API and the CLI; the row decides (`gate.resolve`)."""
 
 from __future__ import annotations
 
@@ -12,18 +11,11 @@ from uuid import UUID
 import httpx
 import tenacity
 from prefect import get_client, get_run_logger
-from prefect.exceptions import (
-    FlowPauseTimeout,
-    MissingContextError,
-    NotPausedError,
-    PrefectHTTPStatusError,
-)
+from prefect.exceptions import FlowPauseTimeout, NotPausedError, PrefectHTTPStatusError
 from prefect.flow_runs import apause_flow_run, aresume_flow_run
 from prefect.input import RunInput
 from prefect.states import Running
 
-from metnos import approvals
-from metnos.channels.approval_card import plain_card
 from metnos.turns import gate, runview
 from metnos.turns.service import CheckedStep, TurnContext, TurnService
 
@@ -92,7 +84,7 @@ async def wait_for_owner(service: TurnService, ctx: TurnContext,
         return {}  # decided before the pause began: the row says what to do
     timeout = max(1, int(service.settings.policy.approval_timeout_s))
     form = ApprovalInput.with_initial_data(description=gate.markdown(checked, ctx.lang))
-    _say_what_it_waits_for(checked, ctx.lang)
+    get_run_logger().info("%s", runview.waiting_for(checked.approval, ctx.lang))
     try:
         answer = await apause_flow_run(wait_for_input=form, timeout=timeout,
                                        poll_interval=cast(int, PAUSE_POLL_S),
@@ -103,17 +95,3 @@ async def wait_for_owner(service: TurnService, ctx: TurnContext,
             await client.set_flow_run_state(UUID(str(ctx.flow_run_id)), Running(), force=True)
         return None
     return {"decision": answer.decision, "reason": answer.reason}
-
-
-def _say_what_it_waits_for(checked: CheckedStep, lang: str) -> None:
-    """The paused run's page says what it waits for: one line in the run's log (the page's
-    first tab), above Prefect's own "Pausing flow"; the form's description says it whole."""
-    row = checked.approval
-    assert row is not None
-    public = approvals.public(row)
-    line = runview.waiting_line(plain_card(public, lang).action, str(public["approver"]),
-                                row.id, lang)
-    try:
-        get_run_logger().info("%s", line)
-    except MissingContextError:  # not inside a run (a direct call): the module's log
-        log.info("%s", line)

@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from metnos import escape, i18n
+from metnos import approvals, escape, i18n
+from metnos.approvals.models import Approval
+from metnos.channels.approval_card import plain_card
 from metnos.turns.context import TurnContext
 
 TAG = "metnos-turn"
@@ -72,6 +74,13 @@ def waiting_line(action: str, approver: str, approval_id: str, lang: str) -> str
     return escape.terminal_line(i18n.get(
         "MSG_RUN_WAITING", lang, approver=approver, action=" ".join(action.split()),
         approval_id=_NAME.sub("", approval_id)[:SHORT_ID]))
+
+
+def waiting_for(row: Approval | None, lang: str) -> str:
+    """`waiting_line` for the approval `row` a paused turn waits for (its plain action)."""
+    assert row is not None
+    public = approvals.public(row)
+    return waiting_line(plain_card(public, lang).action, str(public["approver"]), row.id, lang)
 
 
 def run_tags(ctx: TurnContext, executors: list[str] | None = None) -> list[str]:
