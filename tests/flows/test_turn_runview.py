@@ -96,11 +96,12 @@ async def test_a_paused_run_says_what_it_waits_for(
         make_home: MakeHome, prefect_api: str, caplog: pytest.LogCaptureFixture) -> None:
     """Issue 27, loose end: a paused turn's page (its name and its log, the page's first
     tab) says what it waits for, in the turn's language; names are one of a kind."""
-    caplog.set_level(logging.INFO, logger="prefect.flow_runs")  # the test session: WARNING
     home = make_home(lang="en")  # no model: the embedded planner asks before a deletion
     (home.workspace / "old-draft.txt").write_text("x\n")
     async with gateway_client(home) as client:
         first = (await client.post("/api/turns", json={"text": "hello"})).json()
+        # the test session logs at WARNING (set up by Prefect at its first run, above)
+        caplog.set_level(logging.INFO, logger="prefect.flow_runs")
         body = (await client.post("/api/turns", json={
             "text": "delete the file old-draft.txt"})).json()
         assert body["status"] == "awaiting_approval", body
