@@ -144,8 +144,9 @@ async def test_the_first_hour_in_chromium(make_home: MakeHome, browser: Any,
         await page.get_by_role("button", name=i18n.get("WEB_CHAT_AUDIT", LANG)).click()
         await expect(page.locator("#audit-lines li").first).to_be_visible(timeout=30_000)
         await walk.stage(page, "activity-log")
-        await page.get_by_role("link", name=i18n.get("WEB_CHAT_MEMORY", LANG)).click()
-        await page.wait_for_load_state("load")
+        await page.get_by_role("button", name=i18n.get("WEB_CHAT_MEMORY", LANG)).click()
+        await expect(page).to_have_url(re.compile(r"/mnestoma$"))
+        await expect(page.locator("h1")).to_be_visible()
         await walk.stage(page, "what-i-remember")
         await context.close()
     assert errors == []
