@@ -1,6 +1,5 @@
-"""The approval wait of a turn flow: Prefect's `pause_flow_run` with a typed run input (the
-UI's approve/deny form, `ApprovalInput`); the API and `metnos approvals` resume it through
-`resume_approval`. The database row decides (`metnos.turns.gate.resolve`)."""
+"""The approval wait of a turn flow: `pause_flow_run` with the UI's form (`ApprovalInput`),
+resumed through `resume_approval` by the API and the CLI; the row decides (`gate.resolve`)."""
 
 from __future__ import annotations
 
@@ -11,13 +10,13 @@ from uuid import UUID
 
 import httpx
 import tenacity
-from prefect import get_client
+from prefect import get_client, get_run_logger
 from prefect.exceptions import FlowPauseTimeout, NotPausedError, PrefectHTTPStatusError
 from prefect.flow_runs import apause_flow_run, aresume_flow_run
 from prefect.input import RunInput
 from prefect.states import Running
 
-from metnos.turns import gate
+from metnos.turns import gate, runview
 from metnos.turns.service import CheckedStep, TurnContext, TurnService
 
 PAUSE_POLL_S = 0.5  # how often a paused run checks whether it was resumed (Prefect: 10 s)
@@ -85,6 +84,7 @@ async def wait_for_owner(service: TurnService, ctx: TurnContext,
         return {}  # decided before the pause began: the row says what to do
     timeout = max(1, int(service.settings.policy.approval_timeout_s))
     form = ApprovalInput.with_initial_data(description=gate.markdown(checked, ctx.lang))
+    get_run_logger().info("%s", runview.waiting_for(checked.approval, ctx.lang))
     try:
         answer = await apause_flow_run(wait_for_input=form, timeout=timeout,
                                        poll_interval=cast(int, PAUSE_POLL_S),

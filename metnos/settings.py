@@ -40,6 +40,8 @@ from metnos.mail.settings import MailSettings
 from metnos.reminders.settings import ReminderSettings
 from metnos.remote_settings import RemoteSettings
 from metnos.schedules.settings import ScheduleSettings
+from metnos.settings_errors import unknown_key_error
+from metnos.system_lang import system_lang
 from metnos.timezone import known_zone, system_timezone
 from metnos.trash_settings import TrashSettings
 from metnos.tutor_settings import TutorSettings
@@ -217,7 +219,8 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix="METNOS_", extra="forbid")
 
     home: Path = Field(default_factory=default_home, description="Everything the instance owns.")
-    lang: str = Field("it", description="Process language (BCP-47), fixed at boot.")
+    lang: str = Field(default_factory=system_lang, description="Process language (BCP-47), "
+                      "fixed at boot; default: the machine's locale when Metnos speaks it.")
     timezone: str = Field(
         default_factory=system_timezone,
         description="The household's IANA time zone (the time of day, reminders, local times "
@@ -380,7 +383,9 @@ def _group_from_toml(group: str, table: Any) -> BaseModel:
         env_values = cls().model_dump(exclude_unset=True)
         return cls(**{**table, **env_values})
     except ValidationError as exc:  # name the table: "gateway.port", not just "port"
-        raise ConfigError("ERR_CONFIG_INVALID", detail=_brief(exc, prefix=f"{group}.")) from exc
+        unknown = unknown_key_error(exc, cls, default_home() / "metnos.toml", f"{group}.")
+        raise unknown or ConfigError("ERR_CONFIG_INVALID",
+                                     detail=_brief(exc, prefix=f"{group}.")) from exc
 
 
 @lru_cache(maxsize=1)
@@ -388,8 +393,9 @@ def get_settings() -> Settings:
     """The instance settings, read once; raises ConfigError with a readable reason."""
     try:
         return Settings()
-    except ValidationError as exc:
-        raise ConfigError("ERR_CONFIG_INVALID", detail=_brief(exc)) from exc
+    except ValidationError as exc:  # an unknown key at the top can only come from the file
+        unknown = unknown_key_error(exc, Settings, default_home() / "metnos.toml")
+        raise unknown or ConfigError("ERR_CONFIG_INVALID", detail=_brief(exc)) from exc
 
 
 def _brief(exc: ValidationError, prefix: str = "") -> str:

@@ -3,7 +3,9 @@
 `METNOS_LANG` when set, else the POSIX message locale — the first of `LC_ALL`, `LC_MESSAGES`,
 `LANG` that is set and not empty decides (`it_IT.UTF-8` → `it`); `C`/`POSIX`, or a language
 that is not active here, gives the instance's language (`lang` in metnos.toml, else the
-default). Read at each call, never cached: nothing is decided at import time.
+default). A language Metnos has no messages in (`METNOS_LANG=xx`) gives English, and every
+command says so once on stderr (`metnos serve` refuses to start). Read at each call, never
+cached: nothing is decided at import time.
 """
 
 from __future__ import annotations
@@ -17,20 +19,23 @@ from metnos.errors import MetnosError
 from metnos.i18n import FALLBACK_LANG
 from metnos.i18n.tags import match_language
 from metnos.settings import get_settings
-
-LOCALE_VARS = ("LC_ALL", "LC_MESSAGES", "LANG")  # POSIX precedence for messages
-NEUTRAL = ("C", "POSIX")
+from metnos.system_lang import LOCALE_VARS, locale_tag, posix_tag
 
 
 def cli_lang(environ: Mapping[str, str] | None = None) -> str:
-    """The active language the CLI speaks (never raises: broken settings give English)."""
+    """The active language the CLI speaks (never raises: with broken settings, METNOS_LANG
+    or the machine's language when Metnos has messages in it, else English)."""
     env = os.environ if environ is None else environ
     try:
         settings = get_settings()
         active, default = settings.active_languages, settings.lang
-    except (MetnosError, ValueError):
-        return FALLBACK_LANG
+    except (MetnosError, ValueError):  # broken settings: said in the person's language
+        return _spoken(env.get("METNOS_LANG", "").strip() or locale_tag(env) or FALLBACK_LANG)
     instance = match_language(default, active) or active[0]
+    return _spoken(_chosen(env, active, instance))
+
+
+def _chosen(env: Mapping[str, str], active: tuple[str, ...], instance: str) -> str:
     explicit = env.get("METNOS_LANG", "").strip()
     if explicit:
         return match_language(explicit, active) or instance
@@ -41,10 +46,31 @@ def cli_lang(environ: Mapping[str, str] | None = None) -> str:
     return instance
 
 
-def posix_tag(value: str) -> str:
-    """`it_IT.UTF-8@euro` → `it-IT`; `C`, `C.UTF-8`, `POSIX` → "" (no language)."""
-    tag = value.split(".")[0].split("@")[0].strip()
-    return "" if tag in NEUTRAL else tag.replace("_", "-")
+def _spoken(lang: str) -> str:
+    """`lang` when Metnos has messages in it, else the fallback language (English)."""
+    return lang if _base(lang) in i18n.languages() else FALLBACK_LANG
+
+
+def _base(tag: str) -> str:
+    return tag.replace("_", "-").split("-")[0].strip().lower()
+
+
+def unspoken_language() -> str | None:
+    """The process language (METNOS_LANG, else `lang` in metnos.toml) when Metnos has no
+    messages in it (`METNOS_LANG=xx`), else None. Never raises."""
+    try:
+        lang = get_settings().lang
+        return None if _base(lang) in i18n.languages() else lang
+    except (MetnosError, ValueError):
+        return None
+
+
+def unspoken_vars(lang: str) -> dict[str, str]:
+    """The variables of the messages that say so: the tag, what Metnos speaks, the fallback."""
+    spoken = ", ".join(f"{code} ({i18n.display_name(code, FALLBACK_LANG)})"
+                       for code in i18n.languages())
+    return {"lang": lang, "languages": spoken,
+            "fallback": i18n.display_name(FALLBACK_LANG, FALLBACK_LANG)}
 
 
 def msg(key: str, /, **vars: Any) -> str:

@@ -146,9 +146,8 @@ class _View:
                 rest = text
             self._write(short_handles(rest, activity))
             self._end_line()
-            for item in activity:
-                if item.get("text"):
-                    out.echo_line(_item_line(item, self.lang))
+            for line in activity_lines(text, activity, self.lang):
+                out.echo_line(line)
         self._think, self._streamed = None, ""
 
     def _write(self, text: str) -> None:
@@ -168,9 +167,33 @@ def _item_line(item: dict[str, Any], lang: str | None) -> str:
     id (`metnos undo <handle>` takes any unique start of it)."""
     if not undoable([item]):
         return str(item["text"])
+    return f"{item_text(item)} ({_handle_hint(item, lang)})"
+
+
+def _handle_hint(item: dict[str, Any], lang: str | None) -> str:
     handle = str(item["action_id"])[:HANDLE_CHARS]
-    hint = i18n.get("CLI_UNDO_HANDLE", lang or cli_lang(), handle=handle)
-    return f"{item_text(item)} ({hint})"
+    return i18n.get("CLI_UNDO_HANDLE", lang or cli_lang(), handle=handle)
+
+
+def activity_lines(reply: str, activity: list[dict[str, Any]],
+                   lang: str | None = None) -> list[str]:
+    """The activity items' lines still to show after `reply`: one the reply already says
+    (the embedded planner's reply is often the done sentence itself) or an earlier item
+    said is left out, so no sentence is printed twice; a change that can be undone keeps its
+    short handle even then."""
+    shown = " ".join(reply.split())
+    lines: list[str] = []
+    for item in activity:
+        text = str(item.get("text") or "")
+        flat = " ".join(text.split())
+        if not flat:
+            continue
+        if flat not in shown:
+            lines.append(_item_line(item, lang))
+            shown += "\n" + flat
+        elif undoable([item]) and str(item["action_id"])[:HANDLE_CHARS] not in shown:
+            lines.append(f"({_handle_hint(item, lang)})")
+    return lines
 
 
 def unstreamed(final: str, streamed: str) -> str | None:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
+from metnos import i18n
 from metnos.cli import (
     approvals,
     audit,
@@ -29,9 +30,10 @@ from metnos.cli import (
     workspace,
 )
 from metnos.cli._common import exit_with
-from metnos.cli._lang import cli_lang, msg
+from metnos.cli._lang import cli_lang, msg, unspoken_language, unspoken_vars
 from metnos.cli._out import echo, echo_json
 from metnos.errors import MetnosError
+from metnos.i18n import FALLBACK_LANG
 from metnos.settings import get_settings
 
 if TYPE_CHECKING:
@@ -40,6 +42,17 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help=msg("CLI_MAIN_HELP"), no_args_is_help=True,
                   pretty_exceptions_enable=False)
+
+
+@app.callback()
+def _language_check(ctx: typer.Context) -> None:
+    """A process language Metnos has no words for is said, never passed over: `serve`
+    refuses to start (below); every other command says it goes on in English."""
+    lang = unspoken_language()
+    if lang is not None and ctx.invoked_subcommand != "serve":
+        echo(i18n.get("MSG_LANG_NOT_SPOKEN", FALLBACK_LANG, **unspoken_vars(lang)), err=True)
+
+
 app.add_typer(executors.app, name="executors")
 app.add_typer(audit.app, name="audit")
 app.add_typer(approvals.app, name="approvals")
@@ -110,6 +123,8 @@ def serve() -> None:
 
     try:
         settings = get_settings()
+        if (lang := unspoken_language()) is not None:
+            exit_with(MetnosError("ERR_LANG_NOT_SPOKEN", **unspoken_vars(lang)), FALLBACK_LANG)
         if not is_initialised(settings):
             raise MetnosError("ERR_HOME_NOT_INITIALISED", home=str(settings.home))
         supervisor = Supervisor(settings, say=lambda line: echo(line, err=True))

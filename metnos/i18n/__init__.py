@@ -141,12 +141,13 @@ def languages() -> tuple[str, ...]:
 
 def normalise_lang(tag: str | None) -> str:
     """A BCP-47 tag reduced to an active language (`it-CH` → `it`); an unknown tag gives the
-    process language, broken settings give English. Never raises."""
+    process language; with broken settings, a language with messages, else English. Never
+    raises."""
     try:
         settings = get_settings()
         active, process = settings.active_languages, settings.lang
-    except Exception:  # settings broken: still speak, in the fallback language
-        return FALLBACK_LANG
+    except Exception:  # settings broken: still speak, in `tag` when it has messages
+        return (match_language(tag, languages()) if tag else None) or FALLBACK_LANG
     memo = (tag, active, process)
     found = _norm_cache.get(memo)
     if found is None:

@@ -15,11 +15,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from metnos import escape, i18n
+from metnos import approvals, escape, i18n
+from metnos.approvals.models import Approval
+from metnos.channels.approval_card import plain_card
 from metnos.turns.context import TurnContext
 
 TAG = "metnos-turn"
 MAX_NAME_EXECUTORS = 3
+SHORT_ID = 8  # characters of the turn id in the run's name
 _KEY = re.compile(r"[^a-z0-9-]")
 _NAME = re.compile(r"[^A-Za-z0-9_.-]")  # an action id, as it may be typed after `metnos undo`
 
@@ -52,13 +55,32 @@ def executors_used(ctx: TurnContext) -> list[str]:
 
 def run_name(ctx: TurnContext, started: datetime, tz: ZoneInfo,
              executors: list[str] | None = None) -> str:
-    """`web · alice · 15:04`, then `· fs_find, fs_read` once the turn knows what it ran."""
-    parts = [ctx.channel, ctx.user_id, started.astimezone(tz).strftime("%H:%M")]
+    """`web · alice · 15:04:09 · #9f2c41d0`, then `· fs_find, fs_read` once the turn knows
+    what it ran: the seconds and the turn's short id make it one of a kind (two turns of the
+    same minute were named alike), and the short id is the one `metnos` commands show."""
+    short = _NAME.sub("", ctx.turn_id)[:SHORT_ID]
+    parts = [ctx.channel, ctx.user_id, started.astimezone(tz).strftime("%H:%M:%S"),
+             f"#{short}"]
     if executors:
         shown = ", ".join(executors[:MAX_NAME_EXECUTORS])
         extra = len(executors) - MAX_NAME_EXECUTORS
         parts.append(shown + (f" +{extra}" if extra > 0 else ""))
     return escape.terminal_line(" · ".join(parts))  # plain text: no control, no newline
+
+
+def waiting_line(action: str, approver: str, approval_id: str, lang: str) -> str:
+    """What a paused run waits for, one line for its log (the run page's first tab): who
+    must approve what, and the approval's short id (`metnos approvals`)."""
+    return escape.terminal_line(i18n.get(
+        "MSG_RUN_WAITING", lang, approver=approver, action=" ".join(action.split()),
+        approval_id=_NAME.sub("", approval_id)[:SHORT_ID]))
+
+
+def waiting_for(row: Approval | None, lang: str) -> str:
+    """`waiting_line` for the approval `row` a paused turn waits for (its plain action)."""
+    assert row is not None
+    public = approvals.public(row)
+    return waiting_line(plain_card(public, lang).action, str(public["approver"]), row.id, lang)
 
 
 def run_tags(ctx: TurnContext, executors: list[str] | None = None) -> list[str]:

@@ -7,12 +7,15 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 
+import pytest
 from typer.testing import CliRunner
 
 from metnos.cli.main import app
 from metnos.testing.llm_server import ScriptedLLM
-from tests.support.home import Home
+from tests.support.home import Home, MakeHome, served_gateway
+from tests.support.pg import free_port
 
 runner = CliRunner()
 METNOS = [sys.executable, "-m", "metnos.cli.main"]
@@ -63,3 +66,26 @@ def _shown_at(seen: list[tuple[float, bytes]], word: bytes) -> float:
         if word in shown:
             return at
     raise AssertionError(f"{word!r} never shown: {seen}")
+
+
+@pytest.fixture
+def served_without_model(make_home: MakeHome) -> Iterator[Home]:
+    """An English home with no model at all (the embedded planner answers), served."""
+    home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()))
+    with served_gateway(home):
+        yield home
+
+
+@pytest.mark.parametrize("message", ["hello", "what time is it?",
+                                     "add milk to the shopping list"])
+def test_without_a_model_each_reply_is_printed_once(
+        served_without_model: Home, message: str) -> None:
+    """Loose end of issue 27: the CLI printed every reply twice (the reply's text, then
+    the same sentence again as the activity item of what ran)."""
+    result = runner.invoke(app, ["chat", "--no-ask", message])
+    assert result.exit_code == 0, result.output
+    lines = [line for line in result.stdout.splitlines() if line.strip()]
+    assert lines, result.output
+    assert len(lines) == len(set(lines)), result.stdout  # no line shown twice
+    for line in lines:  # nor one line inside another (a sentence repeated in a longer one)
+        assert not any(line != other and line in other for other in lines), result.stdout

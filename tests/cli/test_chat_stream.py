@@ -120,3 +120,12 @@ def test_the_step_line_names_the_tool_only_with_verbose(
     assert capsys.readouterr().err == "… Looking for your files…\n"  # the server's words
     shown(_View("en", as_json=False, ask=False, verbose=True), step)
     assert capsys.readouterr().err == "… Looking for your files… (fs_find)\n"
+
+
+def test_an_activity_item_the_reply_already_says_is_not_repeated(
+        capsys: pytest.CaptureFixture[str]) -> None:
+    view = _View("en", as_json=False, ask=False)
+    shown(view, reply("Added bread to the shopping list (2 items).",
+                      "Added bread to the shopping list (2 items).", "I read list.md."))
+    assert capsys.readouterr().out == (
+        "Added bread to the shopping list (2 items).\nI read list.md.\n")

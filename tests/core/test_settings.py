@@ -13,7 +13,8 @@ from metnos.settings import get_settings
 @pytest.fixture
 def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in ("METNOS_LANG", "METNOS_GATEWAY_PORT", "METNOS_LLM_MODEL",
-                 "METNOS_POLICY_AUTONOMY", "METNOS_DATABASE_URL"):
+                 "METNOS_POLICY_AUTONOMY", "METNOS_DATABASE_URL",
+                 "LC_ALL", "LC_MESSAGES", "LANG"):  # the machine's language is the default's
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("METNOS_HOME", str(tmp_path))
     get_settings.cache_clear()
@@ -47,7 +48,7 @@ def test_toml_then_environment(home: Path, monkeypatch: pytest.MonkeyPatch) -> N
     ('[gateway]\nport = "abc"\n', "ERR_CONFIG_INVALID"),
     ('[gateway]\nhost = "0.0.0.0"\n', "ERR_CONFIG_INVALID"),
     ('[policy]\nautonomy = "Anything"\n', "ERR_CONFIG_INVALID"),
-    ('[gateway]\nunknown = 1\n', "ERR_CONFIG_INVALID"),
+    ('[gateway]\nunknown = 1\n', "ERR_CONFIG_UNKNOWN_KEY"),
     ('gateway = 3\n', "ERR_CONFIG_TOML_INVALID"),
 ])
 def test_bad_metnos_toml_is_a_clear_error(home: Path, content: str, key: str) -> None:
@@ -84,3 +85,47 @@ def test_every_group_reads_its_table_under_its_environment(home: Path,
     get_settings.cache_clear()
     reminders = get_settings().reminders
     assert (reminders.delivery_poll_s, reminders.time_scale) == (5.0, 0.25)
+
+
+@pytest.mark.parametrize(("content", "setting", "suggestion"), [
+    ('[gatway]\nport = 5000\n', "gatway", "gateway"),
+    ('[gateway]\ndrain_ss = 3\n', "gateway.drain_ss", "gateway.drain_s"),
+    ('langg = "en"\n', "langg", "lang"),
+    ('[llm]\nmodell = "ollama/x"\n', "llm.modell", "llm.model"),
+])
+def test_a_misspelled_key_is_named_with_the_closest_one(
+        home: Path, content: str, setting: str, suggestion: str) -> None:
+    """Issue 27, loose end: pydantic's "Extra inputs are not permitted" became plain words:
+    the file, the key as written and the known key it is closest to, in the reader's
+    language."""
+    (home / "metnos.toml").write_text(content)
+    with pytest.raises(ConfigError) as info:
+        get_settings()
+    assert info.value.key == "ERR_CONFIG_UNKNOWN_KEY_SUGGEST"
+    assert info.value.vars == {"file": str(home / "metnos.toml"), "setting": setting,
+                               "suggestion": suggestion}
+    for lang in ("en", "it"):
+        said = info.value.message(lang)
+        assert str(home / "metnos.toml") in said and f"“{suggestion}”" in said
+        assert "Extra inputs" not in said
+    assert info.value.message("it") != info.value.message("en")
+
+
+def test_a_key_like_none_lists_the_table_keys(home: Path) -> None:
+    (home / "metnos.toml").write_text('[gateway]\nqqqqzz = 1\n')
+    with pytest.raises(ConfigError) as info:
+        get_settings()
+    assert info.value.key == "ERR_CONFIG_UNKNOWN_KEY"
+    assert "drain_s" in info.value.vars["known"] and "port" in info.value.vars["known"]
+
+
+def test_broken_settings_are_said_in_the_machine_language(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from metnos.cli._lang import cli_lang
+
+    (home / "metnos.toml").write_text('[gateway]\ndrain_ss = 3\n')
+    monkeypatch.setenv("LANG", "it_IT.UTF-8")
+    with pytest.raises(ConfigError) as info:
+        get_settings()
+    assert info.value.message(cli_lang()).startswith(f"In {home / 'metnos.toml'}, “gateway")
+    assert "Forse intendevi “gateway.drain_s”?" in info.value.message(cli_lang())

@@ -5,11 +5,18 @@ named after the outcome."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import re
 from typing import Any
 
+import pytest
 from prefect.client.orchestration import get_client
-from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId
+from prefect.client.schemas.filters import (
+    ArtifactFilter,
+    ArtifactFilterFlowRunId,
+    LogFilter,
+    LogFilterFlowRunId,
+)
 
 from metnos.testing.llm_server import ScriptedLLM
 from tests.approvals.test_approval_flow import ask_move, paused
@@ -44,8 +51,9 @@ async def test_a_turn_run_is_named_tagged_described_and_ends_answered(
                                                      "lang": "en"})).json()
         turn = await wait_closed(client, body["turn_id"])
     run = await final_run(turn["flow_run_id"])
-    channel, user, clock, used = run.name.split(" · ")
-    assert (channel, used) == ("api", "fs_read") and user and re.fullmatch(r"\d\d:\d\d", clock)
+    channel, user, clock, short, used = run.name.split(" · ")
+    assert (channel, used) == ("api", "fs_read") and user
+    assert re.fullmatch(r"\d\d:\d\d:\d\d", clock) and short == "#" + body["turn_id"][:8]
     assert "note" not in run.name  # no message text in the name
     assert {"metnos-turn", "channel:api", f"user:{user}", "lang:en",
             "executor:fs_read"} <= set(run.tags)
@@ -82,3 +90,37 @@ async def test_not_understood_and_denied_turns_say_so_in_their_state(
         turn = await wait_closed(client, body["turn_id"])
     run = await final_run(turn["flow_run_id"])
     assert run.state.name == "Denied" and "executor:fs_move" in run.tags
+
+
+async def test_a_paused_run_says_what_it_waits_for(
+        make_home: MakeHome, prefect_api: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 27, loose end: a paused turn's page (its name and its log, the page's first
+    tab) says what it waits for, in the turn's language; names are one of a kind."""
+    home = make_home(lang="en")  # no model: the embedded planner asks before a deletion
+    (home.workspace / "old-draft.txt").write_text("x\n")
+    async with gateway_client(home) as client:
+        first = (await client.post("/api/turns", json={"text": "hello"})).json()
+        # the test session logs at WARNING (set up by Prefect at its first run, above)
+        caplog.set_level(logging.INFO, logger="prefect.flow_runs")
+        body = (await client.post("/api/turns", json={
+            "text": "delete the file old-draft.txt"})).json()
+        assert body["status"] == "awaiting_approval", body
+        run = await paused(body["flow_run_id"])
+        said: list[str] = []
+        async with get_client() as prefect:
+            for _ in range(100):  # the run's logs reach the server in batches
+                logs = await prefect.read_logs(log_filter=LogFilter(
+                    flow_run_id=LogFilterFlowRunId(any_=[run.id])))
+                said = [e.message for e in logs if e.message.startswith("Waiting for")]
+                if said:
+                    break
+                await asyncio.sleep(0.2)
+            earlier = await prefect.read_flow_run(first["flow_run_id"])
+        [pending] = body["approvals"]
+        assert said == [f"Waiting for owner to approve: Move old-draft.txt to the trash (it "
+                        f"can be brought back) (approval {pending['approval_id'][:8]})"]
+        assert f"#{body['turn_id'][:8]}" in run.name and run.name != earlier.name
+        decided = await client.post(f"/api/approvals/{pending['approval_id']}",
+                                    json={"decision": "deny"})
+        assert decided.status_code == 200, decided.text
+        await wait_closed(client, body["turn_id"])

@@ -34,10 +34,10 @@ def engine(home: Home) -> Iterator[Engine]:
 
 
 def add_session(engine: Engine, user: str = "owner", *, title: str | None = None,
-                age_s: int = 0, summary: str | None = None) -> str:
+                age_s: int = 0, summary: str | None = None, channel: str = "web") -> str:
     with db_session(engine) as db:
         at = utcnow() - timedelta(seconds=age_s)
-        chat = ChatSession(user_id=user, channel="web", interaction_language="en", title=title,
+        chat = ChatSession(user_id=user, channel=channel, interaction_language="en", title=title,
                            summary=summary, created_at=at, updated_at=at)
         db.add(chat)
         db.commit()
@@ -156,3 +156,27 @@ async def test_the_owners_sessions_newest_first(home: Home, engine: Engine) -> N
     assert {s["channel"] for s in rest["sessions"]} == {"web"}
     assert rest["sessions"][0]["interaction_language"] == "en"
     assert anonymous.status_code == 401
+
+
+async def test_the_web_list_keeps_terminal_and_empty_sessions_apart(
+        home: Home, engine: Engine) -> None:
+    """Issue 27, loose end: the web chat's list filled with one-line `metnos chat` sessions
+    (channel `api`). The web asks for its own and Telegram's spoken conversations, then for
+    the terminal's in a group of their own; a session nothing was said in is never listed."""
+    web = add_session(engine, age_s=300)
+    add_turn(engine, web, "what's on my list?", "Milk.")
+    add_session(engine, age_s=10)  # opened, nothing said
+    terminal = []
+    for n in range(3):
+        terminal.append(add_session(engine, channel="api", age_s=100 - n))
+        add_turn(engine, terminal[-1], f"hello {n}", "Hi.")
+    add_session(engine, channel="api", age_s=5)  # nothing said
+    async with gateway_client(home, prefect=False) as client:
+        main = (await client.get("/api/sessions", params={
+            "exclude_channel": "api", "spoken": "true"})).json()
+        group = (await client.get("/api/sessions", params={
+            "channel": "api", "spoken": "true"})).json()
+        everything = (await client.get("/api/sessions")).json()
+    assert [s["session_id"] for s in main["sessions"]] == [web]
+    assert [s["session_id"] for s in group["sessions"]] == terminal[::-1]
+    assert len(everything["sessions"]) == 6  # without the filters: as before

@@ -72,11 +72,15 @@ def test_tags_match_active_languages(resources: Path) -> None:
     assert i18n.languages() == ("en", "it", "pt")
 
 
-def test_broken_settings_speak_english(resources: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_broken_settings_speak_the_asked_language_else_english(
+        resources: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Broken settings are said in the language asked for when it has messages (issue 27:
+    a misspelled key, in the person's language), else in English."""
     monkeypatch.setenv("METNOS_LANG", "not a tag!")
     get_settings.cache_clear()
-    assert i18n.normalise_lang("it") == "en"
-    assert i18n.get("ERR_TURN_NOT_FOUND", "it", turn_id="7") == "There is no turn 7."
+    assert i18n.normalise_lang("it") == "it" and i18n.normalise_lang("it-CH") == "it"
+    assert i18n.normalise_lang("xx") == "en" and i18n.normalise_lang(None) == "en"
+    assert i18n.get("ERR_TURN_NOT_FOUND", "xx", turn_id="7") == "There is no turn 7."
 
 
 def test_fallbacks_and_placeholders(resources: Path) -> None:

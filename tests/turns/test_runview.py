@@ -29,14 +29,34 @@ def test_the_name_says_channel_user_local_time_and_what_ran_never_the_text() -> 
     turn = ctx(activity=[item("history", "done"), item("fs_find", "done"),
                          item("fs_read", "done"), item("fs_read", "done"),
                          item("fs_write", "done"), item("lists", "done")])
-    assert runview.run_name(turn, NOON_UTC, ROME) == "telegram · alice · 12:05"
+    assert runview.run_name(turn, NOON_UTC, ROME) == "telegram · alice · 12:05:00 · #t1"
     used = runview.executors_used(turn)
     assert used == ["fs_find", "fs_read", "fs_write", "lists"]
     assert runview.run_name(turn, NOON_UTC, ROME, used) == (
-        "telegram · alice · 12:05 · fs_find, fs_read, fs_write +1")
+        "telegram · alice · 12:05:00 · #t1 · fs_find, fs_read, fs_write +1")
     assert runview.run_tags(turn, used) == [
         "metnos-turn", "channel:telegram", "user:alice", "lang:en", "executor:fs_find",
         "executor:fs_read", "executor:fs_write", "executor:lists"]
+
+
+def test_two_turns_in_the_same_second_have_two_names() -> None:
+    """Issue 27, loose end: `api · owner · 02:39` named every turn of that minute alike."""
+    first = ctx(turn_id="9f2c41d0-7a6b-4c1e-8d2f-0123456789ab")
+    second = ctx(turn_id="9f2c41d1-0000-4c1e-8d2f-0123456789ab")
+    names = {runview.run_name(t, NOON_UTC, ROME) for t in (first, second)}
+    assert names == {"telegram · alice · 12:05:00 · #9f2c41d0",
+                     "telegram · alice · 12:05:00 · #9f2c41d1"}
+    odd = ctx(user_id="bob\x1b[31m · x", turn_id="ab\ncd")  # outside text stays one line
+    shown = runview.run_name(odd, NOON_UTC, ROME)
+    assert "\x1b" not in shown and "\n" not in shown and shown.endswith("#abcd")
+
+
+def test_a_waiting_run_says_what_it_waits_for() -> None:
+    line = runview.waiting_line("Move homework.md\nto the trash", "owner", "a1b2c3d4e5", "en")
+    assert line == ("Waiting for owner to approve: Move homework.md to the trash "
+                    "(approval a1b2c3d4)")
+    assert runview.waiting_line("Sposta a.md", "owner", "a1b2", "it").startswith(
+        "In attesa che owner approvi: Sposta a.md")
 
 
 def test_the_outcome_names_the_final_state() -> None:

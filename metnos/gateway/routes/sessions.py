@@ -30,7 +30,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, HTTPException, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
-from sqlalchemy import Engine, func
+from sqlalchemy import Engine, func, or_
 from sqlmodel import Session, col, select
 
 from metnos import i18n
@@ -113,11 +113,17 @@ class SessionUpdate(BaseModel):
 @router.get("", response_model=SessionList, responses=_ERRORS)
 async def list_sessions(service: ServiceDep, owner: OwnerDep,
                         offset: int = Query(0, ge=0, le=MAX_OFFSET),
-                        limit: int = Query(20, ge=1, le=MAX_SESSIONS)) -> SessionList:
+                        limit: int = Query(20, ge=1, le=MAX_SESSIONS),
+                        channel: Annotated[list[str] | None, Query(max_length=20)] = None,
+                        exclude_channel: Annotated[list[str] | None, Query(max_length=20)] = None,
+                        spoken: bool = False) -> SessionList:
     """The caller's own sessions, the most recently active first; `next_offset` is null on
-    the last page."""
+    the last page. `channel` keeps only those channels' sessions, `exclude_channel` leaves
+    those out (the web chat lists the terminal's `api` sessions in a group of their own);
+    `spoken=true` leaves out the sessions no message was ever said in."""
     return await asyncio.to_thread(_list_sessions, service.engine, owner,
-                                   offset=offset, limit=limit)
+                                   offset=offset, limit=limit, channels=channel or [],
+                                   excluded=exclude_channel or [], spoken=spoken)
 
 
 @router.get("/{session_id}/messages", response_model=MessagesPublic, responses=_ERRORS)
@@ -183,11 +189,22 @@ def _public(chat: ChatSession, locale: str) -> SessionPublic:
                          ask_all=bool(chat.ask_all), ui_locale=locale)
 
 
-def _list_sessions(engine: Engine, owner: str, *, offset: int, limit: int) -> SessionList:
+def _list_sessions(engine: Engine, owner: str, *, offset: int, limit: int,
+                   channels: Sequence[str] = (), excluded: Sequence[str] = (),
+                   spoken: bool = False) -> SessionList:
     first_text = (select(Turn.text).where(col(Turn.session_id) == col(ChatSession.id))
                   .order_by(col(Turn.created_at)).limit(1).scalar_subquery())
-    query = (select(ChatSession, first_text).where(col(ChatSession.user_id) == owner)
-             .order_by(col(ChatSession.updated_at).desc(), col(ChatSession.id))
+    query = select(ChatSession, first_text).where(col(ChatSession.user_id) == owner)
+    if channels:
+        query = query.where(col(ChatSession.channel).in_(list(channels)))
+    if excluded:
+        query = query.where(col(ChatSession.channel).not_in(list(excluded)))
+    if spoken:  # a turn or a stored message: something was said in it
+        query = query.where(or_(
+            select(Turn.id).where(col(Turn.session_id) == col(ChatSession.id)).exists(),
+            select(ChatMessage.id).where(
+                col(ChatMessage.session_id) == col(ChatSession.id)).exists()))
+    query = (query.order_by(col(ChatSession.updated_at).desc(), col(ChatSession.id))
              .offset(offset).limit(limit + 1))
     with db_session(engine) as db:
         rows = list(db.exec(query).all())

@@ -49,6 +49,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 class TurnLanguages(TurnPublic):
     interaction_language: str | None = None  # the session's: the reply's language
     ui_locale: str | None = None  # this request's: its error messages and chrome
+    text: str | None = None  # the person's message (the web chat shows a pending turn's)
 
 
 @router.post("", response_model=TurnLanguages, responses={
@@ -143,7 +144,7 @@ def _read_turn(service: TurnService, turn_id: str, locale: str) -> TurnLanguages
                              finished_at=turn.finished_at, flow_run_id=turn.flow_run_id,
                              timings_ms=turn.timings or {}, interaction_language=turn.lang,
                              ui_locale=locale, activity=turn.activity or [],
-                             stop_reason=turn.stop_reason, steps=steps)
+                             stop_reason=turn.stop_reason, steps=steps, text=turn.text)
 
 
 @router.get("/{turn_id}/events", response_class=StreamingResponse, responses={

@@ -5,11 +5,12 @@ import { askAllBody, setUpAskAll, showAskAll } from "./askall.js";
 import { bubble, historyItems } from "./bubbles.js";
 import { refreshWaiting, whenDecided } from "./cards.js";
 import { setUpComposer } from "./composer.js";
-import { closeSessions, setUpAccount, setUpAudit, setUpMenu, setUpPairing, setUpSessions } from "./panels.js";
+import { closeSessions, latestConversation, setUpAccount, setUpAudit, setUpMenu, setUpPairing, setUpSessions } from "./panels.js";
 import { setUpTrash } from "./trash.js";
 import { TURN_KEY, closeStream, follow, following, listenNotices, setStatus } from "./stream.js";
 
 const SESSION_KEY = "metnos.session";
+const FRESH_KEY = "metnos.fresh"; // this tab asked for a new conversation: a reload keeps it empty
 const messages = $("messages");
 const input = $("text");
 let sessionId = sessionStorage.getItem(SESSION_KEY) || null;
@@ -41,6 +42,7 @@ async function openSession(id) {
   closeStream();
   sessionId = id;
   sessionStorage.setItem(SESSION_KEY, id);
+  sessionStorage.removeItem(FRESH_KEY);
   messages.replaceChildren(historyItems(page.messages));
   showSummary(page.summary);
   earlierBefore = page.next_before;
@@ -76,6 +78,7 @@ async function send(text) {
     const turn = await api("POST", "/api/turns?wait=false", { text, session_id: sessionId, lang: S.locale, ...askAllBody() });
     sessionId = turn.session_id;
     sessionStorage.setItem(SESSION_KEY, sessionId);
+    sessionStorage.removeItem(FRESH_KEY);
     sessionStorage.setItem(TURN_KEY, JSON.stringify({ turn: turn.turn_id, session: sessionId, text }));
     showSession();
     follow(turn.turn_id, new Set(), () => { input.focus(); refreshModel().catch(() => {}); });
@@ -87,14 +90,30 @@ async function send(text) {
   }
 }
 
-// A decision from the "waiting for you" area: the page follows that turn when it is this
-// conversation's and nothing is followed yet (its reply then shows here).
-whenDecided((approval, decision) => {
-  setStatus(S.working);
-  if (decision === "approve" || decision === "deny") {
-    if (approval.session_id === sessionId && approval.turn_id && !following()) {
-      follow(approval.turn_id, new Set([approval.approval_id]));
+// A decision, from a card in the conversation or from the "waiting for you" area. The turn
+// on screen goes on by itself (its stream is open). Otherwise the page shows the decided
+// turn's conversation and follows the turn, so its result arrives here as after a card in
+// the conversation; with no turn to follow, nothing is left saying "working".
+whenDecided(async (approval) => {
+  if (following()) { setStatus(S.working); return; }
+  if (!approval.turn_id) { setStatus(""); return; }
+  try {
+    if (approval.session_id && approval.session_id !== sessionId) await openSession(approval.session_id);
+    if (following()) return; // the conversation's own turn was resumed by opening it
+    if (approval.session_id) {
+      sessionStorage.setItem(TURN_KEY, JSON.stringify({ turn: approval.turn_id, session: approval.session_id }));
     }
+    setStatus(S.working);
+    // a turn still running has no stored messages yet: its question is shown before its answer
+    const turn = await api("GET", `/api/turns/${encodeURIComponent(approval.turn_id)}`);
+    const asked = [...messages.querySelectorAll(".msg.me")].some((m) => m.dataset.turn === approval.turn_id);
+    if (turn.text && !asked && (turn.status === "running" || turn.status === "awaiting_approval")) {
+      bubble("me", turn.text).dataset.turn = approval.turn_id;
+    }
+    follow(approval.turn_id, new Set([approval.approval_id]), () => { refreshModel().catch(() => {}); });
+  } catch (error) {
+    setStatus("");
+    fail(error);
   }
 });
 
@@ -112,6 +131,7 @@ $("new-session").addEventListener("click", () => {
   closeStream();
   sessionId = null;
   sessionStorage.removeItem(SESSION_KEY);
+  sessionStorage.setItem(FRESH_KEY, "1");
   messages.replaceChildren();
   showSummary(null);
   earlierBefore = null;
@@ -137,15 +157,20 @@ listenNotices();
 showSession();
 input.focus();
 document.body.dataset.ready = "true"; // the page's handlers are in place
-if (sessionId) {
-  // after a reload: the conversation again, from its stored messages
-  openSession(sessionId).catch((error) => {
-    if (error.status === 404) {
-      sessionId = null;
-      sessionStorage.removeItem(SESSION_KEY);
-      sessionStorage.removeItem(TURN_KEY);
-      showSession();
-      refreshWaiting().catch(fail);
-    } else fail(error);
-  });
-} else refreshWaiting().catch(fail);
+// After a reload the conversation on screen comes back (this tab's); a new tab or a browser
+// opened again shows the latest web conversation, with its history, instead of an empty page.
+async function reopen() {
+  const id = sessionId || (sessionStorage.getItem(FRESH_KEY) ? null : await latestConversation());
+  if (!id) { await refreshWaiting(); return; }
+  try {
+    await openSession(id);
+  } catch (error) {
+    if (error.status !== 404) throw error;
+    sessionId = null;
+    sessionStorage.removeItem(SESSION_KEY);
+    sessionStorage.removeItem(TURN_KEY);
+    showSession();
+    await refreshWaiting();
+  }
+}
+reopen().catch(fail);

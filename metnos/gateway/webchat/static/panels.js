@@ -45,14 +45,24 @@ function sessionItem(s, current, open) {
   return li;
 }
 
-async function loadSessions(reset, current, open) {
-  const list = $("session-list");
-  if (reset) { list.replaceChildren(); sessionsOffset = 0; }
-  const page = await api("GET", `/api/sessions?limit=20&offset=${sessionsOffset}`);
+// The list holds the conversations of the web and Telegram that something was said in; the
+// terminal's (`metnos chat`, one session per command) wait in a group of their own, closed,
+// so that they never flood it. Each list pages on with its own "older" button.
+const LISTS = {
+  main: { list: "session-list", more: "sessions-more", query: "exclude_channel=api&spoken=true", offset: 0 },
+  terminal: { list: "terminal-list", more: "terminal-more", query: "channel=api&spoken=true", offset: 0 },
+};
+
+async function loadSessions(which, reset, current, open) {
+  const spec = LISTS[which];
+  const list = $(spec.list);
+  if (reset) { list.replaceChildren(); spec.offset = 0; }
+  const page = await api("GET", `/api/sessions?limit=20&offset=${spec.offset}&${spec.query}`);
   for (const s of page.sessions) list.append(sessionItem(s, current(), open));
-  if (!list.children.length) list.append(Object.assign(document.createElement("li"), { textContent: S.sessionsEmpty }));
-  sessionsOffset = page.next_offset === null ? sessionsOffset : page.next_offset;
-  $("sessions-more").hidden = page.next_offset === null;
+  if (which === "main" && !list.children.length) list.append(Object.assign(document.createElement("li"), { textContent: S.sessionsEmpty }));
+  spec.offset = page.next_offset === null ? spec.offset : page.next_offset;
+  $(spec.more).hidden = page.next_offset === null;
+  return page.sessions.length;
 }
 
 export function closeSessions() {
@@ -61,12 +71,26 @@ export function closeSessions() {
 
 // `current()` is the conversation on screen; `open(id)` shows another; `fail(error)` tells.
 export function setUpSessions(current, open, fail) {
+  const group = $("terminal-sessions");
   $("show-sessions").addEventListener("click", async (event) => {
     const opening = $("sessions").hidden;
     toggle("sessions", event.currentTarget, opening);
-    if (opening) await loadSessions(true, current, open).catch(fail);
+    if (!opening) return;
+    group.open = false;
+    try {
+      await loadSessions("main", true, current, open);
+      group.hidden = !(await loadSessions("terminal", true, current, open));
+    } catch (error) { fail(error); }
   });
-  $("sessions-more").addEventListener("click", () => loadSessions(false, current, open).catch(fail));
+  $("sessions-more").addEventListener("click", () => loadSessions("main", false, current, open).catch(fail));
+  $("terminal-more").addEventListener("click", () => loadSessions("terminal", false, current, open).catch(fail));
+}
+
+// The browser's latest conversation, for a page that has none on screen (a new tab, the
+// browser reopened): the newest web conversation something was said in, or null.
+export async function latestConversation() {
+  const page = await api("GET", "/api/sessions?limit=1&channel=web&spoken=true");
+  return page.sessions.length ? page.sessions[0].session_id : null;
 }
 
 // One audit line as a person reads it: its local time and what happened, in plain words (the
