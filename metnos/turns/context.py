@@ -50,6 +50,9 @@ class TurnContext:
     activity: list[dict[str, Any]] = field(default_factory=list)  # what ran, beside the reply
     stop_reason: str | None = None  # the i18n key of the budget that ended the loop, if any
     understood: bool = True  # False: the embedded planner matched nothing (nothing ran)
+    # "conferma", "confirm": a yes to the Tutor's pending confirmation, else never a question
+    # about Metnos (the trash's confirm answers it)
+    confirm_said: bool = False
     opened_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     def mark(self, name: str, started: float) -> None:

@@ -87,6 +87,7 @@ async def _precheck(service: TurnService, ctx: TurnContext) -> str | None:
     spoken = undo_said.said(ctx.text, [ctx.lang, *service.settings.active_languages])
     if spoken is not None and spoken[0] == "undo":  # "annulla", "undo that": never a question
         return None  # about Metnos ("conferma" goes first to the Tutor's pending yes, if any)
+    ctx.confirm_said = spoken is not None
     started = time.perf_counter()
     answer = await service.precheck(service, ctx)
     ctx.mark("tutor", started)

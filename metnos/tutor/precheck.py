@@ -279,6 +279,8 @@ async def answer(tutor: Tutor, compose: Composer, ctx: TurnContext) -> str | Non
         return None
     if settled.reply is not None:
         return settled.reply
+    if ctx.confirm_said:  # no pending yes: "confirm" keeps the last change (the trash's)
+        return None
     plan = await within(tutor, ctx)
     if plan is None:
         return None

@@ -10,6 +10,7 @@ import os
 import re
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -73,6 +74,32 @@ async def test_conferma_clears_the_copy_and_then_annulla_is_refused_plainly(
     refused = [ln for ln in audit(home) if ln["action"] == "undo"]
     assert [(ln["reason"], ln["outcome"]) for ln in refused] == [("ERR_UNDO_PURGED", "refused")]
     assert verify_instance(home.settings).ok
+
+
+@pytest.mark.parametrize(("lang", "change", "keep"), [
+    ("en", "write done in the file essay.md", "confirm"),
+    ("it", "scrivi finito nel file tema.md", "conferma"),
+])
+async def test_confirm_with_the_tutors_catalog_in_place_clears_the_copy(
+        make_home: MakeHome, compiled_catalog: Path, lang: str, change: str,
+        keep: str) -> None:
+    """The Tutor answers questions about Metnos from the first turn, so "confirm" must not
+    be read as one: with no confirmation of the Tutor's pending, it keeps the last change."""
+    from tests.support.tutor_catalog import install_catalog
+
+    home = make_home(autonomy="Full", lang=lang)
+    install_catalog(compiled_catalog, home.settings.home)
+    name = change.rsplit(" ", 1)[-1]
+    (home.workspace / name).write_text("summer\n" * 50)
+    async with gateway_client(home, prefect=False) as client:
+        first = await turn(client, change, lang=lang)
+        [step] = [a for a in first["activity"] if a.get("undo")]
+        blobs = home.settings.state_dir / "before" / step["action_id"] / "blobs"
+        assert blobs.is_dir()
+        confirmed = await turn(client, keep, first["session_id"], lang=lang)
+        assert not blobs.exists(), confirmed["reply"]
+    assert [ln["reason"] for ln in purge_lines(home)] == ["confirmed"]
+    assert not [ln for ln in audit(home) if ln["action"] == "tutor.answered"]
 
 
 async def test_an_undo_said_after_the_owner_emptied_the_trash_is_refused_with_the_date(
