@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from metnos import i18n
+from metnos.i18n.phrases import one_line
 
 _SELECTORS = ("action", "mode")  # an argument naming the variant of an executor's action
 QUOTE_CHARS = 120  # a shown value is cut here
@@ -52,7 +53,7 @@ def plain_card(approval: Mapping[str, Any], lang: str,
                           [i18n.get(f"CARD_WHY_{OWNER_KEY}", lang)])])
     return PlainCard(action=action_sentence(str(approval["executor"]), args, lang), why=why,
                      details=[(k, raw_value(v)) for k, v in sorted(args.items())], asker=asker,
-                     cut=any(len(_quoted(v)) > QUOTE_CHARS for v in args.values()))
+                     cut=any(len(one_line(v)) > QUOTE_CHARS for v in args.values()))
 
 
 def _other_asker(approval: Mapping[str, Any]) -> str:
@@ -96,18 +97,8 @@ def why_sentence(approval: Mapping[str, Any], lang: str, sources: list[str]) -> 
 def shown_value(value: Any) -> str:
     """A value as a sentence quotes it: lines joined with commas, cut at QUOTE_CHARS (the
     card then says so: `PlainCard.cut`, and shows the value whole in its details)."""
-    text = _quoted(value)
+    text = one_line(value)
     return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS].rstrip() + "…"
-
-
-def _quoted(value: Any) -> str:
-    if isinstance(value, list):
-        text = ", ".join(str(v).strip() for v in value if str(v).strip())
-    elif isinstance(value, str):
-        text = ", ".join(line.strip() for line in value.splitlines() if line.strip())
-    else:
-        text = json.dumps(value, ensure_ascii=False)
-    return text
 
 
 def raw_value(value: Any) -> str:

@@ -12,25 +12,15 @@ from typing import Any
 
 import typer
 
-from metnos.cli._client import api_call
-from metnos.cli._common import exit_with, settings_or_exit
-from metnos.cli._lang import cli_lang, msg
+from metnos.cli._common import call_or_exit, settings_or_exit
+from metnos.cli._lang import msg
 from metnos.cli._out import echo, echo_json
 from metnos.cli._table import NONE, local_time, print_table, word
-from metnos.errors import MetnosError
 
 app = typer.Typer(help=msg("CLI_PROPOSALS_HELP"), invoke_without_command=True)
 _JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))
 _ID = typer.Argument(..., help=msg("CLI_PROPOSALS_ID_HELP"))
 
-
-def _call(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-    settings = settings_or_exit()
-    try:
-        return api_call(settings, method, path, lang=cli_lang(), **kwargs)
-    except MetnosError as exc:
-        exit_with(exc)
-        raise typer.Exit(1) from exc  # exit_with exits; this keeps the type checker calm
 
 
 @app.callback()
@@ -43,7 +33,8 @@ def main(ctx: typer.Context, show_all: bool = typer.Option(
 @app.command("list", help=msg("CLI_PROPOSALS_LIST_HELP"))
 def list_(show_all: bool = typer.Option(False, "--all", help=msg("CLI_PROPOSALS_ALL_HELP")),
           as_json: bool = _JSON) -> None:
-    data = _call("GET", "/api/proposals", params={"status": "all" if show_all else "delivered"})
+    data = call_or_exit("GET", "/api/proposals",
+                        params={"status": "all" if show_all else "delivered"})
     rows: list[dict[str, Any]] = data.get("proposals", [])
     if as_json:
         echo_json(rows)
@@ -70,7 +61,7 @@ def dismiss(proposal_id: str = _ID, as_json: bool = _JSON) -> None:
 
 
 def _answer(proposal_id: str, answer: str, as_json: bool) -> None:
-    data = _call("POST", f"/api/proposals/{proposal_id}/{answer}")
+    data = call_or_exit("POST", f"/api/proposals/{proposal_id}/{answer}")
     row = data["proposal"]
     if as_json:
         echo_json(row)
@@ -80,7 +71,7 @@ def _answer(proposal_id: str, answer: str, as_json: bool) -> None:
 
 @app.command(help=msg("CLI_PROPOSALS_SILENT_HELP"))
 def silent(as_json: bool = _JSON) -> None:
-    rows: list[dict[str, Any]] = _call("GET", "/api/proposals/silent").get("proposals", [])
+    rows: list[dict[str, Any]] = call_or_exit("GET", "/api/proposals/silent").get("proposals", [])
     if as_json:
         echo_json(rows)
         return
@@ -100,7 +91,7 @@ def silent(as_json: bool = _JSON) -> None:
 
 @app.command(help=msg("CLI_PROPOSALS_TELOS_HELP"))
 def telos(as_json: bool = _JSON) -> None:
-    data = _call("GET", "/api/proposals/telos")
+    data = call_or_exit("GET", "/api/proposals/telos")
     if as_json:
         echo_json(data)
         return

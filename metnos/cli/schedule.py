@@ -13,25 +13,15 @@ from typing import Any
 
 import typer
 
-from metnos.cli._client import api_call
-from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._common import call_or_exit, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
 from metnos.cli._table import local_time, print_table
-from metnos.errors import MetnosError
 
 app = typer.Typer(help=msg("CLI_SCHEDULE_HELP"), invoke_without_command=True)
 _JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))
 _ALL = typer.Option(False, "--all", help=msg("CLI_SCHEDULE_ALL_HELP"))
 
-
-def _call(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-    settings = settings_or_exit()
-    try:
-        return api_call(settings, method, path, lang=cli_lang(), **kwargs)
-    except MetnosError as exc:
-        exit_with(exc)
-        raise typer.Exit(1) from exc
 
 
 @app.callback()
@@ -46,7 +36,7 @@ def _whose(user_id: str) -> str:
 
 @app.command("list", help=msg("CLI_SCHEDULE_LIST_HELP"))
 def list_(as_json: bool = _JSON, every: bool = _ALL) -> None:
-    data = _call("GET", "/api/schedules", params={"all": "true"} if every else None)
+    data = call_or_exit("GET", "/api/schedules", params={"all": "true"} if every else None)
     rows: list[dict[str, Any]] = data.get("schedules", [])
     if as_json:
         echo_json(data)
@@ -75,7 +65,7 @@ def add(when: str = typer.Argument(..., help=msg("CLI_SCHEDULE_WHEN_HELP")),
     body: dict[str, Any] = {"when": when, "text": what, "lang": cli_lang()}
     if channel:
         body["channel"] = channel
-    data = _call("POST", "/api/schedules", body=body)
+    data = call_or_exit("POST", "/api/schedules", body=body)
     if as_json:
         echo_json(data)
         return
@@ -89,7 +79,7 @@ def add(when: str = typer.Argument(..., help=msg("CLI_SCHEDULE_WHEN_HELP")),
 @app.command(help=msg("CLI_SCHEDULE_REMOVE_HELP"))
 def remove(task_id: str = typer.Argument(..., help=msg("CLI_SCHEDULE_ID_HELP")),
            as_json: bool = _JSON) -> None:
-    data = _call("DELETE", f"/api/schedules/{task_id}")
+    data = call_or_exit("DELETE", f"/api/schedules/{task_id}")
     if as_json:
         echo_json(data)
         return

@@ -12,25 +12,15 @@ from typing import Annotated, Any
 
 import typer
 
-from metnos.cli._client import api_call
-from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._common import call_or_exit, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
 from metnos.cli._table import local_time, print_table
-from metnos.errors import MetnosError
 from metnos.trash import size_words
 
 app = typer.Typer(help=msg("CLI_TRASH_HELP"), invoke_without_command=True)
 _JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))
 
-
-def _call(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-    settings = settings_or_exit()
-    try:
-        return api_call(settings, method, path, lang=cli_lang(), **kwargs)
-    except MetnosError as exc:
-        exit_with(exc)
-        raise typer.Exit(1) from exc
 
 
 @app.callback()
@@ -41,7 +31,7 @@ def main(ctx: typer.Context, as_json: bool = _JSON) -> None:
 
 @app.command("list", help=msg("CLI_TRASH_LIST_HELP"))
 def list_(as_json: bool = _JSON) -> None:
-    data = _call("GET", "/api/trash")
+    data = call_or_exit("GET", "/api/trash")
     if as_json:
         echo_json(data)
         return
@@ -65,7 +55,7 @@ def purge(
     as_json: bool = _JSON,
 ) -> None:
     body: dict[str, Any] = {"handle": handle, "older_than_days": older_than}
-    data = _call("POST", "/api/trash/purge", body=body)
+    data = call_or_exit("POST", "/api/trash/purge", body=body)
     if as_json:
         echo_json(data)
     else:

@@ -8,25 +8,14 @@ that can still be undone, with their handles, in plain words.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 from urllib.parse import quote
 
 import typer
 
-from metnos.cli._client import api_call
-from metnos.cli._common import exit_with, settings_or_exit
-from metnos.cli._lang import cli_lang, msg
+from metnos.cli._common import call_or_exit
+from metnos.cli._lang import msg
 from metnos.cli._out import echo, echo_json, echo_line
-from metnos.errors import MetnosError
-
-
-def _call(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-    settings = settings_or_exit()
-    try:
-        return api_call(settings, method, path, lang=cli_lang(), **kwargs)
-    except MetnosError as exc:
-        exit_with(exc)
-        raise typer.Exit(1) from exc
 
 
 def undo(
@@ -40,7 +29,8 @@ def undo(
         _list(as_json)
         return
     if action_id is None:
-        recent = _call("GET", "/api/actions/undoable", params={"limit": 1}).get("actions", [])
+        newest = call_or_exit("GET", "/api/actions/undoable", params={"limit": 1})
+        recent = newest.get("actions", [])
         if not recent:
             echo(msg("MSG_UNDO_LIST_EMPTY"))
             raise typer.Exit(1)
@@ -51,7 +41,7 @@ def undo(
             echo(msg("MSG_UNDO_NOT_DONE"))
             return
         action_id = str(last["action_id"])
-    report = _call("POST", f"/api/actions/{quote(action_id, safe='')}/undo")
+    report = call_or_exit("POST", f"/api/actions/{quote(action_id, safe='')}/undo")
     if as_json:
         echo_json(report)
     else:
@@ -61,7 +51,7 @@ def undo(
 
 
 def _list(as_json: bool) -> None:
-    data = _call("GET", "/api/actions/undoable", params={"limit": 20})
+    data = call_or_exit("GET", "/api/actions/undoable", params={"limit": 20})
     if as_json:
         echo_json(data)
         return

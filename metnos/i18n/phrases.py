@@ -72,14 +72,18 @@ def phrase(kind: Kind, executor: str, values: Mapping[str, Any], lang: str | Non
     return i18n.get(key(kind, "GENERIC"), lang)
 
 
-def quoted(value: Any) -> str:
-    """A value as a sentence quotes it: one line, lists joined with commas, cut."""
+def one_line(value: Any) -> str:
+    """A value on one line, whole: lists and lines joined with commas, anything else JSON."""
     if isinstance(value, list):
-        text = ", ".join(str(v).strip() for v in value if str(v).strip())
-    elif isinstance(value, str):
-        text = ", ".join(line.strip() for line in value.splitlines() if line.strip())
-    else:
-        text = json.dumps(value, ensure_ascii=False)
+        return ", ".join(str(v).strip() for v in value if str(v).strip())
+    if isinstance(value, str):
+        return ", ".join(line.strip() for line in value.splitlines() if line.strip())
+    return json.dumps(value, ensure_ascii=False)
+
+
+def quoted(value: Any) -> str:
+    """A value as a sentence quotes it: one line, cut."""
+    text = one_line(value)
     return text if len(text) <= QUOTE_CHARS else text[:QUOTE_CHARS].rstrip() + "…"
 
 

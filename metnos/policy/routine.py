@@ -19,27 +19,17 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
-
-class _Sandbox(Protocol):
-    @property
-    def network(self) -> bool: ...
+from metnos.policy import approver
 
 
-class Acting(Protocol):
-    """What the rule reads of a manifest (`metnos.executors.manifest.Manifest`)."""
+class Acting(approver.Acting, Protocol):
+    """What the rule reads of a manifest (`metnos.executors.manifest.Manifest`): the
+    approver's view, and whether it can be undone and which mail account it uses."""
 
-    @property
-    def name(self) -> str: ...
-    @property
-    def side_effects(self) -> bool: ...
     @property
     def reversible(self) -> bool: ...
     @property
-    def effect(self) -> str | None: ...
-    @property
     def account(self) -> str | None: ...
-    @property
-    def sandbox(self) -> _Sandbox: ...
 
 
 def _always(manifest: Acting, args: Mapping[str, Any]) -> bool:

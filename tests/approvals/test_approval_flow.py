@@ -132,7 +132,7 @@ async def test_timeout_is_expired_not_denied(
         turn = await wait_status(client, body["turn_id"], "completed")
         assert turn["approvals"][0]["status"] == "expired"
         [expired] = turn["activity"]
-        assert expired["status"] == "expired" and "expired" in expired["text"]
+        assert expired["status"] == "expired" and "decided in time" in expired["text"]
         resp = await client.post(f"/api/approvals/{body['approvals'][0]['approval_id']}",
                                  json={"decision": "approve"})
         assert resp.status_code == 409  # too late: it is not pending any more
