@@ -15,9 +15,9 @@ import pytest
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # the suite's homes keep the earlier Supervised, where every write, rename and move asks: the
-# approval tests need a step that waits. The autonomy tests (tests/policy,
-# tests/security/test_autonomy_attacks.py, tests/turns/test_reversible_autonomy.py) switch
-# the shipped default (true) back on for their homes.
+# approval tests need a step that waits. The tests of the shipped default (true) switch it
+# back on for their homes (grep REVERSIBLE_WITHOUT_ASKING: tests/security, tests/webchat,
+# tests/cli; tests/policy calls policy.decide with the rule itself).
 os.environ.setdefault("METNOS_POLICY_REVERSIBLE_WITHOUT_ASKING", "false")
 
 pytest_plugins = [
