@@ -40,7 +40,7 @@ from metnos.mail.settings import MailSettings
 from metnos.reminders.settings import ReminderSettings
 from metnos.remote_settings import RemoteSettings
 from metnos.schedules.settings import ScheduleSettings
-from metnos.settings_errors import unknown_key_error
+from metnos.settings_errors import config_error
 from metnos.system_lang import system_lang
 from metnos.timezone import known_zone, system_timezone
 from metnos.trash_settings import TrashSettings
@@ -383,9 +383,7 @@ def _group_from_toml(group: str, table: Any) -> BaseModel:
         env_values = cls().model_dump(exclude_unset=True)
         return cls(**{**table, **env_values})
     except ValidationError as exc:  # name the table: "gateway.port", not just "port"
-        unknown = unknown_key_error(exc, cls, default_home() / "metnos.toml", f"{group}.")
-        raise unknown or ConfigError("ERR_CONFIG_INVALID",
-                                     detail=_brief(exc, prefix=f"{group}.")) from exc
+        raise config_error(exc, cls, default_home() / "metnos.toml", f"{group}.") from exc
 
 
 @lru_cache(maxsize=1)
@@ -394,13 +392,4 @@ def get_settings() -> Settings:
     try:
         return Settings()
     except ValidationError as exc:  # an unknown key at the top can only come from the file
-        unknown = unknown_key_error(exc, Settings, default_home() / "metnos.toml")
-        raise unknown or ConfigError("ERR_CONFIG_INVALID", detail=_brief(exc)) from exc
-
-
-def _brief(exc: ValidationError, prefix: str = "") -> str:
-    parts = []
-    for err in exc.errors():
-        loc = prefix + ".".join(str(p) for p in err["loc"])
-        parts.append(f"{loc}: {err['msg']}")
-    return "; ".join(parts)
+        raise config_error(exc, Settings, default_home() / "metnos.toml") from exc

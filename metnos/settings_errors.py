@@ -59,3 +59,15 @@ def _table(model: type[BaseModel], parents: list[str]) -> type[BaseModel] | None
             return None
         model = kind
     return model
+
+
+def config_error(exc: ValidationError, model: type[BaseModel], path: Path,
+                 prefix: str = "") -> ConfigError:
+    """The settings' error in plain words: an unknown key named with its closest known one,
+    else `ERR_CONFIG_INVALID` with each problem's place (`gateway.port`, not just `port`)."""
+    unknown = unknown_key_error(exc, model, path, prefix)
+    if unknown is not None:
+        return unknown
+    detail = "; ".join(f"{prefix}{'.'.join(str(p) for p in err['loc'])}: {err['msg']}"
+                       for err in exc.errors())
+    return ConfigError("ERR_CONFIG_INVALID", detail=detail)
