@@ -177,3 +177,45 @@ async def test_undo_said_with_the_tutors_catalog_in_place_is_not_a_question_for_
         said_ = await turn(client, "undo", first["session_id"], lang="en")
         assert "homework.md" in said_["reply"], said_
     assert (home.workspace / "homework.md").read_text() == "maths\n"
+
+
+@pytest.mark.parametrize(("lang", "rename", "undo", "delete"), [
+    ("it", "rinomina compiti.md in fatti.md", "annulla", "elimina compiti.md"),
+    ("en", "rename compiti.md to done.md", "undo the last change", "delete compiti.md"),
+])
+async def test_in_supervised_a_rename_runs_with_undo_and_a_deletion_still_asks(
+        make_home: MakeHome, lang: str, rename: str, undo: str, delete: str) -> None:
+    """The acceptance of issue 27 on the shipped default (reversibility lowers the cost of
+    yes): the rename runs without a card and shows Undo, saying the undo puts the name back,
+    and a deletion still waits for a yes."""
+    home = make_home(autonomy="Supervised", lang=lang,
+                     METNOS_POLICY_REVERSIBLE_WITHOUT_ASKING="true")
+    (home.workspace / "compiti.md").write_text("matematica\n")
+    async with gateway_client(home, prefect=False) as client:
+        first = await turn(client, rename, lang=lang)
+        assert not first["approvals"], first
+        [item] = [a for a in first["activity"] if a.get("undo")]
+        assert not (home.workspace / "compiti.md").exists()
+        undone = await turn(client, undo, first["session_id"], lang=lang)
+        assert "compiti.md" in undone["reply"], undone
+        assert (home.workspace / "compiti.md").read_text() == "matematica\n"
+        assert item["action_id"] in {ln.get("action_id") for ln in audit(home)
+                                     if ln["action"] == "undo"}
+        resp = await client.post("/api/turns?wait=false", json={
+            "text": delete, "lang": lang, "session_id": first["session_id"]})
+        assert resp.status_code in (200, 202), resp.text
+        waiting = await _approval_for(client, resp.json()["turn_id"])
+        assert waiting["status"] == "pending"
+    assert (home.workspace / "compiti.md").is_file()
+
+
+async def _approval_for(client: httpx.AsyncClient, turn_id: str) -> dict[str, Any]:
+    import asyncio
+
+    for _ in range(200):
+        body = (await client.get(f"/api/turns/{turn_id}")).json()
+        if body.get("approvals"):
+            return dict(body["approvals"][0])
+        assert body["status"] != "completed", body  # it ran (or refused) without asking
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"no approval for {turn_id}")
