@@ -227,6 +227,11 @@ def _fill(text: str, vars: dict[str, Any], key: str, lang: str) -> str:
     if not _safe_fields(text):
         log.warning("i18n.bad_placeholder key=%s lang=%s", key, lang)
         return text
+    if "{action}" in text and "action" not in vars and isinstance(vars.get("executor"), str):
+        # a message about a step names what it does in plain words, never the tool's name
+        from metnos.i18n.phrases import action
+
+        vars = {**vars, "action": action(vars["executor"], lang)}
     try:
         return text.format_map(vars)
     except (KeyError, IndexError, ValueError, TypeError):

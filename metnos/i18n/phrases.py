@@ -50,6 +50,15 @@ def asked(executor: str, lang: str | None) -> str:
     return phrase("ASK", executor, {}, lang)
 
 
+def action(executor: str, lang: str | None) -> str:
+    """What a step of `executor` does, for a message about it ("I am about to {action}");
+    an executor without its own words is "do this", never its name."""
+    if any(key("ASK", executor) in i18n.catalog(code)
+           for code in (i18n.normalise_lang(lang), i18n.FALLBACK_LANG)):
+        return asked(executor, lang)
+    return i18n.get("MSG_ACTION_GENERIC", lang)
+
+
 def has_own(kind: Kind, executor: str, lang: str | None) -> bool:
     """Whether `executor` has its own `kind` sentence in `lang` (not the English fallback)."""
     return isinstance(i18n.catalog(i18n.normalise_lang(lang)).get(key(kind, executor)), str)

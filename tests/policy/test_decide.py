@@ -98,7 +98,12 @@ def test_invariants(
 def test_messages_explain_the_refusal() -> None:
     d = decide(risk="high", side_effects=True, reversible=True, autonomy="Supervised",
                sandbox_ok=True, executor="shell_run")  # fmt: skip
-    assert "shell_run" in d.message("it") and "alto rischio" in d.message("it")
+    # what the step does in plain words, never the tool's name (issue 27)
+    assert "eseguire un comando" in d.message("it") and "alto rischio" in d.message("it")
+    assert "shell_run" not in d.message("it") + d.message("en")
+    odd = decide(risk="high", side_effects=True, reversible=True, autonomy="Supervised",
+                 sandbox_ok=True, executor="count_words")  # fmt: skip
+    assert "count_words" not in odd.message("en") and "do this" in odd.message("en")
     d = decide(risk="low", side_effects=True, reversible=True, autonomy="Full",
                sandbox_ok=False, executor="fs_write")  # fmt: skip
     assert "sandbox" in d.message("en") and "fs_write" in d.message("en")

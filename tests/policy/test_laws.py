@@ -198,8 +198,9 @@ def test_other_user_nested_or_not_a_string_is_denied(inst: Instance) -> None:
 
 def test_law_keys_have_text_in_both_languages() -> None:
     for decision in (untrusted_data_decision("fs_write"), no_undo_record_decision("fs_write")):
-        for lang in ("it", "en"):
-            assert "fs_write" in decision.message(lang)
+        for lang, doing in (("it", "scrivere un file"), ("en", "write a file")):
+            message = decision.message(lang)  # what the step does, never the tool's name
+            assert doing in message and "fs_write" not in message
     assert untrusted_data_decision("x").verdict == "ask"
     assert no_undo_record_decision("x").verdict == "deny"
     for key in ("ERR_LAW_SECRET_EXFILTRATION", "ERR_LAW_OTHER_USER", "MSG_LAW_OUTPUT_REDACTED",
