@@ -28,7 +28,7 @@ class PurgeRequest(BaseModel):
                                description="Only this change (its handle or whole id).")
 
 
-@router.get("")
+@router.get("", responses=error_responses(401))
 async def kept(service: ServiceDep, owner: OwnerDep, lang: LangDep) -> dict[str, Any]:
     """What the trash keeps, oldest first, with the limits of the retention policy."""
     items = [k for k in await asyncio.to_thread(trash.kept, service.settings)

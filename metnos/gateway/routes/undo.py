@@ -25,7 +25,7 @@ _STATUS = {"ERR_UNDO_NOT_FOUND": 404, "ERR_UNDO_ALREADY_DONE": 409,
            "ERR_UNDO_PURGED": 410, "ERR_UNDO_AMBIGUOUS": 409}
 
 
-@router.get("/undoable")
+@router.get("/undoable", responses=error_responses(401))
 async def undoable(service: ServiceDep, owner: OwnerDep, lang: LangDep,
                    limit: int = Query(10, ge=1, le=100)) -> dict[str, Any]:
     """The newest changes still undoable, newest first: `handle`, `text`, `when`."""
