@@ -51,7 +51,7 @@ def list_(as_json: bool = _JSON) -> None:
 def purge(
     handle: Annotated[str | None, typer.Argument(help=msg("CLI_TRASH_HANDLE_HELP"))] = None,
     older_than: Annotated[float | None, typer.Option(
-        "--older-than", min=0, help=msg("CLI_TRASH_OLDER_HELP"))] = None,
+        "--older-than", min=0, max=36500, help=msg("CLI_TRASH_OLDER_HELP"))] = None,
     as_json: bool = _JSON,
 ) -> None:
     body: dict[str, Any] = {"handle": handle, "older_than_days": older_than}

@@ -23,7 +23,7 @@ class PurgeRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     older_than_days: float | None = Field(
-        None, ge=0, description="Only what is older than this many days.")
+        None, ge=0, le=36500, description="Only what is older than this many days.")
     handle: str | None = Field(None, max_length=64,
                                description="Only this change (its handle or whole id).")
 
