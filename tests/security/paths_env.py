@@ -217,6 +217,9 @@ def arena_home(root: Path, pg: TestPostgres, *, autonomy: str,
             "METNOS_POLICY_MAX_LLM_COST_PER_DAY_USD": "1000000",
             # a step left waiting (no decision reached it) expires soon: the module ends
             "METNOS_POLICY_APPROVAL_TIMEOUT_S": "5",
+            # no Tutor compile in the background (as make_home): its audit lines are not
+            # the attacks' and its CPU is not theirs
+            "METNOS_TUTOR_READ_AT_START": "false",
         }
         for name, value in env.items():
             mp.setenv(name, value)
