@@ -61,6 +61,9 @@ def instance_env(root: Path, **extra: str) -> dict[str, str]:
         "METNOS_GATEWAY_PORT": str(free_port()),
         "METNOS_PREFECT_PORT": str(free_port()),
         "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        # as the suite's other homes (tests/conftest.py): a write still asks in Supervised
+        "METNOS_POLICY_REVERSIBLE_WITHOUT_ASKING": os.environ.get(
+            "METNOS_POLICY_REVERSIBLE_WITHOUT_ASKING", "true"),
         **extra,
     })
     return env
