@@ -124,7 +124,8 @@ def test_streamed_text_cannot_hide_or_fake_the_real_card(
         child.expect(r"\s*")  # the prompt's trailing blank
         raw += child.before + child.after
         screen = render(raw)
-        action_row = assert_visible(screen, "Action: fs_delete")
+        # the real card says the action in plain words (issue 27), not the tool's name
+        action_row = assert_visible(screen, "Action: Move victim.txt to the trash")
         assert assert_visible(screen, 'path = "victim.txt"') > action_row
         assert assert_visible(screen, "File victim.txt: exists") > action_row
         prompt_row = assert_visible(screen, "Approve? [y/N]")
