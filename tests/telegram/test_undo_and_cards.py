@@ -17,7 +17,7 @@ from tests.support.home import MakeHome
 from tests.telegram.support import answers, buttons, pair, shown_texts, telegram_gateway, until
 
 ANNA, BOB = 7001, 8002
-APPEND = {"path": "lists/spesa.md", "content": "eggs\nbutter\n", "mode": "append"}
+APPEND = {"path": "lists/shopping.md", "content": "eggs\nbutter\n", "mode": "append"}
 
 
 def cards(tg: FakeTelegram, chat_id: int) -> list[Call]:
@@ -45,14 +45,16 @@ async def answer_to(tg: FakeTelegram, query_id: str) -> Call:
 @pytest.mark.parametrize("lang", ["it", "en"])
 def test_the_card_says_what_happens_to_which_file_and_why(lang: str) -> None:
     approval = {"approval_id": "a1", "executor": "fs_write", "args": APPEND,
-                "files": {"lists/spesa.md": "sha256:abc"}, "reason_key": "ASK_POLICY_MEDIUM_RISK",
+                "files": {"lists/shopping.md": "sha256:abc"},
+                "reason_key": "ASK_POLICY_MEDIUM_RISK",
                 "expires_at": "2026-12-01T18:30:00+00:00",
                 "why": i18n.get("ASK_POLICY_MEDIUM_RISK", lang, executor="fs_write")}
     text = card(approval, lang)
-    action = i18n.get("CARD_fs_write_append", lang, content="eggs, butter", path="lists/spesa.md")
+    action = i18n.get("CARD_fs_write_append", lang, content="eggs, butter",
+                      path="lists/shopping.md")
     head, details = text.split("<blockquote expandable>")
     assert action in head and i18n.get("CARD_WHY_ASK_POLICY_MEDIUM_RISK", lang) in head
-    assert i18n.get("CARD_FILE_EXISTS", lang, path="lists/spesa.md") in head
+    assert i18n.get("CARD_FILE_EXISTS", lang, path="lists/shopping.md") in head
     for jargon in ("fs_write", "{", "risk", "rischio", "sha256"):  # up front: plain words only
         assert jargon not in head, jargon
     assert "<code>eggs\nbutter\n</code>" in details and "mode: <code>append</code>" in details
@@ -67,7 +69,7 @@ async def test_undo_from_the_button_only_by_who_asked_then_once(
         prefect_api: str) -> None:
     home = make_home(llm=scripted_llm, lang="en", autonomy="Supervised")
     (home.workspace / "lists").mkdir()
-    (home.workspace / "lists" / "spesa.md").write_text("milk\n")
+    (home.workspace / "lists" / "shopping.md").write_text("milk\n")
     async with telegram_gateway(home, telegram) as (client, _):
         await pair(client, telegram, ANNA, language_code="en")
         await pair(client, telegram, BOB, language_code="en")
@@ -78,11 +80,11 @@ async def test_undo_from_the_button_only_by_who_asked_then_once(
         await until(telegram, lambda t: bool(cards(t, ANNA)), "the approval card")
         [shown] = cards(telegram, ANNA)
         assert i18n.get("CARD_fs_write_append", "en", content="eggs, butter",
-                        path="lists/spesa.md") in str(shown.params["text"])
+                        path="lists/shopping.md") in str(shown.params["text"])
         approve = buttons(shown)[0]["callback_data"]
         telegram.push_callback(ANNA, approve, shown.result["message_id"], language_code="en")
         await until(telegram, lambda t: bool(undo_buttons(t, ANNA)), "the Undo button")
-        assert (home.workspace / "lists" / "spesa.md").read_text() == "milk\neggs\nbutter\n"
+        assert (home.workspace / "lists" / "shopping.md").read_text() == "milk\neggs\nbutter\n"
         [(message_id, data)] = undo_buttons(telegram, ANNA)
         assert [b["text"] for b in buttons(telegram.calls_of_any(
             ("sendMessage", "editMessageText"), ANNA)[-1])] == [
@@ -93,12 +95,12 @@ async def test_undo_from_the_button_only_by_who_asked_then_once(
         refused = await answer_to(telegram, telegram.push_callback(
             BOB, data, message_id, chat_id=ANNA, language_code="en"))
         assert refused.params["text"] == i18n.get("MSG_TELEGRAM_UNDO_NOT_YOURS", "en")
-        assert (home.workspace / "lists" / "spesa.md").read_text() == "milk\neggs\nbutter\n"
+        assert (home.workspace / "lists" / "shopping.md").read_text() == "milk\neggs\nbutter\n"
 
         done = await answer_to(telegram, telegram.push_callback(
             ANNA, data, message_id, language_code="en"))
         assert done.params["text"] == i18n.get("MSG_TELEGRAM_UNDONE", "en")
-        assert (home.workspace / "lists" / "spesa.md").read_text() == "milk\n"
+        assert (home.workspace / "lists" / "shopping.md").read_text() == "milk\n"
         await until(telegram, lambda t: i18n.get("UNDO_DONE_ITEM", "en") in shown_texts(
             t, ANNA)[-1], "the reply marked undone")
         edit = telegram.calls_of("editMessageText", ANNA)[-1]
@@ -107,7 +109,7 @@ async def test_undo_from_the_button_only_by_who_asked_then_once(
         again = await answer_to(telegram, telegram.push_callback(  # a stale button
             ANNA, data, message_id, language_code="en"))
         assert again.params["text"] == i18n.get("UNDO_ALREADY", "en")
-    assert (home.workspace / "lists" / "spesa.md").read_text() == "milk\n"
+    assert (home.workspace / "lists" / "shopping.md").read_text() == "milk\n"
     undos = [(ln["sender"], ln["channel"], ln["outcome"]) for ln in audit_lines(home.path)
              if ln["action"] == "undo"]
     assert undos == [(f"telegram:{BOB}", "telegram", "refused"), ("owner", "telegram", "done"),
@@ -117,7 +119,7 @@ async def test_undo_from_the_button_only_by_who_asked_then_once(
 async def test_a_shopping_list_without_a_model_undone_from_its_button(
         make_home: MakeHome, telegram: FakeTelegram, prefect_api: str) -> None:
     home = make_home(lang="it")
-    path = home.workspace / "lists" / "spesa.md"
+    path = home.workspace / "lists" / "shopping.md"
     async with telegram_gateway(home, telegram) as (client, _):
         await pair(client, telegram, ANNA, language_code="it")
         for n, text in enumerate(("aggiungi latte, uova e pane alla lista della spesa",
