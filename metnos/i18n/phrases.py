@@ -53,7 +53,7 @@ def asked(executor: str, lang: str | None) -> str:
 def action(executor: str, lang: str | None) -> str:
     """What a step of `executor` does, for a message about it ("I am about to {action}");
     an executor without its own words is "do this", never its name."""
-    if any(key("ASK", executor) in i18n.catalog(code)
+    if any(i18n.lookup(key("ASK", executor), code) is not None
            for code in (i18n.normalise_lang(lang), i18n.FALLBACK_LANG)):
         return asked(executor, lang)
     return i18n.get("MSG_ACTION_GENERIC", lang)
