@@ -1,13 +1,15 @@
 """What the CLI's lists share (issue 12): aligned tables with headers (rich, which typer
 brings), words instead of keys, and times in the household's time zone.
 
-`print_table` writes to the current stdout at call time (so `CliRunner` and pipes get it),
-without colours or markup when stdout is not a terminal, never cutting a cell: a long one
-wraps inside its column. Each cell is outside text, shown inert on its row (issue 25).
+`print_table` renders the table as plain text (no colours or markup) and writes it through
+`metnos.cli._out` to the current stdout (so `CliRunner` and pipes get it), never cutting a
+cell: a long one wraps inside its column. Each cell is outside text, shown inert on its row
+(issue 25).
 """
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import shutil
@@ -22,6 +24,7 @@ from rich.table import Column, Table
 from rich.text import Text
 
 from metnos import i18n
+from metnos.cli import _out as out
 from metnos.cli._lang import cli_lang
 from metnos.escape import terminal_line
 from metnos.i18n.words import status
@@ -42,11 +45,12 @@ def print_table(headers: Sequence[str], rows: Iterable[Sequence[str]],
                   show_edge=False, pad_edge=False, highlight=False)
     for row in rows:
         table.add_row(*(_cell(cell) for cell in row))
-    out = sys.stdout
-    width = shutil.get_terminal_size((WIDTH, 24)).columns if out.isatty() else _columns()
-    console = Console(file=out, width=width, highlight=False, markup=False, emoji=False,
-                      soft_wrap=False)
-    console.print(table)
+    width = shutil.get_terminal_size((WIDTH, 24)).columns if sys.stdout.isatty() \
+        else _columns()
+    console = Console(file=io.StringIO(), width=width, color_system=None, highlight=False,
+                      markup=False, emoji=False, soft_wrap=False)
+    # rendered as plain text (styles dropped), then written by `_out` like everything else
+    out.write("".join(segment.text for segment in console.render(table)))
 
 
 def _cell(value: object) -> Text:
@@ -90,4 +94,8 @@ def words(value: str | None, lang: str | None = None, **known: str) -> str:
         names = {name for _, name, _, _ in string.Formatter().parse(text) if name}
     except ValueError:
         names = set()
-    return i18n.get(value, lang, **{name: known.get(name, "…") for name in names})
+    filled = {name: known.get(name, "…") for name in names}
+    if "action" in names and "action" not in known and "executor" in known:
+        del filled["action"]  # i18n says what the step does from its executor
+        filled["executor"] = known["executor"]
+    return i18n.get(value, lang, **filled)

@@ -46,7 +46,7 @@ def history(limit: int = typer.Option(50, "--limit", min=1, max=1000,
 @app.command(help=msg("CLI_EVOLUTION_UNDO_HELP"))
 def undo(move_id: str = typer.Argument(..., help=msg("CLI_EVOLUTION_ID_HELP")),
          as_json: bool = _JSON) -> None:
-    _print(_call("POST", f"/api/evolution/moves/{quote(move_id, safe='')}/undo"), as_json)
+    _show(_call("POST", f"/api/evolution/moves/{quote(move_id, safe='')}/undo"), as_json)
 
 
 @app.command(help=msg("CLI_EVOLUTION_QUARANTINE_HELP"))
@@ -71,7 +71,7 @@ def restore(name: str = _NAME, why: str = _WHY, as_json: bool = _JSON) -> None:
 
 def _owner_move(name: str, move: str, why: str, as_json: bool) -> None:
     path = f"/api/evolution/executors/{quote(name, safe='')}/{move}"
-    _print(_call("POST", path, body={"why": why}), as_json)
+    _show(_call("POST", path, body={"why": why}), as_json)
 
 
 def _call(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
@@ -82,7 +82,7 @@ def _call(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         raise typer.Exit(1) from exc  # exit_with exits; this keeps the types honest
 
 
-def _print(data: dict[str, Any], as_json: bool) -> None:
+def _show(data: dict[str, Any], as_json: bool) -> None:
     if as_json:
         echo_json(data)
     else:
