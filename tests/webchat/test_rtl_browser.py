@@ -7,6 +7,7 @@ right. Screenshots in the test's tmp dir."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,14 +34,18 @@ def test_telegram_lines_of_a_right_to_left_language_carry_the_mark() -> None:
     assert marked("⏰ 18:00", "it") == "⏰ 18:00"
 
 
-async def _layout(browser: Any, home: Any, lang: str, tmp_path: Path) -> dict[str, Any]:
+async def _layout(browser: Any, home: Any, lang: str, tmp_path: Path,
+                  reply: str) -> dict[str, Any]:
+    """The chat's layout once `reply` has come (the page may reopen the conversation before,
+    so an earlier reply is already on it)."""
     from playwright.async_api import expect
 
     context, page, errors = await open_chat(browser, home, lang)
     await page.locator("body[data-ready]").wait_for(state="attached")
     await page.fill("#text", "ciao")
     await page.keyboard.press("Enter")
-    await expect(page.locator(".msg.metnos").last).to_contain_text("Hello", timeout=60_000)
+    await expect(page.locator(".msg.metnos").last).to_have_text(
+        re.compile(re.escape(reply)), timeout=60_000)
     found: dict[str, Any] = await page.evaluate("""() => {
         const box = s => document.querySelector(s).getBoundingClientRect();
         const me = box('.msg.me'), metnos = box('.msg.metnos:last-of-type');
@@ -63,8 +68,8 @@ async def test_an_arabic_browser_gets_the_chat_right_to_left(
     scripted_llm.enqueue_text("Hello!")
     scripted_llm.enqueue_text("Hello again!")
     with served_gateway(home):
-        arabic = await _layout(browser, home, "ar", tmp_path)
-        english = await _layout(browser, home, "en", tmp_path)
+        arabic = await _layout(browser, home, "ar", tmp_path, "Hello!")
+        english = await _layout(browser, home, "en", tmp_path, "Hello again!")
     assert (arabic["lang"], arabic["dir"]) == ("ar", "rtl"), arabic
     assert (english["lang"], english["dir"]) == ("en", "ltr"), english
     assert arabic["text_dir"] == english["text_dir"] == "auto"

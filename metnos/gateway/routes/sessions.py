@@ -110,24 +110,29 @@ class SessionUpdate(BaseModel):
                           "be undone; false: an ordinary reversible change runs with Undo.")
 
 
-MAX_FILTERS = 20  # channels named in one listing; more are ignored
+CHANNELS = r"^([a-z][a-z0-9_-]{0,31}(,[a-z][a-z0-9_-]{0,31}){0,19})?$"  # "web,telegram"
 
 
 @router.get("", response_model=SessionList, responses=_ERRORS)
 async def list_sessions(service: ServiceDep, owner: OwnerDep,
                         offset: int = Query(0, ge=0, le=MAX_OFFSET),
                         limit: int = Query(20, ge=1, le=MAX_SESSIONS),
-                        channel: Annotated[list[str] | None, Query()] = None,
-                        exclude_channel: Annotated[list[str] | None, Query()] = None,
+                        channel: Annotated[str, Query(pattern=CHANNELS)] = "",
+                        exclude_channel: Annotated[str, Query(pattern=CHANNELS)] = "",
                         spoken: bool = False) -> SessionList:
     """The caller's own sessions, the most recently active first; `next_offset` is null on
-    the last page. `channel` keeps only those channels' sessions, `exclude_channel` leaves
-    those out (the web chat lists the terminal's `api` sessions in a group of their own);
+    the last page. `channel` (names separated by commas) keeps only those channels' sessions,
+    `exclude_channel` leaves those out (the web chat lists the terminal's `api` sessions in a
+    group of their own);
     `spoken=true` leaves out the sessions no message was ever said in."""
     return await asyncio.to_thread(_list_sessions, service.engine, owner,
                                    offset=offset, limit=limit,
-                                   channels=(channel or [])[:MAX_FILTERS],
-                                   excluded=(exclude_channel or [])[:MAX_FILTERS], spoken=spoken)
+                                   channels=_names(channel), excluded=_names(exclude_channel),
+                                   spoken=spoken)
+
+
+def _names(listed: str) -> list[str]:
+    return [name for name in listed.split(",") if name]
 
 
 @router.get("/{session_id}/messages", response_model=MessagesPublic, responses=_ERRORS)
