@@ -1,16 +1,18 @@
-"""Where the shipped resources live: the repository root (or the installed tree)."""
+"""Where the shipped resources live: `metnos/resources/`, package data of the installed wheel
+(an editable checkout's source tree, so `metnos-prompts` writes into the repository).
+
+It holds `executors/` (the signed built-ins and `BUILTIN.lock`), `prompts/`, `i18n/`,
+`lexicon/`, `planner/`, `channels/` and `docs/` (the repository's `docs/`, linked in).
+`Settings.resources_root` names another folder of the same shape when `resources_dir` is set.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-_ROOT = Path(__file__).resolve().parent.parent
+_RESOURCES = Path(__file__).resolve().parent / "resources"
 
 
-def repo_root() -> Path:
-    """The directory holding `executors/`, `prompts/` and `i18n/` (an editable install's repo)."""
-    return _ROOT
-
-
-def repo_path(*parts: str) -> Path:
-    return _ROOT.joinpath(*parts)
+def resources_path(*parts: str) -> Path:
+    """The shipped tree, or a path inside it."""
+    return _RESOURCES.joinpath(*parts)

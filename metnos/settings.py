@@ -152,7 +152,8 @@ class I18nSettings(_Group):
 
     resources_dir: Path | None = Field(
         None, description="Folder holding prompts/, i18n/ and executors/ (default: the "
-                          "installed tree). metnos-prompts writes translations there.")
+                          "package's metnos/resources/). metnos-prompts writes translations "
+                          "there.")
     languages: list[str] = Field(
         default_factory=lambda: ["it", "en"],
         description="Active languages besides METNOS_LANG; a language added with "
@@ -305,9 +306,9 @@ class Settings(BaseSettings):
     @property
     def resources_root(self) -> Path:
         """The folder holding `prompts/`, `i18n/` and `executors/` (SPEC §9)."""
-        from metnos.paths import repo_root
+        from metnos.paths import resources_path
 
-        return self.i18n.resources_dir or repo_root()
+        return self.i18n.resources_dir or resources_path()
 
     @property
     def i18n_db_path(self) -> Path:

@@ -44,7 +44,7 @@ def system_lang(environ: Mapping[str, str] | None = None) -> str:
 
 
 def _resources(env: Mapping[str, str]) -> Path:
-    from metnos.paths import repo_root
+    from metnos.paths import resources_path
 
     folder = env.get("METNOS_I18N_RESOURCES_DIR", "").strip()
-    return Path(folder) if folder else repo_root()
+    return Path(folder) if folder else resources_path()

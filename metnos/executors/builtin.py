@@ -21,7 +21,7 @@ from metnos.errors import ManifestError, SignatureError
 from metnos.executors.registry import ExecutorSpec, discover_all
 from metnos.executors.signing import code_hash, sign_executor, signature_path, verify_executor
 from metnos.keys import load_private_key
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 
 LOCK_FILE = "BUILTIN.lock"
 KEY_PURPOSE = "executors"
@@ -31,7 +31,7 @@ Lock = dict[str, dict[str, str]]
 
 
 def lock_path(executors_dir: Path | None = None) -> Path:
-    return (executors_dir or repo_path("executors")) / LOCK_FILE
+    return (executors_dir or resources_path("executors")) / LOCK_FILE
 
 
 def read_lock(path: Path) -> Lock:
@@ -123,7 +123,7 @@ def _builtin_specs(repo_executors_dir: Path, lock: Lock) -> list[ExecutorSpec]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m metnos.executors.builtin")
     parser.add_argument("--update-lock", action="store_true", help="rewrite BUILTIN.lock")
-    parser.add_argument("--dir", type=Path, default=repo_path("executors"))
+    parser.add_argument("--dir", type=Path, default=resources_path("executors"))
     args = parser.parse_args(argv)
     if args.update_lock:
         lock = write_lock(args.dir)

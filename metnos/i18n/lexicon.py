@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from metnos.paths import repo_root
+from metnos.paths import resources_path
 
 LEXICON_DIR = "lexicon"
 
@@ -29,7 +29,7 @@ def resources_root() -> Path:
 
         return get_settings().resources_root
     except Exception:  # broken settings: still read the shipped words
-        return repo_root()
+        return resources_path()
 
 
 def lexicon_file(name: str, lang: str, root: Path | None = None) -> Path:

@@ -15,7 +15,7 @@ from metnos.errors import MetnosError, NotInitialisedError
 from metnos.executors.registry import load_registry
 from metnos.llm.port import LLMPort, configured
 from metnos.mnestoma.record import Memory
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.sandbox import run_canary
 from metnos.settings import Settings
 from metnos.synt import composition
@@ -77,7 +77,7 @@ def tutoring(settings: Settings, service: TurnService, scheduler: Signals | None
 
     def reading(asker: Asker) -> ProbeContext:  # what a probe may read, for this asker
         return ProbeContext(asker=asker, registry=service.registry, engine=service.engine,
-                            home=settings.home, repo_executors=repo_path("executors"),
+                            home=settings.home, repo_executors=resources_path("executors"),
                             services=services, scheduler=scheduler)
 
     tutor = Tutor(settings.home, service.audit, window_s=settings.tutor.window_ms / 1000,

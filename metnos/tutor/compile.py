@@ -21,7 +21,6 @@ import numpy as np
 
 from metnos import durable
 from metnos.keys import ensure_keypair, load_private_key
-from metnos.paths import repo_path
 from metnos.tutor.catalog import (
     FIELDS,
     RECIPE,
@@ -67,7 +66,7 @@ def compile_catalog(home: Path, *, embedder: Embedder | None = None,
     """Build, sign, verify and admit a new catalog for `home`; the old one stays on failure."""
     started = time.monotonic()
     emb = embedder or default_embedder()
-    sections = all_sections(docs_dir or repo_path("docs"), executors_dir or repo_path("executors"))
+    sections = all_sections(docs_dir, executors_dir)
     model = ModelInfo.of(emb)
     vectors, reused = _vectors(home, model, sections, emb)
     keys_dir = home / "keys"

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from metnos import i18n
 from metnos.executors.manifest import Manifest, manifest_bytes, parse_manifest
+from metnos.paths import resources_path
 
 MAX_CHARS = 1200
 MIN_CHARS = 240
@@ -264,8 +265,11 @@ def _text(table: dict[str, str], lang: str) -> str:
     return table.get(lang) or table.get(i18n.FALLBACK_LANG) or next(iter(table.values()), "")
 
 
-def all_sections(docs_dir: Path, executors_dir: Path) -> list[Section]:
-    found = [*doc_sections(docs_dir), *manifest_sections(executors_dir)]
+def all_sections(docs_dir: Path | None = None,
+                 executors_dir: Path | None = None) -> list[Section]:
+    """The sections of the docs and the manifests (by default the shipped ones)."""
+    found = [*doc_sections(docs_dir or resources_path("docs")),
+             *manifest_sections(executors_dir or resources_path("executors"))]
     keys = [(s.id, s.lang) for s in found]
     if len(set(keys)) != len(keys):
         raise ValueError("duplicate section ids")

@@ -18,7 +18,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from metnos.paths import repo_path
 from metnos.tutor.catalog import CatalogUnavailable, open_catalog, section_hash
 from metnos.tutor.compile import CompileReport, compile_catalog
 from metnos.tutor.sections import all_sections
@@ -42,7 +41,7 @@ def stale(home: Path, *, docs_dir: Path | None = None,
         catalog = open_catalog(home)
     except CatalogUnavailable as exc:
         return exc.reason
-    sources = all_sections(docs_dir or repo_path("docs"), executors_dir or repo_path("executors"))
+    sources = all_sections(docs_dir, executors_dir)
     if sorted(map(section_hash, sources)) != sorted(map(section_hash, catalog.sections)):
         return "sources"
     return "" if catalog.semantic else "model"

@@ -16,13 +16,13 @@ import pytest
 from babel import Locale
 
 from metnos import errors, i18n
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 
 KEY = re.compile(r"^[A-Z]+(_[A-Za-z0-9]+)+$")
 
 
 def _files(lang: str) -> list[Path]:
-    return sorted(repo_path("i18n", lang).glob("*.toml"))
+    return sorted(resources_path("i18n", lang).glob("*.toml"))
 
 
 def _placeholders(value: str | dict[str, str]) -> set[str]:

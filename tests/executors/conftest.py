@@ -14,10 +14,10 @@ import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from metnos.keys import ensure_keypair, load_private_key
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.settings import get_settings
 
-REPO_EXECUTORS = repo_path("executors")
+REPO_EXECUTORS = resources_path("executors")
 BUILTINS = (
     "fs_find", "fs_read", "fs_write", "fs_move", "fs_delete", "shell_run", "web_fetch", "i18n_lint",
     "lists", "reminder_set", "pdf_ext", "archive", "notify", "summarize",

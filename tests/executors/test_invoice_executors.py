@@ -17,12 +17,12 @@ from metnos import i18n
 from metnos.archiving import destination
 from metnos.errors import PolicyDenied
 from metnos.executors.manifest import parse_manifest
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from tests.support.pdfs import encrypted_pdf, image_only_pdf, text_pdf
 from tests.undo.support import Actor, make_actor, tree_digest
 
-EXECUTORS = repo_path("executors")
+EXECUTORS = resources_path("executors")
 
 
 def run(name: str, args: dict[str, Any], workspace: Path) -> SandboxResult:

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
 from metnos import i18n
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 
+ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [
-    *sorted(repo_path("metnos", "executors").glob("*.py")),
-    repo_path("metnos", "cli", "executors.py"),
-    *sorted(repo_path("executors").glob("*/main.py")),
+    *sorted(ROOT.joinpath("metnos", "executors").glob("*.py")),
+    ROOT.joinpath("metnos", "cli", "executors.py"),
+    *sorted(resources_path("executors").glob("*/main.py")),
 ]
 KEYS = sorted(
     {k for p in SOURCES for k in re.findall(r'"((?:ERR|MSG|CLI)_[A-Z_]+)"', p.read_text())}

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from metnos import i18n
-from metnos.paths import repo_root
+from metnos.paths import resources_path
 from metnos.settings import Settings, get_settings
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.fake_translator import fake_translation
@@ -34,7 +34,7 @@ class Instance:
 
 def copy_resources(target: Path) -> Path:
     for name in ("prompts", "i18n", "executors", "channels", "lexicon", "planner"):
-        shutil.copytree(repo_root() / name, target / name, ignore=_IGNORE)
+        shutil.copytree(resources_path(name), target / name, ignore=_IGNORE)
     return target
 
 

@@ -14,7 +14,7 @@ from metnos.i18n.checks import (
     describe,
     enforced,
 )
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 
 SRC = "Could not read the file {path}."
 
@@ -99,8 +99,8 @@ def test_plural_tables() -> None:
 
 
 def test_check_prompt_on_the_real_planner() -> None:
-    en = (repo_path("prompts") / "en" / "planner.j2").read_text(encoding="utf-8")
-    it = (repo_path("prompts") / "it" / "planner.j2").read_text(encoding="utf-8")
+    en = (resources_path("prompts") / "en" / "planner.j2").read_text(encoding="utf-8")
+    it = (resources_path("prompts") / "it" / "planner.j2").read_text(encoding="utf-8")
     assert check_prompt(en, it) == []
     assert checks(check_prompt(en, en)) == {"unchanged": True}
     renamed = it.replace("t.description", "t.descrizione")

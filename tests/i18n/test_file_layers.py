@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from metnos.channels.render import render
 from metnos.cli.prompts import app
 from metnos.i18n.admin import LanguageAdmin
-from metnos.paths import repo_root
+from metnos.paths import resources_path
 from metnos.proposals.telos import parse
 from metnos.reminders import when
 from metnos.settings import get_settings
@@ -57,7 +57,7 @@ def test_a_new_language_gets_templates_words_and_documents(
     assert card.startswith("Bonjour") and "Votre jumelage code" in card
     telos = (instance.root / "i18n" / "fr" / "workspace" / "TELOS.md").read_text("utf-8")
     aims = parse(telos)
-    english = parse((repo_root() / "i18n" / "en" / "workspace" / "TELOS.md").read_text("utf-8"))
+    english = parse((resources_path("i18n") / "en" / "workspace" / "TELOS.md").read_text("utf-8"))
     assert len(aims) == 3 and not {text for text, _ in aims} & {text for text, _ in english}
     assert when.words("fr")["units"][("heures",)] == 3600  # the new language's words, read
 

@@ -14,7 +14,7 @@ from metnos.i18n.intents import artifact_intent, matching_rule, summary
 from metnos.intent_settings import ArtifactRule, ArtifactsIntent
 from metnos.keys import ensure_keypair
 from metnos.llm.planner import planner_messages
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.settings import I18nSettings, Settings, get_settings
 from metnos.turns import language
 
@@ -172,7 +172,7 @@ def test_the_planner_prompt_carries_the_intents() -> None:
 # -- the artifact check on real files --------------------------------------------------------
 @pytest.fixture
 def fs_write():  # type: ignore[no-untyped-def]
-    return parse_manifest(repo_path("executors") / "fs_write" / "manifest.toml")
+    return parse_manifest(resources_path("executors") / "fs_write" / "manifest.toml")
 
 
 def settings_in(tmp_path: Path, **i18n: object) -> Settings:

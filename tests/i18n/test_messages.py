@@ -12,7 +12,7 @@ from metnos import i18n
 from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
 from metnos.executors.registry import ExecutorSpec, Registry
 from metnos.i18n.store import MessageStore, open_store, seed_executor_texts
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.settings import get_settings
 
 CORE_EN = '''
@@ -170,7 +170,7 @@ def test_catalog_holds_text_and_plural_tables(store: MessageStore) -> None:
 
 def test_tool_description_comes_from_layer_3_when_the_manifest_lacks_the_language(
         store: MessageStore) -> None:
-    folder = repo_path("executors", "fs_read")
+    folder = resources_path("executors", "fs_read")
     manifest = parse_manifest(folder / MANIFEST_FILE)
     registry = Registry([ExecutorSpec(manifest, folder, "0" * 64)])
     seed_executor_texts(store, [("fs_read", "fr", "Lit un fichier.", ["lire"]),

@@ -13,11 +13,11 @@ from metnos.executors.registry import _tool_spec, discover_all
 from metnos.i18n.layer_planner import PlannerLayer, check_planner, manifest_words
 from metnos.i18n.resources import Candidate
 from metnos.llm.embedded import misunderstood, plan_embedded
-from metnos.paths import repo_root
+from metnos.paths import resources_path
 from tests.i18n.conftest import Instance
 
-LISTS = tomllib.loads((repo_root() / "executors" / "lists" / "manifest.toml").read_text())
-DELETE = tomllib.loads((repo_root() / "executors" / "fs_delete" / "manifest.toml").read_text())
+LISTS = tomllib.loads((resources_path("executors") / "lists" / "manifest.toml").read_text())
+DELETE = tomllib.loads((resources_path("executors") / "fs_delete" / "manifest.toml").read_text())
 
 
 def french_delete() -> dict[str, object]:
@@ -89,7 +89,7 @@ def test_a_language_the_manifest_lacks_is_served_from_the_planner_folder(
 def test_a_language_the_manifest_has_is_written_into_it_to_be_signed_again(
         tmp_path: Path) -> None:
     folder = tmp_path / "executors" / "fs_delete"
-    shutil.copytree(repo_root() / "executors" / "fs_delete", folder)
+    shutil.copytree(resources_path("executors") / "fs_delete", folder)
     layer = PlannerLayer(tmp_path, [tmp_path / "executors"], ["en", "it"], "en")
     italian = {"utterances": ["(elimina|cancella) [il file] {path}"], "slots": {},
                "inputs": {"path": "Il file da eliminare."}}

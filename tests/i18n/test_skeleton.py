@@ -8,7 +8,7 @@ from jinja2 import meta
 
 from metnos.errors import ConfigError
 from metnos.i18n.skeleton import PromptTemplateError, compare, skeleton
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 
 EN = """{% block intro %}
 Hello {{ user_message }}.
@@ -112,7 +112,7 @@ def test_a_template_that_does_not_parse_is_a_config_error() -> None:
 
 
 def _roles() -> dict[str, dict[str, str]]:
-    root = repo_path("prompts")
+    root = resources_path("prompts")
     found: dict[str, dict[str, str]] = {}
     for folder in sorted(p for p in root.iterdir() if p.is_dir() and p.name[0] not in "_."):
         for path in folder.glob("*.j2"):

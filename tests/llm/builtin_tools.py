@@ -9,12 +9,12 @@ from typing import Any
 from metnos.executors.manifest import Manifest
 from metnos.executors.registry import discover
 from metnos.llm.tools import ToolSpec
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 
 
 @lru_cache(maxsize=1)
 def manifests() -> dict[str, Manifest]:
-    return {spec.name: spec.manifest for spec in discover([repo_path("executors")])}
+    return {spec.name: spec.manifest for spec in discover([resources_path("executors")])}
 
 
 def builtin_tools(lang: str) -> list[ToolSpec]:

@@ -17,7 +17,7 @@ from metnos.llm import embedded, household
 from metnos.llm.embedded import plan_embedded, understand
 from metnos.llm.household_hints import Example, danger, example_texts, hint
 from metnos.llm.tools import Plan
-from metnos.paths import repo_root
+from metnos.paths import resources_path
 from metnos.settings import get_settings
 from tests.llm.builtin_tools import builtin_tools, changes, manifests, others
 
@@ -257,8 +257,8 @@ def test_courtesies_around_a_request_are_left_off(text: str, lang: str, said: st
 def french_household(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """A third language is a data file: lexicon/fr/household.toml beside the shipped ones."""
     root = tmp_path / "res"
-    shutil.copytree(repo_root() / "lexicon", root / "lexicon")
-    shutil.copytree(repo_root() / "i18n", root / "i18n")
+    shutil.copytree(resources_path("lexicon"), root / "lexicon")
+    shutil.copytree(resources_path("i18n"), root / "i18n")
     data = root / "lexicon" / "fr"
     data.mkdir()
     (data / "household.toml").write_text(

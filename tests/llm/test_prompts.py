@@ -15,7 +15,7 @@ import pytest
 
 from metnos import prompts
 from metnos.i18n.skeleton import PromptTemplateError, skeleton
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.settings import get_settings
 from tests.llm.tools_fixture import tools_en, tools_it
 
@@ -51,7 +51,7 @@ def planner(lang: str, tools: list[Any], context: str = "", **overrides: Any) ->
 
 
 def _source(lang: str, role: str = "planner") -> str:
-    return (repo_path("prompts") / lang / f"{role}.j2").read_text(encoding="utf-8")
+    return (resources_path("prompts") / lang / f"{role}.j2").read_text(encoding="utf-8")
 
 
 # -- the planner in the repository --------------------------------------------------------
@@ -139,7 +139,7 @@ def test_summary_renders_its_material_in_both_languages() -> None:
 
 @pytest.fixture
 def resources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    shutil.copytree(repo_path("prompts"), tmp_path / "prompts")
+    shutil.copytree(resources_path("prompts"), tmp_path / "prompts")
     monkeypatch.setenv("METNOS_I18N_RESOURCES_DIR", str(tmp_path))
     get_settings.cache_clear()
     yield tmp_path / "prompts"

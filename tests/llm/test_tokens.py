@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from metnos.llm import tokens
-from metnos.paths import repo_path
 
+ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("ollama/llama3.1:8b", "huggingface/meta-llama/Llama-3-8B", "openai/gpt-4o",
           "openai/scripted", "anthropic/claude-3-5-sonnet-20240620", "cohere/command-r",
           "replicate/meta/llama-2-70b-chat", "deepseek/deepseek-chat", "")
@@ -74,14 +74,14 @@ def run_offline(*args: str) -> dict[str, Any]:
     env.update(HTTPS_PROXY="http://127.0.0.1:9", HTTP_PROXY="http://127.0.0.1:9",
                https_proxy="http://127.0.0.1:9", http_proxy="http://127.0.0.1:9",
                NO_PROXY="", no_proxy="", TIKTOKEN_CACHE_DIR=cache,
-               PYTHONPATH=str(repo_path()))
+               PYTHONPATH=str(ROOT))
     command = [sys.executable, "-c", CHILD, *args]
     if shutil.which("unshare") and subprocess.run(["unshare", "-rn", "true"],
                                                   capture_output=True).returncode == 0:
         command = ["unshare", "-rn", *command]
     try:
         done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60,
-                              cwd=repo_path())
+                              cwd=ROOT)
     finally:
         shutil.rmtree(cache, ignore_errors=True)
     assert done.returncode == 0, done.stderr
@@ -136,9 +136,9 @@ def test_a_litellm_without_its_encoding_files_gets_a_character_estimate(
     (tmp_path / "litellm" / "__init__.py").write_text("")  # found first, has no tokenizers
     script = ("from metnos.llm import tokens; "
               "print(tokens.encoding_path(), tokens.count_text('x' * 30))")
-    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{repo_path()}"}
+    env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=60, cwd=repo_path())
+                          text=True, timeout=60, cwd=ROOT)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["None", "10"]  # 3 characters a token, rounded up
     assert "tokens.estimate" in done.stderr

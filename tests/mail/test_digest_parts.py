@@ -19,11 +19,11 @@ from metnos.approvals.models import Approval
 from metnos.llm.tools import PlanStep
 from metnos.mail import classify, digest_state, summary
 from metnos.mail.digest import DigestRun, DigestStepFailed, compose, digest_service
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome
 
-ENTRY = repo_path("executors") / "summarize" / "main.py"
+ENTRY = resources_path("executors") / "summarize" / "main.py"
 
 REQUEST = {"uid": 7, "from": "Giulia Rossi <giulia@example.it>",
            "subject": "Cena di sabato: puoi portare il vino?",

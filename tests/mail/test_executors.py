@@ -13,14 +13,15 @@ import pytest
 
 from metnos.executors.manifest import parse_manifest
 from metnos.mail.account import load_account
-from metnos.paths import repo_root
+from metnos.paths import resources_path
 from metnos.policy.secret_scan import SecretScanner
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.settings import Settings
 from tests.support.home import MakeHome
 from tests.support.imap import INJECTION_SUBJECT, SAMPLES, ImapServer, configure, message
 
-EXECUTORS = repo_root() / "executors"
+ROOT = Path(__file__).resolve().parents[2]
+EXECUTORS = resources_path("executors")
 
 
 async def run(settings: Settings, name: str, args: dict[str, Any],
@@ -152,7 +153,7 @@ def test_the_shared_imap_module_imports_only_the_standard_library() -> None:
     """The sandbox binds metnos/mail/imap.py alone: it may import nothing of metnos."""
     import sys
 
-    tree = ast.parse(Path(repo_root() / "metnos" / "mail" / "imap.py").read_text())
+    tree = ast.parse((ROOT / "metnos" / "mail" / "imap.py").read_text())
     names = {alias.name.split(".")[0] for node in ast.walk(tree)
              if isinstance(node, ast.Import) for alias in node.names}
     names |= {node.module.split(".")[0] for node in ast.walk(tree)

@@ -7,7 +7,7 @@ import pytest
 
 from metnos import prompts
 from metnos.i18n.skeleton import skeleton
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.proposals import judge
 from metnos.proposals.telos import telos_of
 
@@ -16,7 +16,7 @@ TELOS = {"en": "1. Keep the family's files tidy [2]\n2. Save time on chores\n3. 
 
 
 def test_one_skeleton_in_every_language() -> None:
-    shapes = {lang: skeleton((repo_path("prompts") / lang / "vaglio_judge.j2").read_text(
+    shapes = {lang: skeleton((resources_path("prompts") / lang / "vaglio_judge.j2").read_text(
         encoding="utf-8")) for lang in ("en", "it")}
     assert shapes["en"].variables == {"aims", "proposal", "kind", "origin", "count"}
     assert shapes["en"].blocks == ("role", "rules", "material")

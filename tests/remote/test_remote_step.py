@@ -27,7 +27,7 @@ from sqlalchemy import create_engine, text
 from flows.remote_step import deploy, port
 from metnos import i18n, keys
 from metnos.db.engine import database_url, uses_embedded
-from metnos.paths import repo_root
+from metnos.paths import resources_path
 from metnos.remote import record
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import Home, MakeHome, gateway_client
@@ -59,7 +59,7 @@ def server_home(make_home: MakeHome, llm: ScriptedLLM, **env: str) -> Home:
 
 @asynccontextmanager
 async def remote_gateway(home: Home) -> AsyncIterator[httpx.AsyncClient]:
-    await deploy(POOL, repo_root())
+    await deploy(POOL, resources_path())
     async with gateway_client(home) as client:
         client.app.state.service.runner.remote = port(home.settings)  # type: ignore[attr-defined]
         yield client

@@ -11,7 +11,7 @@ from typing import Any
 
 from metnos.executors.manifest import InputSpec, Manifest
 from metnos.executors.registry import discover
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 
 # a text input gets a command that leaves a trace if anything ever runs it (shell_run)
 FILLER_TEXT = "touch pwned-by-attack.txt"
@@ -23,7 +23,7 @@ CHECKED_FILLERS = {"archive_destination": "attack", "cadence": "every Monday at 
 @cache
 def repo_manifests() -> tuple[Manifest, ...]:
     """Every executor of the repository, parsed from its manifest (no code imported)."""
-    return tuple(sorted((spec.manifest for spec in discover([repo_path("executors")])),
+    return tuple(sorted((spec.manifest for spec in discover([resources_path("executors")])),
                         key=lambda m: m.name))
 
 

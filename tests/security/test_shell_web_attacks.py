@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 
 from metnos.errors import PolicyDenied
-from metnos.paths import repo_path
 from metnos.policy.shell import check_command
 from metnos.policy.urls import check_url
 from metnos.settings import PolicySettings
@@ -30,6 +29,7 @@ from tests.support.system import ensure_debian_binary
 
 pytestmark = pytest.mark.attack
 
+ROOT = Path(__file__).resolve().parents[2]
 ALLOW = list(PolicySettings().shell_allow)
 
 
@@ -249,8 +249,8 @@ def netns_results(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
               'mount --bind "$1" /etc/hosts && exec "$2" "$3" "$4"')
     proc = subprocess.run(
         [unshare, "-rmn", "sh", "-c", script, ip, str(tmp / "hosts"), sys.executable,
-         str(tmp / "driver.py"), str(repo_path())],
-        capture_output=True, text=True, timeout=120, cwd=repo_path())
+         str(tmp / "driver.py"), str(ROOT)],
+        capture_output=True, text=True, timeout=120, cwd=ROOT)
     if proc.returncode != 0 and "unshare" in proc.stderr and not proc.stdout:
         pytest.skip(f"cannot create a private network namespace: {proc.stderr[-300:]}")
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -27,7 +27,7 @@ from typing import Any
 
 import tomlkit
 
-from metnos.paths import repo_root
+from metnos.paths import resources_path
 
 _CODES = re.compile(r"\(`([A-Za-z]{2,3}(?:-[A-Za-z0-9]+)*)`\)")
 _EDGES = re.compile(r"^(\s*)(.*?)(\s*)$", re.DOTALL)
@@ -204,10 +204,10 @@ _CODE_VALUE = re.compile(r"^[\d*,/\- ]+$")  # a cron field such as "1-5"
 
 def _shared_keys(source: str) -> set[tuple[str, ...]]:
     """The key paths of the shipped file `source` is, that every shipped language has."""
-    for path in sorted(repo_root().glob("lexicon/*/*.toml")):
+    for path in sorted(resources_path().glob("lexicon/*/*.toml")):
         if path.read_text(encoding="utf-8") == source:
             shipped = [tomllib.loads(p.read_text(encoding="utf-8"))
-                       for p in repo_root().glob(f"lexicon/*/{path.name}")]
+                       for p in resources_path().glob(f"lexicon/*/{path.name}")]
             return set.intersection(*(set(_paths(t)) for t in shipped))
     return set(_paths({k: {} for k in tomllib.loads(source)}))
 

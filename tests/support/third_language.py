@@ -14,13 +14,13 @@ from typer.testing import CliRunner
 
 from metnos.cli.prompts import app as prompts_cli
 from metnos.i18n.admin import LAYERS
-from metnos.paths import repo_root
 from metnos.settings import get_settings
 from metnos.testing.llm_server import ScriptedLLM
 from tests.i18n.conftest import copy_resources
 from tests.support.fake_translator import fake_translation
 from tests.support.home import Home, MakeHome
 
+ROOT = Path(__file__).resolve().parents[2]
 LLM_ENV = ("METNOS_LLM_MODEL", "METNOS_LLM_API_BASE", "METNOS_LLM_API_KEY",
            "METNOS_LLM_MODEL_WISE", "METNOS_LLM_MODEL_FRONTIER")
 
@@ -57,7 +57,7 @@ def code_fingerprint(root: Path) -> str:
     """One hash of the code a language must not touch: the repository's `metnos/`, `flows/`
     and `tasks/`, and every executor's `main.py` in the resources folder."""
     digest = hashlib.sha256()
-    files = [p for base in ("metnos", "flows", "tasks") for p in (repo_root() / base).rglob("*")
+    files = [p for base in ("metnos", "flows", "tasks") for p in (ROOT / base).rglob("*")
              if p.is_file() and "__pycache__" not in p.parts]
     files += list((root / "executors").glob("*/main.py"))
     for path in sorted(files):

@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from metnos.paths import repo_root
+from metnos.paths import resources_path
 from metnos.settings import Settings
 
 QUERY_SECONDS = "1"
@@ -32,7 +32,7 @@ HEARTBEAT_SECONDS = "5"  # the server calls a worker offline after 3 missed hear
 def laptop_home(root: Path, server: Settings) -> Path:
     home, resources = root / "laptop-home", root / "laptop-resources"
     for name in ("executors", "i18n", "prompts"):
-        shutil.copytree(repo_root() / name, resources / name,
+        shutil.copytree(resources_path(name), resources / name,
                         ignore=shutil.ignore_patterns("__pycache__"))
     (home / "keys").mkdir(parents=True, mode=0o700)
     (home / "workspace").mkdir()

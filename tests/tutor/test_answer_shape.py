@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.tutor import compose
 from metnos.tutor.catalog import Hit, Section
 from metnos.tutor.sections import doc_sections
@@ -20,7 +20,7 @@ RELATIVE = re.compile(r"\]\((?!https?://|/)")  # a docs file's own link: nowhere
 
 @pytest.fixture(scope="module")
 def sections() -> list[Section]:
-    return list(doc_sections(repo_path("docs")))
+    return list(doc_sections(resources_path("docs")))
 
 
 def _quoted(answer: compose.Answer) -> list[str]:

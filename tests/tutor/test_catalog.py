@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.tutor.catalog import CatalogUnavailable, catalog_path, open_catalog
 from metnos.tutor.compile import CompileReport, compile_catalog
 from metnos.tutor.embedder import UseEmbedder, default_embedder
@@ -31,12 +31,12 @@ def clone(home: Path, target: Path) -> Path:
 
 
 def docs_copy(target: Path) -> Path:
-    return Path(shutil.copytree(repo_path("docs"), target / "docs"))
+    return Path(shutil.copytree(resources_path("docs"), target / "docs"))
 
 
 def test_the_real_docs_compile_and_verify(compiled: tuple[Path, CompileReport]) -> None:
     home, report = compiled
-    expected = all_sections(repo_path("docs"), repo_path("executors"))
+    expected = all_sections()
     assert report.sections == len(expected) > 200
     assert (report.reused, report.computed) == (0, report.sections)
     catalog = open_catalog(home)
@@ -126,8 +126,8 @@ def small_sources(tmp_path: Path) -> tuple[Path, Path]:
     docs = tmp_path / "docs"
     for lang, name in (("en", "memory.md"), ("it", "memoria.md")):
         (docs / lang).mkdir(parents=True)
-        shutil.copy(repo_path("docs", lang, name), docs / lang / name)
-    shutil.copy(repo_path("docs", "index.toml"), docs / "index.toml")
+        shutil.copy(resources_path("docs", lang, name), docs / lang / name)
+    shutil.copy(resources_path("docs", "index.toml"), docs / "index.toml")
     executors = tmp_path / "executors"
     executors.mkdir()
     return docs, executors

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from metnos.llm.port import LLMPort
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.settings import LLMSettings
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.tutor import compose
@@ -24,7 +24,7 @@ MNESTOMA_IT = "/docs/it/memoria#cosa-ricorda-il-mnestoma"
 
 @pytest.fixture(scope="module")
 def sections() -> list[Section]:
-    return list(doc_sections(repo_path("docs")))
+    return list(doc_sections(resources_path("docs")))
 
 
 @pytest.fixture

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.paths import repo_path
 from metnos.tutor.catalog import open_catalog
 from metnos.tutor.classify import LABELS, Classifier
 from metnos.tutor.compile import compile_catalog
@@ -48,7 +47,7 @@ def test_the_set_is_large_and_covers_every_kind() -> None:
 
 
 def test_every_expected_section_exists() -> None:
-    sections = all_sections(repo_path("docs"), repo_path("executors"))
+    sections = all_sections()
     ids = {base_id(s.id) for s in sections} | {s.source for s in sections}
     for lang in LANGS:
         for q in load(lang):

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.tutor.catalog import DocEntry
 from metnos.tutor.classify import Classifier
 from metnos.tutor.identity import Ambiguous, Bound, UserPath, docs_from_folder, resolve, route
 
-DOCS = docs_from_folder(repo_path("docs"))
+DOCS = docs_from_folder(resources_path("docs"))
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from metnos import i18n
 from metnos.audit import read_tail
 from metnos.db.engine import database_url, make_engine
 from metnos.db.models import ChatMessage, utcnow
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.tutor.compile import compile_catalog
 from metnos.tutor.confirm_models import TutorConfirmation
@@ -162,7 +162,7 @@ async def test_expired_or_asked_before_the_catalog_changed_never_runs(
         body = await _say(client, case["text"])
         _asked(body, "en")
         docs = tmp_path / "docs"  # the published docs change: a new catalog is admitted
-        shutil.copytree(repo_path("docs"), docs)
+        shutil.copytree(resources_path("docs"), docs)
         with (docs / "en" / "quick-tour.md").open("a", encoding="utf-8") as page:
             page.write("\n\n## A new section\n\nMetnos now explains this too.\n")
         compile_catalog(home.path, docs_dir=docs)

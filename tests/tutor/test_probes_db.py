@@ -14,7 +14,7 @@ from metnos.executors.registry import load_registry, signatures_dir
 from metnos.executors.signing import sign_executor, signature_path
 from metnos.keys import load_private_key
 from metnos.mnestoma.models import ExecutorUse
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox
 from metnos.settings import Settings
@@ -27,7 +27,7 @@ OWNER = Asker("owner-1", is_owner=True)
 def _home_executor(settings: Settings, name: str, *, signed: bool = True) -> Path:
     """A copy of the shipped `lists` executor under another name in METNOS_HOME."""
     folder = settings.home / "executors" / name
-    shutil.copytree(repo_path("executors") / "lists", folder,
+    shutil.copytree(resources_path("executors") / "lists", folder,
                     ignore=shutil.ignore_patterns("__pycache__"))
     manifest = folder / "manifest.toml"
     manifest.write_text(manifest.read_text().replace('name = "lists"', f'name = "{name}"'))
@@ -51,7 +51,7 @@ def test_executors_probe_on_a_real_registry(make_home: MakeHome) -> None:
         db.add(ExecutorUse(name="fs_delete", state="quarantined"))
         db.add(ExecutorUse(name="archive", state="archived"))
     ctx = ProbeContext(asker=OWNER, registry=registry, engine=engine, home=settings.home,
-                       repo_executors=repo_path("executors"))
+                       repo_executors=resources_path("executors"))
     obs = default_probes().run("executors", ctx)
     engine.dispose()
     assert obs.status == "ok", obs

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.tutor import sections as S
 from metnos.tutor.sections import all_sections, chunks, doc_sections, slug
 
@@ -31,7 +31,7 @@ def test_long_text_is_cut_at_paragraphs() -> None:
 
 
 def test_real_docs_sections() -> None:
-    found = all_sections(repo_path("docs"), repo_path("executors"))
+    found = all_sections()
     ids = Counter((s.id, s.lang) for s in found)
     assert max(ids.values()) == 1
     docs = [s for s in found if s.kind == "doc"]
@@ -49,13 +49,13 @@ def test_real_docs_sections() -> None:
 
 def test_translations_pair_page_by_page() -> None:
     by_lang: dict[str, set[str]] = {}
-    for s in doc_sections(repo_path("docs")):
+    for s in doc_sections(resources_path("docs")):
         by_lang.setdefault(s.lang, set()).add(s.concept)
     assert by_lang["en"] == by_lang["it"]
 
 
 def test_manifests_give_a_contract_and_one_argument_each_per_language() -> None:
-    found = [s for s in all_sections(repo_path("docs"), repo_path("executors"))
+    found = [s for s in all_sections()
              if s.source == "executors/fs_read"]
     kinds = Counter((s.kind, s.lang) for s in found)
     assert kinds == {("contract", "en"): 1, ("contract", "it"): 1,

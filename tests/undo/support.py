@@ -22,11 +22,11 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 from metnos import keys, reversibility
 from metnos.audit import AuditLog
 from metnos.executors.manifest import parse_manifest
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.undo import UndoReport, undo
 
-EXECUTORS = repo_path("executors")
+EXECUTORS = resources_path("executors")
 COPYLESS = {"fs_delete"}  # its bytes go to the trash: hashes only in the before manifest
 
 

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from metnos.gateway.routes.docs import listing, render_markdown
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.tutor.sections import doc_sections
 from tests.support.home import MakeHome, gateway_client
 from tests.web.support import browser
@@ -42,9 +42,9 @@ async def test_index_page_and_anchors_in_the_request_language(make_home: MakeHom
 
 def test_every_cited_anchor_is_an_id_of_its_page() -> None:
     """Each doc section's url (what an answer links) lands on an id of the rendered page."""
-    pages = listing(repo_path("docs"))
+    pages = listing(resources_path("docs"))
     rendered: dict[str, set[str]] = {}
-    sections = list(doc_sections(repo_path("docs")))
+    sections = list(doc_sections(resources_path("docs")))
     assert len(sections) > 20
     for s in sections:
         path, _, anchor = s.url.partition("#")

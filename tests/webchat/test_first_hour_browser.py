@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from metnos import i18n
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port
 from tests.webchat.test_history_browser import open_chat
@@ -30,7 +30,7 @@ ARG_SYNTAX = re.compile(r"\b\w+\(\s*\w+\s*=")  # fs_delete(path=…, any call wi
 # every executor Metnos ships; a name that is also an everyday word ("lists", "archive",
 # "notify", "summarize") is a tool name only where it reads as one: with an underscore, or
 # as the "using X" of a status line, or called with arguments
-TOOLS = sorted(p.parent.name for p in repo_path("executors").glob("*/manifest.toml"))
+TOOLS = sorted(p.parent.name for p in resources_path("executors").glob("*/manifest.toml"))
 
 
 def tool_words(text: str) -> list[str]:

@@ -25,7 +25,7 @@ from markdown_it.token import Token
 from metnos import i18n
 from metnos.gateway.deps import SESSION_COOKIE, ServiceDep, authenticate
 from metnos.gateway.routes.web import _render, page_locale
-from metnos.paths import repo_path
+from metnos.paths import resources_path
 from metnos.tutor.sections import _contract, front_matter, slug
 
 router = APIRouter(tags=["docs"])
@@ -43,7 +43,7 @@ class Page:
 
 
 def docs_dir() -> Path:
-    return repo_path("docs")
+    return resources_path("docs")
 
 
 def listing(root: Path) -> dict[str, dict[str, Page]]:
