@@ -16,7 +16,6 @@ from pathlib import Path
 from metnos import durable, keys
 from metnos.db.engine import (
     PREFECT_URL_ENV,
-    create_tables,
     database_url,
     embedded_postgres,
     make_engine,
@@ -24,6 +23,7 @@ from metnos.db.engine import (
 )
 from metnos.executors.builtin import sign_builtins
 from metnos.executors.registry import signatures_dir
+from metnos.features import create_tables
 from metnos.i18n.instance import open_instance_store
 from metnos.serve.prefect_access import CREDENTIAL_FILE, credential_path, new_credential
 from metnos.settings import Settings

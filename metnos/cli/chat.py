@@ -20,8 +20,8 @@ from typing import Any
 import typer
 
 from metnos import i18n
+from metnos.approvals.card import action_sentence
 from metnos.channels.actions import HANDLE_CHARS, item_text, short_handles, undoable
-from metnos.channels.approval_card import action_sentence
 from metnos.cli import _out as out
 from metnos.cli._client import TIMEOUT_S, ServerEvent, api_call, follow_events
 from metnos.cli._common import exit_with, settings_or_exit

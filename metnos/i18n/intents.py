@@ -27,8 +27,8 @@ from metnos.i18n.tags import LanguageTagError, base_language
 
 if TYPE_CHECKING:
     from metnos.audit import AuditLog
-    from metnos.intent_settings import ArtifactRule
     from metnos.settings import I18nSettings, Settings
+    from metnos.settings.intents import ArtifactRule
 
 AUTO_USER_PROFILE = "auto-user-profile"
 PRESERVE_OR_USER = "preserve-existing-or-user-language"

@@ -5,12 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from metnos.features import create_tables
 from sqlalchemy import Engine, inspect, select
 from sqlmodel import Session
 
 from metnos.db.engine import (
     PREFECT_URL_ENV,
-    create_tables,
     database_url,
     embedded_postgres,
     make_engine,

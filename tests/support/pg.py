@@ -31,11 +31,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from metnos.features import create_tables
 from sqlalchemy import Engine
 from sqlmodel import Session
 
 from metnos.db.embedded import Driver, EmbeddedPostgres
-from metnos.db.engine import create_tables, make_engine
+from metnos.db.engine import make_engine
 from metnos.errors import DatabaseError
 
 ENV_DATA, ENV_PORT, ENV_PASSWORD = (

@@ -8,10 +8,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+from metnos.features import create_tables
 from sqlalchemy.engine import Engine
 
 from metnos import keys
-from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.db.models import new_id
 from metnos.executors.registry import signatures_dir

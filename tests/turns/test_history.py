@@ -19,12 +19,13 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from metnos.features import create_tables
 from sqlalchemy import Engine
 from sqlmodel import select
 
 from metnos import i18n
 from metnos.audit import AuditLog, open_audit_log
-from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.db.models import ChatSession, open_session, record_turn_start
 from metnos.llm import tokens
