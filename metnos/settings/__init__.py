@@ -2,7 +2,7 @@
 the root `Settings` (`metnos.settings.root`), read through the cached `get_settings()`.
 
 The environment names (`METNOS_<GROUP>_<FIELD>`) and the tables of `metnos.toml` are a public
-interface (SPEC §1). This package is ground: it imports nothing of Metnos but `errors`,
+interface (SPEC §1). This package is ground: it imports nothing of Metnos but `errors`, `paths`,
 `system_lang` and `timezone`.
 """
 

@@ -5,13 +5,13 @@ the owner can always see and deny a member's pending action. On the database."""
 from __future__ import annotations
 
 import pytest
-from metnos.features import create_tables
 from sqlalchemy import inspect, text
 from sqlmodel import Session
 
 from metnos import approvals
 from metnos.approvals import ApprovalError
 from metnos.db.engine import make_engine
+from metnos.features import create_tables
 from tests.security.test_approval_attacks import _pending
 from tests.support.pg import TestPostgres
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from metnos.features import create_tables
 from sqlalchemy import inspect, text
 from sqlmodel import Session
 
 from metnos.db.engine import make_engine
 from metnos.db.models import ChatSession, open_session
+from metnos.features import create_tables
 from tests.support.pg import TestPostgres
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from metnos.features import create_tables
 from sqlalchemy import Engine, inspect, select
 from sqlmodel import Session
 
@@ -21,6 +20,7 @@ from metnos.db.engine import (
 )
 from metnos.db.models import ChatSession
 from metnos.errors import DatabaseError
+from metnos.features import create_tables
 from metnos.settings import DatabaseSettings, Settings
 from tests.support.pg import free_port
 

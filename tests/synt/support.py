@@ -8,7 +8,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from metnos.features import create_tables
 from sqlalchemy.engine import Engine
 
 from metnos import keys
@@ -17,6 +16,7 @@ from metnos.db.engine import session as db_session
 from metnos.db.models import new_id
 from metnos.executors.registry import signatures_dir
 from metnos.executors.signing import sign_executor, signature_path
+from metnos.features import create_tables
 from metnos.mnestoma.models import ProtoMnest
 from metnos.settings import Settings
 from metnos.synt.compose import Need

@@ -19,7 +19,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from metnos.features import create_tables
 from sqlalchemy import Engine
 from sqlmodel import select
 
@@ -28,6 +27,7 @@ from metnos.audit import AuditLog, open_audit_log
 from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.db.models import ChatSession, open_session, record_turn_start
+from metnos.features import create_tables
 from metnos.llm import tokens
 from metnos.llm.port import LLMPort
 from metnos.policy.limits import day_spent_usd

@@ -5,9 +5,9 @@ accepting a proposal — each is refused with 403 and nothing changes."""
 from __future__ import annotations
 
 import pytest
-from metnos.features import create_tables
 
 from metnos.db.engine import database_url, make_engine
+from metnos.features import create_tables
 from metnos.mnestoma import moves
 from tests.support.home import MakeHome
 from tests.web.support import ORIGIN, browser, log_in
