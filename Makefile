@@ -26,6 +26,7 @@ test: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check metnos flows tasks deployments tests bench
 	$(VENV)/bin/mypy --strict metnos flows tasks deployments
+	$(VENV)/bin/lint-imports --no-cache
 
 bench: $(STAMP)
 	$(PY) -m tests.support.services -- $(PY) bench/turn_latency.py

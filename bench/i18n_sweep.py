@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from metnos import i18n  # noqa: E402
-from metnos.i18n.layer_messages import STATE_FILE, MessagesLayer  # noqa: E402
-from metnos.i18n.resources import write_json  # noqa: E402
-from metnos.i18n.state import record_new  # noqa: E402
 from metnos.i18n.store import MessageStore, read_catalogs  # noqa: E402
+from metnos.languages.layer_messages import STATE_FILE, MessagesLayer  # noqa: E402
+from metnos.languages.resources import write_json  # noqa: E402
+from metnos.languages.state import record_new  # noqa: E402
 from metnos.settings import get_settings  # noqa: E402
 
 LANGS = ("en", "it", "fr")

@@ -88,6 +88,12 @@ def write_atomic(path: Path, data: bytes, *, mode: int = 0o600, replace: bool = 
     return True
 
 
+def write_secret(path: Path, value: str) -> None:
+    """A secret (0600 from its first byte), written once: never over one already there."""
+    make_dir(path.parent)
+    write_atomic(path, (value + "\n").encode("ascii"), mode=0o600, replace=False)
+
+
 def is_temporary(name: str) -> bool:
     return name.startswith(".") and name.endswith(TMP_SUFFIX) and name.count(".") >= 3
 

@@ -16,7 +16,6 @@ from pathlib import Path
 from metnos import durable, keys
 from metnos.db.engine import (
     PREFECT_URL_ENV,
-    create_tables,
     database_url,
     embedded_postgres,
     make_engine,
@@ -24,8 +23,9 @@ from metnos.db.engine import (
 )
 from metnos.executors.builtin import sign_builtins
 from metnos.executors.registry import signatures_dir
-from metnos.i18n.instance import open_instance_store
-from metnos.serve.prefect_access import CREDENTIAL_FILE, credential_path, new_credential
+from metnos.features import create_tables
+from metnos.languages.instance import open_instance_store
+from metnos.serve.prefect_access import CREDENTIAL_FILE, ensure_prefect_credential
 from metnos.settings import Settings
 
 WORKSPACE_FILES = ("IDENTITY.md", "SOUL.md", "USER.md", "TELOS.md", "RULES.md", "MEMORY.md")
@@ -66,7 +66,7 @@ def initialise(settings: Settings) -> InitReport:
         if keys.ensure_keypair(settings.keys_dir, purpose):
             report.created.append(f"keys/{purpose}")
     if not settings.owner_token_path.exists():
-        _write_secret(settings.owner_token_path, secrets.token_urlsafe(32))
+        durable.write_secret(settings.owner_token_path, secrets.token_urlsafe(32))
         report.created.append("secrets/owner.token")
     if ensure_prefect_credential(settings):
         report.created.append(f"secrets/{CREDENTIAL_FILE}")
@@ -78,15 +78,6 @@ def initialise(settings: Settings) -> InitReport:
     for name in sign_builtins(builtins, settings.keys_dir, signatures_dir(settings)):
         report.created.append(f"signatures/{name}")
     return report
-
-
-def ensure_prefect_credential(settings: Settings) -> bool:
-    """Write the Prefect API credential (`secrets/prefect.auth`) unless it exists."""
-    path = credential_path(settings)
-    if path.exists():
-        return False
-    _write_secret(path, new_credential())
-    return True
 
 
 def is_initialised(settings: Settings) -> bool:
@@ -150,9 +141,3 @@ def _tables(settings: Settings) -> None:
         create_tables(engine)
     finally:
         engine.dispose()
-
-
-def _write_secret(path: Path, value: str) -> None:
-    """A secret (0600 from its first byte), written once: never over one already there."""
-    durable.make_dir(path.parent)
-    durable.write_atomic(path, (value + "\n").encode("ascii"), mode=0o600, replace=False)

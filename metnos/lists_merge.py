@@ -22,14 +22,17 @@ import stat
 import tempfile
 import unicodedata
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-from metnos import keys
+from metnos import keys, lists
 from metnos.audit import AuditLog, open_audit_log
-from metnos.lists import LISTS_DIR, aliases, list_title
+from metnos.errors import PolicyDenied
+from metnos.lists import LISTS_DIR, aliases, list_path, list_title, usual
+from metnos.policy.paths import resolve_in_workspace
 from metnos.reversibility import record_before
 from metnos.settings import Settings
 
@@ -168,3 +171,19 @@ def _locked(settings: Settings) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+def check_list_name(settings: Settings, name: str, value: Any,
+                    args: Mapping[str, Any]) -> dict[str, Any]:
+    """The `list_name` host check (`metnos.policy.host_checks`)."""
+    path = list_path(str(value))
+    if path is None:
+        raise PolicyDenied("ERR_EXECUTOR_ARG_INVALID", arg=name)
+    resolved = resolve_in_workspace(path, settings.workspace, home_dir=Path.home(),
+                                    metnos_home=settings.home)
+    if resolved != path:  # a link on the way: a list never writes to another file
+        raise PolicyDenied("ERR_FILE_PATH_REFUSED", path=path)
+    merge_lists(settings)  # lazily, should a per-language file have appeared since the start
+    found = lists.list_id(str(value))
+    return {name: found if usual(found) else value, "path": resolved,
+            "title": list_title(str(value), settings.lang)}

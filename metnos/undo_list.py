@@ -16,11 +16,11 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import col, select
 
 from metnos import i18n
-from metnos.channels.actions import HANDLE_CHARS, item_text
 from metnos.db.engine import session as db_session
 from metnos.db.models import Turn, TurnStep
 from metnos.reminders.effect import spoken_time
 from metnos.reversibility import PARTIAL_PREFIX, valid_action_id
+from metnos.turns.actions import HANDLE_CHARS, item_text
 from metnos.undo import PURGED_MARKER, UNDONE_MARKER
 from metnos.undo_said import NOT_UNDOABLE
 

@@ -7,9 +7,9 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from metnos.i18n.admin import LanguageAdmin
-from metnos.i18n.sweep import SweepReport
-from metnos.i18n.translator import LLMTranslator
+from metnos.languages.admin import LanguageAdmin
+from metnos.languages.sweep import SweepReport
+from metnos.languages.translator import LLMTranslator
 from metnos.llm.port import LLMPort
 from metnos.settings import get_settings
 

@@ -1,10 +1,13 @@
-"""The layering of SPEC §0: `metnos/` never imports prefect, flows or tasks."""
+"""The layering of SPEC §0: `metnos/` never imports prefect, flows or tasks; and no package of
+`metnos/` joins an import loop (issue 28; the rings themselves: `.importlinter`)."""
 
 from __future__ import annotations
 
 import ast
 import subprocess
 import sys
+from collections import defaultdict
+from collections.abc import Mapping, Set
 from pathlib import Path
 
 import pytest
@@ -56,3 +59,103 @@ def test_flows_stay_thin() -> None:
     for path in (ROOT / "flows").glob("*.py"):
         lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
         assert len(lines) < 80, f"{path.name}: {len(lines)} lines; domain work belongs in metnos/"
+
+
+# The packages (and root modules) of metnos/ still in an import loop, every import counted (in a
+# function or under TYPE_CHECKING too, as lint-imports counts them): the turn still imports
+# features (TurnService, the step pipeline), and errors <-> i18n. Issue 28 empties this set;
+# it never grows.
+STILL_IN_A_LOOP = frozenset({
+    "channels", "errors", "features", "gateway", "home", "i18n", "mail", "mnestoma", "notify",
+    "proposals", "reminders", "remote", "schedules", "serve", "settings", "synt", "trash",
+    "turns", "tutor", "undo", "undo_list", "undo_run", "undo_said", "undo_tool", "web"})
+
+
+def _package(module: str) -> str | None:
+    """`metnos.db.engine` -> `db`; a module outside metnos/ -> None."""
+    parts = module.split(".")
+    return parts[1] if parts[0] == "metnos" and len(parts) > 1 else None
+
+
+def _package_graph() -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = defaultdict(set)
+    for path in (ROOT / "metnos").rglob("*.py"):
+        here = _package(".".join(path.relative_to(ROOT).with_suffix("").parts))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets: list[str] = []
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+                targets = ([f"metnos.{a.name}" for a in node.names] if node.module == "metnos"
+                           else [node.module])
+            graph[str(here)].update(p for t in targets if (p := _package(t)) not in (None, here))
+    return graph
+
+
+def _loops(graph: Mapping[str, Set[str]]) -> list[set[str]]:
+    """The strongly connected components of more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[set[str]] = []
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for other in graph.get(node, set()):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = {stack.pop()}
+            while node not in component:
+                component.add(stack.pop())
+            if len(component) > 1:
+                found.append(component)
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_loops_are_found() -> None:
+    graph = {"db": {"errors"}, "errors": {"i18n"}, "i18n": {"errors"}, "turns": {"db"}}
+    assert _loops(graph) == [{"errors", "i18n"}]
+    assert _loops({"db": {"errors"}, "turns": {"db"}}) == []
+
+
+def test_no_package_joins_an_import_loop() -> None:
+    looped = set().union(*_loops(_package_graph()))
+    assert looped <= STILL_IN_A_LOOP, f"new in an import loop: {sorted(looped - STILL_IN_A_LOOP)}"
+
+
+def test_the_app_brings_what_every_feature_adds() -> None:
+    """A fresh interpreter (no test plugin has imported `metnos.features`): the gateway's app
+    already has every feature's tables, host checks and first planners."""
+    code = ("import metnos.gateway.app\n"
+            "from sqlmodel import SQLModel\n"
+            "from metnos.llm.embedded import FIRST_PLANNERS\n"
+            "from metnos.policy.host_checks import HOST_CHECKS\n"
+            "def seen(): return set(SQLModel.metadata.tables), set(HOST_CHECKS), "
+            "list(FIRST_PLANNERS)\n"
+            "before = seen()\n"
+            "import metnos.features\n"
+            "print(before == seen() and bool(FIRST_PLANNERS))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "True"
+
+
+def test_every_check_a_manifest_names_is_registered() -> None:
+    import metnos.features  # noqa: F401 - what registers the features' checks
+    from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
+    from metnos.paths import resources_path
+    from metnos.policy.host_checks import HOST_CHECKS
+
+    named = {check for path in resources_path("executors").glob(f"*/{MANIFEST_FILE}")
+             for check in parse_manifest(path).host_checks().values()}
+    assert {"list_name", "cadence", "archive_destination"} <= named <= set(HOST_CHECKS)

@@ -13,7 +13,7 @@ from typing import Any
 import typer
 
 from metnos import i18n
-from metnos.channels.approval_card import raw_value, value_size
+from metnos.approvals.card import raw_value, value_size
 from metnos.cli._client import api_call
 from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import msg

@@ -20,8 +20,7 @@ from typing import Any
 import typer
 
 from metnos import i18n
-from metnos.channels.actions import HANDLE_CHARS, item_text, short_handles, undoable
-from metnos.channels.approval_card import action_sentence
+from metnos.approvals.card import action_sentence
 from metnos.cli import _out as out
 from metnos.cli._client import TIMEOUT_S, ServerEvent, api_call, follow_events
 from metnos.cli._common import exit_with, settings_or_exit
@@ -33,6 +32,7 @@ from metnos.errors import MetnosError
 from metnos.escape import terminal_line
 from metnos.i18n import phrases
 from metnos.settings import Settings
+from metnos.turns.actions import HANDLE_CHARS, item_text, short_handles, undoable
 
 
 def send(settings: Settings, text: str, session_id: str | None,

@@ -28,7 +28,7 @@ from metnos.mail.account import (
     remove_account,
     save_account,
 )
-from metnos.mail.settings import MailSettings
+from metnos.settings.mail import MailSettings
 
 app = typer.Typer(help=msg("CLI_MAIL_HELP"), no_args_is_help=True)
 DEFAULT_PORTS = {"tls": 993, "starttls": 143, "plain": 143}

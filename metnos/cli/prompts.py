@@ -23,7 +23,7 @@ A language added here stays inactive until METNOS_LANG (or `i18n.languages`) nam
 # inside `_layer_commands`, which refer to that function's locals.
 import asyncio
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from functools import partial
 from typing import Annotated, Any, TypeVar
 
@@ -33,9 +33,9 @@ from metnos.cli._common import exit_with, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
 from metnos.errors import MetnosError, NotInitialisedError
-from metnos.i18n.admin import LAYERS, LanguageAdmin, StatusRow
-from metnos.i18n.sweep import SweepReport
-from metnos.i18n.translator import LLMTranslator
+from metnos.languages.admin import LAYERS, LanguageAdmin, StatusRow
+from metnos.languages.sweep import SweepReport
+from metnos.languages.translator import LLMTranslator
 from metnos.llm.port import LLMPort
 
 T = TypeVar("T")
@@ -150,7 +150,7 @@ def check(as_json: JsonOpt = False, surfaces: Annotated[str | None, typer.Option
 
 def _check_surfaces(tag: str, as_json: bool) -> None:
     """Every surface rendered in `tag`, linted; exit 1 on any text that is not in it."""
-    problems = _run(lambda admin: admin.check_surfaces(tag))
+    problems = _run(lambda admin: admin.check_surfaces(tag, served_pages))
     if as_json:
         echo_json([p.__dict__ for p in problems], indent=2)
     else:
@@ -269,3 +269,16 @@ for _layer, _help, _noun in (("channels", "CLI_PROMPTS_CHANNELS_HELP", "CLI_PROM
     _group = typer.Typer(help=msg(_help), no_args_is_help=True)
     _layer_commands(_group, _layer, _noun)
     app.add_typer(_group, name=_layer)
+
+
+_PAGES = ("chat.html.j2", "docs_index.html.j2", "login_needed.html.j2", "docs_missing.html.j2")
+
+
+def served_pages(lang: str) -> Iterator[tuple[str, str]]:
+    """The web chat's pages in `lang` as the gateway serves them, for `check --surfaces`."""
+    from metnos.gateway.routes.docs import index_context  # the gateway, only when asked
+    from metnos.gateway.routes.web import page_strings, render_page
+
+    for page in _PAGES:
+        yield page, render_page(page, lang, strings=page_strings(lang), modules=[], locales=[],
+                                executors=[], model_state="unknown", **index_context(lang))

@@ -16,20 +16,10 @@ from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, SQLModel
 
-from metnos.approvals import models as _approval_models  # noqa: F401 - registers the table
-from metnos.db import models as _models  # noqa: F401 - registers the tables in the metadata
+from metnos.db import models as _models  # noqa: F401 - registers the core tables
 from metnos.db.embedded import EmbeddedPostgres
 from metnos.errors import DatabaseError
-from metnos.mnestoma import models as _mnestoma_models  # noqa: F401
-from metnos.pairing import models as _pairing_models  # noqa: F401
-from metnos.policy import usage_models as _usage_models  # noqa: F401
-from metnos.proposals import models as _proposal_models  # noqa: F401
-from metnos.reminders import outbox as _outbox_models  # noqa: F401
-from metnos.schedules import models as _schedule_models  # noqa: F401
 from metnos.settings import Settings
-from metnos.tutor import confirm_models as _tutor_confirm_models  # noqa: F401
-from metnos.tutor import feedback_models as _tutor_feedback_models  # noqa: F401
-from metnos.web import models as _web_models  # noqa: F401
 
 PREFECT_URL_ENV = "PREFECT_SERVER_DATABASE_CONNECTION_URL"
 
@@ -74,9 +64,10 @@ def ping(engine: Engine) -> None:
         raise DatabaseError("ERR_DATABASE_UNAVAILABLE", detail=str(exc.__cause__ or exc)) from exc
 
 
-def create_tables(engine: Engine) -> None:
-    """Create the missing tables (existing ones are left alone), then bring older tables up to
-    date with the idempotent migrations below."""
+def create_registered_tables(engine: Engine) -> None:
+    """Create the missing tables registered in `SQLModel.metadata` so far (existing ones are
+    left alone), then bring older tables up to date with the idempotent migrations below.
+    `metnos.features.create_tables` registers every feature's tables first."""
     SQLModel.metadata.create_all(engine)
     _migrate(engine)
 

@@ -24,7 +24,7 @@ from metnos.errors import ExecutorNotFound, ManifestError, SignatureError
 from metnos.executors import versions
 from metnos.executors.manifest import MANIFEST_FILE, Manifest, manifest_bytes, parse_manifest
 from metnos.executors.signing import SignedFacts, signature_path, verify_executor
-from metnos.i18n.layer_planner import planner_text
+from metnos.i18n.planner_words import planner_text
 from metnos.i18n.store import affinity_words
 from metnos.keys import load_public_key
 from metnos.llm.tools import ToolSpec
@@ -266,7 +266,7 @@ def _tool_spec(manifest: Manifest, lang: str) -> ToolSpec:
     """`manifest.tool_spec(lang)`; when the manifest has no description in `lang`, the reviewed
     layer-3 messages `EX_DESCRIPTION_<name>` and `EX_AFFINITY_<name>` of exactly that
     language, if any (SPEC §9.3), and its reviewed planner words (sentences, phrases, argument
-    descriptions: `metnos.i18n.layer_planner`)."""
+    descriptions: `metnos.i18n.planner_words`)."""
     tool = manifest.tool_spec(lang)
     base = lang.replace("_", "-").split("-")[0].lower()
     if lang in manifest.description or base in manifest.description:

@@ -23,6 +23,7 @@ from fastapi.responses import JSONResponse
 from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+import metnos.features  # noqa: F401 - what every feature adds: tables, host checks, planners
 from metnos import i18n, trash
 from metnos.channels.telegram import start_telegram
 from metnos.errors import MetnosError
@@ -51,8 +52,8 @@ from metnos.gateway.routes import trash as trash_routes
 from metnos.gateway.schemas import COMMON_ERRORS
 from metnos.gateway.security import HostGuard
 from metnos.i18n import intents, lint
-from metnos.i18n.instance import open_instance_store
 from metnos.i18n.store import MessageStore
+from metnos.languages.instance import open_instance_store
 from metnos.lists_merge import merge_lists
 from metnos.llm.health import check_model
 from metnos.settings import Settings, get_settings

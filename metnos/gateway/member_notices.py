@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Engine
 
 from metnos import i18n, pairing
-from metnos.channels.approval_card import action_sentence
+from metnos.approvals.card import action_sentence
 from metnos.db.engine import session as db_session
 from metnos.notify.effect import Destination, destination
 from metnos.policy.approver import OWNER_USER_ID

@@ -21,14 +21,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import PurePosixPath
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from metnos.i18n.tags import LanguageTagError, base_language
 
 if TYPE_CHECKING:
-    from metnos.audit import AuditLog
-    from metnos.intent_settings import ArtifactRule
     from metnos.settings import I18nSettings, Settings
+    from metnos.settings.intents import ArtifactRule
+
+
+class AuditLine(Protocol):
+    """Where `audit_policy` writes (`metnos.audit.AuditLog`; i18n sits below the audit)."""
+
+    def append(self, **fields: Any) -> object: ...
+
 
 AUTO_USER_PROFILE = "auto-user-profile"
 PRESERVE_OR_USER = "preserve-existing-or-user-language"
@@ -193,7 +199,7 @@ def summary(settings: I18nSettings, comm_lang: str) -> str:
             f"translations={translations} rules={len(artifacts.rules)}")
 
 
-def audit_policy(audit: AuditLog, settings: Settings) -> str:
+def audit_policy(audit: AuditLine, settings: Settings) -> str:
     """Write the intent policy in force as one audit line (`i18n.intent_policy`); at start-up.
 
     Under `auto-user-profile` the summary names the process language (each session then

@@ -14,7 +14,7 @@ how the template is put together. `skeleton(source)` reads jinja2's AST (not onl
 - `filters`, `tests`, `templates` (referenced by include/import/extends).
 
 `compare(expected, got)` names each difference as a `Problem`. `Problem` lives here, the
-lowest layer; `metnos.i18n.checks` re-exports it.
+lowest layer; `metnos.languages.checks` re-exports it.
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import islice
-from typing import Any
+from typing import Any, Protocol
 
 from hassil import (
     IntentData,
@@ -44,10 +44,30 @@ from metnos import i18n
 from metnos.llm import arguments, household
 from metnos.llm import household_hints as hints
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
-from metnos.reminders.planning import plan_timed
 from metnos.settings import get_settings
 
 log = logging.getLogger(__name__)
+
+
+
+class FirstPlanner(Protocol):
+    """A feature's reading of a sentence, tried before the templates (a reminder's time, a
+    scheduled task's cadence: `metnos.reminders.planning.plan_timed`): a plan, or None."""
+
+    def __call__(self, text: str, lang: str, tools: Sequence[ToolSpec], *,
+                 others: Mapping[str, Sequence[ToolSpec]] | None = None,
+                 now: dt.datetime | None = None) -> Plan | None: ...
+
+
+# added by `metnos.features`: the planner knows no feature
+FIRST_PLANNERS: list[FirstPlanner] = []
+
+
+def add_first_planner(planner: FirstPlanner) -> None:
+    """Try `planner` before the templates, after those added before it."""
+    if planner not in FIRST_PLANNERS:
+        FIRST_PLANNERS.append(planner)
+
 
 _TOKEN = re.compile(r"\w+")
 _SLOT_REF = re.compile(r"\{([^{}:]+)(?::[^{}]*)?\}")
@@ -81,9 +101,10 @@ def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
     answer on a clear match, else two lines with a safe hint. `now` is the time the household
     intents tell (default: now in the instance's time zone). `speaks(matched)` is the
     language to answer a match in (default: the one it matched in); `Plan.lang` says it."""
-    timed = plan_timed(text, lang, tools, others=others, now=now)  # "ricordami ... alle 18"
-    if timed is not None:
-        return timed
+    for planner in FIRST_PLANNERS:  # "ricordami ... alle 18"
+        early = planner(text, lang, tools, others=others, now=now)
+        if early is not None:
+            return early
     found = understand(text, lang, tools, others=others)
     reply = speaks(found.lang) if speaks is not None and found.intent else found.lang
     code = _base_lang(reply)

@@ -20,8 +20,8 @@ import tomlkit
 
 from metnos import durable
 from metnos.errors import ConfigError, MetnosError
-from metnos.mail.settings import MailSettings
 from metnos.settings import Settings
+from metnos.settings.mail import MailSettings
 
 PASSWORD_FILE = "mail.password"
 TOML_FILE = "metnos.toml"

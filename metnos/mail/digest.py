@@ -47,11 +47,12 @@ from typing import Any
 
 from metnos import approvals, i18n
 from metnos.audit import open_audit_log
-from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
 from metnos.errors import MetnosError, NotInitialisedError
 from metnos.executors.registry import load_registry
+from metnos.features import create_tables
 from metnos.llm.port import LLMPort, configured
 from metnos.llm.tools import PlanStep
 from metnos.mail import digest_state as state

@@ -38,11 +38,11 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from metnos.evolution_settings import EvolutionSettings
 from metnos.llm import embedded, household
 from metnos.llm.tools import ToolSpec
 from metnos.mnestoma.models import ExecutorUse, Trace
 from metnos.mnestoma.traces import current
+from metnos.settings.evolution import EvolutionSettings
 
 WISH = "wish"  # the built-in tool of proto-mnests (metnos.mnestoma.wish): always offered
 ALWAYS = frozenset({WISH, "undo_last"})  # and "undo that" (metnos.undo_tool): always offered

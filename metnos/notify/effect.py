@@ -25,6 +25,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from metnos import i18n
+from metnos.db.engine import session
 from metnos.db.models import ChatSession, Turn
 from metnos.notify.quiet import quiet_until
 from metnos.pairing.service import paired_user
@@ -88,7 +89,7 @@ def last_written(engine: Engine, user_id: str, channel: str | None = None) -> De
              .where(ChatSession.user_id == user_id, Turn.sender == user_id,
                     col(Turn.channel).in_(turn_channels))
              .order_by(col(Turn.created_at).desc()).limit(1))
-    with outbox.session(engine) as db:
+    with session(engine) as db:
         row = db.exec(query).first()
     return None if row is None else Destination(TURN_CHANNELS[row[0]], row[1])
 
@@ -103,7 +104,7 @@ def telegram_chat(engine: Engine, user_id: str) -> Destination | None:
     found = last_written(engine, user_id, "telegram")
     if found is not None:
         return found
-    with outbox.session(engine) as db:
+    with session(engine) as db:
         paired = paired_user(db, "telegram", user_id)
     return Destination("telegram", f"telegram-{paired.sender_id}") if paired else None
 

@@ -7,6 +7,7 @@ whichever executor declares it. The checks themselves are code (SPEC §4: securi
   redirections, variables or absolute paths);
 - `url`: the URL passes `policy.urls.check_url` (http/https only, no credentials, no private
   address unless the host allows it); the host, never the model, adds `allow_private`;
+A feature's check lives with the feature and is registered by `metnos.features`:
 - `list_name`: a list's name gets its file, `lists/<id>.md` (`metnos.lists`: "spesa" and
   "shopping" are one list), resolved in the workspace like any path argument; the host, never
   the model, sets `path` and the heading of a new file (`title`), so the before-record covers
@@ -26,17 +27,10 @@ say again another way) with its i18n key.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from pathlib import Path
 from typing import Any
 
-from metnos.archiving import archive_destination
-from metnos.errors import ModelRetryError, PolicyDenied
-from metnos.lists import list_id, list_path, list_title, usual
-from metnos.lists_merge import merge_lists
-from metnos.policy.paths import resolve_in_workspace
 from metnos.policy.shell import check_command
 from metnos.policy.urls import check_url
-from metnos.schedules import cadence
 from metnos.settings import Settings
 
 # (settings, input name, value, the arguments so far) -> the arguments to set (the checked
@@ -56,35 +50,14 @@ def _url(settings: Settings, name: str, value: Any,
     return {name: check_url(str(value), allow_private=allow), "allow_private": allow}
 
 
-def _list_name(settings: Settings, name: str, value: Any,
-               args: Mapping[str, Any]) -> dict[str, Any]:
-    path = list_path(str(value))
-    if path is None:
-        raise PolicyDenied("ERR_EXECUTOR_ARG_INVALID", arg=name)
-    resolved = resolve_in_workspace(path, settings.workspace, home_dir=Path.home(),
-                                    metnos_home=settings.home)
-    if resolved != path:  # a link on the way: a list never writes to another file
-        raise PolicyDenied("ERR_FILE_PATH_REFUSED", path=path)
-    merge_lists(settings)  # lazily, should a per-language file have appeared since the start
-    found = list_id(str(value))
-    return {name: found if usual(found) else value, "path": resolved,
-            "title": list_title(str(value), settings.lang)}
+# the checks by name: policy's own here, a feature's added by `metnos.features`
+HOST_CHECKS: dict[str, HostCheck] = {"shell_command": _shell_command, "url": _url}
 
 
-def _cadence(settings: Settings, name: str, value: Any,
-             args: Mapping[str, Any]) -> dict[str, Any]:
-    try:
-        found = cadence.parse_any(str(value), settings.active_languages)
-    except cadence.CadenceError as exc:  # the model may say it again another way
-        raise ModelRetryError("ERR_SCHEDULE_WHEN_UNKNOWN",
-                              when=" ".join(str(value).split())[:80]) from exc
-    return {name: found.spoken, "cron": found.cron}
-
-
-HOST_CHECKS: dict[str, HostCheck] = {"shell_command": _shell_command, "url": _url,
-                                     "list_name": _list_name,
-                                     "archive_destination": archive_destination,
-                                     "cadence": _cadence}
+def register_host_check(name: str, check: HostCheck) -> None:
+    """Add a feature's check (`list_name`, `archive_destination`, `cadence`): the policy ring
+    knows none of the features it checks for."""
+    HOST_CHECKS[name] = check
 
 
 def apply_host_checks(settings: Settings, checks: dict[str, str],

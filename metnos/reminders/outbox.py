@@ -10,13 +10,13 @@ All datetimes are timezone-aware UTC.
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
 from datetime import datetime
 
 from sqlalchemy import CheckConstraint, Index, update
 from sqlalchemy.engine import Engine
-from sqlmodel import Field, Session, SQLModel, col, select
+from sqlmodel import Field, SQLModel, col, select
 
+from metnos.db.engine import session
 from metnos.db.models import _stamp, new_id, utcnow
 
 CHANNELS = ("web", "telegram", "cli")
@@ -45,14 +45,6 @@ class Outbox(SQLModel, table=True):
     turn_id: str | None = None
     flow_run_id: str | None = None
     run_closed: bool = False
-
-
-def session(engine: Engine) -> AbstractContextManager[Session]:
-    """`metnos.db.engine.session`, imported late: that module imports this one to register
-    the table."""
-    from metnos.db.engine import session as db_session
-
-    return db_session(engine)
 
 
 def channel_of(turn_channel: str) -> str:

@@ -17,6 +17,7 @@ from datetime import datetime
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from metnos.llm.embedded import plan_embedded
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.reminders import when
 from metnos.schedules import cadence, spoken
@@ -50,8 +51,6 @@ def plan_timed(text: str, lang: str, tools: Sequence[ToolSpec], *,
 
 
 def _timed_in(text: str, lang: str, tools: Sequence[ToolSpec], now: datetime) -> Plan | None:
-    from metnos.llm.embedded import plan_embedded  # the same matcher, on fewer tools
-
     templates = when.words(lang).get("templates", {})
     timed = [(tool, names) for tool in tools
              if (names := timed_inputs(tool, lang)) and templates.get(tool.name)]
@@ -64,7 +63,7 @@ def _timed_in(text: str, lang: str, tools: Sequence[ToolSpec], now: datetime) ->
     start = when.lead_start(text, lang, start)  # "on" Monday: not in the reminder's text
     rest = _SPACES.sub(" ", f"{text[:start]} {text[end:]}").strip(" ,.;:!")
     offered = [_untimed(tool, names, tuple(templates[tool.name])) for tool, names in timed]
-    plan = plan_embedded(rest, lang, offered, now=now)
+    plan = plan_embedded(rest, lang, offered, now=now)  # the same matcher, on fewer tools
     if not plan.steps:
         return None
     step = plan.steps[0]

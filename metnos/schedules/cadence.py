@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import tomllib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
@@ -23,8 +23,10 @@ from zoneinfo import ZoneInfo
 
 from cronsim import CronSim, CronSimError
 
+from metnos.errors import ModelRetryError
 from metnos.i18n.lexicon import lexicon_key
 from metnos.reminders import when
+from metnos.settings import Settings
 
 _CRON_FIELD = re.compile(r"^[\w*/,\-]+$")
 # a Monday at midnight and a microsecond: a clock time resolves to that day (or the next, for
@@ -174,3 +176,14 @@ def _from_words(text: str, lang: str) -> str | None:
     dow = "*" if "*" in days else ",".join(dict.fromkeys(
         part for day in days for part in day.split(",")))
     return f"{minute} {hour} * * {dow}"
+
+
+def check_cadence(settings: Settings, name: str, value: Any,
+                  args: Mapping[str, Any]) -> dict[str, Any]:
+    """The `cadence` host check (`metnos.policy.host_checks`)."""
+    try:
+        found = parse_any(str(value), settings.active_languages)
+    except CadenceError as exc:  # the model may say it again another way
+        raise ModelRetryError("ERR_SCHEDULE_WHEN_UNKNOWN",
+                              when=" ".join(str(value).split())[:80]) from exc
+    return {name: found.spoken, "cron": found.cron}

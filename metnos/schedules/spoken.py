@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from metnos import i18n
 from metnos.llm import household
 from metnos.llm import household_hints as hints
+from metnos.llm.embedded import understand  # the planner's own matcher
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.reminders import when
 from metnos.schedules import cadence
@@ -102,8 +103,6 @@ def runnable(text: str, lang: str, tools: Sequence[ToolSpec],
     """The form of a task's `text` the embedded planner reads (the text without its "tell
     me" words first: "tell me what's on the list" is the list; then the text itself), or
     None when it reads neither. A task that schedules a task is none."""
-    from metnos.llm.embedded import understand  # the planner's own matcher
-
     for candidate in dict.fromkeys((without_tell(text, lang), text)):
         found = understand(candidate, lang, tools, others=others)
         if found.intent is not None and found.intent != EXECUTOR:
@@ -139,8 +138,6 @@ def require_runnable(text: str, lang: str, tools_of: Callable[[str], Sequence[To
 
 def examples(lang: str, tools: Sequence[ToolSpec]) -> list[str]:
     """Capability examples that only read, which the embedded planner reads now."""
-    from metnos.llm.embedded import understand
-
     found: list[str] = []
     for _capability, _key, text, _expected in hints.example_texts(lang):
         if len(found) >= EXAMPLES:

@@ -12,8 +12,8 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from metnos.db.engine import session
 from metnos.db.models import utcnow
-from metnos.reminders.outbox import session
 from metnos.schedules.models import ScheduledTask, ScheduleNotice, TaskRun
 
 

@@ -20,6 +20,7 @@ import secrets
 from collections.abc import Mapping
 from pathlib import Path
 
+from metnos import durable
 from metnos.settings import Settings
 
 CREDENTIAL_FILE = "prefect.auth"
@@ -82,3 +83,11 @@ def client_environment(settings: Settings,
     credential = read_credential(settings)
     return {AUTH_ENV: credential} if credential else {}
 
+
+def ensure_prefect_credential(settings: Settings) -> bool:
+    """Write the Prefect API credential (`secrets/prefect.auth`) unless it exists."""
+    path = credential_path(settings)
+    if path.exists():
+        return False
+    durable.write_secret(path, new_credential())
+    return True

@@ -40,13 +40,17 @@ from metnos import i18n
 from metnos.db.embedded import EmbeddedPostgres
 from metnos.db.engine import embedded_postgres, prefect_database_url, uses_embedded
 from metnos.errors import MetnosError
-from metnos.home import ensure_prefect_credential
 from metnos.serve import instance
 from metnos.serve.instance import SUPERVISOR, InstanceLock, ProcessRecord
 from metnos.serve.leftovers import stop_leftovers
 from metnos.serve.notice import tell_owner_restarted
 from metnos.serve.ports import instance_ports
-from metnos.serve.prefect_access import client_environment, read_credential, ui_url
+from metnos.serve.prefect_access import (
+    client_environment,
+    ensure_prefect_credential,
+    read_credential,
+    ui_url,
+)
 from metnos.serve.processes import (
     Service,
     base_environment,

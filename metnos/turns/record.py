@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.engine import Engine
 
 from metnos import approvals, i18n
+from metnos.approvals.card import plain_card
 from metnos.audit import AuditLog
-from metnos.channels.approval_card import plain_card
 from metnos.db import models
 from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError

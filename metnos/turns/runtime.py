@@ -10,9 +10,10 @@ from datetime import UTC, datetime
 from functools import partial
 
 from metnos.audit import open_audit_log
-from metnos.db.engine import create_tables, database_url, make_engine, ping
+from metnos.db.engine import database_url, make_engine, ping
 from metnos.errors import MetnosError, NotInitialisedError
 from metnos.executors.registry import load_registry
+from metnos.features import create_tables
 from metnos.llm.port import LLMPort, configured
 from metnos.mnestoma.record import Memory
 from metnos.paths import resources_path

@@ -16,8 +16,8 @@ from datetime import datetime
 from zoneinfo import ZoneInfo
 
 from metnos import approvals, escape, i18n
+from metnos.approvals.card import plain_card
 from metnos.approvals.models import Approval
-from metnos.channels.approval_card import plain_card
 from metnos.turns.context import TurnContext
 
 TAG = "metnos-turn"

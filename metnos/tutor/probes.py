@@ -258,7 +258,8 @@ def probe_scheduled_tasks(ctx: ProbeContext) -> Reading:
         return Reading({}, status="unavailable")
     from sqlmodel import col, func, select
 
-    from metnos.reminders.outbox import Outbox, session
+    from metnos.db.engine import session
+    from metnos.reminders.outbox import Outbox
 
     mine = (Outbox.user_id == ctx.asker.user_id, Outbox.kind == "reminder",
             col(Outbox.cancelled_at).is_(None))

@@ -24,8 +24,8 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from metnos import i18n
+from metnos.approvals.card import action_sentence
 from metnos.approvals.models import Approval
-from metnos.channels.approval_card import action_sentence
 from metnos.db.engine import session as db_session
 from metnos.db.models import TurnStep
 from metnos.i18n import phrases

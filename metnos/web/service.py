@@ -32,8 +32,8 @@ from sqlalchemy import delete, func
 from sqlmodel import Session, col, select, update
 
 from metnos.audit import AuditLog
-from metnos.channel_settings import WebSettings
 from metnos.db.models import utcnow
+from metnos.settings.channels import WebSettings
 from metnos.web.models import LoginFailure, LoginToken, WebSession
 
 OWNER = "owner"  # the user of the owner token: the web login is the owner's

@@ -10,7 +10,8 @@ from sqlmodel import Session
 
 from metnos import approvals
 from metnos.approvals import ApprovalError
-from metnos.db.engine import create_tables, make_engine
+from metnos.db.engine import make_engine
+from metnos.features import create_tables
 from tests.security.test_approval_attacks import _pending
 from tests.support.pg import TestPostgres
 

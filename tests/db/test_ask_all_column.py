@@ -5,8 +5,9 @@ from __future__ import annotations
 from sqlalchemy import inspect, text
 from sqlmodel import Session
 
-from metnos.db.engine import create_tables, make_engine
+from metnos.db.engine import make_engine
 from metnos.db.models import ChatSession, open_session
+from metnos.features import create_tables
 from tests.support.pg import TestPostgres
 
 

@@ -10,7 +10,6 @@ from sqlmodel import Session
 
 from metnos.db.engine import (
     PREFECT_URL_ENV,
-    create_tables,
     database_url,
     embedded_postgres,
     make_engine,
@@ -21,6 +20,7 @@ from metnos.db.engine import (
 )
 from metnos.db.models import ChatSession
 from metnos.errors import DatabaseError
+from metnos.features import create_tables
 from metnos.settings import DatabaseSettings, Settings
 from tests.support.pg import free_port
 

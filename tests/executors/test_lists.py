@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+import metnos.features  # noqa: F401 - registers the list_name host check
 from metnos import i18n
 from metnos.errors import PolicyDenied
 from metnos.executors.manifest import MANIFEST_FILE, parse_manifest

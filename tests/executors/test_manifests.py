@@ -7,13 +7,13 @@ from pathlib import Path
 import pytest
 from hassil import Intents, recognize_best
 
-from metnos.executors.lang_state import (
+from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
+from metnos.languages.lang_state import (
     FIELDS,
     lang_version_hash,
     read_lang_state,
     stale_languages,
 )
-from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
 from metnos.llm.tools import ToolSpec
 from tests.executors.conftest import BUILTINS, REPO_EXECUTORS
 

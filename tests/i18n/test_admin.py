@@ -11,9 +11,9 @@ import pytest
 from metnos import i18n
 from metnos.executors.manifest import parse_manifest
 from metnos.executors.registry import _tool_spec
-from metnos.i18n.admin import LanguageAdmin, LanguagesError
 from metnos.i18n.tags import LanguageTagError
-from metnos.i18n.translator import LLMTranslator
+from metnos.languages.admin import LanguageAdmin, LanguagesError
+from metnos.languages.translator import LLMTranslator
 from metnos.llm.port import LLMPort
 from metnos.settings import get_settings
 from metnos.testing.llm_server import ScriptedLLM

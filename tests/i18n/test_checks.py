@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from metnos import i18n
-from metnos.i18n.checks import (
+from metnos.languages.checks import (
     CHECKS,
     Problem,
     check_document,

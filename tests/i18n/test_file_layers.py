@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 
 from metnos.channels.render import render
 from metnos.cli.prompts import app
-from metnos.i18n.admin import LanguageAdmin
+from metnos.languages.admin import LanguageAdmin
 from metnos.paths import resources_path
 from metnos.proposals.telos import parse
 from metnos.reminders import when

@@ -11,11 +11,11 @@ from metnos.audit import open_audit_log
 from metnos.executors.manifest import parse_manifest
 from metnos.i18n import intents
 from metnos.i18n.intents import artifact_intent, matching_rule, summary
-from metnos.intent_settings import ArtifactRule, ArtifactsIntent
 from metnos.keys import ensure_keypair
 from metnos.llm.planner import planner_messages
 from metnos.paths import resources_path
 from metnos.settings import I18nSettings, Settings, get_settings
+from metnos.settings.intents import ArtifactRule, ArtifactsIntent
 from metnos.turns import language
 
 IT_TEXT = ("La lista della spesa per la settimana: latte, pane, uova e un po' di frutta "

@@ -10,8 +10,8 @@ import tomllib
 from pathlib import Path
 
 from metnos.executors.registry import _tool_spec, discover_all
-from metnos.i18n.layer_planner import PlannerLayer, check_planner, manifest_words
-from metnos.i18n.resources import Candidate
+from metnos.languages.layer_planner import PlannerLayer, check_planner, manifest_words
+from metnos.languages.resources import Candidate
 from metnos.llm.embedded import misunderstood, plan_embedded
 from metnos.paths import resources_path
 from tests.i18n.conftest import Instance

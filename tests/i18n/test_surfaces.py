@@ -10,10 +10,10 @@ import pytest
 import tomlkit
 from typer.testing import CliRunner
 
-from metnos.cli.prompts import app
+from metnos.cli.prompts import app, served_pages
 from metnos.gateway.routes.docs import docs_dir, listing
-from metnos.i18n.admin import LAYERS
-from metnos.i18n.surfaces import surface_texts
+from metnos.languages.admin import LAYERS
+from metnos.languages.surfaces import surface_texts
 from metnos.settings import get_settings
 from metnos.testing.llm_server import ScriptedLLM
 from tests.i18n.conftest import Instance
@@ -48,7 +48,7 @@ def test_a_reviewed_language_speaks_on_every_surface(
     assert code == 1 and f"add-language {lang}" in out  # not added yet: said plainly
 
     add_and_review(lang, monkeypatch)
-    texts = surface_texts(lang, instance.root)
+    texts = surface_texts(lang, instance.root, served_pages)
     assert {t.surface for t in texts} >= {"web chat", "web pages", "telegram", "cli",
                                           "approval card", "planner reply"}
     code, out = run("check", "--surfaces", lang)
@@ -73,7 +73,8 @@ def test_documents_in_another_language_are_announced_and_marked(
         instance: Instance, translator_llm: ScriptedLLM,
         monkeypatch: pytest.MonkeyPatch) -> None:
     add_and_review("fr", monkeypatch)
-    [index] = [t for t in surface_texts("fr", instance.root) if t.name == "docs_index.html.j2"]
+    texts = surface_texts("fr", instance.root, served_pages)
+    [index] = [t for t in texts if t.name == "docs_index.html.j2"]
     titles = [page.title for page in listing(docs_dir())["en"].values()]
     assert titles and not [t for t in titles if t in index.text]  # marked lang="en": left out
     assert "anglais" in index.text.lower()  # "... here they are in English", in French

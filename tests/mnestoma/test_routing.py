@@ -6,12 +6,12 @@ from pathlib import Path
 
 from metnos.db.engine import session as db_session
 from metnos.db.models import Turn
-from metnos.evolution_settings import EvolutionSettings
 from metnos.executors.manifest import parse_manifest
 from metnos.llm.tools import ToolSpec
 from metnos.mnestoma import traces as traces_mod
 from metnos.mnestoma.models import Trace
 from metnos.mnestoma.routing import RouteBook, route
+from metnos.settings.evolution import EvolutionSettings
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns import thinking
 from tests.gateway.test_turns import wait_closed

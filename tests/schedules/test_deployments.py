@@ -12,7 +12,8 @@ from zoneinfo import ZoneInfo
 import pytest
 from prefect import get_client
 
-from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.db.engine import database_url, make_engine
+from metnos.features import create_tables
 from metnos.schedules import owner
 from tests.reminders.test_delivery import deployment_runner, wait_deployment
 from tests.schedules.support import next_runs

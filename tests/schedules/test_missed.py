@@ -15,7 +15,8 @@ from prefect import get_client
 from prefect.states import Scheduled
 from sqlmodel import select
 
-from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.db.engine import database_url, make_engine
+from metnos.features import create_tables
 from metnos.reminders.outbox import Outbox
 from metnos.reminders.outbox import session as db_session
 from metnos.schedules import owner

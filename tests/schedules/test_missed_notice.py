@@ -10,7 +10,8 @@ from datetime import UTC, datetime, timedelta
 
 from sqlmodel import select
 
-from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.db.engine import database_url, make_engine
+from metnos.features import create_tables
 from metnos.reminders.outbox import Outbox
 from metnos.reminders.outbox import session as db_session
 from metnos.schedules import notices, owner

@@ -35,8 +35,9 @@ from sqlalchemy import Engine
 from sqlmodel import Session
 
 from metnos.db.embedded import Driver, EmbeddedPostgres
-from metnos.db.engine import create_tables, make_engine
+from metnos.db.engine import make_engine
 from metnos.errors import DatabaseError
+from metnos.features import create_tables
 
 ENV_DATA, ENV_PORT, ENV_PASSWORD = (
     "METNOS_TEST_PG_DATA", "METNOS_TEST_PG_PORT", "METNOS_TEST_PG_PASSWORD_FILE")

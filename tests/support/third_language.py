@@ -13,7 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from metnos.cli.prompts import app as prompts_cli
-from metnos.i18n.admin import LAYERS
+from metnos.languages.admin import LAYERS
 from metnos.settings import get_settings
 from metnos.testing.llm_server import ScriptedLLM
 from tests.i18n.conftest import copy_resources

@@ -11,11 +11,12 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from metnos import keys
-from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.db.models import new_id
 from metnos.executors.registry import signatures_dir
 from metnos.executors.signing import sign_executor, signature_path
+from metnos.features import create_tables
 from metnos.mnestoma.models import ProtoMnest
 from metnos.settings import Settings
 from metnos.synt.compose import Need

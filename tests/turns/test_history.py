@@ -24,9 +24,10 @@ from sqlmodel import select
 
 from metnos import i18n
 from metnos.audit import AuditLog, open_audit_log
-from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.db.models import ChatSession, open_session, record_turn_start
+from metnos.features import create_tables
 from metnos.llm import tokens
 from metnos.llm.port import LLMPort
 from metnos.policy.limits import day_spent_usd

@@ -18,9 +18,10 @@ import httpx
 from sqlalchemy import text
 
 from metnos import i18n
-from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.db.models import ChatSession
+from metnos.features import create_tables
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import Home, MakeHome, gateway_client
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.db.engine import create_tables, database_url, make_engine
+from metnos.db.engine import database_url, make_engine
+from metnos.features import create_tables
 from metnos.mnestoma import moves
 from tests.support.home import MakeHome
 from tests.web.support import ORIGIN, browser, log_in

@@ -14,7 +14,7 @@ from aiogram.filters.callback_data import CallbackData, CallbackDataException
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
 
 from metnos import i18n
-from metnos.channels.approval_card import PlainCard, plain_card, value_size
+from metnos.approvals.card import PlainCard, plain_card, value_size
 from metnos.channels.render import render
 from metnos.channels.telegram.split import LIMIT, units
 from metnos.escape import html_text

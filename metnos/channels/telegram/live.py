@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 from aiogram.enums import ParseMode
 from aiogram.types import InlineKeyboardMarkup, LinkPreviewOptions
 
-from metnos.channels.actions import item_text, prose_without_hints
 from metnos.channels.render import render
 from metnos.channels.telegram.cards import CHANNEL
 from metnos.channels.telegram.feedback import with_feedback
 from metnos.channels.telegram.links import telegram_links
 from metnos.channels.telegram.split import split_html
 from metnos.channels.telegram.undo import ReplyRef, keyboard, undo_buttons
+from metnos.turns.actions import item_text, prose_without_hints
 
 if TYPE_CHECKING:
     from metnos.channels.telegram.bot import TelegramChannel

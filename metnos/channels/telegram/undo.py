@@ -20,12 +20,12 @@ from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMar
 from sqlmodel import col, select
 
 from metnos import i18n, pairing
-from metnos.channels.actions import item_text, undoable
 from metnos.channels.bidi import marked
 from metnos.db.engine import session as db_session
 from metnos.db.models import Turn, TurnStep
 from metnos.gateway.routes.undo import run_undo
 from metnos.reversibility import valid_action_id
+from metnos.turns.actions import item_text, undoable
 from metnos.turns.language import ui_locale
 from metnos.turns.service import TurnService
 from metnos.undo import UndoError, is_undone

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from metnos import approvals
 from metnos.approvals import ApprovalError
-from metnos.channels.approval_card import plain_card
+from metnos.approvals.card import plain_card
 from metnos.db.engine import session as db_session
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.schemas import ErrorPublic

@@ -12,9 +12,9 @@ from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
 from metnos import i18n, trash, undo_list
-from metnos.channels.actions import HANDLE_CHARS
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.schemas import error_responses
+from metnos.turns.actions import HANDLE_CHARS
 
 router = APIRouter(prefix="/api/trash", tags=["undo"])
 

@@ -154,7 +154,7 @@ def _raw(key: str, locale: str) -> str:
 
 
 def render_page(name: str, locale: str, **vars: Any) -> str:
-    """A page of the web chat in `locale`, as served (`metnos.i18n.surfaces` reads it)."""
+    """A page of the web chat in `locale`, as served (`metnos.cli.prompts.served_pages`)."""
     return _render(name, locale, **vars)
 
 

@@ -1,7 +1,7 @@
 """The three string layers as one kind of thing: resources with a text per language.
 
 A `Layer` (prompts, manifests, messages; SPEC §9.1–§9.3) lists its resources, reads the text
-of a resource in a language, keeps the latest-wins record (`metnos.i18n.state`) and pending
+of a resource in a language, keeps the latest-wins record (`metnos.languages.state`) and pending
 translation candidates, and promotes a reviewed candidate into the language's own file.
 The sweep, `metnos-prompts` and the checks work on this interface only.
 
@@ -21,8 +21,8 @@ from typing import Any, ClassVar
 
 from metnos import durable
 from metnos.i18n.skeleton import Problem
-from metnos.i18n.state import Assessment, LangEntry, assess
 from metnos.i18n.textnorm import value_hash
+from metnos.languages.state import Assessment, LangEntry, assess
 
 DAY_ONE = ("en", "it")
 
@@ -119,7 +119,7 @@ class Layer(ABC):
 
     def problems(self, name: str, source: Any, value: Any) -> list[Problem]:
         """The checks of a candidate `value` of `name` against its `source` text."""
-        from metnos.i18n.sweep import check_candidate
+        from metnos.languages.sweep import check_candidate
 
         return check_candidate(self.kind, source, value)
 

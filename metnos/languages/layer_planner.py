@@ -9,7 +9,8 @@ executor in one language: `{"utterances": [...], "slots": {slot: {phrase: value}
 The languages the signed manifest has are read from it (a promotion into one of them
 rewrites the manifest, which must then be signed again, like layer 2). Any other language's
 reviewed text is `planner/<lang>/<executor>.json` in the resources folder, read by the
-registry (`planner_text`); the record and the candidates are `planner/lang_state.json`.
+registry (`metnos.i18n.planner_words`); the record and the candidates are
+`planner/lang_state.json`.
 
 A candidate must parse with hassil, fill the same inputs as the source, keep the slot names
 and the slot values every language shares (the verbs of `lists` all mean "add", "remove"...),
@@ -20,22 +21,19 @@ sampled from it (`check_planner`).
 from __future__ import annotations
 
 import json
-import os
 import tomllib
 from collections.abc import Iterable, Mapping
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, ClassVar
 
 import tomlkit
 
-from metnos.i18n.checks import Problem, check_text
-from metnos.i18n.layers import MANIFEST_FILE, STATE_FILE, RecordedLayer
-from metnos.i18n.lexicon import resources_root
-from metnos.i18n.resources import Candidate, atomic_write
+from metnos.i18n.planner_words import PLANNER_DIR, read_words
 from metnos.i18n.textnorm import value_hash
+from metnos.languages.checks import Problem, check_text
+from metnos.languages.layers import MANIFEST_FILE, STATE_FILE, RecordedLayer
+from metnos.languages.resources import Candidate, atomic_write
 
-PLANNER_DIR = "planner"
 MAX_SAMPLES = 8  # example sentences sampled from each template
 
 
@@ -73,7 +71,7 @@ class PlannerLayer(RecordedLayer):
         if lang in self.own_languages(name):
             return manifest_words(self.manifest(name), lang)
         path = self.path(name, lang)
-        return _read(path) if path.is_file() else None
+        return read_words(path) if path.is_file() else None
 
     def path(self, name: str, lang: str) -> Path:
         return self.dir / lang / f"{name}.json"
@@ -129,32 +127,6 @@ def manifest_words(manifest: Mapping[str, Any], lang: str) -> dict[str, Any]:
               if isinstance(spec.get("description"), Mapping) and lang in spec["description"]}
     return {"utterances": list(manifest.get("utterances", {}).get(lang, [])),
             "slots": slots, "inputs": inputs}
-
-
-def planner_text(name: str, lang: str) -> dict[str, Any] | None:
-    """The reviewed planner words of executor `name` in a language its manifest lacks
-    (`planner/<lang>/<name>.json`), None when there are none; cached on the file's mtime."""
-    path = resources_root() / PLANNER_DIR / lang / f"{name}.json"
-    try:
-        stamp = os.stat(path).st_mtime_ns
-    except OSError:
-        return None
-    return _cached(str(path), stamp)
-
-
-@lru_cache(maxsize=256)
-def _cached(path: str, stamp: int) -> dict[str, Any] | None:
-    try:
-        return _read(Path(path))
-    except ValueError:
-        return None
-
-
-def _read(path: Path) -> dict[str, Any]:
-    data = json.loads(path.read_text(encoding="utf-8"))
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: not a JSON object")
-    return data
 
 
 # -- checks ----------------------------------------------------------------------------------

@@ -18,7 +18,7 @@ left out: it says what it is.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from pathlib import Path
@@ -36,8 +36,10 @@ _SURFACES = (("WEB_", "web chat"), ("CARD_", "approval card"), ("UNDO_", "approv
              ("TG_", "telegram"), ("TELEGRAM_", "telegram"), ("CLI_", "cli"), ("ERR_", "cli"),
              ("MSG_", "cli"), ("EX_", "planner reply"), ("HOUSEHOLD_", "planner reply"),
              ("PLAN_", "planner reply"))
-_PAGES = ("chat.html.j2", "docs_index.html.j2", "login_needed.html.j2", "docs_missing.html.j2")
 _LABELS = ("title", "aria-label", "placeholder", "alt")
+# the web pages of a language as the gateway serves them, each (template name, HTML); the face
+# that serves them hands them in (`metnos.cli.prompts.served_pages`)
+WebPages = Callable[[str], Iterable[tuple[str, str]]]
 
 
 @dataclass(frozen=True)
@@ -56,10 +58,10 @@ class SurfaceProblem:
     excerpt: str
 
 
-def check_surfaces(lang: str, root: Path) -> list[SurfaceProblem]:
+def check_surfaces(lang: str, root: Path, pages: WebPages) -> list[SurfaceProblem]:
     """The surfaces of `lang` (an active language) that do not read as `lang`."""
     problems = []
-    for item in surface_texts(lang, root):
+    for item in surface_texts(lang, root, pages):
         found = i18n_lint_text(item.text, lang)
         if found.decision == "warn":
             excerpt = found.spans[0].text if found.spans else item.text[:80]
@@ -68,8 +70,8 @@ def check_surfaces(lang: str, root: Path) -> list[SurfaceProblem]:
     return problems
 
 
-def surface_texts(lang: str, root: Path) -> list[SurfaceText]:
-    return [*_messages(lang, root), *_channel_texts(lang, root), *_pages(lang)]
+def surface_texts(lang: str, root: Path, pages: WebPages) -> list[SurfaceText]:
+    return [*_messages(lang, root), *_channel_texts(lang, root), *_pages(lang, pages)]
 
 
 # -- messages ---------------------------------------------------------------------------------
@@ -131,13 +133,8 @@ def _variants(source: str) -> list[dict[str, Any]]:
 
 
 # -- web pages --------------------------------------------------------------------------------
-def _pages(lang: str) -> Iterator[SurfaceText]:
-    from metnos.gateway.routes.docs import index_context
-    from metnos.gateway.routes.web import page_strings, render_page
-
-    for page in _PAGES:
-        html = render_page(page, lang, strings=page_strings(lang), modules=[], locales=[],
-                           executors=[], model_state="unknown", **index_context(lang))
+def _pages(lang: str, pages: WebPages) -> Iterator[SurfaceText]:
+    for page, html in pages(lang):
         yield SurfaceText("web chat" if page == "chat.html.j2" else "web pages", page,
                           _visible(html, lang))
 

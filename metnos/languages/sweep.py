@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from metnos.errors import LLMError
-from metnos.i18n.checks import (
+from metnos.languages.checks import (
     Problem,
     check_document,
     check_lexicon,
@@ -27,8 +27,8 @@ from metnos.i18n.checks import (
     check_prose,
     has_prose,
 )
-from metnos.i18n.resources import Candidate, Layer
-from metnos.i18n.state import Assessment
+from metnos.languages.resources import Candidate, Layer
+from metnos.languages.state import Assessment
 
 log = logging.getLogger(__name__)
 
@@ -184,7 +184,7 @@ def check_candidate(kind: str, source: Any, candidate: Any) -> list[Problem]:
     if kind == "messages":
         return check_message(source, candidate)
     if kind == "planner":
-        from metnos.i18n.layer_planner import check_planner
+        from metnos.languages.layer_planner import check_planner
 
         return check_planner(source, candidate)
     if not isinstance(candidate, dict):

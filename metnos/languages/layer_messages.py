@@ -16,7 +16,8 @@ from typing import Any, ClassVar
 import tomlkit
 
 from metnos.i18n.catalogs import CatalogEntry
-from metnos.i18n.resources import (
+from metnos.i18n.store import MessageStore, read_catalogs
+from metnos.languages.resources import (
     Candidate,
     Layer,
     atomic_write,
@@ -25,8 +26,7 @@ from metnos.i18n.resources import (
     read_json,
     write_json,
 )
-from metnos.i18n.state import LangEntry
-from metnos.i18n.store import MessageStore, read_catalogs
+from metnos.languages.state import LangEntry
 
 STATE_FILE = "lang_state.json"
 NEW_FILE_HEADER = "# Messages ({lang}). Keys: SCOPE_DOMAIN_DETAIL. Placeholders: {{name}}.\n"

@@ -12,9 +12,9 @@ import os
 from typing import Any
 
 from metnos.executors.registry import executor_dirs
-from metnos.i18n.layers import ManifestsLayer
-from metnos.i18n.resources import known_languages, now_iso
 from metnos.i18n.store import MessageStore, read_catalogs, seed_executor_texts
+from metnos.languages.layers import ManifestsLayer
+from metnos.languages.resources import known_languages, now_iso
 from metnos.settings import Settings
 
 AUDIT_FILE = "audit.jsonl"

@@ -3,7 +3,7 @@
 `LanguageAdmin` opens the layers of one instance (its resources folder and its i18n
 database) and offers: `status`, `add_language`, `sweep`, `review`, `mark_synced` (one
 resource, or every reviewed message of a language), `resolve` (a conflict), `record_untracked`,
-`check` and `check_surfaces` (`metnos.i18n.surfaces`). Each change appends a line to the
+`check` and `check_surfaces` (`metnos.languages.surfaces`). Each change appends a line to the
 multilingual audit log (`METNOS_HOME/multilang/audit.jsonl`).
 
 Order of writes in `mark_synced`: the text first, then the record, then the candidate is
@@ -21,24 +21,24 @@ from typing import Any
 
 from metnos.errors import MetnosError
 from metnos.executors.registry import executor_dirs
-from metnos.i18n.checks import check_message, enforced
-from metnos.i18n.instance import multilang_audit, open_instance_store
-from metnos.i18n.layer_messages import MessagesLayer
-from metnos.i18n.layer_planner import PlannerLayer
-from metnos.i18n.layers import (
+from metnos.i18n.skeleton import PromptTemplateError, compare, skeleton
+from metnos.i18n.store import MessageStore
+from metnos.i18n.tags import base_language
+from metnos.languages.checks import check_message, enforced
+from metnos.languages.instance import multilang_audit, open_instance_store
+from metnos.languages.layer_messages import MessagesLayer
+from metnos.languages.layer_planner import PlannerLayer
+from metnos.languages.layers import (
     ChannelsLayer,
     LexiconLayer,
     ManifestsLayer,
     PromptsLayer,
     WorkspaceLayer,
 )
-from metnos.i18n.resources import Layer, known_languages, now_iso
-from metnos.i18n.skeleton import PromptTemplateError, compare, skeleton
-from metnos.i18n.state import AlignError, align, record_new
-from metnos.i18n.store import MessageStore
-from metnos.i18n.surfaces import SurfaceProblem, check_surfaces
-from metnos.i18n.sweep import SweepReport, Translator, find_work, translate
-from metnos.i18n.tags import base_language
+from metnos.languages.resources import Layer, known_languages, now_iso
+from metnos.languages.state import AlignError, align, record_new
+from metnos.languages.surfaces import SurfaceProblem, WebPages, check_surfaces
+from metnos.languages.sweep import SweepReport, Translator, find_work, translate
 from metnos.settings import Settings
 
 LAYERS = ("prompts", "manifests", "messages", "channels", "lexicon", "workspace", "planner")
@@ -282,12 +282,13 @@ class LanguageAdmin:
                     issues += self._check_texts(layer, name, state.source)
         return issues
 
-    def check_surfaces(self, tag: str) -> list[SurfaceProblem]:
-        """Every surface in `tag` (an active language), linted (`metnos.i18n.surfaces`)."""
+    def check_surfaces(self, tag: str, pages: WebPages) -> list[SurfaceProblem]:
+        """Every surface in `tag` (an active language), linted (`metnos.languages.surfaces`),
+        the web chat's `pages` included."""
         code = self.lang(tag)
         if code not in self.settings.active_languages:
             raise LanguagesError("ERR_LANGS_SURFACES_INACTIVE", lang=code)
-        return check_surfaces(code, self.settings.resources_root)
+        return check_surfaces(code, self.settings.resources_root, pages)
 
     # -- internals -------------------------------------------------------------------------
     def _promote(self, layer: Layer, name: str, lang: str,

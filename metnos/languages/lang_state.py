@@ -3,8 +3,8 @@
 Per language: `version_hash` (SHA-256 of that language's normalised description + affinity),
 `source_hash` (the source language's version_hash at the last alignment; null for the source
 itself), `source_lang`, `translated_by`, `reviewed_at`, `needs_review`. The latest-wins rules
-live in `metnos.i18n.state`; the sweep and `metnos-prompts` work on the file through
-`metnos.i18n.layers.ManifestsLayer`. These helpers serve the manifest tooling and its tests.
+live in `metnos.languages.state`; the sweep and `metnos-prompts` work on the file through
+`metnos.languages.layers.ManifestsLayer`. These helpers serve the manifest tooling and its tests.
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from metnos.executors.manifest import LANG_STATE_FILE, Manifest
-from metnos.i18n.layers import manifest_value
-from metnos.i18n.state import LangEntry, assess
 from metnos.i18n.textnorm import value_hash
+from metnos.languages.layers import manifest_value
+from metnos.languages.state import LangEntry, assess
 
 FIELDS = (
     "version_hash",

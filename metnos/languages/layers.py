@@ -22,8 +22,8 @@ from typing import Any, ClassVar
 
 import tomlkit
 
-from metnos.i18n.checks import Problem, check_lexicon
-from metnos.i18n.resources import (
+from metnos.languages.checks import Problem, check_lexicon
+from metnos.languages.resources import (
     Candidate,
     Layer,
     atomic_write,
@@ -32,7 +32,7 @@ from metnos.i18n.resources import (
     read_json,
     write_json,
 )
-from metnos.i18n.state import LangEntry
+from metnos.languages.state import LangEntry
 
 PENDING_DIR = "_pending"
 CANDIDATE_SUFFIX = ".candidate"
