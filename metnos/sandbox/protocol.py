@@ -50,13 +50,14 @@ class Refused(Exception):
 
 
 def serve(run: Callable[..., Result], allowed: Collection[str], *, max_stdin: int = MAX_STDIN,
-          errors: ErrorMap | None = None, envelope: bool = False) -> None:
+          errors: ErrorMap | None = None, envelope: bool = False,
+          scrub: Callable[[str], str] = str) -> None:
     """Read the request, call `run(args)` (`run(args, request)` with `envelope`: the whole
-    request, `action_id` and `account` included) and write its reply. A Refused, or an
-    exception `errors` maps to one (the first matching type), is the error reply; an argument
-    outside `allowed` is refused before `run`."""
+    request, `action_id` and `account` included) and write its reply through `scrub`. A
+    Refused, or an exception `errors` maps to one (the first matching type), is the error
+    reply; an argument outside `allowed` is refused before `run`."""
     try:
-        request = read_request(max_stdin)
+        request = _read_request(max_stdin)
         args = request["args"]
         for name in sorted(set(args) - set(allowed)):
             raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
@@ -66,10 +67,10 @@ def serve(run: Callable[..., Result], allowed: Collection[str], *, max_stdin: in
         if refusal is None:
             raise
         reply = {"ok": False, "error": {"key": refusal.key, "vars": refusal.vars}}
-    write_reply(reply)
+    _write_reply(reply, scrub)
 
 
-def read_request(max_stdin: int = MAX_STDIN) -> Result:
+def _read_request(max_stdin: int = MAX_STDIN) -> Result:
     """The request on stdin, its `args` an object; Refused(ERR_EXECUTOR_INPUT_INVALID)."""
     raw = sys.stdin.buffer.read(max_stdin + 1)
     if len(raw) > max_stdin:
@@ -83,7 +84,7 @@ def read_request(max_stdin: int = MAX_STDIN) -> Result:
     return request
 
 
-def write_reply(reply: Result, scrub: Callable[[str], str] = str) -> None:
+def _write_reply(reply: Result, scrub: Callable[[str], str] = str) -> None:
     """The reply as UTF-8 JSON on stdout (escaped to ASCII when a string holds a lone
     surrogate: a file name that is not UTF-8), passed through `scrub` first."""
     try:
