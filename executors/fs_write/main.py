@@ -11,10 +11,16 @@ starts on its own line ("milk, bread" + "eggs" is two lines, never "breadeggs").
 import os
 import stat
 import sys
-import tempfile
 
 sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
-from metnos_sandbox_protocol import FILE_ERRORS, Refused, get_arg, safe_path, serve  # noqa: E402
+from metnos_sandbox_protocol import (  # noqa: E402
+    FILE_ERRORS,
+    Refused,
+    get_arg,
+    replace_file,
+    safe_path,
+    serve,
+)
 
 MAX_STDIN = 8 << 20
 MAX_EXISTING = 64 << 20
@@ -38,27 +44,6 @@ def existing_bytes(path, mode):
         return fh.read(), stat.S_IMODE(info.st_mode)
 
 
-def replace_atomically(path, data, file_mode):
-    folder = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".metnos-write-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644 if file_mode is None else file_mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 def run(args):
     path = safe_path(args.get("path"), "path")
     content = get_arg(args, "content", str, None)
@@ -78,7 +63,7 @@ def run(args):
     data = content.encode("utf-8")
     if before and not before.endswith(b"\n") and data:
         data = b"\n" + data  # appended text starts on its own line
-    replace_atomically(path, before + data, file_mode)
+    replace_file(path, before + data, file_mode, ".metnos-write-")
     return {"path": path, "bytes_written": len(data), "created": file_mode is None}
 
 

@@ -15,11 +15,10 @@ import os
 import re
 import stat
 import sys
-import tempfile
 import unicodedata
 
 sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
-from metnos_sandbox_protocol import FILE_ERRORS, Refused, serve  # noqa: E402
+from metnos_sandbox_protocol import FILE_ERRORS, Refused, replace_file, serve  # noqa: E402
 
 MAX_STDIN = 1 << 20
 MAX_FILE = 1 << 20
@@ -67,18 +66,7 @@ def write_lines(path, lines, file_mode):
     if os.path.lexists(folder) and not os.path.isdir(folder):
         raise Refused("ERR_FILE_NOT_DIRECTORY", path=folder)
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".metnos-list-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(("\n".join(lines) + "\n").encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644 if file_mode is None else file_mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
+    replace_file(path, ("\n".join(lines) + "\n").encode("utf-8"), file_mode, ".metnos-list-")
 
 
 def wanted_items(value):

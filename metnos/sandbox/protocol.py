@@ -31,6 +31,7 @@ import errno
 import json
 import os
 import sys
+import tempfile
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
@@ -141,6 +142,30 @@ def get_arg(args: Mapping[str, Any], name: str, kind: type, default: Any) -> Any
     if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
         raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
     return value
+
+
+def replace_file(path: str, data: bytes, file_mode: int | None, prefix: str) -> None:
+    """Write `data` to `path` atomically: a temporary file `<prefix>*` in the same folder,
+    flushed to disk, then renamed over it (mode `file_mode`, 0o644 for a new file), and the
+    folder synced; a reader sees the old file or the new one, never half of it."""
+    folder = os.path.dirname(path) or "."
+    fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644 if file_mode is None else file_mode)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        raise
+    dir_fd = os.open(folder, os.O_RDONLY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)
 
 
 def move_file(src: str, dst: str) -> None:

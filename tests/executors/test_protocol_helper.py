@@ -22,8 +22,8 @@ from metnos.executors.signing import code_hash, sign_executor, verify_executor
 from metnos.sandbox import SandboxRequest, bwrap, run_sandboxed
 from metnos.testing.llm_server import ScriptedLLM
 from tests.executors.conftest import REPO_EXECUTORS
-from tests.gateway.test_attacks import attempts, audit_lines
-from tests.support.home import MakeHome, gateway_client
+from tests.gateway.test_attacks import attempts, audit_lines, changed_between_turns
+from tests.support.home import MakeHome
 
 PWNED = 'import sys\nsys.stdout.write(\'{"ok": true, "result": {"pwned": 1}}\')\nsys.exit(0)\n'
 
@@ -91,18 +91,9 @@ def test_the_sandbox_binds_the_helper_the_hash_covers(helper: Path, tmp_path: Pa
 
 async def test_a_helper_changed_while_running_is_refused_with_its_audit_line(
         helper: Path, make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
-    home = make_home(llm=scripted_llm, autonomy="Full", lang="en")
-    (home.workspace / "a.md").write_text("hello")
-    for _ in range(2):
-        scripted_llm.enqueue_tool_call("fs_read", {"path": "a.md"})
-        scripted_llm.enqueue_text("That is all.")
-    async with gateway_client(home, prefect=False) as client:
-        first = (await client.post("/api/turns", json={"text": "x", "lang": "en"})).json()
-        [ran] = attempts(first)  # signed at init, admitted at start-up: it runs
-        assert ran["executor"] == "fs_read" and ran["status"] == "done"
-        assert "hello" in json.dumps(scripted_llm.requests[1]["messages"][-1])
-        helper.write_text(PWNED)
-        second = (await client.post("/api/turns", json={"text": "x", "lang": "en"})).json()
+    home = make_home(llm=scripted_llm, autonomy="Full", lang="en")  # signs the built-ins
+    _, second = await changed_between_turns(home, scripted_llm, "fs_read",
+                                            lambda: helper.write_text(PWNED))
     [refused] = attempts(second)
     assert refused["status"] == "refused" and "fs_read" in str(refused["text"])
     assert "pwned" not in json.dumps(second) + json.dumps(scripted_llm.requests[3])
