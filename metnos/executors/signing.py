@@ -9,8 +9,9 @@ Format (minisign's prehashed "ED" algorithm, verifiable with `minisign -Vm manif
     base64(Ed25519(signature[64] + trusted comment bytes))
 
 The manifest bytes are signed; the trusted comment (covered by the global signature) pins the
-executor's name, version and the SHA-256 of its code (`code_hash`), so a byte changed in either
-the manifest or the code makes verification fail.
+executor's name, version and the SHA-256 of its code (`code_hash`: its folder's files and the
+protocol helper the sandbox binds into every run), so a byte changed in the manifest, the code
+or the helper makes verification fail.
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ from metnos.executors.manifest import (
     parse_manifest,
 )
 from metnos.keys import public_key_bytes
+from metnos.sandbox.bwrap import PYLIB_DIR, protocol_package
 
 SIG_ALG = b"ED"  # Ed25519 over BLAKE2b-512 of the message (minisign "prehashed")
 PK_ALG = b"Ed"
@@ -77,13 +79,16 @@ def signature_path(signatures_dir: Path, name: str) -> Path:
 
 
 def code_hash(folder: Path) -> str:
-    """SHA-256 over the sorted relative paths and bytes of the executor's code files.
+    """SHA-256 over the sorted relative paths and bytes of the executor's code files, then the
+    protocol helper it runs with (`metnos.sandbox.protocol`, named by where the sandbox binds it:
+    an absolute path, which no file of the folder has).
 
     Skipped: `manifest.toml` (signed directly), `manifest.lang_state.json` (rewritten by the
     translation sweep) and `__pycache__/`. A symbolic link is refused: its target is not pinned.
     """
     digest = hashlib.sha256()
-    for rel, path in _code_files(folder):
+    helper = protocol_package()
+    for rel, path in [*_code_files(folder), (f"{PYLIB_DIR}/{helper.dest}", helper.source)]:
         data = path.read_bytes()
         encoded = rel.encode("utf-8", "surrogateescape")  # a non-UTF-8 name: its raw bytes
         digest.update(len(encoded).to_bytes(4, "big") + encoded)

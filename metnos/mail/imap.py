@@ -1,10 +1,11 @@
 """The IMAP side of the mail executors, shared by `imap_status`, `imap_fetch_headers` and
-`move_messages`: the stdin envelope, one logged-in session, mailbox names, FETCH parsing and
-the reply on stdout.
+`move_messages`: the account from the request, one logged-in session, mailbox names, FETCH
+parsing and the mail errors' keys; the protocol itself is the executors' one helper's
+(`metnos_sandbox_protocol`, which `main` imports).
 
-This module imports only the standard library: the sandbox binds it read-only as
-`metnos_mail_imap` (`[sandbox] python_packages = ["metnos.mail.imap"]`; a test parses its
-imports). It runs inside the sandbox, never on the host: the host never speaks IMAP.
+This module imports only the standard library and that helper: the sandbox binds it
+read-only as `metnos_mail_imap` (`[sandbox] python_packages = ["metnos.mail.imap"]`; a test
+parses its imports). It runs inside the sandbox, never on the host: the host never speaks IMAP.
 
 The account comes only from the envelope the host wrote (`{"args", "action_id", "account"}`):
 no argument names a host, and the sandbox has no network of its own (`egress = "account"`):
@@ -24,7 +25,6 @@ import json
 import re
 import socket
 import ssl
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -338,47 +338,31 @@ Run = Callable[[dict[str, Any], Account], dict[str, Any]]
 
 
 def main(run: Run, allowed_args: frozenset[str]) -> None:
-    """Read the envelope, run, write one JSON reply (exit 0 either way), scrubbed of the
-    password."""
-    password = ""
-    try:
-        envelope = _envelope()
-        args = envelope.get("args")
-        if not isinstance(args, dict):
-            raise MailError("ERR_EXECUTOR_INPUT_INVALID")
-        for name in sorted(set(args) - allowed_args):
-            raise MailError("ERR_EXECUTOR_ARG_INVALID", arg=name)
-        account = Account.from_envelope(envelope.get("account"))
-        password = account.password
-        reply: dict[str, Any] = {"ok": True, "result": run(args, account)}
-    except MailError as exc:
-        reply = {"ok": False, "error": {"key": exc.key, "vars": exc.vars}}
-    except TimeoutError:
-        reply = {"ok": False, "error": {"key": "ERR_MAIL_TIMEOUT",
-                                        "vars": {"host": "", "seconds": 0}}}
-    except (imaplib.IMAP4.error, OSError) as exc:
-        reply = {"ok": False, "error": {"key": "ERR_MAIL_PROTOCOL",
-                                        "vars": {"host": "", "reason": type(exc).__name__}}}
-    sys.stdout.buffer.write(scrub(json.dumps(reply, ensure_ascii=True), password).encode())
-    sys.stdout.buffer.flush()
+    """The protocol helper's `serve` for a mail executor: `run(args, account)` with the host's
+    account, mail errors as their keys, the reply scrubbed of the password."""
+    import metnos_sandbox_protocol as protocol  # the sandbox binds it beside this module
 
+    passwords: list[str] = []
 
-def _envelope() -> dict[str, Any]:
-    raw = sys.stdin.buffer.read(MAX_STDIN + 1)
-    if len(raw) > MAX_STDIN:
-        raise MailError("ERR_EXECUTOR_INPUT_INVALID")
-    try:
-        envelope = json.loads(raw.decode("utf-8"))
-    except ValueError:
-        raise MailError("ERR_EXECUTOR_INPUT_INVALID") from None
-    if not isinstance(envelope, dict):
-        raise MailError("ERR_EXECUTOR_INPUT_INVALID")
-    return envelope
+    def with_account(args: dict[str, Any], request: dict[str, Any]) -> dict[str, Any]:
+        account = Account.from_envelope(request.get("account"))
+        passwords.append(account.password)
+        return run(args, account)
+
+    errors = {
+        MailError: lambda exc: protocol.Refused(exc.key, **exc.vars),
+        TimeoutError: lambda exc: protocol.Refused("ERR_MAIL_TIMEOUT", host="", seconds=0),
+        (imaplib.IMAP4.error, OSError): lambda exc: protocol.Refused(
+            "ERR_MAIL_PROTOCOL", host="", reason=type(exc).__name__),
+    }
+    protocol.serve(with_account, allowed_args, max_stdin=MAX_STDIN, errors=errors,
+                   envelope=True, scrub=lambda text: scrub(text, "".join(passwords)))
 
 
 def scrub(text: str, password: str) -> str:
-    """`text` (JSON) with the password, as JSON would write it, replaced."""
+    """`text` (JSON) with the password, as JSON would write it (escaped or not), replaced."""
     if len(password) < 4:
         return text
-    needle = json.dumps(password, ensure_ascii=True)[1:-1]
-    return text.replace(needle, REDACTED) if needle in text else text
+    for ascii_only in (True, False):
+        text = text.replace(json.dumps(password, ensure_ascii=ascii_only)[1:-1], REDACTED)
+    return text

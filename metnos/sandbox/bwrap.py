@@ -37,6 +37,10 @@ SANDBOX_UID = "1000"
 _TOP_LEVEL_LINKS = ("bin", "sbin", "lib", "lib32", "lib64", "libx32")
 NETWORK_FILES = ("/etc/resolv.conf", "/etc/hosts", "/etc/nsswitch.conf", "/etc/ssl/certs")
 _PYLIB_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(?:\.py)?$")
+# The executors' protocol helper (`metnos.sandbox.protocol`), bound into every run; its bytes
+# are part of every executor's signed code hash (`metnos.executors.signing.code_hash`).
+PROTOCOL_SOURCE = Path(__file__).resolve().with_name("protocol.py")
+PROTOCOL_DEST = "metnos_sandbox_protocol.py"
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,6 +79,11 @@ class PythonPackage:
 
     source: Path
     dest: str
+
+
+def protocol_package() -> PythonPackage:
+    """The protocol helper every executor imports, as bound under PYLIB_DIR."""
+    return PythonPackage(source=PROTOCOL_SOURCE, dest=PROTOCOL_DEST)
 
 
 def find_bwrap(explicit: os.PathLike[str] | str | None = None) -> Path:
@@ -203,7 +212,8 @@ def build_argv(
     workspace-relative entries masked by an empty read-only tmpfs or /dev/null (the audit log,
     and the trash for every profile without `trash = true`). `seccomp_fd` is a descriptor
     holding the BPF program of `metnos.sandbox.seccomp`, which bwrap installs before the exec.
-    `python_packages` (see `resolve_python_packages`) are bound read-only under PYLIB_DIR.
+    `python_packages` (`protocol_package` and `resolve_python_packages`: the runner passes the
+    protocol helper to every run) are bound read-only under PYLIB_DIR.
     `egress_socket` (a profile with `egress = "account"`) is the host's forwarding socket, bound
     read-only at EGRESS_SOCKET: the run's only way out of its empty network namespace (None: no
     way out; `egress = "none"` has none, nor the resolver files).

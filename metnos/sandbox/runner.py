@@ -31,6 +31,7 @@ from metnos.sandbox.bwrap import (
     PythonRuntime,
     build_argv,
     find_bwrap,
+    protocol_package,
     python_candidates,
     resolve_python_packages,
     safe_entry,
@@ -123,7 +124,7 @@ async def run_pinned(
     if not safe_entry(request.entry):
         raise SandboxError("ERR_SANDBOX_PATH_UNSAFE", path=request.entry)
     try:
-        packages = resolve_python_packages(request.profile.python_packages)
+        packages = (protocol_package(), *resolve_python_packages(request.profile.python_packages))
     except LookupError as exc:
         return SandboxResult.failure("ERR_SANDBOX_UNAVAILABLE", {"reason": str(exc)}, started)
     envelope: dict[str, Any] = {"args": request.args, "action_id": request.action_id}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from metnos.keys import ensure_keypair, load_private_key
 from metnos.paths import resources_path
 from metnos.settings import get_settings
+from metnos.testing.executors import direct_argv
 
 REPO_EXECUTORS = resources_path("executors")
 BUILTINS = (
@@ -69,7 +69,7 @@ def run_executor(tmp_path: Path) -> RunExecutor:
         entry = REPO_EXECUTORS / name / "main.py"
         payload = stdin if stdin is not None else json.dumps({"args": args}).encode()
         proc = subprocess.run(
-            [sys.executable, "-I", "-S", "-B", str(entry)],
+            direct_argv(entry),
             input=payload,
             capture_output=True,
             cwd=workspace,

@@ -15,7 +15,13 @@ from pydantic import ValidationError
 from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
 from metnos.i18n import lint
 from metnos.sandbox import SandboxProfile, SandboxRequest, SandboxResult, run_sandboxed
-from metnos.sandbox.bwrap import PYLIB_DIR, PythonPackage, build_argv, resolve_python_packages
+from metnos.sandbox.bwrap import (
+    PROTOCOL_DEST,
+    PYLIB_DIR,
+    PythonPackage,
+    build_argv,
+    resolve_python_packages,
+)
 from metnos.turns.reply import StepOutcome, render_outcome
 from tests.executors.conftest import REPO_EXECUTORS
 from tests.executors.test_manifests import FOLDERS, _intents
@@ -171,6 +177,7 @@ def test_inside_the_sandbox_only_the_bound_packages_exist(
     bound = bool(packages)
     assert data["found"] == {"lingua": bound, "metnos_i18n_lint": bound, "metnos": False,
                              "pydantic": False}
-    assert data["pylib"] == (["lingua", "metnos_i18n_lint.py"] if bound else None)
+    helper = [PROTOCOL_DEST]  # the protocol helper: bound into every run
+    assert data["pylib"] == (["lingua", "metnos_i18n_lint.py", *helper] if bound else helper)
     assert data["writable"] is False
     assert data["workspace"] == []  # read = []: the workspace is not mounted

@@ -26,7 +26,7 @@ from metnos import i18n, policy
 from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
 from metnos.llm.embedded import plan_embedded
 from metnos.policy import shell
-from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
+from metnos.sandbox import SandboxRequest, SandboxResult, protocol, run_sandboxed
 from metnos.settings import PolicySettings, SandboxSettings
 from tests.executors.conftest import REPO_EXECUTORS
 from tests.sandbox._helpers import write_executor
@@ -127,16 +127,20 @@ def site() -> Iterator[Site]:
 
 
 def load_executor_module(name: str) -> ModuleType:
-    """An executor's main.py imported as a module (stdlib only, no side effects on import)."""
+    """An executor's main.py imported as a module (stdlib and the protocol helper, which the
+    sandbox binds as `metnos_sandbox_protocol`; no side effects on import but that path)."""
     path = REPO_EXECUTORS / name / "main.py"
     spec = importlib.util.spec_from_file_location(f"executor_{name}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     saved, sys.dont_write_bytecode = sys.dont_write_bytecode, True  # no __pycache__ in the
-    try:  # executor folder: its code hash covers the folder
-        spec.loader.exec_module(module)
+    saved_path = list(sys.path)  # executor folder: its code hash covers the folder
+    try:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setitem(sys.modules, "metnos_sandbox_protocol", protocol)
+            spec.loader.exec_module(module)
     finally:
-        sys.dont_write_bytecode = saved
+        sys.dont_write_bytecode, sys.path[:] = saved, saved_path
     return module
 
 

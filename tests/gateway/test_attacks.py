@@ -10,6 +10,7 @@ and the flow itself is covered by test_turns.py.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -154,21 +155,31 @@ def install_owner_executor(home: Home, name: str = "echo_note") -> Path:
     return folder
 
 
+async def changed_between_turns(home: Home, llm: ScriptedLLM, executor: str,
+                                change: Callable[[], object]) -> tuple[dict[str, object],
+                                                                       dict[str, object]]:
+    """Two turns of one gateway that each read a.md with `executor`, `change()` between."""
+    (home.workspace / "a.md").write_text("hello")
+    for _ in range(2):
+        llm.enqueue_tool_call(executor, {"path": "a.md"})
+        llm.enqueue_text("That is all.")
+    async with gateway_client(home, prefect=False) as client:
+        first = (await client.post("/api/turns", json={"text": "x", "lang": "en"})).json()
+        change()
+        second = (await client.post("/api/turns", json={"text": "x", "lang": "en"})).json()
+    [ran] = attempts(first)  # admitted at start-up, it runs
+    assert ran["executor"] == executor and ran["status"] == "done"
+    assert "hello" in json.dumps(llm.requests[1]["messages"][-1])
+    return first, second
+
+
 async def test_code_changed_while_running_is_refused_at_run_time(
         make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
     home = make_home(llm=scripted_llm, autonomy="Full", lang="en")
-    folder = install_owner_executor(home)
-    (home.workspace / "a.md").write_text("hello")
-    for _ in range(2):
-        scripted_llm.enqueue_tool_call("echo_note", {"path": "a.md"})
-        scripted_llm.enqueue_text("That is all.")
-    async with gateway_client(home, prefect=False) as client:
-        first = (await client.post("/api/turns", json={"text": "x", "lang": "en"})).json()
-        [ran] = attempts(first)  # admitted at start-up, it runs
-        assert ran["executor"] == "echo_note" and ran["status"] == "done"
-        assert "hello" in json.dumps(scripted_llm.requests[1]["messages"][-1])
-        (folder / "main.py").write_text("print('{\"ok\": true, \"result\": {\"pwned\": 1}}')\n")
-        second = (await client.post("/api/turns", json={"text": "x", "lang": "en"})).json()
+    main = install_owner_executor(home) / "main.py"
+    pwned = "print('{\"ok\": true, \"result\": {\"pwned\": 1}}')\n"
+    _, second = await changed_between_turns(home, scripted_llm, "echo_note",
+                                            lambda: main.write_text(pwned))
     [refused] = attempts(second)
     assert refused["status"] == "refused" and "echo_note" in str(refused["text"])
     assert "pwned" not in json.dumps(second) + json.dumps(scripted_llm.requests[3])

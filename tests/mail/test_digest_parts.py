@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -20,6 +19,7 @@ from metnos.llm.tools import PlanStep
 from metnos.mail import classify, digest_state, summary
 from metnos.mail.digest import DigestRun, DigestStepFailed, compose, digest_service
 from metnos.paths import resources_path
+from metnos.testing.executors import direct_argv
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome
 
@@ -40,7 +40,7 @@ INJECTION = {"uid": 10, "from": "IT Support <support@helpdesk.example.net>",
 
 
 def run_summarize(args: dict[str, Any]) -> dict[str, Any]:
-    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(ENTRY)],
+    proc = subprocess.run(direct_argv(ENTRY),
                           input=json.dumps({"args": args}).encode(), capture_output=True,
                           timeout=20, env={})
     assert proc.returncode == 0, proc.stderr

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ import pytest
 from metnos import i18n
 from metnos.db.engine import database_url, make_engine
 from metnos.reminders import outbox
+from metnos.testing.executors import direct_argv
 from metnos.testing.llm_server import ScriptedLLM
 from tests.executors.conftest import REPO_EXECUTORS
 from tests.gateway.test_turns import wait_closed
@@ -25,8 +25,7 @@ from tests.support.home import MakeHome
 
 def run(args: dict[str, Any], tmp_path: Path) -> dict[str, Any]:
     """The executor's main.py run directly (production runs it in bwrap)."""
-    proc = subprocess.run([sys.executable, "-I", "-S", "-B",  # noqa: S603
-                           str(REPO_EXECUTORS / "reminder_set" / "main.py")],
+    proc = subprocess.run(direct_argv(REPO_EXECUTORS / "reminder_set" / "main.py"),
                           input=json.dumps({"args": args}).encode(), capture_output=True,
                           cwd=tmp_path, timeout=20, env={}, check=True)
     reply: dict[str, Any] = json.loads(proc.stdout)

@@ -98,12 +98,21 @@ COUNTER_MANIFEST = manifest_toml(
     'en = []', 'en = ["count the words of {path}"]').replace(
     'it = []', 'it = ["conta le parole di {path}"]')
 
-COUNTER_CODE = '''import json, sys
-args = json.loads(sys.stdin.read() or "{}").get("args", {})
-with open(args["path"], encoding="utf-8") as fh:
-    words = len(fh.read().split())
-print(json.dumps({"ok": True, "result": {"words": words + OFFSET}}))
-'''
+COUNTER_CODE = '''import sys
+
+sys.path.append("/home/metnos/pylib")
+from metnos_sandbox_protocol import serve
+
+
+def run(args):
+    with open(args["path"], encoding="utf-8") as fh:
+        words = len(fh.read().split())
+    return {"words": words + OFFSET}
+
+
+if __name__ == "__main__":
+    serve(run, {"path"})
+'''  # as synt_code.j2 asks: the protocol through the helper the sandbox binds
 
 
 COUNTER_CASES: list[dict[str, Any]] = [

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from metnos import i18n
+from metnos.testing.executors import direct_argv
 from tests.undo.support import EXECUTORS, Actor, build_tree
 
 ACTION = "0123456789abcdef0123456789abcdef"
@@ -21,7 +21,7 @@ def run(ws: Path, args: dict[str, Any], action_id: object = ACTION) -> dict[str,
     if action_id is not None:
         envelope["action_id"] = action_id
     entry = EXECUTORS / "fs_delete" / "main.py"
-    proc = subprocess.run([sys.executable, "-I", "-S", "-B", str(entry)],
+    proc = subprocess.run(direct_argv(entry),
                           input=json.dumps(envelope).encode(), capture_output=True, cwd=ws,
                           timeout=20, env={})
     assert proc.returncode == 0, proc.stderr.decode()

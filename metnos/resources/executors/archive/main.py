@@ -1,7 +1,6 @@
 """archive: file a workspace document under archive/<year>/<category>/ (Metnos executor).
 
-Protocol: stdin is {"args": {...}}; stdout is one JSON object, {"ok": true, "result": ...}
-or {"ok": false, "error": {"key": ..., "vars": ...}}; exit code 0 in both cases.
+The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`.
 The cwd is the workspace; paths are workspace-relative. The host chooses the destination
 before the run (`dst`, host-set: `metnos.archiving`), so that the before-record covers both
 ends of the move and an undo moves the file back; this side checks that `dst` is the file's
@@ -10,11 +9,12 @@ and moves it with link + unlink, which fails atomically when the destination exi
 an overwrite. Missing folders are created. Stdlib only.
 """
 
-import errno
-import json
 import os
 import re
 import sys
+
+sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
+from metnos_sandbox_protocol import FILE_ERRORS, Refused, move_file, safe_path, serve  # noqa: E402
 
 MAX_STDIN = 64 << 10
 ROOT = "archive"
@@ -22,29 +22,6 @@ ARGS = {"path", "category", "year", "dst"}
 CATEGORY_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,39}$")
 YEAR_RE = re.compile(r"^[12][0-9]{3}$")
 MAX_SUFFIX = 999
-
-
-class Refused(Exception):
-    def __init__(self, key, **vars):
-        super().__init__(key)
-        self.key = key
-        self.vars = vars
-
-
-def safe_path(value, arg):
-    """A workspace-relative path, or Refused (absolute, `..`, hidden parts, escaping links)."""
-    if not isinstance(value, str) or not value.strip() or "\0" in value:
-        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=arg)
-    parts = value.replace("\\", "/").split("/")
-    if value.startswith(("/", "~")) or os.path.isabs(value) or ".." in parts:
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    if any(part.startswith(".") and part != "." for part in parts):
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    root = os.path.realpath(".")
-    real = os.path.realpath(value)
-    if real != root and not real.startswith(root + os.sep):
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    return os.path.normpath(value)
 
 
 def names_for(name):
@@ -76,24 +53,7 @@ def check_destination(args, src):
     return dst, category, int(parts[1])
 
 
-def move_file(src, dst):
-    try:
-        os.link(src, dst, follow_symlinks=False)
-    except FileExistsError:
-        raise Refused("ERR_FILE_EXISTS", path=dst) from None
-    except OSError as exc:  # no hard links here (EPERM, EXDEV, ENOTSUP...): plain rename
-        if exc.errno == errno.ENOENT:
-            raise
-        if os.path.lexists(dst):
-            raise Refused("ERR_FILE_EXISTS", path=dst) from None
-        os.rename(src, dst)
-        return
-    os.unlink(src)
-
-
 def run(args):
-    for name in sorted(set(args) - ARGS):
-        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
     src = safe_path(args.get("path"), "path")
     if src == "." or not os.path.lexists(src):
         raise Refused("ERR_FILE_NOT_FOUND", path=src)
@@ -110,29 +70,5 @@ def run(args):
     return {"path": dst, "from": src, "category": category, "year": year}
 
 
-def main():
-    try:
-        raw = sys.stdin.buffer.read(MAX_STDIN + 1)
-        if len(raw) > MAX_STDIN:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        try:
-            request = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID") from None
-        args = request.get("args") if isinstance(request, dict) else None
-        if not isinstance(args, dict):
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        reply = {"ok": True, "result": run(args)}
-    except Refused as exc:
-        reply = {"ok": False, "error": {"key": exc.key, "vars": exc.vars}}
-    except PermissionError as exc:
-        reply = {"ok": False, "error": {"key": "ERR_FILE_PERMISSION_DENIED",
-                                        "vars": {"path": str(exc.filename or "")}}}
-    except OSError as exc:
-        reply = {"ok": False, "error": {"key": "ERR_FILE_IO", "vars": {
-            "path": str(exc.filename or ""), "reason": exc.strerror or type(exc).__name__}}}
-    sys.stdout.write(json.dumps(reply, ensure_ascii=False))
-
-
 if __name__ == "__main__":
-    main()
+    serve(run, ARGS, max_stdin=MAX_STDIN, errors=FILE_ERRORS)

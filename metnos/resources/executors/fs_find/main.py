@@ -1,53 +1,22 @@
 """fs_find: list the workspace files whose name matches a glob (Metnos executor, stdlib only).
 
-Protocol: stdin is {"args": {...}}; stdout is one JSON object, {"ok": true, "result": ...}
-or {"ok": false, "error": {"key": ..., "vars": ...}}; exit code 0 in both cases.
+The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`.
 The cwd is the workspace; paths in and out are workspace-relative. Hidden (dot) files and
 folders are never listed or entered.
 """
 
 import fnmatch
-import json
 import os
 import sys
+
+sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
+from metnos_sandbox_protocol import FILE_ERRORS, Refused, get_arg, safe_path, serve  # noqa: E402
 
 MAX_STDIN = 1 << 20
 MAX_LIMIT = 1000
 MAX_SCANNED = 100_000
 MAX_OUTPUT_CHARS = 256 * 1024
 ARGS = {"pattern", "path", "limit"}
-
-
-class Refused(Exception):
-    def __init__(self, key, **vars):
-        super().__init__(key)
-        self.key = key
-        self.vars = vars
-
-
-def safe_path(value, arg):
-    """A workspace-relative path, or Refused (absolute, `..`, hidden parts, escaping links)."""
-    if not isinstance(value, str) or not value.strip() or "\0" in value:
-        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=arg)
-    parts = value.replace("\\", "/").split("/")
-    if value.startswith(("/", "~")) or os.path.isabs(value) or ".." in parts:
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    if any(part.startswith(".") and part != "." for part in parts):
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    root = os.path.realpath(".")
-    real = os.path.realpath(value)
-    if real != root and not real.startswith(root + os.sep):
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    return os.path.normpath(value)
-
-
-def get_arg(args, name, kind, default):
-    value = args.get(name)
-    if value is None:
-        return default
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
-    return value
 
 
 def check_pattern(pattern):
@@ -101,45 +70,5 @@ def run(args):
     return {"files": files, "truncated": truncated or len(found) > limit}
 
 
-def main():
-    try:
-        raw = sys.stdin.buffer.read(MAX_STDIN + 1)
-        if len(raw) > MAX_STDIN:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        try:
-            request = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID") from None
-        args = request.get("args") if isinstance(request, dict) else None
-        if not isinstance(args, dict):
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        for name in sorted(set(args) - ARGS):
-            raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
-        reply = {"ok": True, "result": run(args)}
-    except Refused as exc:
-        reply = {"ok": False, "error": {"key": exc.key, "vars": exc.vars}}
-    except PermissionError as exc:
-        reply = {
-            "ok": False,
-            "error": {
-                "key": "ERR_FILE_PERMISSION_DENIED",
-                "vars": {"path": str(exc.filename or "")},
-            },
-        }
-    except OSError as exc:
-        reply = {
-            "ok": False,
-            "error": {
-                "key": "ERR_FILE_IO",
-                "vars": {
-                    "path": str(exc.filename or ""),
-                    "reason": exc.strerror or type(exc).__name__,
-                },
-            },
-        }
-    sys.stdout.buffer.write(json.dumps(reply).encode("ascii"))
-    sys.stdout.buffer.flush()
-
-
 if __name__ == "__main__":
-    main()
+    serve(run, ARGS, max_stdin=MAX_STDIN, errors=FILE_ERRORS)

@@ -1,7 +1,6 @@
 """fs_write: write or append text to a workspace file, atomically (Metnos executor, stdlib only).
 
-Protocol: stdin is {"args": {...}}; stdout is one JSON object, {"ok": true, "result": ...}
-or {"ok": false, "error": {"key": ..., "vars": ...}}; exit code 0 in both cases.
+The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`.
 The cwd is the workspace; paths are workspace-relative. The new content goes to a temporary
 file in the same folder, is flushed to disk, then renamed over the target, so a reader sees
 either the old file or the new one, never half of it. Missing parent folders are created.
@@ -9,47 +8,23 @@ Appending to a file that does not end with a line break adds one first, so the n
 starts on its own line ("milk, bread" + "eggs" is two lines, never "breadeggs").
 """
 
-import json
 import os
 import stat
 import sys
-import tempfile
+
+sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
+from metnos_sandbox_protocol import (  # noqa: E402
+    FILE_ERRORS,
+    Refused,
+    get_arg,
+    replace_file,
+    safe_path,
+    serve,
+)
 
 MAX_STDIN = 8 << 20
 MAX_EXISTING = 64 << 20
 ARGS = {"path", "content", "mode"}
-
-
-class Refused(Exception):
-    def __init__(self, key, **vars):
-        super().__init__(key)
-        self.key = key
-        self.vars = vars
-
-
-def safe_path(value, arg):
-    """A workspace-relative path, or Refused (absolute, `..`, hidden parts, escaping links)."""
-    if not isinstance(value, str) or not value.strip() or "\0" in value:
-        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=arg)
-    parts = value.replace("\\", "/").split("/")
-    if value.startswith(("/", "~")) or os.path.isabs(value) or ".." in parts:
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    if any(part.startswith(".") and part != "." for part in parts):
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    root = os.path.realpath(".")
-    real = os.path.realpath(value)
-    if real != root and not real.startswith(root + os.sep):
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    return os.path.normpath(value)
-
-
-def get_arg(args, name, kind, default):
-    value = args.get(name)
-    if value is None:
-        return default
-    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
-    return value
 
 
 def existing_bytes(path, mode):
@@ -67,27 +42,6 @@ def existing_bytes(path, mode):
         raise Refused("ERR_FILE_TOO_LARGE", path=path, limit=MAX_EXISTING)
     with open(path, "rb") as fh:
         return fh.read(), stat.S_IMODE(info.st_mode)
-
-
-def replace_atomically(path, data, file_mode):
-    folder = os.path.dirname(path) or "."
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".metnos-write-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644 if file_mode is None else file_mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
-    dir_fd = os.open(folder, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 def run(args):
@@ -109,49 +63,9 @@ def run(args):
     data = content.encode("utf-8")
     if before and not before.endswith(b"\n") and data:
         data = b"\n" + data  # appended text starts on its own line
-    replace_atomically(path, before + data, file_mode)
+    replace_file(path, before + data, file_mode, ".metnos-write-")
     return {"path": path, "bytes_written": len(data), "created": file_mode is None}
 
 
-def main():
-    try:
-        raw = sys.stdin.buffer.read(MAX_STDIN + 1)
-        if len(raw) > MAX_STDIN:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        try:
-            request = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID") from None
-        args = request.get("args") if isinstance(request, dict) else None
-        if not isinstance(args, dict):
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        for name in sorted(set(args) - ARGS):
-            raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
-        reply = {"ok": True, "result": run(args)}
-    except Refused as exc:
-        reply = {"ok": False, "error": {"key": exc.key, "vars": exc.vars}}
-    except PermissionError as exc:
-        reply = {
-            "ok": False,
-            "error": {
-                "key": "ERR_FILE_PERMISSION_DENIED",
-                "vars": {"path": str(exc.filename or "")},
-            },
-        }
-    except OSError as exc:
-        reply = {
-            "ok": False,
-            "error": {
-                "key": "ERR_FILE_IO",
-                "vars": {
-                    "path": str(exc.filename or ""),
-                    "reason": exc.strerror or type(exc).__name__,
-                },
-            },
-        }
-    sys.stdout.buffer.write(json.dumps(reply).encode("ascii"))
-    sys.stdout.buffer.flush()
-
-
 if __name__ == "__main__":
-    main()
+    serve(run, ARGS, max_stdin=MAX_STDIN, errors=FILE_ERRORS)

@@ -1,16 +1,16 @@
 """i18n_lint: is a user-facing text in the expected language? (Metnos executor, read-only).
 
-Protocol: stdin is {"args": {...}}; stdout is one JSON object, {"ok": true, "result": ...}
-or {"ok": false, "error": {"key": ..., "vars": ...}}; exit code 0 in both cases.
+The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`.
 The work is `metnos.i18n.lint.i18n_lint_text`, which the sandbox binds read-only, with the
 `lingua` package, under /home/metnos/pylib (manifest `[sandbox] python_packages`).
 An `invalid` verdict (too large, bad tag or limit) comes back as an error with its own key.
 """
 
-import json
 import sys
 
-PYLIB = "/home/metnos/pylib"
+sys.path.append("/home/metnos/pylib")  # where the sandbox binds the helper and the linter
+from metnos_sandbox_protocol import Refused, serve  # noqa: E402
+
 MAX_STDIN = 4 << 20
 ARGS = {"text", "expected_language", "max_text_chars"}
 DEFAULT_MAX_TEXT_CHARS = 12000
@@ -21,26 +21,7 @@ INVALID_KEYS = {
 }
 
 
-class Refused(Exception):
-    def __init__(self, key, **vars):
-        super().__init__(key)
-        self.key = key
-        self.vars = vars
-
-
-def read_args():
-    raw = sys.stdin.buffer.read(MAX_STDIN + 1)
-    if len(raw) > MAX_STDIN:
-        raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-    try:
-        request = json.loads(raw.decode("utf-8"))
-    except ValueError:
-        raise Refused("ERR_EXECUTOR_INPUT_INVALID") from None
-    args = request.get("args") if isinstance(request, dict) else None
-    if not isinstance(args, dict):
-        raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-    for name in sorted(set(args) - ARGS):
-        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
+def checked_args(args):
     for name in ("text", "expected_language"):
         if not isinstance(args.get(name), str):
             raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
@@ -53,8 +34,6 @@ def read_args():
 
 
 def load_lint():
-    if PYLIB not in sys.path:
-        sys.path.append(PYLIB)
     try:
         import metnos_i18n_lint
     except ImportError as exc:
@@ -71,7 +50,8 @@ def excerpt_lines(spans):
     ]
 
 
-def run(text, expected, limit):
+def run(args):
+    text, expected, limit = checked_args(args)
     lint = load_lint()
     verdict = lint.i18n_lint_text(text, expected, limit)
     if verdict.decision == "invalid":
@@ -93,14 +73,5 @@ def run(text, expected, limit):
     return result
 
 
-def main():
-    try:
-        reply = {"ok": True, "result": run(*read_args())}
-    except Refused as exc:
-        reply = {"ok": False, "error": {"key": exc.key, "vars": exc.vars}}
-    sys.stdout.buffer.write(json.dumps(reply).encode("ascii"))
-    sys.stdout.buffer.flush()
-
-
 if __name__ == "__main__":
-    main()
+    serve(run, ARGS, max_stdin=MAX_STDIN)

@@ -1,7 +1,6 @@
 """lists: named lists (shopping, to-do, notes...) as markdown files (Metnos executor, stdlib only).
 
-Protocol: stdin is {"args": {...}}; stdout is one JSON object, {"ok": true, "result": ...}
-or {"ok": false, "error": {"key": ..., "vars": ...}}; exit code 0 in both cases.
+The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`.
 The cwd is the workspace. The host sets `path` (`lists/<id>.md`) from the list's name, so
 its before-record covers exactly this file, and `title`, the heading of a new list's file.
 `items` are several items (one string is split on commas and new lines); `text` is one item
@@ -12,13 +11,14 @@ only the lines that change are touched.
 Writes are atomic (a temporary file renamed over the list).
 """
 
-import json
 import os
 import re
 import stat
 import sys
-import tempfile
 import unicodedata
+
+sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
+from metnos_sandbox_protocol import FILE_ERRORS, Refused, replace_file, serve  # noqa: E402
 
 MAX_STDIN = 1 << 20
 MAX_FILE = 1 << 20
@@ -29,13 +29,6 @@ ACTIONS = ("add", "remove", "show", "clear")
 PATH_RE = re.compile(r"^lists/[^/.][^/]*\.md$")
 BULLET_RE = re.compile(r"^\s*(?:[-*+]|\d{1,3}[.)])\s+(?:\[[ xX]\]\s+)?(.*?)\s*$")
 SPLIT_RE = re.compile(r"[,;\n]")
-
-
-class Refused(Exception):
-    def __init__(self, key, **vars):
-        super().__init__(key)
-        self.key = key
-        self.vars = vars
 
 
 def fold(text):
@@ -73,18 +66,7 @@ def write_lines(path, lines, file_mode):
     if os.path.lexists(folder) and not os.path.isdir(folder):
         raise Refused("ERR_FILE_NOT_DIRECTORY", path=folder)
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=".metnos-list-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(("\n".join(lines) + "\n").encode("utf-8"))
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644 if file_mode is None else file_mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.lexists(tmp):
-            os.unlink(tmp)
-        raise
+    replace_file(path, ("\n".join(lines) + "\n").encode("utf-8"), file_mode, ".metnos-list-")
 
 
 def wanted_items(value):
@@ -193,32 +175,5 @@ def run(args):
             "count": count, "reply": variant(action, changes, current)}
 
 
-def main():
-    try:
-        raw = sys.stdin.buffer.read(MAX_STDIN + 1)
-        if len(raw) > MAX_STDIN:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        try:
-            request = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID") from None
-        args = request.get("args") if isinstance(request, dict) else None
-        if not isinstance(args, dict):
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        for name in sorted(set(args) - ARGS):
-            raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
-        reply = {"ok": True, "result": run(args)}
-    except Refused as exc:
-        reply = {"ok": False, "error": {"key": exc.key, "vars": exc.vars}}
-    except PermissionError as exc:
-        reply = {"ok": False, "error": {"key": "ERR_FILE_PERMISSION_DENIED",
-                                        "vars": {"path": str(exc.filename or "")}}}
-    except OSError as exc:
-        reply = {"ok": False, "error": {"key": "ERR_FILE_IO", "vars": {
-            "path": str(exc.filename or ""), "reason": exc.strerror or type(exc).__name__}}}
-    sys.stdout.buffer.write(json.dumps(reply).encode("ascii"))
-    sys.stdout.buffer.flush()
-
-
 if __name__ == "__main__":
-    main()
+    serve(run, ARGS, max_stdin=MAX_STDIN, errors=FILE_ERRORS)

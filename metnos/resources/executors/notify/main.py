@@ -1,27 +1,21 @@
 """notify: check a message for the person and give it an id (Metnos executor, stdlib only).
 
-Protocol: stdin is {"args": {...}}; stdout is one JSON object, {"ok": true, "result": ...}
-or {"ok": false, "error": {"key": ..., "vars": ...}}; exit code 0 in both cases.
+The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`.
 Nothing is sent here (no network, no files): the gateway turns this validated result into
 a message on the person's preferred channel (`metnos.notify.effect`), after the quiet
 hours when it falls inside them; an undo cancels it until it is delivered.
 """
 
-import json
 import sys
 import uuid
+
+sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
+from metnos_sandbox_protocol import Refused, serve  # noqa: E402
 
 MAX_STDIN = 64 << 10
 MAX_TEXT = 1500
 MAX_TITLE = 120
 ARGS = {"text", "title"}
-
-
-class Refused(Exception):
-    def __init__(self, key, **vars):
-        super().__init__(key)
-        self.key = key
-        self.vars = vars
 
 
 def check_text(value, arg, limit, key):
@@ -35,8 +29,6 @@ def check_text(value, arg, limit, key):
 
 
 def run(args):
-    for name in sorted(set(args) - ARGS):
-        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
     text = check_text(args.get("text"), "text", MAX_TEXT, "ERR_NOTIFY_TEXT_TOO_LONG")
     title = args.get("title")
     if title is not None:
@@ -45,23 +37,5 @@ def run(args):
     return {"notification": {"id": uuid.uuid4().hex, "text": text, "title": title}}
 
 
-def main():
-    try:
-        raw = sys.stdin.buffer.read(MAX_STDIN + 1)
-        if len(raw) > MAX_STDIN:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        try:
-            request = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID") from None
-        args = request.get("args") if isinstance(request, dict) else None
-        if not isinstance(args, dict):
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        reply = {"ok": True, "result": run(args)}
-    except Refused as exc:
-        reply = {"ok": False, "error": {"key": exc.key, "vars": exc.vars}}
-    sys.stdout.write(json.dumps(reply, ensure_ascii=False))
-
-
 if __name__ == "__main__":
-    main()
+    serve(run, ARGS, max_stdin=MAX_STDIN)

@@ -1,7 +1,6 @@
 """pdf_ext: the text of a workspace PDF, page by page (Metnos executor, read-only).
 
-Protocol: stdin is {"args": {...}}; stdout is one JSON object, {"ok": true, "result": ...}
-or {"ok": false, "error": {"key": ..., "vars": ...}}; exit code 0 in both cases.
+The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`.
 The cwd is the workspace; paths are workspace-relative. The PDF is read with `pypdf` (pure
 Python), which the sandbox binds read-only under /home/metnos/pylib (manifest `[sandbox]
 python_packages`). A PDF with pages but no text layer at all (a scan) says `image_only`:
@@ -9,12 +8,13 @@ only an OCR could read it. A file that is not a PDF, and an encrypted PDF that c
 opened without a password, are refused with their own keys.
 """
 
-import json
 import logging
 import os
 import sys
 
-PYLIB = "/home/metnos/pylib"
+sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper and pypdf
+from metnos_sandbox_protocol import Refused, permission_denied, safe_path, serve  # noqa: E402
+
 MAX_STDIN = 64 << 10
 MAX_FILE_BYTES = 64 << 20
 MAX_PAGE_CHARS = 20_000
@@ -22,29 +22,6 @@ MAX_TEXT_CHARS = 100_000  # pages and text both carry it: the result stays under
 DEFAULT_MAX_PAGES = 50
 MAX_PAGES = 500
 ARGS = {"path", "max_pages"}
-
-
-class Refused(Exception):
-    def __init__(self, key, **vars):
-        super().__init__(key)
-        self.key = key
-        self.vars = vars
-
-
-def safe_path(value, arg):
-    """A workspace-relative path, or Refused (absolute, `..`, hidden parts, escaping links)."""
-    if not isinstance(value, str) or not value.strip() or "\0" in value:
-        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=arg)
-    parts = value.replace("\\", "/").split("/")
-    if value.startswith(("/", "~")) or os.path.isabs(value) or ".." in parts:
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    if any(part.startswith(".") and part != "." for part in parts):
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    root = os.path.realpath(".")
-    real = os.path.realpath(value)
-    if real != root and not real.startswith(root + os.sep):
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    return os.path.normpath(value)
 
 
 def get_max_pages(args):
@@ -72,8 +49,6 @@ def open_pdf(path):
 
 
 def load_pypdf():
-    if PYLIB not in sys.path:
-        sys.path.append(PYLIB)
     try:
         import pypdf
     except ImportError as exc:
@@ -117,8 +92,6 @@ def page_texts(reader, path, max_pages):
 
 
 def run(args):
-    for name in sorted(set(args) - ARGS):
-        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
     path = safe_path(args.get("path"), "path")
     max_pages = get_max_pages(args)
     data = open_pdf(path)
@@ -136,26 +109,5 @@ def run(args):
     }
 
 
-def main():
-    try:
-        raw = sys.stdin.buffer.read(MAX_STDIN + 1)
-        if len(raw) > MAX_STDIN:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        try:
-            request = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID") from None
-        args = request.get("args") if isinstance(request, dict) else None
-        if not isinstance(args, dict):
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        reply = {"ok": True, "result": run(args)}
-    except Refused as exc:
-        reply = {"ok": False, "error": {"key": exc.key, "vars": exc.vars}}
-    except PermissionError as exc:
-        reply = {"ok": False, "error": {"key": "ERR_FILE_PERMISSION_DENIED",
-                                        "vars": {"path": str(exc.filename or "")}}}
-    sys.stdout.write(json.dumps(reply, ensure_ascii=False))
-
-
 if __name__ == "__main__":
-    main()
+    serve(run, ARGS, max_stdin=MAX_STDIN, errors={PermissionError: permission_denied})

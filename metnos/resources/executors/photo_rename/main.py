@@ -1,7 +1,6 @@
 """photo_rename: rename a batch of photos in one folder (Metnos executor, runs on the laptop).
 
-Protocol: stdin is {"args": {...}}; stdout is one JSON object, {"ok": true, "result": ...}
-or {"ok": false, "error": {"key": ..., "vars": ...}}; exit code 0 in both cases.
+The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`.
 The cwd is the workspace; paths are workspace-relative. Two phases, set by the worker:
 - "plan" (default) changes nothing: the images directly in `folder` (regular files, not
   hidden, in name order) and the name each would get, `<prefix><NNNN><.ext>`; a name already
@@ -13,38 +12,17 @@ The cwd is the workspace; paths are workspace-relative. Two phases, set by the w
 Stdlib only.
 """
 
-import json
 import os
 import sys
+
+sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
+from metnos_sandbox_protocol import Refused, io_failed, safe_path, serve  # noqa: E402
 
 MAX_STDIN = 4 << 20
 MAX_FILES = 10_000
 ARGS = {"folder", "prefix", "phase", "sources", "targets"}
 IMAGES = {".jpg", ".jpeg", ".png", ".heic", ".heif", ".gif", ".webp", ".tif", ".tiff",
           ".dng", ".cr2", ".nef", ".arw", ".raw"}
-
-
-class Refused(Exception):
-    def __init__(self, key, **vars):
-        super().__init__(key)
-        self.key = key
-        self.vars = vars
-
-
-def safe_path(value, arg):
-    """A workspace-relative path, or Refused (absolute, `..`, hidden parts, escaping links)."""
-    if not isinstance(value, str) or not value.strip() or "\0" in value:
-        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=arg)
-    parts = value.replace("\\", "/").split("/")
-    if value.startswith(("/", "~")) or os.path.isabs(value) or ".." in parts:
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    if any(part.startswith(".") and part != "." for part in parts):
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    root = os.path.realpath(".")
-    real = os.path.realpath(value)
-    if real != root and not real.startswith(root + os.sep):
-        raise Refused("ERR_FILE_PATH_REFUSED", path=value)
-    return os.path.normpath(value)
 
 
 def safe_prefix(value):
@@ -113,29 +91,5 @@ def run(args):
     raise Refused("ERR_EXECUTOR_ARG_INVALID", arg="phase")
 
 
-def main():
-    try:
-        raw = sys.stdin.buffer.read(MAX_STDIN + 1)
-        if len(raw) > MAX_STDIN:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        try:
-            request = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID") from None
-        args = request.get("args") if isinstance(request, dict) else None
-        if not isinstance(args, dict):
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        for name in sorted(set(args) - ARGS):
-            raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
-        reply = {"ok": True, "result": run(args)}
-    except Refused as exc:
-        reply = {"ok": False, "error": {"key": exc.key, "vars": exc.vars}}
-    except OSError as exc:
-        reply = {"ok": False, "error": {"key": "ERR_FILE_IO",
-                                        "vars": {"path": str(exc.filename or ""),
-                                                 "reason": exc.strerror or ""}}}
-    sys.stdout.write(json.dumps(reply))
-
-
 if __name__ == "__main__":
-    main()
+    serve(run, ARGS, max_stdin=MAX_STDIN, errors={OSError: io_failed})

@@ -1,27 +1,21 @@
 """reminder_set: check a reminder and give it an id (Metnos executor, stdlib only).
 
-Protocol: stdin is {"args": {...}}; stdout is one JSON object, {"ok": true, "result": ...}
-or {"ok": false, "error": {"key": ..., "vars": ...}}; exit code 0 in both cases.
+The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`.
 Nothing is scheduled here (no network, no files): the gateway schedules the reminder from
 this validated result, and an undo cancels it.
 """
 
-import json
 import sys
 import uuid
 from datetime import UTC, datetime, timedelta
+
+sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
+from metnos_sandbox_protocol import Refused, serve  # noqa: E402
 
 MAX_STDIN = 64 << 10
 MAX_TEXT = 200
 MAX_AHEAD = timedelta(days=366)
 ARGS = {"text", "at"}
-
-
-class Refused(Exception):
-    def __init__(self, key, **vars):
-        super().__init__(key)
-        self.key = key
-        self.vars = vars
 
 
 def check_text(value):
@@ -50,31 +44,11 @@ def check_at(value, now):
 
 
 def run(args):
-    for name in sorted(set(args) - ARGS):
-        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
     text = check_text(args.get("text"))
     at = check_at(args.get("at"), datetime.now(UTC))
     return {"text": text, "at": at.isoformat(timespec="seconds"),
             "reminder_id": uuid.uuid4().hex}
 
 
-def main():
-    try:
-        raw = sys.stdin.buffer.read(MAX_STDIN + 1)
-        if len(raw) > MAX_STDIN:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        try:
-            request = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID") from None
-        args = request.get("args") if isinstance(request, dict) else None
-        if not isinstance(args, dict):
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        reply = {"ok": True, "result": run(args)}
-    except Refused as exc:
-        reply = {"ok": False, "error": {"key": exc.key, "vars": exc.vars}}
-    sys.stdout.write(json.dumps(reply, ensure_ascii=False))
-
-
 if __name__ == "__main__":
-    main()
+    serve(run, ARGS, max_stdin=MAX_STDIN)

@@ -1,7 +1,6 @@
 """shell_run: run ONE allow-listed command on workspace files (Metnos executor, stdlib only).
 
-Protocol: stdin is {"args": {"command": "..."}}; stdout is one JSON object, {"ok": true,
-"result": ...} or {"ok": false, "error": {"key": ..., "vars": ...}}; exit code 0 in both cases.
+The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`.
 The cwd is the workspace.
 
 No shell is ever used: the command is split with `shlex.split` and started with an argv.
@@ -12,12 +11,14 @@ files (hidden files never match), as a shell would; nothing else of a shell exis
 """
 
 import glob
-import json
 import re
 import shlex
 import subprocess
 import sys
 import threading
+
+sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
+from metnos_sandbox_protocol import Refused, serve  # noqa: E402
 
 MAX_STDIN = 1 << 20
 MAX_COMMAND_CHARS = 4096
@@ -58,13 +59,6 @@ DENIED_OPTIONS = {
 OPERATORS = frozenset({"|", "||", "&", "&&", ";", ";;", ">", ">>", "<", "<<", "<<<", "2>",
                        "2>>", "&>", "&>>", "2>&1", ">&", "|&", "$(", "`"})
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,63}$")
-
-
-class Refused(Exception):
-    def __init__(self, key, **vars):
-        super().__init__(key)
-        self.key = key
-        self.vars = vars
 
 
 def shown(text, limit=120):
@@ -231,6 +225,10 @@ def execute(argv):
     }
 
 
+def shell_failed(exc):
+    return Refused("ERR_SHELL_FAILED", reason=exc.strerror or type(exc).__name__)
+
+
 def run(args):
     command = args.get("command")
     argv = parse(command)
@@ -241,29 +239,5 @@ def run(args):
     return execute(expand(argv, flags))
 
 
-def main():
-    try:
-        raw = sys.stdin.buffer.read(MAX_STDIN + 1)
-        if len(raw) > MAX_STDIN:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        try:
-            request = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID") from None
-        args = request.get("args") if isinstance(request, dict) else None
-        if not isinstance(args, dict):
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        for name in sorted(set(args) - ARGS):
-            raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
-        reply = {"ok": True, "result": run(args)}
-    except Refused as exc:
-        reply = {"ok": False, "error": {"key": exc.key, "vars": exc.vars}}
-    except OSError as exc:
-        reply = {"ok": False, "error": {"key": "ERR_SHELL_FAILED",
-                                        "vars": {"reason": exc.strerror or type(exc).__name__}}}
-    sys.stdout.buffer.write(json.dumps(reply).encode("ascii"))
-    sys.stdout.buffer.flush()
-
-
 if __name__ == "__main__":
-    main()
+    serve(run, ARGS, max_stdin=MAX_STDIN, errors={OSError: shell_failed})

@@ -1,7 +1,6 @@
 """summarize: two lines per message worth attention, extractive (Metnos executor, stdlib only).
 
-Protocol: stdin is {"args": {...}}; stdout is one JSON object, {"ok": true, "result": ...}
-or {"ok": false, "error": {"key": ..., "vars": ...}}; exit code 0 in both cases.
+The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`.
 No network, no files. `messages` is a JSON array of {"uid", "from", "subject", "snippet"}
 (mail headers and a snippet: untrusted data). Each message gets two lines: the sender and
 the subject, then the first meaningful sentence of the snippet, cut; control characters and
@@ -13,6 +12,9 @@ import json
 import re
 import sys
 import unicodedata
+
+sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
+from metnos_sandbox_protocol import Refused, serve  # noqa: E402
 
 MAX_STDIN = 256 << 10
 MAX_MESSAGES = 50
@@ -29,13 +31,6 @@ GREETING_START = re.compile(r"^(ciao|salve|buongiorno|buonasera|gentile|caro|car
                             r"hey|dear)\b[^.!?,:]{0,30}[,!:]\s+", re.IGNORECASE)
 SENTENCE = re.compile(r"(.+?[.!?])(\s|$)")
 ADDRESS = re.compile(r"<([^<>@\s]+@[^<>\s]+)>")
-
-
-class Refused(Exception):
-    def __init__(self, key, **vars):
-        super().__init__(key)
-        self.key = key
-        self.vars = vars
 
 
 def clean(text):
@@ -83,8 +78,6 @@ def lines_of(message):
 
 
 def run(args):
-    for name in sorted(set(args) - ARGS):
-        raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
     try:
         messages = json.loads(args.get("messages") or "")
     except (TypeError, ValueError):
@@ -101,23 +94,5 @@ def run(args):
     return {"summaries": summaries}
 
 
-def main():
-    try:
-        raw = sys.stdin.buffer.read(MAX_STDIN + 1)
-        if len(raw) > MAX_STDIN:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        try:
-            request = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID") from None
-        args = request.get("args") if isinstance(request, dict) else None
-        if not isinstance(args, dict):
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        reply = {"ok": True, "result": run(args)}
-    except Refused as exc:
-        reply = {"ok": False, "error": {"key": exc.key, "vars": exc.vars}}
-    sys.stdout.write(json.dumps(reply, ensure_ascii=False))
-
-
 if __name__ == "__main__":
-    main()
+    serve(run, ARGS, max_stdin=MAX_STDIN)

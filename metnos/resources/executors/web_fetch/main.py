@@ -1,8 +1,7 @@
 """web_fetch: fetch one web page as text (Metnos executor, stdlib only).
 
-Protocol: stdin is {"args": {"url": "...", "allow_private": false}}; stdout is one JSON
-object, {"ok": true, "result": ...} or {"ok": false, "error": {"key": ..., "vars": ...}};
-exit code 0 in both cases.
+The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`;
+the arguments are {"url": "...", "allow_private": false}.
 
 The host checked the URL already (metnos/policy/urls.py). DNS can change after that check,
 so every connection this executor opens (the first and each redirect) resolves the host
@@ -18,7 +17,6 @@ import functools
 import html.parser
 import http.client
 import ipaddress
-import json
 import socket
 import ssl
 import sys
@@ -27,6 +25,9 @@ import unicodedata
 import urllib.error
 import urllib.parse
 import urllib.request
+
+sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
+from metnos_sandbox_protocol import Refused, serve  # noqa: E402
 
 MAX_STDIN = 1 << 20
 MAX_URL_CHARS = 2048
@@ -46,13 +47,6 @@ NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
 # Format characters that reorder or hide text (bidi overrides and isolates, BOM).
 HIDDEN_FORMAT = {0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067,
                  0x2068, 0x2069, 0xFEFF}
-
-
-class Refused(Exception):
-    def __init__(self, key, **vars):
-        super().__init__(key)
-        self.key = key
-        self.vars = vars
 
 
 def shown(text, limit=200):
@@ -329,6 +323,10 @@ def cap_text(text):
     return data[:MAX_TEXT_BYTES].decode("utf-8", errors="ignore"), True
 
 
+def unreachable(exc):
+    return Refused("ERR_WEB_UNREACHABLE", host="", reason=type(exc).__name__)
+
+
 def run(args):
     allow_private = args.get("allow_private", False)
     if not isinstance(allow_private, bool):
@@ -357,29 +355,6 @@ def run(args):
             "text": text, "truncated": truncated or cut, "untrusted": True}
 
 
-def main():
-    try:
-        raw = sys.stdin.buffer.read(MAX_STDIN + 1)
-        if len(raw) > MAX_STDIN:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        try:
-            request = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID") from None
-        args = request.get("args") if isinstance(request, dict) else None
-        if not isinstance(args, dict):
-            raise Refused("ERR_EXECUTOR_INPUT_INVALID")
-        for name in sorted(set(args) - ARGS):
-            raise Refused("ERR_EXECUTOR_ARG_INVALID", arg=name)
-        reply = {"ok": True, "result": run(args)}
-    except Refused as exc:
-        reply = {"ok": False, "error": {"key": exc.key, "vars": exc.vars}}
-    except (http.client.HTTPException, OSError) as exc:
-        reply = {"ok": False, "error": {"key": "ERR_WEB_UNREACHABLE",
-                                        "vars": {"host": "", "reason": type(exc).__name__}}}
-    sys.stdout.buffer.write(json.dumps(reply).encode("ascii"))
-    sys.stdout.buffer.flush()
-
-
 if __name__ == "__main__":
-    main()
+    serve(run, ARGS, max_stdin=MAX_STDIN,
+          errors={(http.client.HTTPException, OSError): unreachable})

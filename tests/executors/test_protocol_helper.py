@@ -1,0 +1,102 @@
+"""The executors' protocol helper (`metnos.sandbox.protocol`): standard library only, bound
+read-only into every sandbox, and part of every executor's signed code hash, so a changed
+helper is a changed executor: refused at verification, against the lock, and at run time
+with its audit line, never run."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+from metnos.errors import SignatureError
+from metnos.executors.builtin import check_builtin, lock_path
+from metnos.executors.manifest import parse_manifest
+from metnos.executors.registry import discover
+from metnos.executors.signing import code_hash, sign_executor, verify_executor
+from metnos.sandbox import SandboxRequest, bwrap, run_sandboxed
+from metnos.testing.llm_server import ScriptedLLM
+from tests.executors.conftest import REPO_EXECUTORS
+from tests.gateway.test_attacks import attempts, audit_lines, changed_between_turns
+from tests.support.home import MakeHome
+
+PWNED = 'import sys\nsys.stdout.write(\'{"ok": true, "result": {"pwned": 1}}\')\nsys.exit(0)\n'
+
+
+@pytest.fixture
+def helper(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A byte-identical copy of the helper, made the one the host hashes and binds."""
+    copy = tmp_path / "helper" / "protocol.py"
+    copy.parent.mkdir()
+    copy.write_bytes(bwrap.PROTOCOL_SOURCE.read_bytes())
+    monkeypatch.setattr(bwrap, "PROTOCOL_SOURCE", copy)
+    return copy
+
+
+def test_the_helper_imports_only_the_standard_library() -> None:
+    """The sandbox binds the file alone, with no `metnos` to import."""
+    tree = ast.parse(bwrap.PROTOCOL_SOURCE.read_text())
+    names = {alias.name.split(".")[0] for node in ast.walk(tree)
+             if isinstance(node, ast.Import) for alias in node.names}
+    names |= {node.module.split(".")[0] for node in ast.walk(tree)
+              if isinstance(node, ast.ImportFrom) and node.module and node.level == 0}
+    assert names - {"__future__"} <= set(sys.stdlib_module_names), names
+
+
+def test_every_builtin_imports_the_helper() -> None:
+    for folder in sorted(p.parent for p in REPO_EXECUTORS.glob("*/main.py")):
+        code = (folder / "main.py").read_text()
+        helper = "metnos_mail_imap" if "import metnos_mail_imap" in code else \
+            "metnos_sandbox_protocol"
+        assert f"import {helper}" in code or f"from {helper} import" in code, folder.name
+        assert "sys.stdin" not in code and "sys.stdout" not in code, folder.name
+
+
+def test_a_changed_helper_fails_the_signature_and_the_lock(
+        helper: Path, executors_dir: Path, private_key: Ed25519PrivateKey,
+        tmp_path: Path) -> None:
+    folder = executors_dir / "fs_read"
+    sig = tmp_path / "sigs" / "fs_read.minisig"
+    signed = sign_executor(folder, private_key, sig)
+    [spec] = [s for s in discover([executors_dir]) if s.name == "fs_read"]
+    check_builtin(spec, lock_path(executors_dir))  # the copy is the helper the lock pinned
+    helper.write_bytes(helper.read_bytes() + b"\n# one more line\n")
+    assert code_hash(folder) != signed.code_sha256
+    with pytest.raises(SignatureError) as refused:
+        verify_executor(folder, private_key.public_key(), sig)
+    assert refused.value.key == "ERR_EXECUTOR_CODE_CHANGED"
+    with pytest.raises(SignatureError) as mismatch:
+        check_builtin(spec, lock_path(executors_dir))
+    assert (mismatch.value.key, mismatch.value.vars["field"]) == (
+        "ERR_EXECUTOR_BUILTIN_MISMATCH", "code_sha256")
+
+
+def test_the_sandbox_binds_the_helper_the_hash_covers(helper: Path, tmp_path: Path) -> None:
+    """What runs is what was hashed: the file at PROTOCOL_SOURCE, not another copy."""
+    helper.write_text(PWNED)
+    workspace = tmp_path / "workspace"
+    workspace.mkdir()
+    folder = REPO_EXECUTORS / "fs_read"
+    manifest = parse_manifest(folder / "manifest.toml")
+    result = asyncio.run(run_sandboxed(SandboxRequest(
+        exec_dir=folder, entry=manifest.entry, profile=manifest.sandbox, workspace=workspace,
+        args={"path": "a.md"})))
+    assert result.ok and result.result == {"pwned": 1}, (result.error_key, result.stderr_tail)
+
+
+async def test_a_helper_changed_while_running_is_refused_with_its_audit_line(
+        helper: Path, make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
+    home = make_home(llm=scripted_llm, autonomy="Full", lang="en")  # signs the built-ins
+    _, second = await changed_between_turns(home, scripted_llm, "fs_read",
+                                            lambda: helper.write_text(PWNED))
+    [refused] = attempts(second)
+    assert refused["status"] == "refused" and "fs_read" in str(refused["text"])
+    assert "pwned" not in json.dumps(second) + json.dumps(scripted_llm.requests[3])
+    lines = audit_lines(home)
+    assert [ln["reason"] for ln in lines] == ["ok", "ERR_EXECUTOR_CODE_CHANGED"]
+    assert (lines[1]["action"], lines[1]["decision"]) == ("fs_read", "deny")
