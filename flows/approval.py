@@ -36,7 +36,7 @@ async def resume_approval(flow_run_id: str, run_input: dict[str, Any]) -> None:
     RESUME_RETRY_S while the run is still Running (the decision came before the pause), or
     the API fails or answers 5xx/429. A run seen Running that then finishes took the decision
     in without pausing (`gate.decided`); one finished at once, or unknown, fails: the last
-    error goes to the caller (`metnos.gateway.routes.approvals`)."""
+    error goes to the caller (`metnos.approvals.resume`)."""
     retrying = tenacity.AsyncRetrying(
         retry=tenacity.retry_if_exception(_may_pass),
         stop=tenacity.stop_after_delay(RESUME_RETRY_S),

@@ -26,8 +26,8 @@ from flows.turn import crash_runs, resume_approval, run_turn
 from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
 from metnos.gateway.process import serve
+from metnos.gateway.scheduled import with_schedules
 from metnos.remote.wiring import with_remote
-from metnos.schedules.firing import with_schedules
 from metnos.settings import get_settings
 from metnos.tutor.signals import Snapshot, with_scheduler_signals
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from metnos import keys
+from metnos import keys, undo_list
 from metnos.mail.undo import undo_mail
 from metnos.reminders.effect import cancel_reminder
 from metnos.remote.undo import undoer
 from metnos.reversibility import valid_action_id
-from metnos.undo import UndoReport, undo
+from metnos.undo import UndoError, UndoReport, undo
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
@@ -29,6 +29,21 @@ def run_undo(service: TurnService, action_id: str, *, sender: str, channel: str)
     record = service.settings.state_dir / "before" / report.undo_id / "manifest.json"
     report.redo = valid_action_id(report.undo_id) and record.is_file()
     return report
+
+
+def undo_handle(service: TurnService, handle: str, *, sender: str,
+                channel: str) -> UndoReport:
+    """`run_undo` of the action `handle` names: its whole id, or a unique prefix of it as
+    git takes (`metnos undo 3f9c`); an ambiguous handle is refused with its audit line."""
+    try:
+        found = undo_list.resolve(service, handle)
+    except undo_list.Ambiguous:
+        service.audit.append(sender=sender, channel=channel, action="undo", action_id=None,
+                             args={"action_id": handle[:80]}, decision="deny",
+                             reason="ERR_UNDO_AMBIGUOUS", outcome="refused")
+        raise UndoError("ERR_UNDO_AMBIGUOUS", handle=handle[:80]) from None
+    action_id = found if found is not None else handle
+    return run_undo(service, action_id, sender=sender, channel=channel)
 
 
 def _run_undo(service: TurnService, action_id: str, *, sender: str,

@@ -19,7 +19,8 @@ MODULES = sorted(p for p in (ROOT / "metnos").rglob("*.py")
                  if p.relative_to(ROOT / "metnos").parts[0] != "resources")
 
 
-def _imports(path: Path) -> list[tuple[int, str]]:
+def _imports(path: Path, names: bool = False) -> list[tuple[int, str]]:
+    """The modules `path` imports (with `names`: `from a import b` gives `a.b` too)."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
@@ -27,6 +28,8 @@ def _imports(path: Path) -> list[tuple[int, str]]:
             found.extend((node.lineno, alias.name) for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found.append((node.lineno, node.module))
+            if names:
+                found.extend((node.lineno, f"{node.module}.{a.name}") for a in node.names)
     return found
 
 
@@ -159,3 +162,26 @@ def test_every_check_a_manifest_names_is_registered() -> None:
     named = {check for path in resources_path("executors").glob(f"*/{MANIFEST_FILE}")
              for check in parse_manifest(path).host_checks().values()}
     assert {"list_name", "cadence", "archive_destination"} <= named <= set(HOST_CHECKS)
+
+
+# A face (the gateway) calls the use-cases below it; nothing below calls a face. The one other
+# face that does, `metnos-prompts check`, hands the gateway's pages to the translation
+# workbench (`metnos.languages`); an entry here that no longer imports the gateway fails too.
+GATEWAY_IMPORTERS_LEFT = {"metnos/cli/prompts.py"}
+
+
+def test_only_the_gateway_imports_the_gateway() -> None:
+    found: dict[str, list[str]] = {}
+    for path in sorted((ROOT / "metnos").rglob("*.py")):
+        where = str(path.relative_to(ROOT))
+        if where.startswith("metnos/gateway/"):
+            continue
+        names = [f"line {line}: import {name}" for line, name in _imports(path, names=True)
+                 if name == "metnos.gateway" or name.startswith("metnos.gateway.")]
+        if names:
+            found[where] = names
+    assert set(found) == GATEWAY_IMPORTERS_LEFT, (
+        f"imports of metnos.gateway outside it: "
+        f"{ {k: v for k, v in found.items() if k not in GATEWAY_IMPORTERS_LEFT} }; "
+        f"no longer importing it (drop from GATEWAY_IMPORTERS_LEFT): "
+        f"{sorted(GATEWAY_IMPORTERS_LEFT - set(found))}")

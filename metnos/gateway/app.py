@@ -25,6 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import metnos.features  # noqa: F401 - what every feature adds: tables, host checks, planners
 from metnos import i18n, trash
+from metnos.approvals.resume import Resumer
 from metnos.channels.telegram import start_telegram
 from metnos.errors import MetnosError
 from metnos.gateway.drain import Drain, drain
@@ -57,6 +58,7 @@ from metnos.languages.instance import open_instance_store
 from metnos.lists_merge import merge_lists
 from metnos.llm.health import check_model
 from metnos.settings import Settings, get_settings
+from metnos.turns.handle import TurnHandle, TurnRunner
 from metnos.turns.pipeline import run_pipeline
 from metnos.turns.recovery import recover_at_start
 from metnos.turns.runtime import Signals, build_service
@@ -64,9 +66,6 @@ from metnos.turns.service import TurnContext, TurnService
 
 log = logging.getLogger(__name__)
 
-TurnRunner = Callable[[TurnService, TurnContext], Awaitable[None]]
-# resumes a paused turn flow with the owner's decision: (flow_run_id, run input)
-Resumer = Callable[[str, dict[str, Any]], Awaitable[None]]
 # ends the Prefect flow runs of turns a dead gateway left open (their ids), at start-up
 RunCloser = Callable[[list[str]], Awaitable[None]]
 
@@ -117,6 +116,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         if close_runs is not None and recovered.flow_runs:
             await close_runs(recovered.flow_runs)
         app.state.service = service
+        app.state.turns = TurnHandle(service, app.state.runner, launch, resumer)
         app.state.owner_token = settings.owner_token()
         telegram = app.state.telegram = await start_telegram(app, settings)
         # the model's state known from the start (/healthz, the web chat's header, `metnos

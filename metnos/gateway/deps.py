@@ -20,6 +20,7 @@ from metnos import i18n
 from metnos.db.engine import session as db_session
 from metnos.gateway.security import UNSAFE_METHODS, own_origins, token_matches
 from metnos.turns import language
+from metnos.turns.handle import TurnHandle
 from metnos.turns.service import TurnService
 from metnos.web import service as web
 
@@ -40,6 +41,12 @@ class Auth:
 def get_service(request: Request) -> TurnService:
     service: TurnService = request.app.state.service
     return service
+
+
+def get_turns(conn: HTTPConnection) -> TurnHandle:
+    """The gateway's turn handle (start, follow, reply, decide, undo), set at start-up."""
+    turns: TurnHandle = conn.app.state.turns
+    return turns
 
 
 def request_lang(request: HTTPConnection) -> str:
@@ -109,5 +116,6 @@ def same_origin_browser(request: Request) -> bool:
 
 
 ServiceDep = Annotated[TurnService, Depends(get_service)]
+TurnsDep = Annotated[TurnHandle, Depends(get_turns)]
 OwnerDep = Annotated[str, Depends(require_owner)]
 LangDep = Annotated[str, Depends(request_lang)]

@@ -37,9 +37,9 @@ from fastapi import FastAPI
 from metnos.channels.bidi import marked
 from metnos.channels.telegram.config import load_config
 from metnos.channels.telegram.proposals import keyboard
-from metnos.gateway import member_notices
 from metnos.mail import summary
 from metnos.notify import effect as notify
+from metnos.notify import members
 from metnos.pairing.service import OWNER_USER_ID
 from metnos.proposals import delivery as proposals
 from metnos.proposals import store, vaglio
@@ -168,7 +168,7 @@ def with_reminders(app: FastAPI, scheduler: Scheduler | None) -> FastAPI:
             service: TurnService = app.state.service
             service.effects[notify.EFFECT] = notify.effect(service)  # needs no scheduler
             service.effects[summary.EFFECT] = summary.effect(service)  # the mail's lines
-            service.watchers.append(member_notices.watcher(service))  # the owner hears of members'
+            service.watchers.append(members.watcher(service))  # the owner hears of members'
             if scheduler is not None:
                 service.effects[EFFECT] = effect(service, scheduler)
             config = load_config(service.settings)

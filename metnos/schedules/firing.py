@@ -15,30 +15,25 @@ on a morning the model does not answer, is not answered "I didn't understand": i
 (`ERR_SCHEDULE_RUN_NOT_UNDERSTOOD`), Prefect retries it once 30 s later, then the person is
 told once that it could not run (`notices.report_failed`).
 
-`with_schedules(app, sync)` adds the loop, `/api/schedules` and the `schedule_set` executor's
-effect and undo (`metnos.schedules.effect`) to an app from `create_app`.
+`loop` claims the due runs and fires each through the gateway's turn handle; the gateway
+runs it (`metnos.gateway.scheduled.with_schedules`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from typing import Any
-
-from fastapi import FastAPI
+from collections.abc import Callable
 
 from metnos import i18n, identity
 from metnos.db.models import utcnow
 from metnos.errors import MetnosError
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox
-from metnos.schedules import effect as schedule_effect
 from metnos.schedules import spoken, store
 from metnos.schedules.models import TaskRun
-from metnos.schedules.owner import Sync
 from metnos.turns.context import TurnContext
+from metnos.turns.handle import TurnHandle
 from metnos.turns.service import TurnService
 
 log = logging.getLogger(__name__)
@@ -47,9 +42,9 @@ CHANNEL = "schedule"  # the turn's channel: audit lines tell a scheduled turn ap
 KIND = "schedule"  # the outbox row's kind
 
 
-async def fire(app: FastAPI, run: TaskRun) -> None:
+async def fire(turns: TurnHandle, run: TaskRun) -> None:
     """Run `run`'s task as a turn and deliver its reply; the run ends done or failed."""
-    service: TurnService = app.state.service
+    service = turns.service
     engine = service.engine
     task = await asyncio.to_thread(store.get, engine, run.task_id)
     if task is None or not task.active:
@@ -57,14 +52,13 @@ async def fire(app: FastAPI, run: TaskRun) -> None:
         return
     said = await asyncio.to_thread(_said, service, task.text, task.lang)
     try:
-        ctx = await service.open_turn(said, session_id=task.address, lang=task.lang,
-                                      channel=CHANNEL, sender=task.user_id)
+        ctx = await turns.start(
+            said, session_id=task.address, lang=task.lang, channel=CHANNEL, sender=task.user_id,
+            prepare=lambda ctx: _taint_if_outside(service, ctx, task.id, task.text))
     except MetnosError as exc:
         await asyncio.to_thread(store.finish, engine, run.id, "failed", error=exc.key)
         return
-    await asyncio.to_thread(_taint_if_outside, service, ctx, task.id, task.text)
-    app.state.launch(app.state.runner(service, ctx))
-    answered = await service.wait_reply(ctx.turn_id, service.settings.schedules.run_timeout_s)
+    answered = await turns.reply(ctx.turn_id, service.settings.schedules.run_timeout_s)
     if answered is None or answered.status == "failed" or not ctx.understood:
         # not understood: a task set with a model, on a morning the model did not answer;
         # no "I didn't understand" in the chat: the run fails, is retried once, then reported
@@ -107,40 +101,15 @@ def _taint_if_outside(service: TurnService, ctx: TurnContext, task_id: str,
                               reason="MSG_SCHEDULE_RUN_UNTRUSTED", outcome="tainted")
 
 
-async def loop(app: FastAPI) -> None:
-    service: TurnService = app.state.service
+async def loop(turns: TurnHandle, stopping: Callable[[], bool]) -> None:
+    """Claim the due runs every `poll_s` and fire each in the background; none while the
+    gateway is `stopping`."""
+    service = turns.service
     while True:
         try:
-            drain = getattr(app.state, "drain", None)  # a stopping gateway claims none
-            runs = [] if drain is not None and drain.active else await asyncio.to_thread(
-                store.claim_due, service.engine)
+            runs = [] if stopping() else await asyncio.to_thread(store.claim_due, service.engine)
             for run in runs:
-                app.state.launch(fire(app, run))
+                turns.launch(fire(turns, run))
         except Exception:  # the loop's boundary: a bad round must not end the firing
             log.warning("schedules.round_failed", exc_info=True)
         await asyncio.sleep(service.settings.schedules.poll_s)
-
-
-def with_schedules(app: FastAPI, sync: Sync | None) -> FastAPI:
-    """`app` with the owner's scheduled tasks: `/api/schedules` and the firing loop."""
-    from metnos.gateway.routes import schedules
-
-    inner = app.router.lifespan_context
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
-        async with inner(app) as state:
-            app.state.schedules_sync = sync
-            service: TurnService = app.state.service  # "every Monday at 8 …" from a chat
-            service.effects[schedule_effect.EFFECT] = schedule_effect.effect(service, sync)
-            service.undoers.append(schedule_effect.undoer(service, sync))
-            task = asyncio.get_running_loop().create_task(loop(app), name="schedules")
-            try:
-                yield state
-            finally:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-
-    app.router.lifespan_context = lifespan
-    app.include_router(schedules.router)
-    return app

@@ -1,8 +1,8 @@
 """Telling the owner that `metnos serve` restarted one of its parts.
 
 One outbox row for the owner, on the chat they last wrote from (the path of the members'
-notices: `member_notices.owner_destination`), in the instance's language and plain words,
-delivered by the gateway's outbox loop (Telegram message, web chat notice, or `metnos chat`'s
+notices: `metnos.notify.members.owner_destination`), in the instance's language and plain
+words, delivered by the gateway's outbox loop (Telegram message, web chat notice, or `metnos chat`'s
 notices). Written by the supervisor after the part is healthy again (the database too, when
 it was the database that stopped).
 """
@@ -17,7 +17,7 @@ from sqlalchemy.exc import SQLAlchemyError
 from metnos import i18n
 from metnos.db.engine import database_url, make_engine
 from metnos.errors import MetnosError
-from metnos.gateway.member_notices import owner_destination
+from metnos.notify.members import owner_destination
 from metnos.policy.approver import OWNER_USER_ID
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox

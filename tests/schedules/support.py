@@ -27,7 +27,7 @@ from flows.reminder import scheduler
 from flows.turn import resume_approval, run_turn
 from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
-from metnos.schedules.firing import with_schedules
+from metnos.gateway.scheduled import with_schedules
 from tests.support.home import Home, served_app
 
 

@@ -24,8 +24,8 @@ from flows.turn import resume_approval, run_turn
 from metnos.db.engine import database_url, make_engine
 from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
+from metnos.gateway.scheduled import with_schedules
 from metnos.schedules import cadence, store
-from metnos.schedules.firing import with_schedules
 from metnos.testing.telegram_server import FakeTelegram
 from tests.reminders.test_delivery import deployment_runner, wait_deployment
 from tests.schedules.test_owner_tasks import _final_state

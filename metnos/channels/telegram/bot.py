@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,32 +26,14 @@ from metnos.channels.telegram.config import TelegramConfig, load_config
 from metnos.channels.telegram.conversation import handle_message
 from metnos.channels.telegram.undo import ReplyRef
 from metnos.settings import Settings
-from metnos.turns.service import TurnContext, TurnService
+from metnos.turns.handle import TurnHandle
+from metnos.turns.service import TurnService
 
 log = logging.getLogger(__name__)
 
 ALLOWED_UPDATES = ["message", "callback_query"]
 RETRY_S = 5.0
 DRAIN_S = 5.0
-
-Runner = Callable[[TurnService, TurnContext], Coroutine[Any, Any, None]]
-Resumer = Callable[[str, dict[str, Any]], Awaitable[None]]
-Launch = Callable[[Coroutine[Any, Any, None]], None]
-
-
-@dataclass(frozen=True)
-class TurnHost:
-    """What the gateway gives a channel: the service, how a turn runs, how it resumes."""
-
-    service: TurnService
-    runner: Runner
-    launch: Launch
-    resumer: Resumer | None
-
-    @classmethod
-    def of_app(cls, app: Any) -> TurnHost:
-        state = app.state
-        return cls(state.service, state.runner, state.launch, getattr(state, "resumer", None))
 
 
 @dataclass
@@ -64,7 +46,7 @@ class CardRef:
 
 @dataclass
 class TelegramChannel:
-    host: TurnHost
+    turns: TurnHandle  # what the gateway gives a channel: start, follow, reply, decide, undo
     config: TelegramConfig
     bot: Bot = field(init=False)
     cards: dict[str, CardRef] = field(default_factory=dict)  # approval id → its open card
@@ -78,7 +60,7 @@ class TelegramChannel:
 
     @property
     def service(self) -> TurnService:
-        return self.host.service
+        return self.turns.service
 
     @property
     def polling(self) -> bool:
@@ -162,11 +144,11 @@ class TelegramChannel:
 
 async def start_telegram(app: Any, settings: Settings,
                          config: TelegramConfig | None = None) -> TelegramChannel | None:
-    """Start the channel for the gateway `app` (after its lifespan set `app.state.service`);
+    """Start the channel for the gateway `app` (after its lifespan set `app.state.turns`);
     None when no bot token is configured. Call `await handle.stop()` before shutdown."""
     config = config or load_config(settings)
     if config is None:
         return None
-    channel = TelegramChannel(TurnHost.of_app(app), config)
+    channel = TelegramChannel(app.state.turns, config)
     await channel.start()
     return channel

@@ -3,7 +3,7 @@
 `proposals.py`, a pairing request's Drop to `pairing_drop.py`.)
 
 The Telegram user is mapped to Metnos's user through their pairing; the decision then goes
-through the same function as `POST /api/approvals/{id}` (bound to the user, single-use,
+through the turn handle as `POST /api/approvals/{id}` does (bound to the user, single-use,
 refused after expiry, one audit line either way) and resumes the paused turn. Anyone else
 gets an alert and leaves an audit line. The card is edited to show the outcome; the turn's
 watcher (`conversation.watch_turn`) sends the reply when the turn ends.
@@ -17,19 +17,16 @@ from typing import TYPE_CHECKING
 
 from aiogram.types import CallbackQuery
 
-from metnos import approvals, i18n, pairing
+from metnos import approvals, i18n
 from metnos.approvals import ApprovalError
-from metnos.channels.telegram.cards import CHANNEL, parse_button, parse_show_all
+from metnos.channels.telegram.cards import CHANNEL, paired_user, parse_button, parse_show_all
 from metnos.channels.telegram.conversation import close_card
 from metnos.channels.telegram.feedback import handle_feedback, parse_feedback
 from metnos.channels.telegram.pairing_drop import handle_drop, parse_drop
 from metnos.channels.telegram.proposals import handle_proposal, parse_proposal
 from metnos.channels.telegram.show_all import handle_show_all
 from metnos.channels.telegram.undo import handle_undo, parse_undo
-from metnos.db.engine import session as db_session
-from metnos.gateway.routes.approvals import decide_and_resume
 from metnos.turns.language import ui_locale
-from metnos.turns.service import TurnService
 
 if TYPE_CHECKING:
     from metnos.channels.telegram.bot import TelegramChannel
@@ -65,7 +62,7 @@ async def handle_callback(ch: TelegramChannel, query: CallbackQuery) -> None:
         return
     approval_id, decision = parsed
     sender = str(query.from_user.id)
-    user_id = await asyncio.to_thread(_paired_user, ch.service, sender)
+    user_id = await asyncio.to_thread(paired_user, ch.service.engine, sender)
     if user_id is None:  # not paired (any more): not the approval's user, whoever they are
         await asyncio.to_thread(ch.service.audit.append, sender=sender, channel=CHANNEL,
                                 action="approval", approval_id=approval_id[:64],
@@ -74,8 +71,8 @@ async def handle_callback(ch: TelegramChannel, query: CallbackQuery) -> None:
         await query.answer(i18n.get("ERR_TELEGRAM_NOT_YOURS", lang), show_alert=True)
         return
     try:
-        row, _ = await decide_and_resume(ch.service, ch.host.resumer, approval_id, decision,
-                                         user_id=user_id, channel=CHANNEL, via=CHANNEL)
+        row, _ = await ch.turns.decide(approval_id, decision, user_id=user_id,
+                                       channel=CHANNEL, via=CHANNEL)
     except ApprovalError as exc:  # another user's, already decided, expired: audited there
         key = "ERR_TELEGRAM_NOT_YOURS" if exc.key == "ERR_APPROVAL_WRONG_USER" else None
         await query.answer(i18n.get(key, lang) if key else exc.message(lang), show_alert=True)
@@ -85,8 +82,3 @@ async def handle_callback(ch: TelegramChannel, query: CallbackQuery) -> None:
     await query.answer(i18n.get(done, lang))
     await close_card(ch, approvals.public(row), row.status)
 
-
-def _paired_user(service: TurnService, sender: str) -> str | None:
-    with db_session(service.engine) as db:
-        found = pairing.find_paired(db, CHANNEL, sender)
-        return found.user_id if found is not None else None

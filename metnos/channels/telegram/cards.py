@@ -12,11 +12,13 @@ from typing import Any
 
 from aiogram.filters.callback_data import CallbackData, CallbackDataException
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
+from sqlalchemy.engine import Engine
 
-from metnos import i18n
+from metnos import i18n, pairing
 from metnos.approvals.card import PlainCard, plain_card, value_size
 from metnos.channels.render import render
 from metnos.channels.telegram.split import LIMIT, units
+from metnos.db.engine import session as db_session
 from metnos.escape import html_text
 
 CHANNEL = "telegram"
@@ -32,6 +34,14 @@ class ApprovalButton(CallbackData, prefix="ap"):
 
 class ShowAllButton(CallbackData, prefix="sa"):
     id: str  # the approval whose arguments are sent whole (`show_all.py`)
+
+
+def paired_user(engine: Engine, sender: str) -> str | None:
+    """The Metnos user the Telegram user `sender` is paired with, or None (blocking): whose
+    a button's tap is."""
+    with db_session(engine) as db:
+        found = pairing.find_paired(db, CHANNEL, sender)
+        return found.user_id if found is not None else None
 
 
 def keyboard(approval_id: str, lang: str, *, decide: bool = True,

@@ -39,7 +39,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-REPLY_WAIT_S = 120.0
 WATCH_POLL_S = 0.5
 TYPING_EVERY_S = 4.0
 _NO_PREVIEW = LinkPreviewOptions(is_disabled=True)  # Telegram never fetches a reply's links
@@ -74,7 +73,7 @@ async def handle_message(ch: TelegramChannel, message: Message) -> None:
         return
     text, untrusted = content
     try:
-        ctx = await ch.service.open_turn(
+        ctx = await ch.turns.start(
             text, session_id=f"telegram-{message.chat.id}", lang=message.from_user.language_code,
             channel=CHANNEL, sender=admission.user_id, untrusted=untrusted)
     except MetnosError as exc:
@@ -83,10 +82,9 @@ async def handle_message(ch: TelegramChannel, message: Message) -> None:
         return
     live = LiveReply(ch, message.chat.id, ctx.lang)
     streaming = asyncio.get_running_loop().create_task(follow_deltas(ch, ctx.turn_id, live))
-    ch.host.launch(ch.host.runner(ch.service, ctx))
     try:
         async with typing(ch, message.chat.id):
-            published = await ch.service.wait_reply(ctx.turn_id, REPLY_WAIT_S)
+            published = await ch.turns.reply(ctx.turn_id)
         if published is not None and published.status in ("completed", "failed"):
             reply = published.reply
             if message.photo:

@@ -16,17 +16,15 @@ from typing import TYPE_CHECKING, Any
 from aiogram.filters.callback_data import CallbackData, CallbackDataException
 from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
 
-from metnos import i18n, pairing
-from metnos.db.engine import session as db_session
+from metnos import i18n
+from metnos.channels.telegram.cards import CHANNEL, paired_user
 from metnos.turns.language import ui_locale
-from metnos.turns.service import TurnService
 from metnos.tutor import feedback
 
 if TYPE_CHECKING:
     from metnos.channels.telegram.bot import TelegramChannel
 
 log = logging.getLogger(__name__)
-CHANNEL = "telegram"
 CAUSES = {"w": "wrong_section", "i": "insufficient", "o": "outdated", "n": "not_about_metnos"}
 
 
@@ -84,7 +82,7 @@ async def handle_feedback(ch: TelegramChannel, query: CallbackQuery, turn_id: st
     lang = ui_locale(query.from_user.language_code, None, ch.service.settings)
     sender = str(query.from_user.id)
     message = query.message
-    user_id = await asyncio.to_thread(_paired_user, ch.service, sender)
+    user_id = await asyncio.to_thread(paired_user, ch.service.engine, sender)
     if user_id is None or message is None:  # not paired: not the asker, whoever they are
         await asyncio.to_thread(ch.service.audit.append, sender=sender, channel=CHANNEL,
                                 action=feedback.ACTION, turn_id=turn_id, decision="deny",
@@ -136,8 +134,3 @@ async def _keyboard(ch: TelegramChannel, query: CallbackQuery,
     except Exception as exc:  # too old to edit, or deleted: the rating itself is recorded
         log.info("telegram.feedback_edit_failed message_id=%s: %s", message.message_id, exc)
 
-
-def _paired_user(service: TurnService, sender: str) -> str | None:
-    with db_session(service.engine) as db:
-        found = pairing.find_paired(db, CHANNEL, sender)
-        return found.user_id if found is not None else None

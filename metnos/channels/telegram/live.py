@@ -174,7 +174,7 @@ async def follow_deltas(ch: TelegramChannel, turn_id: str, live: LiveReply) -> N
     the turn ends."""
     think: object = None
     text = ""
-    async for event in ch.service.events.subscribe(turn_id):
+    async for event in ch.turns.follow(turn_id):
         if event.kind != "delta":
             continue
         if event.data.get("think") != think:

@@ -3,7 +3,7 @@
 A button carries `pr:<proposal id>:<y|n>` (41 bytes). A tap is accepted only from the paired
 user the proposal is for (the owner); anyone else gets an alert and leaves an audit line.
 The answer goes through the same function as `POST /api/proposals/{id}/accept`
-(`answer_proposal`: once; an accepted proposal runs its kind's handler), then the message
+(`metnos.proposals.answer`: once; an accepted proposal runs its kind's handler), then the message
 loses that proposal's buttons and the tap is answered with what was done.
 """
 
@@ -16,20 +16,18 @@ from typing import TYPE_CHECKING
 from aiogram.filters.callback_data import CallbackData, CallbackDataException
 from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
 
-from metnos import i18n, pairing
-from metnos.db.engine import session as db_session
-from metnos.gateway.routes.proposals import answer_proposal
+from metnos import i18n
+from metnos.channels.telegram.cards import CHANNEL, paired_user
 from metnos.proposals import store
+from metnos.proposals.answer import ACTION, answer_proposal
 from metnos.proposals.models import PROPOSAL_STATUSES, Proposal
 from metnos.proposals.store import ProposalError
 from metnos.turns.language import ui_locale
-from metnos.turns.service import TurnService
 
 if TYPE_CHECKING:
     from metnos.channels.telegram.bot import TelegramChannel
 
 log = logging.getLogger(__name__)
-CHANNEL = "telegram"
 _ANSWERS = {"y": "accept", "n": "dismiss"}
 
 
@@ -72,18 +70,19 @@ async def handle_proposal(ch: TelegramChannel, query: CallbackQuery,
     service = ch.service
     lang = ui_locale(query.from_user.language_code, None, service.settings)
     sender = str(query.from_user.id)
-    user_id = await asyncio.to_thread(_paired_user, service, sender)
+    user_id = await asyncio.to_thread(paired_user, service.engine, sender)
     found = await asyncio.to_thread(store.get, service.engine, proposal_id)
     if user_id is None or found is None or found.user_id != user_id:
         await asyncio.to_thread(service.audit.append, sender=sender, channel=CHANNEL,
-                                action="proposal.answer", action_id=proposal_id[:64],
+                                action=ACTION, action_id=proposal_id[:64],
                                 decision="deny", reason="ERR_PROPOSAL_NOT_YOURS",
                                 outcome="refused")
         await query.answer(i18n.get("ERR_TELEGRAM_NOT_YOURS", lang), show_alert=True)
         return
     try:
-        row = await asyncio.to_thread(answer_proposal, service, proposal_id, answer,
-                                      user_id=user_id, sender=sender, channel=CHANNEL)
+        row = await asyncio.to_thread(answer_proposal, service.engine, service.audit,
+                                      proposal_id, answer, user_id=user_id, sender=sender,
+                                      channel=CHANNEL, reload_registry=service.reload_registry)
     except ProposalError as exc:  # already answered, unknown kind: audited there
         await query.answer(exc.message(lang), show_alert=True)
         return
@@ -107,8 +106,3 @@ async def _refresh(ch: TelegramChannel, query: CallbackQuery, row: Proposal, lan
     except Exception as exc:  # the Bot API's boundary: the answer itself is recorded
         log.warning("telegram.proposal_edit_failed id=%s: %s", row.id, exc)
 
-
-def _paired_user(service: TurnService, sender: str) -> str | None:
-    with db_session(service.engine) as db:
-        found = pairing.find_paired(db, CHANNEL, sender)
-        return found.user_id if found is not None else None

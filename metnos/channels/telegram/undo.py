@@ -1,10 +1,10 @@
 """Undo buttons under a reply (SPEC §5): one per change the reply lists, bound to its owner.
 
 A button carries `un:<action id>` (35 bytes). A tap is accepted only from the paired user whose
-turn made the change; the undo then runs as `POST /api/actions/{id}/undo` does (its own rules:
-once per action, one audit line either way), the reply is edited to say it was undone and
-its button goes away. A second tap on a stale button says, in plain words, that it was
-already undone.
+turn made the change; the undo then runs through the turn handle as
+`POST /api/actions/{id}/undo` does (its own rules: once per action, one audit line either
+way), the reply is edited to say it was undone and its button goes away. A second tap on a
+stale button says, in plain words, that it was already undone.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from aiogram.filters.callback_data import CallbackData, CallbackDataException
 from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
 from sqlmodel import col, select
 
-from metnos import i18n, pairing
+from metnos import i18n
 from metnos.channels.bidi import marked
+from metnos.channels.telegram.cards import CHANNEL, paired_user
 from metnos.db.engine import session as db_session
 from metnos.db.models import Turn, TurnStep
-from metnos.gateway.routes.undo import run_undo
 from metnos.reversibility import valid_action_id
 from metnos.turns.actions import item_text, undoable
 from metnos.turns.language import ui_locale
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
     from metnos.channels.telegram.bot import TelegramChannel
 
 log = logging.getLogger(__name__)
-CHANNEL = "telegram"
 LABEL_CHARS = 40
 
 
@@ -92,8 +91,7 @@ async def handle_undo(ch: TelegramChannel, query: CallbackQuery, action_id: str)
         await query.answer(i18n.get("MSG_TELEGRAM_UNDO_NOT_YOURS", lang), show_alert=True)
         return
     try:
-        report = await asyncio.to_thread(run_undo, ch.service, action_id, sender=user_id,
-                                         channel=CHANNEL)
+        report = await ch.turns.undo(action_id, sender=user_id, channel=CHANNEL)
     except UndoError as exc:
         already = exc.key == "ERR_UNDO_ALREADY_DONE"
         text = i18n.get("UNDO_ALREADY", lang) if already else i18n.get(
@@ -142,10 +140,9 @@ async def _mark_undone(ch: TelegramChannel, query: CallbackQuery, action_id: str
 def _who(service: TurnService, sender: str, action_id: str) -> tuple[str | None, str | None]:
     """(the paired user of `sender`, the user whose turn made `action_id`)."""
     with db_session(service.engine) as db:
-        found = pairing.find_paired(db, CHANNEL, sender)
         owner = db.exec(select(Turn.sender).join(TurnStep, col(TurnStep.turn_id) == col(Turn.id))
                         .where(col(TurnStep.action_id) == action_id)).first()
-    return (found.user_id if found is not None else None), owner
+    return paired_user(service.engine, sender), owner
 
 
 def _label(text: str) -> str:

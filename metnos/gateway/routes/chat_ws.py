@@ -31,13 +31,12 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from metnos.errors import MetnosError
 from metnos.gateway.connections import connections_of
-from metnos.gateway.deps import authenticate
+from metnos.gateway.deps import authenticate, get_turns
 from metnos.gateway.drain import KEY as DRAINING_KEY
 from metnos.gateway.drain import draining
-from metnos.gateway.routes.approvals import decide_and_resume
 from metnos.i18n.tags import match_language
+from metnos.turns.handle import TurnHandle
 from metnos.turns.language import ui_locale
-from metnos.turns.service import TurnService
 
 router = APIRouter()
 log = logging.getLogger(__name__)
@@ -52,8 +51,8 @@ async def chat_socket(websocket: WebSocket) -> None:
         await websocket.close(code=1008)  # before accept: the handshake is refused (403)
         return
     await websocket.accept()
-    socket = _Socket(websocket, websocket.app.state.service,
-                     auth.owner, "api" if auth.via == "bearer" else "web")
+    socket = _Socket(websocket, get_turns(websocket), auth.owner,
+                     "api" if auth.via == "bearer" else "web")
     with connections_of(websocket.app.state).hold(auth.web_session_id) as ended:
         reader = asyncio.ensure_future(_read(socket))
         logout = asyncio.ensure_future(ended.wait())
@@ -84,10 +83,10 @@ class _Socket:
     """One connection: frames are read while turns stream their events in tasks of their
     own, so a decision can arrive on the same socket while its turn waits for it."""
 
-    def __init__(self, websocket: WebSocket, service: TurnService, owner: str,
+    def __init__(self, websocket: WebSocket, turns: TurnHandle, owner: str,
                  channel: str) -> None:
-        self.websocket, self.service, self.owner, self.channel = (
-            websocket, service, owner, channel)
+        self.websocket, self.turns, self.owner, self.channel = (
+            websocket, turns, owner, channel)
         self.streams: set[asyncio.Task[None]] = set()
         self._send_lock = asyncio.Lock()
 
@@ -105,22 +104,22 @@ class _Socket:
 
     async def _stream(self, turn_id: str) -> None:
         try:
-            async for event in self.service.events.subscribe(turn_id):
+            async for event in self.turns.follow(turn_id):
                 await self.send(event.to_json())
         except (WebSocketDisconnect, RuntimeError):  # the client went away
             return
 
 
 async def _handle(socket: _Socket, raw: str) -> None:
-    websocket, service, owner, channel = (
-        socket.websocket, socket.service, socket.owner, socket.channel)
+    websocket, turns, owner, channel = (
+        socket.websocket, socket.turns, socket.owner, socket.channel)
     try:
         frame = json.loads(raw) if len(raw) <= MAX_FRAME_CHARS else None
     except ValueError:
         frame = None
     asked = frame.get("lang") if isinstance(frame, dict) else None  # errors follow it
     locale = ui_locale(asked if isinstance(asked, str) else None,
-                       websocket.headers.get("accept-language"), service.settings)
+                       websocket.headers.get("accept-language"), turns.service.settings)
     if not isinstance(frame, dict) or frame.get("type") not in ("message", "decision"):
         await _error(socket, MetnosError("ERR_REQUEST_INVALID", detail="frame"), locale)
         return
@@ -128,16 +127,15 @@ async def _handle(socket: _Socket, raw: str) -> None:
         if frame["type"] == "message":
             await _turn(socket, frame)
         else:
-            await decide_and_resume(
-                service, websocket.app.state.resumer, str(frame.get("approval_id", ""))[:64],
-                str(frame.get("decision", "")), user_id=owner, channel=channel, via=channel,
-                reason=str(frame.get("reason") or "")[:500])
+            await turns.decide(str(frame.get("approval_id", ""))[:64],
+                               str(frame.get("decision", "")), user_id=owner, channel=channel,
+                               via=channel, reason=str(frame.get("reason") or "")[:500])
     except MetnosError as exc:
         await _error(socket, exc, locale)
 
 
 async def _turn(socket: _Socket, frame: dict[str, Any]) -> None:
-    websocket, service = socket.websocket, socket.service
+    websocket, turns = socket.websocket, socket.turns
     text = frame.get("text")
     if not isinstance(text, str):
         raise MetnosError("ERR_REQUEST_INVALID", detail="text")
@@ -145,15 +143,14 @@ async def _turn(socket: _Socket, frame: dict[str, Any]) -> None:
         raise MetnosError("ERR_MESSAGE_EMPTY")
     session_id = frame.get("session_id") if isinstance(frame.get("session_id"), str) else None
     lang = frame.get("lang") if isinstance(frame.get("lang"), str) else None
-    active = service.settings.active_languages
+    active = turns.service.settings.active_languages
     if lang is not None and match_language(lang, active) is None:
         raise MetnosError("ERR_LANG_UNKNOWN", value=lang[:35], active=", ".join(active))
     if draining(websocket.app.state):  # stopping: no turn, the client may send it again
         raise MetnosError(DRAINING_KEY)
-    ctx = await service.open_turn(text, session_id=session_id, lang=lang,
-                                  channel=socket.channel, sender=socket.owner,
-                                  accept_language=websocket.headers.get("accept-language"))
-    websocket.app.state.launch(websocket.app.state.runner(service, ctx))
+    ctx = await turns.start(text, session_id=session_id, lang=lang, channel=socket.channel,
+                            sender=socket.owner,
+                            accept_language=websocket.headers.get("accept-language"))
     await socket.send({"type": "turn", "turn_id": ctx.turn_id, "session_id": ctx.session_id})
     socket.stream(ctx.turn_id)
 

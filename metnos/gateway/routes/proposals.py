@@ -9,7 +9,8 @@
   needs attention.
 - `POST /api/proposals/{id}/accept` (runs the kind's handler once) and `/dismiss`.
 
-Every answer and every refusal leaves one audit line (`action="proposal.answer"`).
+An answer goes through `metnos.proposals.answer` (Telegram's buttons too): every answer and
+every refusal leaves one audit line (`action="proposal.answer"`).
 """
 
 from __future__ import annotations
@@ -23,17 +24,15 @@ from metnos import i18n
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.schemas import error_responses
 from metnos.proposals import store
+from metnos.proposals.answer import answer_proposal
 from metnos.proposals.models import Proposal
 from metnos.proposals.store import ProposalError
 from metnos.proposals.telos import read_telos
-from metnos.turns.service import TurnService
 
 router = APIRouter(prefix="/api/proposals", tags=["proposals"])
-ACTION = "proposal.answer"
 _STATUS = {"ERR_PROPOSAL_NOT_FOUND": 404, "ERR_PROPOSAL_NOT_YOURS": 404,
            "ERR_PROPOSAL_ALREADY_DECIDED": 409, "ERR_PROPOSAL_KIND_UNKNOWN": 422,
            "ERR_PROPOSAL_ACCEPT_FAILED": 502}
-RELOADS = frozenset({"candidate"})  # kinds whose acceptance signs an executor
 _PAST_VAGLIO = ("queued", "delivered", "accepted", "dismissed", "ignored")
 
 
@@ -94,28 +93,10 @@ async def answer_route(proposal_id: str, answer: Literal["accept", "dismiss"],
     """Accept (the kind's handler runs once) or dismiss a delivered proposal."""
     channel = "api" if request.headers.get("authorization") else "web"
     try:
-        row = await asyncio.to_thread(answer_proposal, service, proposal_id, answer,
-                                      user_id=owner, sender=owner, channel=channel)
+        row = await asyncio.to_thread(answer_proposal, service.engine, service.audit,
+                                      proposal_id, answer, user_id=owner, sender=owner,
+                                      channel=channel, reload_registry=service.reload_registry)
     except ProposalError as exc:
         raise HTTPException(_STATUS.get(exc.key, 409), detail={
             "key": exc.key, "message": exc.message(lang)}) from exc
     return {"proposal": public(row, lang)}
-
-
-def answer_proposal(service: TurnService, proposal_id: str, answer: str, *, user_id: str,
-                    sender: str, channel: str) -> Proposal:
-    """The owner's answer from any surface (blocking; one audit line either way)."""
-    try:
-        row = store.decide(service.engine, proposal_id[:64], answer, user_id=user_id)
-    except ProposalError as exc:
-        refused = exc.key == "ERR_PROPOSAL_NOT_YOURS"
-        service.audit.append(sender=sender, channel=channel, action=ACTION,
-                             action_id=proposal_id[:64], decision="deny" if refused else "error",
-                             reason=exc.key, outcome="refused" if refused else "failed")
-        raise
-    service.audit.append(sender=sender, channel=channel, action=ACTION, action_id=row.id,
-                         decision="allow", reason=f"MSG_PROPOSAL_{row.status.upper()}",
-                         outcome=row.status)
-    if row.status == "accepted" and row.kind in RELOADS:  # the pool changed: the next turn
-        service.reload_registry()                         # sees the signed executor
-    return row

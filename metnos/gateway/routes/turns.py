@@ -8,8 +8,8 @@ request's own chrome such as error messages.
 
 `GET /api/turns/{id}/events` streams the turn's progress as server-sent events (`status`,
 `step`, `approval`, `delta`, `reply`, `end`; `id:` is the event's `seq`, so a client resumes with
-`Last-Event-ID`). Events come from the in-process bus `service.events`; a turn no longer in
-memory is told from the database: its status, its reply, `end`. A stream opened with a web
+`Last-Event-ID`). Events come from the in-process bus (`TurnHandle.follow`); a turn no longer
+in memory is told from the database: its status, its reply, `end`. A stream opened with a web
 session's cookie ends when that session logs out.
 """
 
@@ -30,7 +30,7 @@ from metnos.db import models
 from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError
 from metnos.gateway.connections import connections_of
-from metnos.gateway.deps import OwnerDep, ServiceDep
+from metnos.gateway.deps import OwnerDep, ServiceDep, TurnsDep
 from metnos.gateway.drain import draining, refusal
 from metnos.gateway.schemas import ErrorPublic, StepPublic, TurnCreate, TurnPublic
 from metnos.turns.events import TurnEvent
@@ -40,7 +40,6 @@ from metnos.turns.service import Published, TurnContext, TurnService
 router = APIRouter(prefix="/api/turns", tags=["turns"])
 log = logging.getLogger(__name__)
 
-REPLY_WAIT_S = 120.0
 KEEP_ALIVE_S = 15.0  # an SSE comment this often keeps proxies and clients from timing out
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorPublic} for code in (401, 404, 413, 422)}
@@ -54,7 +53,7 @@ class TurnLanguages(TurnPublic):
 
 @router.post("", response_model=TurnLanguages, responses={
     **_ERRORS, 503: {"model": ErrorPublic, "description": "Metnos is stopping (Retry-After)."}})
-async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
+async def create_turn(body: TurnCreate, request: Request, turns: TurnsDep,
                       owner: OwnerDep, wait: bool = Query(
                           True, description="Wait for the reply; false answers at once with "
                           "status `running` (then follow GET /api/turns/{id}/events).")
@@ -62,28 +61,27 @@ async def create_turn(body: TurnCreate, request: Request, service: ServiceDep,
     """Start a turn and answer with its reply as soon as it is composed. While Metnos is
     stopping: 503 with `Retry-After`, and no turn. Once the turn exists, the answer is
     that turn (failed, with its reply, if it failed), never an error."""
+    service = turns.service
     accept = request.headers.get("accept-language")
     locale = ui_locale(body.lang, accept, service.settings)
     if draining(request.app.state):  # stopping: no turn row, come back after the restart
         raise refusal(locale)
     try:
-        ctx = await service.open_turn(body.text, session_id=body.session_id, lang=body.lang,
-                                      channel=_channel(request), sender=owner,
-                                      accept_language=accept, ask_all=body.ask_all,
-                                      untrusted=[("forwarded", t) for t in body.forwarded])
+        ctx = await turns.start(body.text, session_id=body.session_id, lang=body.lang,
+                                channel=_channel(request), sender=owner,
+                                accept_language=accept, ask_all=body.ask_all,
+                                untrusted=[("forwarded", t) for t in body.forwarded])
     except MetnosError as exc:
         code = 413 if exc.key == "ERR_MESSAGE_TOO_LONG" else 400
         raise HTTPException(code, detail={"key": exc.key, "message": exc.message(
             locale)}) from exc
     # the turn has its row: from here on the client gets that turn, never an error
     try:
-        if not ctx.closed:
-            request.app.state.launch(request.app.state.runner(service, ctx))
-        answered = await service.wait_reply(ctx.turn_id, REPLY_WAIT_S) if wait else None
+        answered = await turns.reply(ctx.turn_id) if wait else None
         if answered is None and ctx.closed:  # failed as it opened: its record tells how
             return await _recorded(service, ctx, locale)
         return _answer(ctx, answered)
-    except Exception as exc:  # e.g. the launch, or building the answer, failed
+    except Exception as exc:  # e.g. building the answer failed
         log.exception("turn.answer_failed turn_id=%s", ctx.turn_id)
         if not ctx.closed:
             await service.fail_turn(ctx, exc)
@@ -149,9 +147,10 @@ def _read_turn(service: TurnService, turn_id: str, locale: str) -> TurnLanguages
 
 @router.get("/{turn_id}/events", response_class=StreamingResponse, responses={
     **_ERRORS, 200: {"content": {"text/event-stream": {}}}})
-async def turn_events(turn_id: str, request: Request, service: ServiceDep, owner: OwnerDep,
+async def turn_events(turn_id: str, request: Request, turns: TurnsDep, owner: OwnerDep,
                       last_event_id: str | None = Header(None)) -> StreamingResponse:
     """The turn's progress as server-sent events, until its `end`."""
+    service = turns.service
     locale = ui_locale(None, request.headers.get("accept-language"), service.settings)
     resume = (last_event_id or "").strip()
     after = int(resume) if resume.isdigit() else 0
@@ -159,7 +158,7 @@ async def turn_events(turn_id: str, request: Request, service: ServiceDep, owner
     if stored is None:
         raise HTTPException(404, detail={"key": "ERR_TURN_NOT_FOUND", "message": i18n.get(
             "ERR_TURN_NOT_FOUND", locale, turn_id=turn_id[:64])})
-    source = (service.events.subscribe(turn_id, after) if service.events.known(turn_id)
+    source = (turns.follow(turn_id, after) if service.events.known(turn_id)
               else _replay([e for e in stored if e.seq > after]))
     auth = getattr(request.state, "auth", None)  # set by the owner dependency
     held = connections_of(request.app.state).hold(getattr(auth, "web_session_id", None))

@@ -10,13 +10,9 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query, Request
 
 from metnos import i18n, undo_list
-from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
+from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep, TurnsDep
 from metnos.gateway.schemas import error_responses
-from metnos.turns.service import TurnService
 from metnos.undo import UndoError
-from metnos.undo_run import run_undo
-
-__all__ = ["router", "run_undo"]  # run_undo: the Telegram button's import, kept here too
 
 router = APIRouter(prefix="/api/actions", tags=["undo"])
 
@@ -35,28 +31,14 @@ async def undoable(service: ServiceDep, owner: OwnerDep, lang: LangDep,
 
 
 @router.post("/{action_id}/undo", responses=error_responses(401, 404, 409))
-async def undo_action(action_id: str, request: Request, service: ServiceDep, owner: OwnerDep,
+async def undo_action(action_id: str, request: Request, turns: TurnsDep, owner: OwnerDep,
                       lang: LangDep) -> dict[str, Any]:
     """The undo's report: `outcome` is `done`, or `failed` with the paths that were not.
     Audited on channel `web` for the browser's Undo button, `api` for a bearer client."""
     channel = "api" if request.headers.get("authorization") else "web"
     try:
-        action_id = await asyncio.to_thread(_resolved, service, action_id, owner, channel)
-        report = await asyncio.to_thread(run_undo, service, action_id, sender=owner,
-                                         channel=channel)
+        report = await turns.undo(action_id, sender=owner, channel=channel)
     except UndoError as exc:
         raise HTTPException(_STATUS.get(exc.key, 409), detail={
             "key": exc.key, "message": i18n.get(exc.key, lang, **exc.vars)}) from exc
     return report.to_dict(lang)
-
-
-def _resolved(service: TurnService, handle: str, sender: str, channel: str) -> str:
-    """The whole action id of `handle`; an ambiguous one is refused (with its audit line)."""
-    try:
-        found = undo_list.resolve(service, handle)
-    except undo_list.Ambiguous:
-        service.audit.append(sender=sender, channel=channel, action="undo", action_id=None,
-                             args={"action_id": handle[:80]}, decision="deny",
-                             reason="ERR_UNDO_AMBIGUOUS", outcome="refused")
-        raise UndoError("ERR_UNDO_AMBIGUOUS", handle=handle[:80]) from None
-    return found if found is not None else handle
