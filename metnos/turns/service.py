@@ -35,6 +35,7 @@ from metnos.turns.guard import Guard
 from metnos.turns.record import TurnRecord
 from metnos.turns.reply import StepOutcome
 from metnos.turns.runner import Effect, StepRunner
+from metnos.turns.steps import HostTool
 from metnos.undo import UndoReport
 
 
@@ -72,6 +73,10 @@ class TurnService:
         # the Tutor's pre-check before the loop (SPEC §10; the runtime sets it): an answer
         # about Metnos itself from the docs catalog, or None
         self.precheck: Callable[[TurnService, TurnContext], Awaitable[str | None]] | None = None
+        # Metnos's own tools, offered when a model plans (`turns.steps.HostTool`): the
+        # `wish` tool (metnos.mnestoma.wish) and "undo that" (metnos.undo_tool)
+        self.host_tools: dict[str, HostTool] = {
+            tool.name: tool for tool in (wish.WishTool(), undo_tool.UndoTool())}
         self._tools: dict[tuple[str, int], list[ToolSpec]] = {}  # per language and generation
 
     def tools(self, ctx: TurnContext, lang: str | None = None) -> list[ToolSpec]:
@@ -84,13 +89,13 @@ class TurnService:
         return self._tools[key]
 
     def _specs(self, lang: str) -> list[ToolSpec]:
-        """The admitted executors (none may take a built-in tool's name) and, when a model
-        plans, the `wish` tool (metnos.mnestoma.wish) and `undo_last` (metnos.undo_tool)."""
-        builtin = (wish.TOOL, undo_tool.TOOL)
-        specs = [spec for spec in self.registry.tool_specs(lang) if spec.name not in builtin]
+        """The admitted executors (none may take a host tool's name) and, when a model plans,
+        the host tools."""
+        specs = [spec for spec in self.registry.tool_specs(lang)
+                 if spec.name not in self.host_tools]
         if self.port is None:
             return specs
-        return [*specs, wish.tool_spec(self.registry, lang), undo_tool.tool_spec(lang)]
+        return [*specs, *(tool.spec(self.registry, lang) for tool in self.host_tools.values())]
 
     def reload_registry(self) -> Registry:
         """Discover and admit the executors again (a synt candidate was signed or rejected)
