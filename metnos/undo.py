@@ -23,7 +23,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,7 +38,6 @@ from metnos.durable import write_atomic
 from metnos.errors import MetnosError
 from metnos.fdpaths import open_workspace, split_rel
 from metnos.i18n.formatting import date as i18n_date
-from metnos.remote.record import is_remote
 from metnos.restore import TRASH, Restorer, UndoItem
 from metnos.reversibility import (
     MANIFEST_VERSION,
@@ -104,24 +103,16 @@ def is_undone(state_dir: Path, action_id: object) -> bool:
 
 def undo(action_id: str, *, state_dir: Path, workspace: Path, public_key: Ed25519PublicKey,
          private_key: Ed25519PrivateKey, audit: AuditLog | None = None, sender: str = "owner",
-         channel: str = "cli",
-         remote: Callable[[str, str, str], UndoReport] | None = None) -> UndoReport:
-    """Undo `action_id`; one audit line whatever happens (refused, done or failed). A remote
-    action (its files on another machine) goes to `remote` (metnos.remote.undo.undoer).
+         channel: str = "cli") -> UndoReport:
+    """Undo `action_id`; one audit line whatever happens (refused, done or failed).
 
     Raises UndoError: ERR_UNDO_NOT_FOUND, ERR_UNDO_ALREADY_DONE, ERR_UNDO_MANIFEST_INVALID,
-    ERR_UNDO_NOTHING_RECORDED, ERR_REMOTE_UNDO_UNAVAILABLE."""
+    ERR_UNDO_NOTHING_RECORDED."""
     def audit_line(**fields: Any) -> None:
         if audit is not None:
             audit.append(sender=sender, channel=channel, action="undo",
                          action_id=action_id if valid_action_id(action_id) else None,
                          args={"action_id": action_id}, **fields)
-
-    if is_remote(state_dir, action_id):  # its record is here, its files on another machine
-        if remote is None:
-            audit_line(decision="deny", reason="ERR_REMOTE_UNDO_UNAVAILABLE", outcome="refused")
-            raise UndoError("ERR_REMOTE_UNDO_UNAVAILABLE", action_id=action_id)
-        return remote(action_id, sender, channel)
 
     try:
         report = _undo(action_id, state_dir, workspace, public_key, private_key)

@@ -9,7 +9,7 @@ code must still be what its signature vouches for. One audit line whatever happe
 marker so the same action is undone once (as `metnos.undo`).
 
 Blocking (it waits for the sandbox on its own event loop): call it in a worker thread, as
-`run_undo` is.
+`run_undo` is. `Mailbox` is the reversal (`metnos.reversal`) a mailbox's manifest chooses.
 """
 
 from __future__ import annotations
@@ -30,15 +30,45 @@ from metnos.durable import write_atomic
 from metnos.errors import MetnosError
 from metnos.executors.signing import code_hash
 from metnos.mail.account import load_account
-from metnos.mail.record import AFTER_FILE, RECORD_KIND, is_mail_record, verified
+from metnos.mail.record import (
+    AFTER_FILE,
+    RECORD_KIND,
+    after_move,
+    before_move,
+    is_mail_record,
+    verified,
+)
 from metnos.restore import UndoItem
-from metnos.sandbox import SandboxRequest, run_sandboxed
+from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.undo import LOCK_FILE, UNDONE_MARKER, UndoError, UndoReport, verify_before
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from metnos.turns.context import CheckedStep
     from metnos.turns.service import TurnService
 
 EXECUTOR = "move_messages"
+
+
+class Mailbox:
+    """The reversal of a mail move (`metnos.reversal`): the mailbox's state before it, from a
+    read-only snapshot run; the new UIDs after it; the messages moved back by the undo."""
+
+    def before(self, service: TurnService, checked: CheckedStep,
+               key: Ed25519PrivateKey) -> dict[str, Any]:
+        assert checked.spec is not None and checked.request is not None
+        signed, checked.request = before_move(service.settings.state_dir, checked.request,
+                                              checked.spec.name, key)
+        return signed
+
+    def after(self, service: TurnService, checked: CheckedStep, result: SandboxResult) -> None:
+        if checked.request is not None and checked.request.args.get("mode") == "move":
+            after_move(service.settings, checked.action_id, result)  # the new UIDs, signed
+
+    def undo(self, service: TurnService, action_id: str, *, sender: str,
+             channel: str) -> UndoReport | None:
+        return undo_mail(service, action_id, sender=sender, channel=channel)
 
 
 def undo_mail(service: TurnService, action_id: str, *, sender: str,

@@ -19,6 +19,7 @@ from metnos import i18n
 from metnos.i18n.formatting import locale_for
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox, channel_of
+from metnos.reversal import Undoer
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
 from metnos.undo import UndoError, UndoReport, mark_undone
@@ -134,6 +135,13 @@ class ReminderUndo(UndoReport):
     def message(self, lang: str | None = None) -> str:
         head = super().message(lang)
         return head + "\n" + i18n.get("MSG_REMINDER_CANCELLED", lang, text=self.text)
+
+
+def undoer(service: TurnService) -> Undoer:
+    """Its undo (`service.undoers[EFFECT]`, asked by `metnos.reversal.Effects`)."""
+    def run(action_id: str, sender: str, channel: str) -> UndoReport | None:
+        return cancel_reminder(service, action_id, sender=sender, channel=channel)
+    return run
 
 
 def cancel_reminder(service: TurnService, action_id: str, *, sender: str,

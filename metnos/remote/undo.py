@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from metnos import keys
@@ -22,22 +21,38 @@ from metnos.restore import UndoItem
 from metnos.undo import UNDONE_MARKER, UndoError, UndoReport, mark_undone
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from metnos.sandbox import SandboxResult
+    from metnos.turns.context import CheckedStep
     from metnos.turns.service import TurnService
 
-RemoteUndo = Callable[[str, str, str], UndoReport]  # (action id, sender, channel)
 
+class Remote:
+    """The reversal of a step run on another machine (`metnos.reversal`): its record is made
+    on the pool's round trip (`metnos.remote.server`), never by the local runner."""
 
-def undoer(service: TurnService) -> RemoteUndo | None:
-    """What `metnos.undo.undo` calls for a remote action (blocking; in a worker thread), or
-    None when this process has no way to the pools."""
-    port = service.runner.remote
-    if port is None:
+    def before(self, service: TurnService, checked: CheckedStep,
+               key: Ed25519PrivateKey) -> dict[str, Any]:
+        raise ValueError("a remote step is recorded on its pool's round trip")
+
+    def after(self, service: TurnService, checked: CheckedStep, result: SandboxResult) -> None:
         return None
 
-    def run(action_id: str, sender: str, channel: str) -> UndoReport:
+    def undo(self, service: TurnService, action_id: str, *, sender: str,
+             channel: str) -> UndoReport | None:
+        """None when `action_id` is not a remote action; blocking (in a worker thread)."""
+        if not record.is_remote(service.settings.state_dir, action_id):
+            return None
+        port = service.runner.remote
+        if port is None:  # this process has no way to the pools
+            service.audit.append(sender=sender, channel=channel, action="undo",
+                                 action_id=action_id, args={"action_id": action_id},
+                                 decision="deny", reason="ERR_REMOTE_UNDO_UNAVAILABLE",
+                                 outcome="refused")
+            raise UndoError("ERR_REMOTE_UNDO_UNAVAILABLE", action_id=action_id)
         return asyncio.run(undo_remote(service, port, action_id, sender=sender,
                                        channel=channel))
-    return run
 
 
 async def undo_remote(service: TurnService, port: RemotePort, action_id: str, *,

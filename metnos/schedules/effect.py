@@ -23,6 +23,7 @@ from babel.dates import format_datetime
 from metnos import i18n, identity
 from metnos.i18n.formatting import locale_for
 from metnos.reminders.outbox import channel_of
+from metnos.reversal import Undoer
 from metnos.schedules import cadence, owner, store
 from metnos.schedules.owner import ScheduleError, Sync
 from metnos.turns.context import CheckedStep, TurnContext
@@ -125,12 +126,9 @@ class ScheduleUndo(UndoReport):
                                       when=self.when)
 
 
-Undoer = Callable[[str, str, str], UndoReport | None]  # (action id, sender, channel)
-
-
 def undoer(service: TurnService, sync: Sync | None) -> Undoer:
-    """What `run_undo` calls first (blocking; in a worker thread): None when the action set
-    no scheduled task."""
+    """Its undo (`service.undoers[EFFECT]`, asked by `metnos.reversal.Effects`; blocking, in
+    a worker thread): None when the action set no scheduled task."""
     def run(action_id: str, sender: str, channel: str) -> UndoReport | None:
         return remove_task(service, sync, action_id, sender=sender, channel=channel)
     return run

@@ -27,6 +27,8 @@ from metnos.llm.health import ModelHealth
 from metnos.llm.port import LLMPort
 from metnos.llm.tools import ToolSpec
 from metnos.mnestoma import wish
+from metnos.reminders import effect as reminders
+from metnos.reversal import Reversal, Undoer
 from metnos.settings import Settings
 from metnos.turns.checker import StepChecker
 from metnos.turns.context import CheckedStep, Published, TurnContext
@@ -36,7 +38,7 @@ from metnos.turns.record import TurnRecord
 from metnos.turns.reply import StepOutcome
 from metnos.turns.runner import Effect, StepRunner
 from metnos.turns.steps import HostTool
-from metnos.undo import UndoReport
+from metnos.undo_run import reversals
 
 
 class TurnService:
@@ -66,10 +68,12 @@ class TurnService:
         # a family member had done: metnos.notify.members)
         self.watchers: list[Callable[[TurnContext, CheckedStep, StepOutcome],
                                      Awaitable[None]]] = []
-        # undoes of actions that changed no file, tried first by every undo surface
-        # (`(action id, sender, channel)` → a report, or None when the action is not theirs;
+        # how each kind of change is recorded before a step and undone (`metnos.reversal`,
+        # chosen by the manifest), asked in this order whose action an undo is
+        self.reversals: dict[str, Reversal] = reversals()
+        # a manifest's `effect` → the undo of what it carried out (`metnos.reversal.Effects`;
         # the gateway registers the owner's scheduled tasks: metnos.schedules.effect)
-        self.undoers: list[Callable[[str, str, str], UndoReport | None]] = []
+        self.undoers: dict[str, Undoer] = {reminders.EFFECT: reminders.undoer(self)}
         # the Tutor's pre-check before the loop (SPEC §10; the runtime sets it): an answer
         # about Metnos itself from the docs catalog, or None
         self.precheck: Callable[[TurnService, TurnContext], Awaitable[str | None]] | None = None
