@@ -23,7 +23,7 @@ import json
 import os
 import re
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -56,6 +56,10 @@ _BLOB_RE = re.compile(r"^blobs/[0-9a-f]{64}$")
 
 class UndoError(MetnosError, RuntimeError):
     key = "ERR_UNDO_FAILED"
+
+
+class UndoFailed(UndoError):
+    """Tried, and failed on the way (a work pool's error): audited as failed, not refused."""
 
 
 @dataclass
@@ -108,23 +112,48 @@ def undo(action_id: str, *, state_dir: Path, workspace: Path, public_key: Ed2551
 
     Raises UndoError: ERR_UNDO_NOT_FOUND, ERR_UNDO_ALREADY_DONE, ERR_UNDO_MANIFEST_INVALID,
     ERR_UNDO_NOTHING_RECORDED."""
-    def audit_line(**fields: Any) -> None:
+    return audited(audit_undo(audit, action_id, sender, channel),
+                   lambda: _undo(action_id, state_dir, workspace, public_key, private_key))
+
+
+AuditLine = Callable[..., None]
+
+
+def audit_undo(audit: AuditLog | None, action_id: str, sender: str, channel: str) -> AuditLine:
+    """How one undo writes its audit line (action "undo"), whatever the action's kind."""
+    def line(**fields: Any) -> None:
         if audit is not None:
             audit.append(sender=sender, channel=channel, action="undo",
                          action_id=action_id if valid_action_id(action_id) else None,
                          args={"action_id": action_id}, **fields)
+    return line
 
+
+def audited(line: AuditLine, run: Callable[[], UndoReport]) -> UndoReport:
+    """`run()`'s report with its one audit line: refused, failed on the way, or how it went."""
     try:
-        report = _undo(action_id, state_dir, workspace, public_key, private_key)
+        report = run()
+    except UndoFailed as exc:
+        line(decision="error", reason=exc.key, outcome="failed")
+        raise
     except UndoError as exc:
-        audit_line(decision="deny", reason=exc.key, outcome="refused")
+        line(decision="deny", reason=exc.key, outcome="refused")
         raise
     except Exception:
-        audit_line(decision="error", reason="ERR_INTERNAL_UNEXPECTED", outcome="failed")
+        line(decision="error", reason="ERR_INTERNAL_UNEXPECTED", outcome="failed")
         raise
     failed = [i.key for i in report.items if i.status == "failed"]
-    audit_line(decision="allow", reason=failed[0] if failed else "ok", outcome=report.outcome)
+    line(decision="allow", reason=failed[0] if failed else "ok", outcome=report.outcome)
     return report
+
+
+def refuse_undone(folder: Path, action_id: str) -> None:
+    """ERR_UNDO_ALREADY_DONE when the action of the before-record `folder` was undone."""
+    marker = folder / UNDONE_MARKER
+    if marker.exists():
+        done = json.loads(marker.read_text(encoding="utf-8"))
+        raise UndoError("ERR_UNDO_ALREADY_DONE", action_id=action_id,
+                        undo_id=done.get("undo_id", "?"))
 
 
 def purged_on(folder: Path) -> datetime | None:
@@ -148,12 +177,8 @@ def _undo(action_id: str, state_dir: Path, workspace: Path, public_key: Ed25519P
     folder = state_dir / "before" / action_id if valid_action_id(action_id) else None
     if folder is None or not folder.is_dir():
         raise UndoError("ERR_UNDO_NOT_FOUND", action_id=str(action_id)[:80])
-    with _locked(folder):
-        marker = folder / UNDONE_MARKER
-        if marker.exists():
-            done = json.loads(marker.read_text(encoding="utf-8"))
-            raise UndoError("ERR_UNDO_ALREADY_DONE", action_id=action_id,
-                            undo_id=done.get("undo_id", "?"))
+    with locked(folder):
+        refuse_undone(folder, action_id)
         cleared = purged_on(folder)
         if cleared is not None:  # its copies were cleared from the trash: refused, plainly
             raise UndoError("ERR_UNDO_PURGED", action_id=action_id, when=cleared.isoformat(),
@@ -178,7 +203,7 @@ def _undo(action_id: str, state_dir: Path, workspace: Path, public_key: Ed25519P
 
 
 @contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
+def locked(folder: Path) -> Iterator[None]:
     """One undo of an action at a time (a second one waits, then finds the marker)."""
     fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o600)

@@ -22,7 +22,7 @@ from metnos.reminders.outbox import Outbox, channel_of
 from metnos.reversal import Undoer
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
-from metnos.undo import UndoError, UndoReport, mark_undone
+from metnos.undo import UndoError, UndoReport, audit_undo, mark_undone
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
@@ -152,11 +152,7 @@ def cancel_reminder(service: TurnService, action_id: str, *, sender: str,
     row = outbox.by_action(service.engine, action_id)
     if row is None:
         return None
-
-    def audit_line(**fields: Any) -> None:
-        service.audit.append(sender=sender, channel=channel, action="undo", action_id=action_id,
-                             args={"action_id": action_id}, **fields)
-
+    audit_line = audit_undo(service.audit, action_id, sender, channel)
     if not outbox.cancel(service.engine, row.id):
         key = "ERR_UNDO_ALREADY_DONE" if row.cancelled_at is not None else \
             "ERR_REMINDER_ALREADY_SENT"
