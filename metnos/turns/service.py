@@ -17,6 +17,7 @@ Nothing here imports prefect.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from sqlalchemy.engine import Engine
 
@@ -26,6 +27,7 @@ from metnos.executors.registry import Registry, load_registry
 from metnos.llm.health import ModelHealth
 from metnos.llm.port import LLMPort
 from metnos.llm.tools import ToolSpec
+from metnos.mail.account import load_account
 from metnos.mnestoma import wish
 from metnos.reminders import effect as reminders
 from metnos.reversal import Reversal, Undoer
@@ -64,6 +66,10 @@ class TurnService:
         # a manifest's `effect` → what the host carries out from the validated result (the
         # gateway registers "schedule_reminder": metnos.reminders.effect)
         self.effects: dict[str, Effect] = {}
+        # a manifest's `account` → the host-only block of the run's envelope (its password
+        # never in the arguments); AccountMissing when it is not configured
+        self.accounts: dict[str, Callable[[Settings], dict[str, Any]]] = {
+            "imap": lambda settings: load_account(settings).envelope()}  # metnos mail add
         # told of each step after it ran (the gateway registers the owner's notice of what
         # a family member had done: metnos.notify.members)
         self.watchers: list[Callable[[TurnContext, CheckedStep, StepOutcome],
