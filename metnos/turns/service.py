@@ -7,6 +7,8 @@ findable by name:
 - `record` (`turns/record.py`): the turn's row, step trace, audit lines, what channels see;
 - `checker` (`turns/checker.py`): the policy for one step;
 - `runner` (`turns/runner.py`): one admitted step in the sandbox;
+- one step from check to record (`turns/steps.py`), with the host tools (`host_tools`) and
+  the reversals (`reversals`, `metnos.reversal`) it dispatches to;
 - the conversation the model sees (`turns/conversation.py`, `turns/history.py`), one model
   call (`turns/thinking.py`) and the agent loop (`turns/loop.py`), composed by
   `turns/pipeline.py` and, with Prefect tasks, by `flows/turn.py`.
