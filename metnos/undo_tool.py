@@ -28,13 +28,6 @@ if TYPE_CHECKING:
 TOOL = "undo_last"
 
 
-def tool_spec(lang: str) -> ToolSpec:
-    """The tool as the model sees it, described in `lang`."""
-    return ToolSpec(name=TOOL, description=i18n.get("TOOL_UNDO_LAST_DESCRIPTION", lang),
-                    parameters={"type": "object", "properties": {},
-                                "additionalProperties": False})
-
-
 class UndoTool:
     """`undo_last` as a host tool (`metnos.turns.steps.HostTool`)."""
 
@@ -43,7 +36,10 @@ class UndoTool:
     outside_text = True  # it names the person's files
 
     def spec(self, registry: Registry, lang: str) -> ToolSpec:
-        return tool_spec(lang)
+        """The tool as the model sees it, described in `lang`."""
+        return ToolSpec(name=TOOL, description=i18n.get("TOOL_UNDO_LAST_DESCRIPTION", lang),
+                        parameters={"type": "object", "properties": {},
+                                    "additionalProperties": False})
 
     def check(self, service: TurnService, ctx: TurnContext, step: PlanStep, *, seq: int,
               think: int, trace: Sequence[TurnStep]) -> CheckedStep:
