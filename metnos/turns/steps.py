@@ -106,11 +106,11 @@ async def run(service: TurnService, ctx: TurnContext, checked: CheckedStep, how:
     if checked.carried_out:
         assert checked.outcome is not None
         return checked.outcome, started, started
-    outcome = await run_checked(service, ctx, checked, how, done_so_far)
+    outcome = await _run_checked(service, ctx, checked, how, done_so_far)
     return outcome, started, utcnow()
 
 
-async def run_checked(service: TurnService, ctx: TurnContext, checked: CheckedStep,
+async def _run_checked(service: TurnService, ctx: TurnContext, checked: CheckedStep,
                       how: Steps, done_so_far: str = "") -> StepOutcome:
     """One checked step: the owner's decision when it asks, then the run (or its refusal).
     An executor that cannot be run (a sandbox error) fails the step, never the turn."""
