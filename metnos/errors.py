@@ -46,6 +46,11 @@ class ExecutorNotFound(MetnosError, LookupError):
     key = "ERR_EXECUTOR_NOT_FOUND"
 
 
+class AccountMissing(MetnosError, LookupError):
+    """The account a manifest names (`account`) is not configured: the step is refused before
+    any sandbox starts."""
+
+
 class SignatureError(MetnosError, PermissionError):
     """An executor is unsigned, tampered, signed by another key, or rolled back."""
 

@@ -38,7 +38,6 @@ from metnos.durable import write_atomic
 from metnos.errors import MetnosError
 from metnos.fdpaths import open_workspace, split_rel
 from metnos.i18n.formatting import date as i18n_date
-from metnos.remote.record import is_remote
 from metnos.restore import TRASH, Restorer, UndoItem
 from metnos.reversibility import (
     MANIFEST_VERSION,
@@ -57,6 +56,10 @@ _BLOB_RE = re.compile(r"^blobs/[0-9a-f]{64}$")
 
 class UndoError(MetnosError, RuntimeError):
     key = "ERR_UNDO_FAILED"
+
+
+class UndoFailed(UndoError):
+    """Tried, and failed on the way (a work pool's error): audited as failed, not refused."""
 
 
 @dataclass
@@ -104,36 +107,53 @@ def is_undone(state_dir: Path, action_id: object) -> bool:
 
 def undo(action_id: str, *, state_dir: Path, workspace: Path, public_key: Ed25519PublicKey,
          private_key: Ed25519PrivateKey, audit: AuditLog | None = None, sender: str = "owner",
-         channel: str = "cli",
-         remote: Callable[[str, str, str], UndoReport] | None = None) -> UndoReport:
-    """Undo `action_id`; one audit line whatever happens (refused, done or failed). A remote
-    action (its files on another machine) goes to `remote` (metnos.remote.undo.undoer).
+         channel: str = "cli") -> UndoReport:
+    """Undo `action_id`; one audit line whatever happens (refused, done or failed).
 
     Raises UndoError: ERR_UNDO_NOT_FOUND, ERR_UNDO_ALREADY_DONE, ERR_UNDO_MANIFEST_INVALID,
-    ERR_UNDO_NOTHING_RECORDED, ERR_REMOTE_UNDO_UNAVAILABLE."""
-    def audit_line(**fields: Any) -> None:
+    ERR_UNDO_NOTHING_RECORDED."""
+    return audited(audit_undo(audit, action_id, sender, channel),
+                   lambda: _undo(action_id, state_dir, workspace, public_key, private_key))
+
+
+AuditLine = Callable[..., None]
+
+
+def audit_undo(audit: AuditLog | None, action_id: str, sender: str, channel: str) -> AuditLine:
+    """How one undo writes its audit line (action "undo"), whatever the action's kind."""
+    def line(**fields: Any) -> None:
         if audit is not None:
             audit.append(sender=sender, channel=channel, action="undo",
                          action_id=action_id if valid_action_id(action_id) else None,
                          args={"action_id": action_id}, **fields)
+    return line
 
-    if is_remote(state_dir, action_id):  # its record is here, its files on another machine
-        if remote is None:
-            audit_line(decision="deny", reason="ERR_REMOTE_UNDO_UNAVAILABLE", outcome="refused")
-            raise UndoError("ERR_REMOTE_UNDO_UNAVAILABLE", action_id=action_id)
-        return remote(action_id, sender, channel)
 
+def audited(line: AuditLine, run: Callable[[], UndoReport]) -> UndoReport:
+    """`run()`'s report with its one audit line: refused, failed on the way, or how it went."""
     try:
-        report = _undo(action_id, state_dir, workspace, public_key, private_key)
+        report = run()
+    except UndoFailed as exc:
+        line(decision="error", reason=exc.key, outcome="failed")
+        raise
     except UndoError as exc:
-        audit_line(decision="deny", reason=exc.key, outcome="refused")
+        line(decision="deny", reason=exc.key, outcome="refused")
         raise
     except Exception:
-        audit_line(decision="error", reason="ERR_INTERNAL_UNEXPECTED", outcome="failed")
+        line(decision="error", reason="ERR_INTERNAL_UNEXPECTED", outcome="failed")
         raise
     failed = [i.key for i in report.items if i.status == "failed"]
-    audit_line(decision="allow", reason=failed[0] if failed else "ok", outcome=report.outcome)
+    line(decision="allow", reason=failed[0] if failed else "ok", outcome=report.outcome)
     return report
+
+
+def refuse_undone(folder: Path, action_id: str) -> None:
+    """ERR_UNDO_ALREADY_DONE when the action of the before-record `folder` was undone."""
+    marker = folder / UNDONE_MARKER
+    if marker.exists():
+        done = json.loads(marker.read_text(encoding="utf-8"))
+        raise UndoError("ERR_UNDO_ALREADY_DONE", action_id=action_id,
+                        undo_id=done.get("undo_id", "?"))
 
 
 def purged_on(folder: Path) -> datetime | None:
@@ -157,12 +177,8 @@ def _undo(action_id: str, state_dir: Path, workspace: Path, public_key: Ed25519P
     folder = state_dir / "before" / action_id if valid_action_id(action_id) else None
     if folder is None or not folder.is_dir():
         raise UndoError("ERR_UNDO_NOT_FOUND", action_id=str(action_id)[:80])
-    with _locked(folder):
-        marker = folder / UNDONE_MARKER
-        if marker.exists():
-            done = json.loads(marker.read_text(encoding="utf-8"))
-            raise UndoError("ERR_UNDO_ALREADY_DONE", action_id=action_id,
-                            undo_id=done.get("undo_id", "?"))
+    with locked(folder):
+        refuse_undone(folder, action_id)
         cleared = purged_on(folder)
         if cleared is not None:  # its copies were cleared from the trash: refused, plainly
             raise UndoError("ERR_UNDO_PURGED", action_id=action_id, when=cleared.isoformat(),
@@ -187,7 +203,7 @@ def _undo(action_id: str, state_dir: Path, workspace: Path, public_key: Ed25519P
 
 
 @contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
+def locked(folder: Path) -> Iterator[None]:
     """One undo of an action at a time (a second one waits, then finds the marker)."""
     fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
                  0o600)

@@ -22,7 +22,7 @@ from metnos.reminders.effect import spoken_time
 from metnos.reversibility import PARTIAL_PREFIX, valid_action_id
 from metnos.turns.actions import HANDLE_CHARS, item_text
 from metnos.undo import PURGED_MARKER, UNDONE_MARKER
-from metnos.undo_said import NOT_UNDOABLE
+from metnos.undo_said import not_undoable
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
@@ -84,7 +84,7 @@ def recent(service: TurnService, lang: str, limit: int = 10,
     for step, turn in rows:
         aid, executor, sender = str(step.action_id), step.executor, turn.sender
         activity, finished, created = turn.activity, step.finished_at, turn.created_at
-        if executor in NOT_UNDOABLE or not valid_action_id(aid):
+        if not_undoable(service, executor) or not valid_action_id(aid):
             continue
         folder = state / aid
         if not folder.is_dir() or (folder / UNDONE_MARKER).exists() or \

@@ -1,23 +1,30 @@
 """The one path every undo surface takes (SPEC §5): the API and the web's Undo button,
 Telegram's button, "annulla" said in a chat, the model's `undo_last` tool.
 
-A scheduled task set from a chat, a reminder, a mail move and a remote action each have their
-own undo; everything else is `metnos.undo`. One audit line whatever happens.
+The reversals (`metnos.reversal`) are asked in turn whose action it is: an effect's (a
+scheduled task set from a chat, a reminder), a mail move, a remote action, and last the
+files (`metnos.undo`). One audit line whatever happens.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from metnos import keys, undo_list
-from metnos.mail.undo import undo_mail
-from metnos.reminders.effect import cancel_reminder
-from metnos.remote.undo import undoer
+from metnos import undo_list
+from metnos.mail.undo import Mailbox
+from metnos.remote.undo import Remote
+from metnos.reversal import EFFECT, FILES, MAILBOX, REMOTE, Effects, Files, Reversal
 from metnos.reversibility import valid_action_id
-from metnos.undo import UndoError, UndoReport, undo
+from metnos.undo import UndoError, UndoReport
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
+
+
+def reversals() -> dict[str, Reversal]:
+    """Every kind a manifest may choose (`Manifest.reversal`), in the order an undo asks
+    them whose action it is (the files last: every action has their record)."""
+    return {EFFECT: Effects(), MAILBOX: Mailbox(), REMOTE: Remote(), FILES: Files()}
 
 
 def run_undo(service: TurnService, action_id: str, *, sender: str, channel: str) -> UndoReport:
@@ -48,19 +55,8 @@ def undo_handle(service: TurnService, handle: str, *, sender: str,
 
 def _run_undo(service: TurnService, action_id: str, *, sender: str,
               channel: str) -> UndoReport:
-    for undo_own in service.undoers:  # a scheduled task set from a chat: it is removed
-        report = undo_own(action_id, sender, channel)
+    for reversal in service.reversals.values():
+        report = reversal.undo(service, action_id, sender=sender, channel=channel)
         if report is not None:
             return report
-    cancelled = cancel_reminder(service, action_id, sender=sender, channel=channel)
-    if cancelled is not None:  # a reminder: its message is cancelled, no file changed
-        return cancelled
-    moved = undo_mail(service, action_id, sender=sender, channel=channel)
-    if moved is not None:  # a mail move: the messages go back, through the sandbox
-        return moved
-    settings = service.settings
-    return undo(action_id, state_dir=settings.state_dir, workspace=settings.workspace,
-                public_key=keys.load_public_key(settings.keys_dir, "audit"),
-                private_key=keys.load_private_key(settings.keys_dir, "audit"),
-                audit=service.audit, sender=sender, channel=channel,
-                remote=undoer(service))  # a remote action: its pool undoes it
+    raise UndoError("ERR_UNDO_NOT_FOUND", action_id=str(action_id)[:80])

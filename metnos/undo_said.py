@@ -43,7 +43,6 @@ if TYPE_CHECKING:
 
 LEXICON = "undo"
 EXECUTOR = "undo"  # the step an undo said in the chat leaves in the trace
-NOT_UNDOABLE = frozenset({EXECUTOR, "undo_last", "wish"})
 _FOLD_DROP = re.compile(r"[^\w\s]")
 MAX_LOOKBACK = 200  # steps of the session looked at, newest first
 # refusals said in plain words (the keys' own texts name the action's id)
@@ -128,7 +127,7 @@ def candidates(service: TurnService, session_id: str, sender: str) -> list[tuple
     state = service.settings.state_dir / "before"
     found = []
     for action_id, executor in rows:
-        if executor in NOT_UNDOABLE or not valid_action_id(action_id):
+        if not_undoable(service, executor) or not valid_action_id(action_id):
             continue
         folder = state / str(action_id)
         if not folder.is_dir() or (folder / UNDONE_MARKER).exists() or \
@@ -138,6 +137,11 @@ def candidates(service: TurnService, session_id: str, sender: str) -> list[tuple
             continue  # a read, or a command with no paths: nothing an undo could put back
         found.append((str(action_id), executor))
     return found
+
+
+def not_undoable(service: TurnService, executor: str) -> bool:
+    """A step never undone itself: an undo, or a host tool's (`wish`, `undo_last`)."""
+    return executor == EXECUTOR or executor in service.host_tools
 
 
 def _changes_nothing(folder: Path) -> bool:

@@ -324,6 +324,17 @@ class Manifest(_Model):
         """Input name → the host-side check its value must pass (`check = "..."`)."""
         return {name: spec.check for name, spec in self.inputs.items() if spec.check is not None}
 
+    @property
+    def reversal(self) -> str:
+        """How a change of this executor is recorded and undone (`metnos.reversal`): on
+        another machine ("remote"), in a mailbox ("mailbox"), by undoing what the host
+        carried out from its result ("effect"), else its workspace files ("files")."""
+        if self.runs_on is not None:
+            return "remote"
+        if self.account is not None:
+            return "mailbox"
+        return "effect" if self.effect is not None else "files"
+
     def changes(self, args: dict[str, Any]) -> bool:
         """Whether a run with `args` may change state: side-effecting, and no input holds one
         of its `read_only` values (`lists` with action "show" only reads)."""

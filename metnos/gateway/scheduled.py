@@ -30,7 +30,7 @@ def with_schedules(app: FastAPI, sync: Sync | None) -> FastAPI:
             app.state.schedules_sync = sync
             service: TurnService = app.state.service  # "every Monday at 8 …" from a chat
             service.effects[schedule_effect.EFFECT] = schedule_effect.effect(service, sync)
-            service.undoers.append(schedule_effect.undoer(service, sync))
+            service.undoers[schedule_effect.EFFECT] = schedule_effect.undoer(service, sync)
             task = asyncio.get_running_loop().create_task(
                 loop(app.state.turns, lambda: draining(app.state)), name="schedules")
             try:

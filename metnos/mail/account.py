@@ -19,7 +19,7 @@ from typing import Any
 import tomlkit
 
 from metnos import durable
-from metnos.errors import ConfigError, MetnosError
+from metnos.errors import AccountMissing, ConfigError
 from metnos.settings import Settings
 from metnos.settings.mail import MailSettings
 
@@ -28,7 +28,7 @@ TOML_FILE = "metnos.toml"
 ACCOUNT_FIELDS = ("host", "port", "security", "username")
 
 
-class MailNotConfigured(MetnosError, LookupError):
+class MailNotConfigured(AccountMissing):
     key = "ERR_MAIL_NOT_CONFIGURED"
 
 

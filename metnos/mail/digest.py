@@ -63,8 +63,8 @@ from metnos.notify import effect as notify
 from metnos.reminders import outbox
 from metnos.sandbox import run_canary
 from metnos.settings import Settings
+from metnos.turns import gate, steps
 from metnos.turns.context import CheckedStep, TurnContext
-from metnos.turns.loop import step_row
 from metnos.turns.reply import StepOutcome
 from metnos.turns.service import TurnService
 
@@ -119,22 +119,15 @@ class DigestRun:
     async def step(self, executor: str, args: dict[str, Any],
                    ctx: TurnContext | None = None) -> StepOutcome:
         run_ctx = ctx or self.ctx
-        service, stage = self.service, STAGES[executor]
+        stage = STAGES[executor]
         seq = sum(len(v) for v in self.trace.values()) + 1
-        started = utcnow()
-        checked = await asyncio.to_thread(service.checker.check, run_ctx,
-                                          PlanStep(executor, args), seq=seq, think=stage)
-        try:
-            outcome = await self._run(run_ctx, checked)
-        finally:
-            if checked.run_slot is not None:
-                await asyncio.to_thread(service.guard.release_run, checked)
+        seen = [s for st, seqs in self.trace.items() if st == stage - 1 for s in seqs]
+        how = steps.Steps(steps.execute, gate.wait_in_db, CHANNEL, unattended=self._would_ask)
+        _, outcome, _ = await steps.one(self.service, run_ctx, PlanStep(executor, args), how,
+                                        seq=seq, think=stage, seen=seen, recorded_in=self.ctx)
         if run_ctx is not self.ctx and run_ctx.tainted:  # what it read taints the turn
             self.ctx.tainted = True
             self.ctx.sources += [s for s in run_ctx.sources if s not in self.ctx.sources]
-        seen = [s for st, seqs in self.trace.items() if st == stage - 1 for s in seqs]
-        row = step_row(self.ctx, checked, outcome, started, utcnow(), seen)
-        await asyncio.to_thread(service.record.record_step, self.ctx, row)
         self.trace.setdefault(stage, []).append(seq)
         if outcome.status != "done":
             reason = i18n.get(outcome.key or "ERR_INTERNAL_UNEXPECTED", self.ctx.lang,
@@ -142,26 +135,17 @@ class DigestRun:
             raise DigestStepFailed("ERR_DIGEST_STEP_FAILED", executor=executor, reason=reason)
         return outcome
 
-    async def _run(self, ctx: TurnContext, checked: CheckedStep) -> StepOutcome:
-        record = self.service.record
-        if checked.outcome is not None:  # refused, with its audit line
-            record.step_event(ctx, checked, "refused", checked.outcome)
-            return checked.outcome
-        if checked.approval is not None:  # nothing here waits for the owner: stop, and
-            await asyncio.to_thread(self._expire, checked.approval.id)  # leave none pending
-            await asyncio.to_thread(record.audit_line, ctx, action=AUDIT_ACTION,
-                                    decision="deny", reason="MSG_DIGEST_WOULD_ASK",
-                                    outcome="refused", approval_id=checked.approval.id)
-            return StepOutcome(checked.step.executor, "refused", key="MSG_DIGEST_WOULD_ASK",
-                               vars={"executor": checked.step.executor})
-        record.step_event(ctx, checked, "started")
-        try:
-            outcome = await self.service.runner.execute(ctx, checked)
-        except MetnosError as exc:
-            outcome = StepOutcome(checked.step.executor, "failed", key=exc.key,
-                                  vars=dict(exc.vars), action_id=checked.action_id)
-        record.step_event(ctx, checked, outcome.status, outcome)
-        return outcome
+    async def _would_ask(self, service: TurnService, ctx: TurnContext,
+                         checked: CheckedStep) -> StepOutcome:
+        """Nothing here waits for the owner: a step that would ask stops the run, and no
+        approval is left pending."""
+        assert checked.approval is not None
+        await asyncio.to_thread(self._expire, checked.approval.id)
+        await asyncio.to_thread(service.record.audit_line, ctx, action=AUDIT_ACTION,
+                                decision="deny", reason="MSG_DIGEST_WOULD_ASK",
+                                outcome="refused", approval_id=checked.approval.id)
+        return StepOutcome(checked.step.executor, "refused", key="MSG_DIGEST_WOULD_ASK",
+                           vars={"executor": checked.step.executor})
 
     def _expire(self, approval_id: str) -> None:
         with db_session(self.service.engine) as db:

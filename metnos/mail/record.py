@@ -31,6 +31,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from metnos import durable, keys
 from metnos.errors import MetnosError
+from metnos.reversal import RecordRefused
 from metnos.reversibility import MANIFEST_VERSION, PARTIAL_PREFIX, canonical, valid_action_id
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.settings import Settings
@@ -43,7 +44,7 @@ _FLAG = re.compile(r"^\\?[A-Za-z0-9$_.\-]{1,64}$")
 MAX_ID_CHARS = 300
 
 
-class SnapshotFailed(MetnosError, RuntimeError):
+class SnapshotFailed(RecordRefused):
     """The read-only snapshot run failed (server down, wrong password, unknown UIDs...):
     its own key, so the owner reads why; nothing was moved."""
 

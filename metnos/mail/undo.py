@@ -9,73 +9,85 @@ code must still be what its signature vouches for. One audit line whatever happe
 marker so the same action is undone once (as `metnos.undo`).
 
 Blocking (it waits for the sandbox on its own event loop): call it in a worker thread, as
-`run_undo` is.
+`run_undo` is. `Mailbox` is the reversal (`metnos.reversal`) a mailbox's manifest chooses.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import fcntl
-import json
-import os
 import uuid
-from collections.abc import Iterator
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from metnos import keys
-from metnos.durable import write_atomic
 from metnos.errors import MetnosError
 from metnos.executors.signing import code_hash
 from metnos.mail.account import load_account
-from metnos.mail.record import AFTER_FILE, RECORD_KIND, is_mail_record, verified
+from metnos.mail.record import (
+    AFTER_FILE,
+    RECORD_KIND,
+    after_move,
+    before_move,
+    is_mail_record,
+    verified,
+)
 from metnos.restore import UndoItem
-from metnos.sandbox import SandboxRequest, run_sandboxed
-from metnos.undo import LOCK_FILE, UNDONE_MARKER, UndoError, UndoReport, verify_before
+from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
+from metnos.undo import (
+    UndoError,
+    UndoReport,
+    audit_undo,
+    audited,
+    locked,
+    mark_undone,
+    refuse_undone,
+    verify_before,
+)
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from metnos.turns.context import CheckedStep
     from metnos.turns.service import TurnService
 
 EXECUTOR = "move_messages"
+
+
+class Mailbox:
+    """The reversal of a mail move (`metnos.reversal`): the mailbox's state before it, from a
+    read-only snapshot run; the new UIDs after it; the messages moved back by the undo."""
+
+    def before(self, service: TurnService, checked: CheckedStep,
+               key: Ed25519PrivateKey) -> dict[str, Any]:
+        assert checked.spec is not None and checked.request is not None
+        signed, checked.request = before_move(service.settings.state_dir, checked.request,
+                                              checked.spec.name, key)
+        return signed
+
+    def after(self, service: TurnService, checked: CheckedStep, result: SandboxResult) -> None:
+        if checked.request is not None and checked.request.args.get("mode") == "move":
+            after_move(service.settings, checked.action_id, result)  # the new UIDs, signed
+
+    def undo(self, service: TurnService, action_id: str, *, sender: str,
+             channel: str) -> UndoReport | None:
+        return undo_mail(service, action_id, sender=sender, channel=channel)
 
 
 def undo_mail(service: TurnService, action_id: str, *, sender: str,
               channel: str) -> UndoReport | None:
     """The undo of a mail move, or None when `action_id` is not one (another undo's turn).
     Raises UndoError (refused), after its audit line."""
-    settings = service.settings
-    if not is_mail_record(settings.state_dir, action_id):
+    if not is_mail_record(service.settings.state_dir, action_id):
         return None
-
-    def audit_line(**fields: Any) -> None:
-        service.audit.append(sender=sender, channel=channel, action="undo",
-                             action_id=action_id, args={"action_id": action_id}, **fields)
-
-    try:
-        report = _undo(service, action_id)
-    except UndoError as exc:
-        audit_line(decision="deny", reason=exc.key, outcome="refused")
-        raise
-    except Exception:
-        audit_line(decision="error", reason="ERR_INTERNAL_UNEXPECTED", outcome="failed")
-        raise
-    failed = [i.key for i in report.items if i.status == "failed"]
-    audit_line(decision="allow", reason=failed[0] if failed else "ok", outcome=report.outcome)
-    return report
+    return audited(audit_undo(service.audit, action_id, sender, channel),
+                   lambda: _undo(service, action_id))
 
 
 def _undo(service: TurnService, action_id: str) -> UndoReport:
     settings = service.settings
     folder = settings.state_dir / "before" / action_id
     public = keys.load_public_key(settings.keys_dir, "audit")
-    with _locked(folder):
-        marker = folder / UNDONE_MARKER
-        if marker.exists():
-            done = json.loads(marker.read_text(encoding="utf-8"))
-            raise UndoError("ERR_UNDO_ALREADY_DONE", action_id=action_id,
-                            undo_id=done.get("undo_id", "?"))
+    with locked(folder):
+        refuse_undone(folder, action_id)
         manifest = verify_before(settings.state_dir, action_id, public)
         mail = manifest.get("mail")
         if not isinstance(mail, dict) or mail.get("kind") != RECORD_KIND:
@@ -88,8 +100,7 @@ def _undo(service: TurnService, action_id: str) -> UndoReport:
         items = _items(mail, result)
         outcome = "failed" if any(i.status == "failed" for i in items) else "done"
         if outcome == "done":
-            write_atomic(marker, json.dumps({"undo_id": undo_id,
-                                             "at": datetime.now(UTC).isoformat()}).encode())
+            mark_undone(folder, undo_id)
     return UndoReport(action_id, undo_id, str(manifest["executor"]), outcome, items)
 
 
@@ -145,15 +156,3 @@ def _items(mail: dict[str, Any], result: dict[str, Any]) -> list[UndoItem]:
         else:
             items.append(UndoItem(name, "moved_back", source=mail["to_folder"]))
     return items
-
-
-@contextlib.contextmanager
-def _locked(folder: Path) -> Iterator[None]:
-    """One undo of an action at a time (as `metnos.undo`: the same lock file)."""
-    fd = os.open(folder / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC,
-                 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)

@@ -1,12 +1,13 @@
 """The `wish` built-in tool (SPEC §7.2): the model says "from this step I wanted X, which no
 executor does", and goes on to answer.
 
-A call named `wish` never reaches the step checker or the sandbox: `check` validates it (a
-malformed one is refused like any unusable call, so the model may fix it), scrubs its `why`
-(known secrets redacted by Law 2's scanner, then e-mail addresses, URLs, paths and file
-names, phone numbers and long digit runs replaced by placeholders, cut to 160 characters),
-leaves one audit line (action "wish") and returns a done outcome whose result is the stored
-wish. `metnos.mnestoma.record` counts it as a proto-mnest when the turn closes.
+A host tool (`WishTool`, `metnos.turns.steps.HostTool`): a call named `wish` never reaches
+the step checker or the sandbox: its `check` validates it (a malformed one is refused like
+any unusable call, so the model may fix it), scrubs its `why` (known secrets redacted by
+Law 2's scanner, then e-mail addresses, URLs, paths and file names, phone numbers and long
+digit runs replaced by placeholders, cut to 160 characters), leaves one audit line (action
+"wish") and returns a done outcome whose result is the stored wish. `metnos.mnestoma.record`
+counts it as a proto-mnest when the turn closes.
 Its descriptions come from the i18n catalog (`i18n/<lang>/mnestoma.toml`), in the session's
 language; the kinds it offers are those the admitted manifests declare.
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from metnos import i18n
@@ -26,6 +28,7 @@ from metnos.llm.tools import PlanStep, ToolSpec
 from metnos.mnestoma.record import WISH, invoked
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
+from metnos.turns.steps import Finished, Timed, recorded
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
@@ -121,36 +124,45 @@ def scrub(why: str, redact: Any = None) -> str:
     return text if len(text) <= KEPT_WHY else text[:KEPT_WHY - 1].rstrip() + "…"
 
 
-def check(service: TurnService, ctx: TurnContext, step: PlanStep, *, seq: int, think: int,
-          trace: Sequence[TurnStep]) -> CheckedStep:
-    """A `wish` call, in place of the step checker: a done outcome holding the stored wish,
-    or a refusal of the malformed call (one audit line either way). Blocking."""
-    checked = CheckedStep(step, None, args_digest=digest_args(step.args), seq=seq,
-                          think=think)
-    if step.error:
-        checked.malformed = True
-        return service.checker.refuse(ctx, checked, step.error, {"executor": TOOL})
-    try:
-        wish = parse(step.args, kinds(service.registry), trace)
-    except ModelRetryError as exc:
-        checked.malformed = True
-        return service.checker.refuse(ctx, checked, exc.key, exc.vars)
-    wish["why"] = scrub(wish["why"], service.guard.redact)
-    audit_seq = service.record.audit_line(
-        ctx, action=TOOL, decision="allow", outcome="done", args_digest=checked.args_digest,
-        reason=f"capability={wish['capability']} src={wish['src'] or '-'}")
-    checked.outcome = StepOutcome(TOOL, "done", result=wish, audit_seq=audit_seq)
-    return checked
+class WishTool:
+    """The `wish` tool as a host tool (`metnos.turns.steps.HostTool`)."""
 
+    name = TOOL
+    read_only = True  # a wish changes nothing
+    outside_text = False  # Metnos's own words, never outside data
 
-def tool_content(outcome: StepOutcome, lang: str) -> dict[str, Any]:
-    """What the model reads back: a short note, so it goes on and answers."""
-    wish = outcome.result or {}
-    return {"status": "done", "result": i18n.get("MSG_WISH_NOTED", lang,
-                                                 capability=wish.get("capability", ""))}
+    def spec(self, registry: Registry, lang: str) -> ToolSpec:
+        return tool_spec(registry, lang)
 
+    def check(self, service: TurnService, ctx: TurnContext, step: PlanStep, *, seq: int,
+              think: int, trace: Sequence[TurnStep]) -> CheckedStep:
+        """A done outcome holding the stored wish, or a refusal of the malformed call (one
+        audit line either way). Blocking."""
+        checked = CheckedStep(step, None, args_digest=digest_args(step.args), seq=seq,
+                              think=think)
+        if step.error:
+            checked.malformed = True
+            return service.checker.refuse(ctx, checked, step.error, {"executor": TOOL})
+        try:
+            wish = parse(step.args, kinds(service.registry), trace)
+        except ModelRetryError as exc:
+            checked.malformed = True
+            return service.checker.refuse(ctx, checked, exc.key, exc.vars)
+        wish["why"] = scrub(wish["why"], service.guard.redact)
+        audit_seq = service.record.audit_line(
+            ctx, action=TOOL, decision="allow", outcome="done", args_digest=checked.args_digest,
+            reason=f"capability={wish['capability']} src={wish['src'] or '-'}")
+        checked.outcome = StepOutcome(TOOL, "done", result=wish, audit_seq=audit_seq)
+        checked.carried_out = True
+        return checked
 
-def noted(checked: CheckedStep) -> bool:
-    """A `wish` call that was stored (not a refused one)."""
-    return (checked.step.executor == TOOL and checked.outcome is not None
-            and checked.outcome.status == "done")
+    def finish(self, service: TurnService, ctx: TurnContext, checked: CheckedStep,
+               timed: Timed, seen: list[int], warning: str | None) -> Finished:
+        """Bookkeeping for the mnestoma, never shown: its step, no activity item; the model
+        reads a short note, so it goes on and answers."""
+        done = recorded(service, ctx, checked, timed, seen, warning, shown=False)
+        if not checked.carried_out:
+            return done
+        capability = (timed[0].result or {}).get("capability", "")
+        return replace(done, content={"status": "done", "result": i18n.get(
+            "MSG_WISH_NOTED", ctx.lang, capability=capability)})

@@ -19,9 +19,10 @@ from metnos import i18n
 from metnos.i18n.formatting import locale_for
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox, channel_of
+from metnos.reversal import Undoer
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
-from metnos.undo import UndoError, UndoReport, mark_undone
+from metnos.undo import UndoError, UndoReport, audit_undo, mark_undone
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
@@ -136,6 +137,13 @@ class ReminderUndo(UndoReport):
         return head + "\n" + i18n.get("MSG_REMINDER_CANCELLED", lang, text=self.text)
 
 
+def undoer(service: TurnService) -> Undoer:
+    """Its undo (`service.undoers[EFFECT]`, asked by `metnos.reversal.Effects`)."""
+    def run(action_id: str, sender: str, channel: str) -> UndoReport | None:
+        return cancel_reminder(service, action_id, sender=sender, channel=channel)
+    return run
+
+
 def cancel_reminder(service: TurnService, action_id: str, *, sender: str,
                     channel: str) -> UndoReport | None:
     """Undo a reminder (blocking): its row is cancelled at once (the flow run then sends
@@ -144,11 +152,7 @@ def cancel_reminder(service: TurnService, action_id: str, *, sender: str,
     row = outbox.by_action(service.engine, action_id)
     if row is None:
         return None
-
-    def audit_line(**fields: Any) -> None:
-        service.audit.append(sender=sender, channel=channel, action="undo", action_id=action_id,
-                             args={"action_id": action_id}, **fields)
-
+    audit_line = audit_undo(service.audit, action_id, sender, channel)
     if not outbox.cancel(service.engine, row.id):
         key = "ERR_UNDO_ALREADY_DONE" if row.cancelled_at is not None else \
             "ERR_REMINDER_ALREADY_SENT"

@@ -9,9 +9,7 @@ audit line on the server, whatever happens; a marker so the same action is undon
 from __future__ import annotations
 
 import asyncio
-import json
 import uuid
-from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from metnos import keys
@@ -19,46 +17,59 @@ from metnos.remote import record
 from metnos.remote.port import RemotePort
 from metnos.remote.server import RemoteFailed, submit
 from metnos.restore import UndoItem
-from metnos.undo import UNDONE_MARKER, UndoError, UndoReport, mark_undone
+from metnos.undo import (
+    UndoError,
+    UndoFailed,
+    UndoReport,
+    audit_undo,
+    audited,
+    mark_undone,
+    refuse_undone,
+)
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from metnos.sandbox import SandboxResult
+    from metnos.turns.context import CheckedStep
     from metnos.turns.service import TurnService
 
-RemoteUndo = Callable[[str, str, str], UndoReport]  # (action id, sender, channel)
 
+class Remote:
+    """The reversal of a step run on another machine (`metnos.reversal`): its record is made
+    on the pool's round trip (`metnos.remote.server`), never by the local runner."""
 
-def undoer(service: TurnService) -> RemoteUndo | None:
-    """What `metnos.undo.undo` calls for a remote action (blocking; in a worker thread), or
-    None when this process has no way to the pools."""
-    port = service.runner.remote
-    if port is None:
+    def before(self, service: TurnService, checked: CheckedStep,
+               key: Ed25519PrivateKey) -> dict[str, Any]:
+        raise ValueError("a remote step is recorded on its pool's round trip")
+
+    def after(self, service: TurnService, checked: CheckedStep, result: SandboxResult) -> None:
         return None
 
-    def run(action_id: str, sender: str, channel: str) -> UndoReport:
-        return asyncio.run(undo_remote(service, port, action_id, sender=sender,
-                                       channel=channel))
-    return run
+    def undo(self, service: TurnService, action_id: str, *, sender: str,
+             channel: str) -> UndoReport | None:
+        """None when `action_id` is not a remote action; blocking (in a worker thread)."""
+        if not record.is_remote(service.settings.state_dir, action_id):
+            return None
+        return audited(audit_undo(service.audit, action_id, sender, channel),
+                       lambda: _undo(service, action_id))
 
 
-async def undo_remote(service: TurnService, port: RemotePort, action_id: str, *,
-                      sender: str, channel: str) -> UndoReport:
+def _undo(service: TurnService, action_id: str) -> UndoReport:
+    port = service.runner.remote
+    if port is None:  # this process has no way to the pools
+        raise UndoError("ERR_REMOTE_UNDO_UNAVAILABLE", action_id=action_id)
+    return asyncio.run(undo_remote(service, port, action_id))
+
+
+async def undo_remote(service: TurnService, port: RemotePort, action_id: str) -> UndoReport:
     settings = service.settings
-
-    def audit(**fields: Any) -> None:
-        service.audit.append(sender=sender, channel=channel, action="undo", action_id=action_id,
-                             args={"action_id": action_id}, **fields)
-
     folder = settings.state_dir / "before" / action_id
-    if (folder / UNDONE_MARKER).exists():
-        done = json.loads((folder / UNDONE_MARKER).read_text(encoding="utf-8"))
-        audit(decision="deny", reason="ERR_UNDO_ALREADY_DONE", outcome="refused")
-        raise UndoError("ERR_UNDO_ALREADY_DONE", action_id=action_id,
-                        undo_id=done.get("undo_id", "?"))
+    refuse_undone(folder, action_id)
     try:
         manifest = record.verify(record.load(settings.state_dir, action_id),
                                  keys.load_public_key(settings.keys_dir, "audit"), action_id)
     except (OSError, ValueError) as exc:
-        audit(decision="deny", reason="ERR_UNDO_MANIFEST_INVALID", outcome="refused")
         raise UndoError("ERR_UNDO_MANIFEST_INVALID", action_id=action_id) from exc
     place, pool = manifest["place"], manifest["pool"]
     request = {"phase": "undo", "executor": manifest["executor"], "place": place,
@@ -75,13 +86,10 @@ async def undo_remote(service: TurnService, port: RemotePort, action_id: str, *,
                            vars={"path": str(p), "place": place}) for p in result["failed"]]
     except (RemoteFailed, KeyError, TypeError) as exc:
         key = exc.key if isinstance(exc, RemoteFailed) else "ERR_REMOTE_REPLY_INVALID"
-        audit(decision="error", reason=key, outcome="failed")
         vars = exc.vars if isinstance(exc, RemoteFailed) else {"place": place}
-        raise UndoError(key, **{**vars, "action_id": action_id}) from exc
+        raise UndoFailed(key, **{**vars, "action_id": action_id}) from exc
     undo_id = uuid.uuid4().hex
     outcome = "failed" if any(i.status == "failed" for i in items) else "done"
     if outcome == "done":
         mark_undone(folder, undo_id)
-    audit(decision="allow", reason="ok" if outcome == "done" else "ERR_REMOTE_UNDO_CHANGED",
-          outcome=outcome)
     return UndoReport(action_id, undo_id, manifest["executor"], outcome, items)

@@ -23,11 +23,12 @@ from babel.dates import format_datetime
 from metnos import i18n, identity
 from metnos.i18n.formatting import locale_for
 from metnos.reminders.outbox import channel_of
+from metnos.reversal import Undoer
 from metnos.schedules import cadence, owner, store
 from metnos.schedules.owner import ScheduleError, Sync
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
-from metnos.undo import UndoError, UndoReport, mark_undone
+from metnos.undo import UndoError, UndoReport, audit_undo, mark_undone
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
@@ -125,12 +126,9 @@ class ScheduleUndo(UndoReport):
                                       when=self.when)
 
 
-Undoer = Callable[[str, str, str], UndoReport | None]  # (action id, sender, channel)
-
-
 def undoer(service: TurnService, sync: Sync | None) -> Undoer:
-    """What `run_undo` calls first (blocking; in a worker thread): None when the action set
-    no scheduled task."""
+    """Its undo (`service.undoers[EFFECT]`, asked by `metnos.reversal.Effects`; blocking, in
+    a worker thread): None when the action set no scheduled task."""
     def run(action_id: str, sender: str, channel: str) -> UndoReport | None:
         return remove_task(service, sync, action_id, sender=sender, channel=channel)
     return run
@@ -144,11 +142,7 @@ def remove_task(service: TurnService, sync: Sync | None, action_id: str, *, send
     task = store.by_action(service.engine, action_id)
     if task is None:
         return None
-
-    def audit_line(**fields: Any) -> None:
-        service.audit.append(sender=sender, channel=channel, action="undo", action_id=action_id,
-                             args={"action_id": action_id}, **fields)
-
+    audit_line = audit_undo(service.audit, action_id, sender, channel)
     if not store.deactivate(service.engine, task.id):
         audit_line(decision="deny", reason="ERR_UNDO_ALREADY_DONE", outcome="refused")
         raise UndoError("ERR_UNDO_ALREADY_DONE", action_id=action_id, undo_id="-")

@@ -21,10 +21,9 @@ from sqlmodel import col, select
 
 from metnos import i18n
 from metnos.audit import digest_args
-from metnos.errors import ModelRetryError, PolicyDenied
+from metnos.errors import AccountMissing, ModelRetryError, PolicyDenied
 from metnos.executors.manifest import Manifest
 from metnos.llm.tools import PlanStep
-from metnos.mail.account import MailNotConfigured, load_account
 from metnos.mnestoma.models import ExecutorUse
 from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
 from metnos.policy.approver import owner_asks
@@ -98,10 +97,10 @@ class StepChecker:
             return self.refuse(ctx, checked, verdict.key,
                                {**verdict.vars, "executor": step.executor})
         account = None
-        if manifest.account is not None:  # the envelope's host-only block (metnos.mail)
+        if manifest.account is not None:  # the envelope's host-only block (service.accounts)
             try:
-                account = load_account(self.settings).envelope()
-            except MailNotConfigured as exc:  # before any sandbox starts, with an audit line
+                account = service.accounts[manifest.account](self.settings)
+            except AccountMissing as exc:  # before any sandbox starts, with an audit line
                 return self.refuse(ctx, checked, exc.key, {"executor": step.executor})
         slot = service.guard.reserve_run(ctx)  # held until the run starts, else given back
         if isinstance(slot, Decision):

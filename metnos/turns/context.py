@@ -78,6 +78,7 @@ class CheckedStep:
     # admitted without asking because it can be undone (policy.decide's ALLOWED_REVERSIBLE):
     # its before-record must then be whole, and its audit line says so
     unasked: bool = False
+    carried_out: bool = False  # a host tool did it when checked (`turns.steps`): no run follows
 
 
 @dataclass(frozen=True)

@@ -25,27 +25,15 @@ from dataclasses import dataclass, replace
 from functools import partial
 
 from metnos import i18n, identity, undo_said
-from metnos.db.models import utcnow
 from metnos.errors import LLMError
 from metnos.llm.embedded import plan_embedded
 from metnos.llm.port import LLMReply
-from metnos.mnestoma.record import WISH
 from metnos.synt import composition
-from metnos.turns import degraded, gate, history, language
+from metnos.turns import degraded, gate, history, language, steps
 from metnos.turns.budget import Budget
 from metnos.turns.context import TurnContext
 from metnos.turns.conversation import Conversation
-from metnos.turns.loop import (
-    AgentLoop,
-    AwaitFn,
-    ExecuteFn,
-    ModelBudgetSpent,
-    Steps,
-    ThinkFn,
-    activity_item,
-    run_checked,
-    step_row,
-)
+from metnos.turns.loop import AgentLoop, ModelBudgetSpent, ThinkFn
 from metnos.turns.reply import StepOutcome, compose
 from metnos.turns.service import TurnService
 from metnos.turns.thinking import think as plain_think
@@ -112,13 +100,12 @@ async def discard(head: asyncio.Task[HeadStart | None]) -> None:
 
 
 async def run_pipeline(service: TurnService, ctx: TurnContext, *,
-                       think: ThinkFn | None = None, execute: ExecuteFn | None = None,
-                       await_approval: AwaitFn | None = None, via: str = "api",
+                       think: ThinkFn | None = None, execute: steps.ExecuteFn | None = None,
+                       await_approval: steps.AwaitFn | None = None, via: str = "api",
                        head: Awaitable[HeadStart | None] | None = None) -> str:
     """One turn; the reply is published to the waiting channel and returned. With `head`,
     the conversation comes from a head start (whose first call `think` must take)."""
-    how = Steps(execute or (lambda svc, c, chk: svc.runner.execute(c, chk)),
-                await_approval or gate.wait_in_db, via)
+    how = steps.Steps(execute or steps.execute, await_approval or gate.wait_in_db, via)
     added: list[dict[str, object]] = [{"role": "user", "content": ctx.text}]
     try:
         started = await head if head is not None else None
@@ -160,7 +147,7 @@ def _model_serves(service: TurnService, started: HeadStart | None) -> bool:
     return service.model_health.allows()
 
 
-async def _without_model(service: TurnService, ctx: TurnContext, how: Steps) -> str:
+async def _without_model(service: TurnService, ctx: TurnContext, how: steps.Steps) -> str:
     """The embedded planner's answer, and once the line that the model is not there."""
     reply = await _embedded(service, ctx, how)
     return degraded.with_note(reply, degraded.note(service, ctx))
@@ -173,7 +160,7 @@ def _remember(service: TurnService, ctx: TurnContext, added: list[dict[str, obje
                    messages=kept)
 
 
-async def _agent(service: TurnService, ctx: TurnContext, think: ThinkFn, how: Steps,
+async def _agent(service: TurnService, ctx: TurnContext, think: ThinkFn, how: steps.Steps,
                  head: Awaitable[HeadStart | None] | None) -> tuple[str, list[dict[str, object]]]:
     started = await head if head is not None else None
     if started is not None and started.convo is not None and started.window is not None:
@@ -249,13 +236,14 @@ def _history_items(window: history.Window, lang: str) -> list[dict[str, object]]
 
 
 def _untrusted(service: TurnService, executor: str) -> bool:
-    if executor == WISH:  # the built-in wish tool: Metnos's own words, never outside data
-        return False
+    tool = service.host_tools.get(executor)  # wish: Metnos's own words, never outside data
+    if tool is not None:
+        return tool.outside_text
     spec = service.registry.find(executor)
     return spec is None or spec.manifest.outside_text
 
 
-async def _embedded(service: TurnService, ctx: TurnContext, how: Steps,
+async def _embedded(service: TurnService, ctx: TurnContext, how: steps.Steps,
                     said: str | None = None) -> str:
     """The embedded planner's single step (no model, or the day's model budget is spent)."""
     started = time.perf_counter()
@@ -282,13 +270,11 @@ async def _embedded(service: TurnService, ctx: TurnContext, how: Steps,
     service.events.publish(ctx.turn_id, "status", status="running")
     outcomes: list[StepOutcome] = []
     for seq, step in enumerate(plan.steps, start=1):
-        checked = await asyncio.to_thread(service.checker.check, ctx, step, seq=seq)
-        began = utcnow()
-        outcome = await run_checked(service, ctx, checked, how,
-                                    compose(outcomes, None, ctx.lang) if outcomes else "")
-        row = step_row(ctx, checked, outcome, began, utcnow(), seen=[])
-        await asyncio.to_thread(service.record.record_step, ctx, row)
-        ctx.activity.append(activity_item(checked, outcome, ctx.lang))  # its Undo button
+        _, outcome, done = await steps.one(
+            service, ctx, step, how, seq=seq,
+            done_so_far=compose(outcomes, None, ctx.lang) if outcomes else "")
+        if done.item is not None:
+            ctx.activity.append(done.item)  # its Undo button
         outcomes.append(outcome)
     started = time.perf_counter()
     reply = compose(outcomes, plan.text, ctx.lang)

@@ -19,15 +19,15 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metnos import identity, keys, reversibility
+from metnos import identity, keys
 from metnos.errors import MetnosError
 from metnos.executors.registry import ExecutorSpec
 from metnos.executors.signing import code_hash
-from metnos.mail import record as mail_record
 from metnos.policy.decide import ALLOWED_REVERSIBLE
 from metnos.policy.laws import no_undo_record_decision
 from metnos.remote.port import RemotePort
 from metnos.remote.server import run_remote
+from metnos.reversal import RecordRefused
 from metnos.sandbox import SandboxResult, run_sandboxed
 from metnos.turns import recovery
 from metnos.turns.autonomy import record_whole
@@ -68,9 +68,8 @@ class StepRunner:
         voice = OwnerVoice(ctx, checked, self.settings.workspace)  # before this step's taint
         result = await run_sandboxed(checked.request)
         ctx.mark("sandbox_total", started)
-        if checked.spec.manifest.account is not None and checked.request.args.get("mode") == "move":
-            await asyncio.to_thread(mail_record.after_move, self.settings, checked.action_id,
-                                    result)  # the new UIDs, signed beside the before-record
+        reversal = self.service.reversals[checked.spec.manifest.reversal]
+        await asyncio.to_thread(reversal.after, self.service, checked, result)
         ctx.timings["sandbox_spawn"] = ctx.timings.get("sandbox_spawn", 0.0) + result.spawn_s * 1000
         outcome = await asyncio.to_thread(self._record_result, ctx, checked, result)
         await asyncio.to_thread(voice.after, self.service)
@@ -108,18 +107,11 @@ class StepRunner:
             return checker.refuse(ctx, checked, "ERR_EXECUTOR_CODE_CHANGED",
                                   {"name": spec.name}).outcome
         if spec.manifest.changes(request.args):  # not a read-only call (lists' "show")
-            written = [request.args[n] for n, acc in spec.manifest.path_inputs().items()
-                       if acc == "write" and isinstance(request.args.get(n), str)]
+            reversal = self.service.reversals[spec.manifest.reversal]  # metnos.reversal
             try:  # kept even when the run then fails: a crash may have changed files already
                 key = keys.load_private_key(self.settings.keys_dir, "audit")
-                if spec.manifest.account is not None:  # a mailbox: the server's answer, signed
-                    signed, checked.request = mail_record.before_move(
-                        self.settings.state_dir, request, spec.name, key)
-                else:
-                    signed = reversibility.record_before(
-                        self.settings.state_dir, checked.action_id, self.settings.workspace,
-                        spec.name, written, key, copy=not spec.manifest.sandbox.trash)
-            except mail_record.SnapshotFailed as exc:  # nothing moved: the server's reason
+                signed = reversal.before(self.service, checked, key)
+            except RecordRefused as exc:  # nothing changed: its reason (a mail server's)
                 return checker.refuse(ctx, checked, exc.key, exc.vars, decision="error").outcome
             except (OSError, ValueError, MetnosError) as exc:  # Law 1: no undo, no action
                 log.error("turn.before_record_failed action_id=%s: %s", checked.action_id, exc)

@@ -7,6 +7,8 @@ findable by name:
 - `record` (`turns/record.py`): the turn's row, step trace, audit lines, what channels see;
 - `checker` (`turns/checker.py`): the policy for one step;
 - `runner` (`turns/runner.py`): one admitted step in the sandbox;
+- one step from check to record (`turns/steps.py`), with the host tools (`host_tools`) and
+  the reversals (`reversals`, `metnos.reversal`) it dispatches to;
 - the conversation the model sees (`turns/conversation.py`, `turns/history.py`), one model
   call (`turns/thinking.py`) and the agent loop (`turns/loop.py`), composed by
   `turns/pipeline.py` and, with Prefect tasks, by `flows/turn.py`.
@@ -17,6 +19,7 @@ Nothing here imports prefect.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from sqlalchemy.engine import Engine
 
@@ -26,7 +29,10 @@ from metnos.executors.registry import Registry, load_registry
 from metnos.llm.health import ModelHealth
 from metnos.llm.port import LLMPort
 from metnos.llm.tools import ToolSpec
+from metnos.mail.account import load_account
 from metnos.mnestoma import wish
+from metnos.reminders import effect as reminders
+from metnos.reversal import Reversal, Undoer
 from metnos.settings import Settings
 from metnos.turns.checker import StepChecker
 from metnos.turns.context import CheckedStep, Published, TurnContext
@@ -35,7 +41,8 @@ from metnos.turns.guard import Guard
 from metnos.turns.record import TurnRecord
 from metnos.turns.reply import StepOutcome
 from metnos.turns.runner import Effect, StepRunner
-from metnos.undo import UndoReport
+from metnos.turns.steps import HostTool
+from metnos.undo_run import reversals
 
 
 class TurnService:
@@ -61,17 +68,27 @@ class TurnService:
         # a manifest's `effect` → what the host carries out from the validated result (the
         # gateway registers "schedule_reminder": metnos.reminders.effect)
         self.effects: dict[str, Effect] = {}
+        # a manifest's `account` → the host-only block of the run's envelope (its password
+        # never in the arguments); AccountMissing when it is not configured
+        self.accounts: dict[str, Callable[[Settings], dict[str, Any]]] = {
+            "imap": lambda settings: load_account(settings).envelope()}  # metnos mail add
         # told of each step after it ran (the gateway registers the owner's notice of what
         # a family member had done: metnos.notify.members)
         self.watchers: list[Callable[[TurnContext, CheckedStep, StepOutcome],
                                      Awaitable[None]]] = []
-        # undoes of actions that changed no file, tried first by every undo surface
-        # (`(action id, sender, channel)` → a report, or None when the action is not theirs;
+        # how each kind of change is recorded before a step and undone (`metnos.reversal`,
+        # chosen by the manifest), asked in this order whose action an undo is
+        self.reversals: dict[str, Reversal] = reversals()
+        # a manifest's `effect` → the undo of what it carried out (`metnos.reversal.Effects`;
         # the gateway registers the owner's scheduled tasks: metnos.schedules.effect)
-        self.undoers: list[Callable[[str, str, str], UndoReport | None]] = []
+        self.undoers: dict[str, Undoer] = {reminders.EFFECT: reminders.undoer(self)}
         # the Tutor's pre-check before the loop (SPEC §10; the runtime sets it): an answer
         # about Metnos itself from the docs catalog, or None
         self.precheck: Callable[[TurnService, TurnContext], Awaitable[str | None]] | None = None
+        # Metnos's own tools, offered when a model plans (`turns.steps.HostTool`): the
+        # `wish` tool (metnos.mnestoma.wish) and "undo that" (metnos.undo_tool)
+        self.host_tools: dict[str, HostTool] = {
+            tool.name: tool for tool in (wish.WishTool(), undo_tool.UndoTool())}
         self._tools: dict[tuple[str, int], list[ToolSpec]] = {}  # per language and generation
 
     def tools(self, ctx: TurnContext, lang: str | None = None) -> list[ToolSpec]:
@@ -84,13 +101,13 @@ class TurnService:
         return self._tools[key]
 
     def _specs(self, lang: str) -> list[ToolSpec]:
-        """The admitted executors (none may take a built-in tool's name) and, when a model
-        plans, the `wish` tool (metnos.mnestoma.wish) and `undo_last` (metnos.undo_tool)."""
-        builtin = (wish.TOOL, undo_tool.TOOL)
-        specs = [spec for spec in self.registry.tool_specs(lang) if spec.name not in builtin]
+        """The admitted executors (none may take a host tool's name) and, when a model plans,
+        the host tools."""
+        specs = [spec for spec in self.registry.tool_specs(lang)
+                 if spec.name not in self.host_tools]
         if self.port is None:
             return specs
-        return [*specs, wish.tool_spec(self.registry, lang), undo_tool.tool_spec(lang)]
+        return [*specs, *(tool.spec(self.registry, lang) for tool in self.host_tools.values())]
 
     def reload_registry(self) -> Registry:
         """Discover and admit the executors again (a synt candidate was signed or rejected)

@@ -15,6 +15,7 @@ from metnos.languages.lang_state import (
     stale_languages,
 )
 from metnos.llm.tools import ToolSpec
+from metnos.undo_run import reversals
 from tests.executors.conftest import BUILTINS, REPO_EXECUTORS
 
 FOLDERS = sorted(p.parent for p in REPO_EXECUTORS.glob(f"*/{MANIFEST_FILE}"))
@@ -43,6 +44,17 @@ def test_manifest_is_valid(folder: Path) -> None:
         assert manifest.sandbox.write or manifest.effect or manifest.account
     else:
         assert not manifest.sandbox.write
+
+
+def test_every_manifest_chooses_a_reversal_the_runner_and_the_undo_know() -> None:
+    """`Manifest.reversal` names one of the registered kinds (`metnos.undo_run.reversals`):
+    a mail move its mailbox, a reminder its effect, a file change its files."""
+    chosen = {folder.name: parse_manifest(folder / MANIFEST_FILE).reversal for folder in FOLDERS}
+    assert set(chosen.values()) <= set(reversals())
+    assert chosen["move_messages"] == "mailbox"
+    assert chosen["reminder_set"] == chosen["schedule_set"] == "effect"
+    assert chosen["fs_write"] == chosen["fs_delete"] == "files"
+    assert list(reversals())[-1] == "files"  # asked last by an undo: every action has it
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)
