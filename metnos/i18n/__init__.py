@@ -194,13 +194,9 @@ def _store_failed(view: _StoreView, exc: Exception) -> None:
 def _file_catalogs() -> dict[str, dict[str, Value]]:
     """The catalog files of the configured resources folder, read once per folder and read
     again when `metnos-prompts` changed them (its record, `lang_state.json`, is rewritten)."""
-    from metnos.paths import resources_path
+    from metnos.i18n.lexicon import resources_root
 
-    try:
-        settings = get_settings()
-        folder = settings.resources_root / "i18n"
-    except Exception:  # settings broken: the shipped catalogs
-        folder = resources_path("i18n")
+    folder = resources_root() / "i18n"  # the shipped catalogs when the settings are broken
     try:
         stamp = (folder / "lang_state.json").stat().st_mtime_ns
     except OSError:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from metnos.paths import resources_path
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.support.home import Home, MakeHome, gateway_client
 
@@ -144,7 +145,7 @@ def install_owner_executor(home: Home, name: str = "echo_note") -> Path:
     from metnos.executors.signing import sign_executor, signature_path
 
     folder = home.path / "executors" / name
-    repo_exec = Path(__file__).resolve().parents[2] / "executors" / "fs_read"
+    repo_exec = resources_path("executors", "fs_read")
     folder.mkdir()
     manifest = (repo_exec / "manifest.toml").read_text().replace(
         'name = "fs_read"', f'name = "{name}"')

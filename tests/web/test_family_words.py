@@ -7,19 +7,18 @@ from __future__ import annotations
 
 import re
 from html.parser import HTMLParser
-from pathlib import Path
 from typing import Any
 
 import httpx
 
+from metnos.paths import resources_path
 from metnos.testing.llm_server import ScriptedLLM
 from tests.approvals.test_approval_flow import wait_status
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client
 from tests.web.support import ORIGIN, browser, log_in
 
-ROOT = Path(__file__).resolve().parents[2]
-TOOLS = sorted(p.parent.name for p in (ROOT / "executors").glob("*/manifest.toml"))
+TOOLS = sorted(p.parent.name for p in resources_path("executors").glob("*/manifest.toml"))
 CALL_SYNTAX = re.compile(r"\b\w+\(\w+=")
 
 
