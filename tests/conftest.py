@@ -12,6 +12,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.services import use_worker_services
+
+use_worker_services()  # under pytest-xdist: this worker's own Prefect server, before Prefect loads
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # the suite's homes keep the earlier Supervised, where every write, rename and move asks: the

@@ -22,6 +22,8 @@ the end.
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import os
 import shutil
 import socket
@@ -63,9 +65,28 @@ class TestPostgres:
         self.pg.drop_database(name)
 
 
+# Under pytest-xdist each worker hands out ports from a block of its own, below the kernel's
+# ephemeral range (32768-60999): a port one worker was given and has not bound yet cannot
+# be given to another. Outside xdist the kernel picks one.
+PORT_BLOCK, FIRST_PORT = 1500, 20000
+_handed_out = itertools.count(os.getpid() % PORT_BLOCK)  # a child pytest starts elsewhere
+
+
 def free_port() -> int:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return _bind(0)
+    start = FIRST_PORT + int(worker.removeprefix("gw")) * PORT_BLOCK
+    for _ in range(PORT_BLOCK):
+        port = start + next(_handed_out) % PORT_BLOCK
+        with contextlib.suppress(OSError):
+            return _bind(port)
+    raise OSError(f"no free port left in {worker}'s block from {start}")
+
+
+def _bind(port: int) -> int:
     with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
+        sock.bind(("127.0.0.1", port))
         return int(sock.getsockname()[1])
 
 
