@@ -3,7 +3,8 @@
 
 Fixtures:
 - `pg_server` (session): a running `TestPostgres`. `.url(name, driver=...)` creates the database
-  on first use; `.fresh_database()` makes a `test_<hex>` one; `.drop_database(name)`.
+  on first use; `.fresh_database()` makes a `test_<hex>` one (`tables=True`: with Metnos's
+  tables, a copy of the process's template database); `.drop_database(name)`.
 - `db_engine` (module): an Engine on a throwaway database with Metnos's tables, dropped after the
   module.
 - `db_session` (function): a Session on `db_engine` inside a transaction that is rolled back at
@@ -32,7 +33,9 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import psycopg
 import pytest
+from psycopg import sql
 from sqlalchemy import Engine
 from sqlmodel import Session
 
@@ -51,15 +54,38 @@ class TestPostgres:
 
     def __init__(self, pg: EmbeddedPostgres) -> None:
         self.pg = pg
+        self.template: str | None = None
 
     def url(self, name: str, driver: Driver = "psycopg") -> str:
         self.pg.ensure_database(name)
         return self.pg.url(name, driver=driver)
 
-    def fresh_database(self) -> str:
+    def fresh_database(self, *, tables: bool = False) -> str:
+        """A new empty database; with `tables`, a copy of one that holds Metnos's tables
+        (`CREATE DATABASE ... TEMPLATE`: a file copy, where creating them takes ~100
+        statements), made once per test process."""
         name = f"test_{uuid.uuid4().hex[:12]}"
-        self.pg.ensure_database(name)
+        if not tables:
+            self.pg.ensure_database(name)
+            return name
+        template = self._template()
+        with psycopg.connect(self.pg.conninfo("postgres"), autocommit=True,
+                             connect_timeout=10) as conn:
+            conn.execute(sql.SQL("CREATE DATABASE {} TEMPLATE {}").format(
+                sql.Identifier(name), sql.Identifier(template)))
         return name
+
+    def _template(self) -> str:
+        if self.template is None:
+            name = f"template_{uuid.uuid4().hex[:12]}"
+            self.pg.ensure_database(name)
+            engine = make_engine(self.pg.url(name))
+            try:
+                create_tables(engine)
+            finally:
+                engine.dispose()  # a template must have no connection when it is copied
+            self.template = name
+        return self.template
 
     def drop_database(self, name: str) -> None:
         self.pg.drop_database(name)
@@ -131,10 +157,9 @@ def pg_server() -> Iterator[TestPostgres]:
 
 @pytest.fixture(scope="module")
 def db_engine(pg_server: TestPostgres) -> Iterator[Engine]:
-    name = pg_server.fresh_database()
+    name = pg_server.fresh_database(tables=True)
     engine = make_engine(pg_server.url(name))
     try:
-        create_tables(engine)
         yield engine
     finally:
         engine.dispose()
