@@ -20,8 +20,13 @@ run: $(STAMP)
 	$(VENV)/bin/metnos init --if-needed
 	$(VENV)/bin/metnos serve
 
+# one pytest-xdist worker per core, each with its own Prefect server (tests/support/services.py);
+# worksteal: a worker that runs out takes the tail of the other's share
+TEST_WORKERS ?= 2
+
 test: $(STAMP)
-	$(PY) -m tests.support.services -- $(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m tests.support.services --workers $(TEST_WORKERS) -- \
+		$(PY) -m pytest -n $(TEST_WORKERS) --dist worksteal $(PYTEST_ARGS)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check metnos flows tasks deployments tests bench

@@ -12,6 +12,18 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.support.services import use_worker_services
+
+use_worker_services()  # under pytest-xdist: this worker's own Prefect server, before Prefect loads
+# pytest-xdist's workers start with COLUMNS=80 LINES=24 where the run itself had none (a pipe):
+# the CLI's tables are as wide as COLUMNS says, so a worker gets the size the run had
+for _name in ("COLUMNS", "LINES"):
+    if not os.environ.get("PYTEST_XDIST_WORKER"):
+        os.environ[f"METNOS_TEST_{_name}"] = os.environ.get(_name, "")
+    elif os.environ.get(f"METNOS_TEST_{_name}"):
+        os.environ[_name] = os.environ[f"METNOS_TEST_{_name}"]
+    elif f"METNOS_TEST_{_name}" in os.environ:
+        os.environ.pop(_name, None)
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # the suite's homes keep the earlier Supervised, where every write, rename and move asks: the

@@ -35,6 +35,8 @@ from tests.support.pg import TestPostgres
 from tests.support.worker import Worker, laptop_home, worker_env
 
 POOL = "laptop"
+# the database of this process's Prefect server (one per xdist worker: tests/support/services.py)
+PREFECT_DB = os.environ.get("METNOS_TEST_PREFECT_DATABASE", "prefect")
 PHOTOS = {"IMG_0412.JPG": b"\xff\xd8 first" * 300, "IMG_0413.jpg": b"\xff\xd8 second" * 200,
           "dsc 77.png": b"\x89PNG third" * 100, "notes.txt": b"not a photo"}
 
@@ -257,7 +259,7 @@ async def test_server_and_metnos_share_one_postgresql_the_worker_none(
     assert home.settings.database.url is not None  # not the embedded one under METNOS_HOME
     with pytest.MonkeyPatch.context() as env:  # both URLs set: `metnos serve` starts no cluster
         env.setenv("PREFECT_SERVER_DATABASE_CONNECTION_URL",
-                   pg_server.url("prefect", driver="asyncpg"))
+                   pg_server.url(PREFECT_DB, driver="asyncpg"))
         assert not uses_embedded(home.settings)
     metnos_db = create_engine(database_url(home.settings))
     try:
@@ -267,7 +269,7 @@ async def test_server_and_metnos_share_one_postgresql_the_worker_none(
     finally:
         metnos_db.dispose()
     assert rows == [("photo_rename",)]
-    prefect = create_engine(pg_server.url("prefect"))
+    prefect = create_engine(pg_server.url(PREFECT_DB))
     try:
         with prefect.connect() as db:  # its two runs, in the Prefect server's tables
             runs = db.execute(text(

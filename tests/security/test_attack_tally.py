@@ -38,12 +38,15 @@ def test_not_an_attack() -> None:
 '''
 
 
-def _pytest(tmp_path: Path, source: str, ci: str) -> subprocess.CompletedProcess[str]:
+def _pytest(tmp_path: Path, source: str, ci: str,
+            *options: str) -> subprocess.CompletedProcess[str]:
     test_file = tmp_path / "test_some_attacks.py"
     test_file.write_text(source)
     env = {**os.environ, "PYTHONPATH": str(REPO), "CI": ci}
+    env.pop("PYTEST_XDIST_WORKER", None)  # this run's own, not the outer worker's
     argv = [sys.executable, "-m", "pytest", "-q", "-p", "tests.support.attacks", "-c",
-            os.devnull, "--rootdir", str(tmp_path), "-p", "no:cacheprovider", str(test_file)]
+            os.devnull, "--rootdir", str(tmp_path), "-p", "no:cacheprovider", *options,
+            str(test_file)]
     return subprocess.run(argv, capture_output=True, text=True, env=env, cwd=tmp_path,
                           timeout=120, check=False)
 
@@ -60,6 +63,14 @@ def test_skipped_attacks_are_reported_apart(tmp_path: Path) -> None:
 
 def test_under_ci_a_skipped_attack_fails_the_session(tmp_path: Path) -> None:
     out = _pytest(tmp_path, ATTACKS, ci="1")
+    assert out.returncode == pytest.ExitCode.TESTS_FAILED, out.stdout + out.stderr
+    assert "attacks tried: 2; skipped: 2; successful attacks: 0" in out.stdout
+    assert "CI=1: 2 attack(s) skipped; the session fails" in out.stdout
+
+
+def test_under_ci_a_skipped_attack_fails_a_session_on_two_workers(tmp_path: Path) -> None:
+    """`make test` runs pytest-xdist: the workers' reports are tallied by the controller."""
+    out = _pytest(tmp_path, ATTACKS, "1", "-n", "2")
     assert out.returncode == pytest.ExitCode.TESTS_FAILED, out.stdout + out.stderr
     assert "attacks tried: 2; skipped: 2; successful attacks: 0" in out.stdout
     assert "CI=1: 2 attack(s) skipped; the session fails" in out.stdout

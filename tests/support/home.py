@@ -73,7 +73,9 @@ def make_home(tmp_path: Path, pg_server: TestPostgres,
         monkeypatch.setenv("METNOS_HOME", str(home))
         monkeypatch.setenv("METNOS_LANG", lang)
         monkeypatch.setenv("METNOS_POLICY_AUTONOMY", autonomy)
-        monkeypatch.setenv("METNOS_DATABASE_URL", pg_server.url(pg_server.fresh_database()))
+        # its tables copied from a template: `initialise` below finds them current
+        monkeypatch.setenv("METNOS_DATABASE_URL",
+                           pg_server.url(pg_server.fresh_database(tables=True)))
         # the test session's Prefect server has its own database: init must not create one
         monkeypatch.setenv("PREFECT_SERVER_DATABASE_CONNECTION_URL", "postgresql+asyncpg://test/unused")
         for name in ("METNOS_LLM_MODEL", "METNOS_LLM_API_BASE", "METNOS_LLM_API_KEY"):
@@ -85,6 +87,10 @@ def make_home(tmp_path: Path, pg_server: TestPostgres,
         # a home without a catalog stays one (the Tutor steps aside) unless a test asks for
         # the compile at start (issue 27): no test pays for a compile it does not use
         monkeypatch.setenv("METNOS_TUTOR_READ_AT_START", "false")
+        # a gateway stopped at the end of a test with a turn still waiting for its approval
+        # waits out the whole drain window (30 s by default) before recording it interrupted:
+        # a short one here, the tests of the drain set their own
+        monkeypatch.setenv("METNOS_GATEWAY_DRAIN_S", "5")
         for name, value in env.items():
             monkeypatch.setenv(name, value)
         get_settings.cache_clear()

@@ -1,12 +1,18 @@
 """Start the services the test session needs, run a command, stop them.
 
-    python -m tests.support.services -- python -m pytest
+    python -m tests.support.services [--workers N] -- python -m pytest [-n N]
 
-Starts ONE embedded PostgreSQL (a throwaway cluster under a temp dir) and ONE Prefect server
-on it, locked by a credential as `metnos serve` locks it, exports their coordinates to the child
-command (PREFECT_API_URL, PREFECT_API_AUTH_STRING, METNOS_TEST_PG_*), runs
-the command, then stops both in order, whatever the command's outcome. This is what
-`make test`, `.ci/run` and `make bench` use (SPEC §1 'Prefect operating rules').
+Starts ONE embedded PostgreSQL (a throwaway cluster under a temp dir) and one Prefect server
+per pytest-xdist worker (N, default 1) on it, each on its own database and locked by a
+credential as `metnos serve` locks it, exports their coordinates to the child command
+(PREFECT_API_URL, PREFECT_API_AUTH_STRING, METNOS_TEST_PG_*, METNOS_TEST_PREFECT_*), runs the
+command, then stops them in order, whatever the command's outcome. This is what `make test`,
+`.ci/run` and `make bench` use (SPEC §1 'Prefect operating rules').
+
+Each xdist worker takes its own Prefect server (`use_worker_services`, called from
+tests/conftest.py before Prefect is imported): deployments (`reminder/at`,
+`owner-task/scheduled`, `remote-step/laptop`), work pools and flow runs are the server's
+state, and two workers sharing one would see each other's.
 """
 
 from __future__ import annotations
@@ -21,37 +27,85 @@ from pathlib import Path
 
 from metnos.db.embedded import EmbeddedPostgres
 from metnos.serve.prefect_access import AUTH_ENV, new_credential
-from metnos.serve.processes import base_environment, prefect_server
-from tests.support.pg import free_port
+from metnos.serve.processes import Service, base_environment, prefect_server
+
+URLS_ENV, DBS_ENV = "METNOS_TEST_PREFECT_URLS", "METNOS_TEST_PREFECT_DATABASES"
+# two workers' fixtures, engines and Prefect servers at once: more than the default 100
+MAX_CONNECTIONS = 400
+
+
+def database_name(index: int) -> str:
+    return "prefect" if index == 0 else f"prefect_{index}"
+
+
+def use_worker_services() -> None:
+    """In a pytest-xdist worker (`gwN`), point this process at Prefect server N and a Prefect
+    home of its own. Must run before `prefect` is imported (its settings are read then)."""
+    worker, urls = os.environ.get("PYTEST_XDIST_WORKER"), os.environ.get(URLS_ENV, "").split()
+    if not worker or not urls:
+        return
+    index = int(worker.removeprefix("gw"))
+    if index >= len(urls):
+        raise RuntimeError(f"worker {worker} has no Prefect server of its own: start as many "
+                           f"as workers (python -m tests.support.services --workers N)")
+    if "prefect" in sys.modules:
+        raise RuntimeError("prefect was imported before the worker chose its server")
+    os.environ["PREFECT_API_URL"] = urls[index]
+    os.environ["METNOS_TEST_PREFECT_DATABASE"] = os.environ[DBS_ENV].split()[index]
+    home = os.environ.get("PREFECT_HOME")
+    if home and not home.endswith(f"-{worker}"):  # a child pytest inherits the worker's
+        os.environ["PREFECT_HOME"] = f"{home}-{worker}"
+
+
+def _parse(argv: list[str]) -> tuple[int, list[str]] | None:
+    if "--" not in argv:
+        return None
+    options, command = argv[:argv.index("--")], argv[argv.index("--") + 1:]
+    if options and (len(options) != 2 or options[0] != "--workers" or not options[1].isdigit()):
+        return None
+    return (int(options[1]) if options else 1), command
 
 
 def main(argv: list[str]) -> int:
-    if "--" not in argv:
-        print("usage: python -m tests.support.services -- COMMAND...", file=sys.stderr)
+    parsed = _parse(argv)
+    if parsed is None:
+        print("usage: python -m tests.support.services [--workers N] -- COMMAND...",
+              file=sys.stderr)
         return 2
-    command = argv[argv.index("--") + 1:]
+    workers, command = parsed
+    from tests.support.pg import free_port  # not at import: conftest imports this module first
+
     root = Path(tempfile.mkdtemp(prefix="metnos-test-services-"))
     os.chmod(root, 0o755)
     pg = EmbeddedPostgres(root / "pg", free_port(), root / "pg.password", durable=False)
-    server = None
+    servers: list[Service] = []
     t0 = time.monotonic()
     try:
         pg.initialise()
+        with (pg.data_dir / "postgresql.conf").open("a") as conf:
+            conf.write(f"max_connections = {MAX_CONNECTIONS}\n")
         pg.start()
-        pg.ensure_database("prefect")
-        server_port = free_port()
         credential = new_credential()  # locked as `metnos serve` locks it (SPEC §1)
-        server = prefect_server(
-            port=server_port, prefect_home=root / "prefect",
-            database_url=pg.url("prefect", driver="asyncpg"), log_path=root / "prefect.log",
-            auth_string=credential, ui=False,
-        )
-        server.start()
-        server.wait_healthy(timeout_s=180)
-        print(f"[services] postgres and prefect ready in {time.monotonic() - t0:.1f}s", flush=True)
+        urls = []
+        for index in range(max(workers, 1)):
+            pg.ensure_database(database_name(index))
+            port = free_port()
+            servers.append(prefect_server(
+                port=port, prefect_home=root / f"prefect-{index}",
+                database_url=pg.url(database_name(index), driver="asyncpg"),
+                log_path=root / f"prefect-{index}.log", auth_string=credential, ui=False))
+            servers[-1].start()
+            urls.append(f"http://127.0.0.1:{port}/api")
+        for server in servers:
+            server.wait_healthy(timeout_s=180)
+        print(f"[services] postgres and {len(servers)} prefect server(s) ready in "
+              f"{time.monotonic() - t0:.1f}s", flush=True)
         env = base_environment()
         env.update({
-            "PREFECT_API_URL": f"http://127.0.0.1:{server_port}/api",
+            "PREFECT_API_URL": urls[0],
+            URLS_ENV: " ".join(urls),
+            DBS_ENV: " ".join(database_name(i) for i in range(len(servers))),
+            "METNOS_TEST_PREFECT_DATABASE": database_name(0),
             AUTH_ENV: credential,
             "PREFECT_HOME": str(root / "prefect-client"),
             "PREFECT_LOGGING_LEVEL": "WARNING",
@@ -61,7 +115,7 @@ def main(argv: list[str]) -> int:
         })
         return subprocess.call(command, env=env)  # noqa: S603 - the developer's own command
     finally:
-        if server is not None:
+        for server in servers:
             server.stop()
         pg.stop()
         shutil.rmtree(root, ignore_errors=True)

@@ -3,14 +3,21 @@ cannot hide a test under CI.
 
 The project's machines are Debian and the test session runs as root, so a missing system tool
 (minisign, chromium) is installed with apt-get when it can be; where it cannot, the test is
-skipped with the reason, except under CI (`CI` set), where that is a failure.
+skipped with the reason, except under CI (`CI` set), where that is a failure. Under
+pytest-xdist two workers may want a package at once: apt-get runs under `machine_lock("apt")`
+(dpkg's own lock would make the second one fail, and its test skip).
 """
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 import pytest
 
@@ -32,10 +39,26 @@ def ensure_debian_binary(binary: str, package: str) -> str | None:
     found = shutil.which(binary)
     if found or os.geteuid() != 0 or not shutil.which("apt-get"):
         return found
-    install = ("install", "-y", "-q", "--no-install-recommends", package)
-    if not _apt_get(*install) and _apt_get("update", "-q"):  # lists missing or stale
-        _apt_get(*install)
+    with machine_lock("apt"):
+        if shutil.which(binary):  # another worker installed it meanwhile
+            return shutil.which(binary)
+        install = ("install", "-y", "-q", "--no-install-recommends", package)
+        if not _apt_get(*install) and _apt_get("update", "-q"):  # lists missing or stale
+            _apt_get(*install)
     return shutil.which(binary)
+
+
+@contextmanager
+def machine_lock(name: str) -> Iterator[None]:
+    """One holder at a time on this machine (an exclusive flock on a file in the temp dir):
+    for what the test processes of one session (pytest-xdist workers) must not do together."""
+    path = Path(tempfile.gettempdir()) / f"metnos-tests-{name}.lock"
+    with path.open("a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _apt_get(*args: str) -> bool:

@@ -15,6 +15,8 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from tests.support.system import machine_lock
+
 CHROMIUM = "/usr/bin/chromium"
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu"]
 
@@ -25,9 +27,13 @@ def ensure_chromium() -> str | None:
         return CHROMIUM
     if os.geteuid() == 0 and shutil.which("apt-get"):
         env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-        for args in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "chromium"]):
-            subprocess.run(args, check=False, env=env, timeout=900,  # noqa: S603 - fixed argv
-                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        with machine_lock("apt"):  # one pytest-xdist worker at a time
+            for args in (["apt-get", "update", "-q"],
+                         ["apt-get", "install", "-y", "-q", "chromium"]):
+                if os.access(CHROMIUM, os.X_OK):  # another worker installed it meanwhile
+                    break
+                subprocess.run(args, check=False, env=env, timeout=900,  # noqa: S603 - fixed argv
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return CHROMIUM if os.access(CHROMIUM, os.X_OK) else None
 
 
