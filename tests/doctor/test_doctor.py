@@ -266,8 +266,9 @@ LISTEN = ("import socket, sys, time\ns = socket.socket()\n"
 
 
 @pytest.mark.timeout(600)
-def test_a_running_instance_is_healthy_and_its_prefect_password_works() -> None:
-    with served_instance(METNOS_LANG="en") as served:
+def test_a_running_instance_is_healthy_and_its_prefect_password_works(
+        compiled_catalog: Path) -> None:
+    with served_instance(compiled_catalog, METNOS_LANG="en") as served:
         out = doctor(served.env)
         assert out.returncode == 0, out.stdout + out.stderr
         assert len(out.stdout.splitlines()) <= SCREEN_LINES

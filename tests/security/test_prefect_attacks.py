@@ -19,6 +19,7 @@ import re
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -33,8 +34,8 @@ APPROVAL_TIMEOUT_S = 30
 
 
 @pytest.fixture(scope="module")
-def instance() -> Iterator[ServedInstance]:
-    with served_instance(METNOS_LANG="en",
+def instance(compiled_catalog: Path) -> Iterator[ServedInstance]:
+    with served_instance(compiled_catalog, METNOS_LANG="en",
                          METNOS_POLICY_APPROVAL_TIMEOUT_S=str(APPROVAL_TIMEOUT_S)) as served:
         yield served
 

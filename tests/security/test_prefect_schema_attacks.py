@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -19,8 +20,8 @@ SCHEMA_PAGES = ("/openapi.json", "/docs", "/docs/oauth2-redirect", "/redoc",
 
 
 @pytest.fixture(scope="module")
-def instance() -> Iterator[ServedInstance]:
-    with served_instance(METNOS_LANG="en") as served:
+def instance(compiled_catalog: Path) -> Iterator[ServedInstance]:
+    with served_instance(compiled_catalog, METNOS_LANG="en") as served:
         yield served
 
 

@@ -15,6 +15,7 @@ import os
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -66,8 +67,8 @@ def llm() -> Iterator[ScriptedLLM]:
 
 
 @pytest.fixture(scope="module")
-def instance(llm: ScriptedLLM) -> Iterator[ServedInstance]:
-    with served_instance(METNOS_LANG="en", METNOS_LLM_MODEL="openai/scripted",
+def instance(llm: ScriptedLLM, compiled_catalog: Path) -> Iterator[ServedInstance]:
+    with served_instance(compiled_catalog, METNOS_LANG="en", METNOS_LLM_MODEL="openai/scripted",
                          METNOS_LLM_API_BASE=llm.api_base, METNOS_LLM_API_KEY="sk-test",
                          METNOS_POLICY_APPROVAL_TIMEOUT_S="300") as served:
         yield served

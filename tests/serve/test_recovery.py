@@ -146,8 +146,9 @@ HUNG_AFTER_S = 10  # this module's instance calls a child hung after this long
 
 
 @pytest.fixture(scope="module")
-def served() -> Iterator[ServedInstance]:
-    with served_instance(METNOS_LANG="en", METNOS_GATEWAY_HUNG_AFTER_S=str(HUNG_AFTER_S)) as inst:
+def served(compiled_catalog: Path) -> Iterator[ServedInstance]:
+    with served_instance(compiled_catalog, METNOS_LANG="en",
+                         METNOS_GATEWAY_HUNG_AFTER_S=str(HUNG_AFTER_S)) as inst:
         yield inst
 
 
@@ -216,8 +217,9 @@ def test_a_second_serve_on_a_running_home_is_refused_naming_its_pid(
     assert_one_of_each(served.home)
 
 
-def test_kill_9_of_the_supervisor_then_serve_is_healthy_with_one_of_each() -> None:
-    with served_instance(METNOS_LANG="en") as first:
+def test_kill_9_of_the_supervisor_then_serve_is_healthy_with_one_of_each(
+        compiled_catalog: Path) -> None:
+    with served_instance(compiled_catalog, METNOS_LANG="en") as first:
         home, env = first.home, first.env
         assert_one_of_each(home)
         os.kill(first.process.pid, signal.SIGKILL)

@@ -157,7 +157,7 @@ def test_serve_refuses_a_taken_port(instance_env: dict[str, str]) -> None:
     assert f"port {instance_env['METNOS_GATEWAY_PORT']} is already in use" in serve.stderr
 
 
-def test_serve_names_a_wrong_model_key_at_start() -> None:
+def test_serve_names_a_wrong_model_key_at_start(compiled_catalog: Path) -> None:
     """The model is checked once at start: a key its server refuses is said before the
     banner, as a configuration error with the setting to fix; Metnos starts anyway."""
     from metnos import i18n
@@ -165,7 +165,7 @@ def test_serve_names_a_wrong_model_key_at_start() -> None:
     from tests.support.serve_process import served_instance
 
     with ScriptedLLM(api_key="sk-right") as llm, served_instance(
-            METNOS_LANG="en", METNOS_LLM_MODEL="openai/scripted",
+            compiled_catalog, METNOS_LANG="en", METNOS_LLM_MODEL="openai/scripted",
             METNOS_LLM_API_BASE=llm.api_base, METNOS_LLM_API_KEY="sk-wrong") as inst:
         said = inst.banner
         health = httpx.get(f"{inst.gateway}/healthz").json()

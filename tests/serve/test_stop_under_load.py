@@ -12,6 +12,7 @@ import signal
 import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -23,10 +24,11 @@ DRAIN_S = 5.0
 STOP_S = 30.0  # the runner's and watchdog's stop, the gateway's window and close, the rest
 
 
-def test_sigterm_to_serve_with_5_sessions_sending_turns() -> None:
+def test_sigterm_to_serve_with_5_sessions_sending_turns(compiled_catalog: Path) -> None:
     with ScriptedLLM() as llm:
         llm.respond_with(slow_model(1.0, 60.0))
-        with served_instance(METNOS_LLM_MODEL="openai/scripted", METNOS_LLM_API_BASE=llm.api_base,
+        with served_instance(compiled_catalog, METNOS_LLM_MODEL="openai/scripted",
+                             METNOS_LLM_API_BASE=llm.api_base,
                              METNOS_LLM_API_KEY="sk-test", METNOS_LANG="en",
                              METNOS_GATEWAY_DRAIN_S=str(DRAIN_S)) as served:
             proc = served.process

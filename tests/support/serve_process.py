@@ -22,6 +22,7 @@ from pathlib import Path
 
 from metnos.serve.processes import tail
 from tests.support.pg import free_port
+from tests.support.tutor_catalog import install_catalog
 
 METNOS = [sys.executable, "-m", "metnos.cli.main"]
 
@@ -85,14 +86,21 @@ def wait_ready(proc: subprocess.Popen[str], timeout_s: float = 240) -> str:
 
 
 @contextmanager
-def served_instance(**extra_env: str) -> Iterator[ServedInstance]:
-    """`metnos init` then `metnos serve`; stopped with SIGTERM (SIGKILL if it must) after."""
+def served_instance(catalog: Path | None = None, **extra_env: str) -> Iterator[ServedInstance]:
+    """`metnos init` then `metnos serve`; stopped with SIGTERM (SIGKILL if it must) after.
+
+    With `catalog` (the session's `compiled_catalog`), init leaves the Tutor's catalog to
+    it instead of compiling one (half a minute of CPU): the home gets that one, verified by
+    the key that signed it, as `metnos init` would have left it."""
     root = Path(tempfile.mkdtemp(prefix="metnos-served-"))
     env = instance_env(root, **extra_env)
     try:
-        init = subprocess.run([*METNOS, "init"], env=env, capture_output=True, text=True,
+        init_env = env if catalog is None else {**env, "METNOS_TUTOR_ENABLED": "false"}
+        init = subprocess.run([*METNOS, "init"], env=init_env, capture_output=True, text=True,
                               timeout=600)
         assert init.returncode == 0, init.stdout + init.stderr
+        if catalog is not None:
+            install_catalog(catalog, Path(env["METNOS_HOME"]))
         proc = subprocess.Popen([*METNOS, "serve"], env=env, stdout=subprocess.PIPE,
                                 stderr=subprocess.STDOUT, text=True, start_new_session=True)
         try:
