@@ -37,6 +37,10 @@ async def remote_step(request: dict[str, Any]) -> State:
     return Completed(message=text) if reply.get("ok") else Failed(message=text)
 
 
+# the folder holding the `flows` package (the checkout, or site-packages): what a pool pulls
+CODE_ROOT = Path(__file__).resolve().parent.parent
+
+
 async def deploy(pool: str, source: Path) -> UUID:
     """The pool (type `process`) and the deployment `remote-step/<pool>` its workers run,
     the code pulled from `source` (the laptop's own checkout of Metnos, at the same path)."""
@@ -53,10 +57,10 @@ async def deploy(pool: str, source: Path) -> UUID:
 async def deploy_pools() -> list[UUID]:
     """`python -m flows.remote_step`: the deployment of every place in `[remote] pools`."""
     settings = get_settings()
-    return [await deploy(pool, settings.resources_root) for pool in settings.remote.pools.values()]
+    return [await deploy(pool, CODE_ROOT) for pool in settings.remote.pools.values()]
 
 
-__all__ = ["deploy", "deploy_pools", "port", "remote_step"]
+__all__ = ["CODE_ROOT", "deploy", "deploy_pools", "port", "remote_step"]
 
 if __name__ == "__main__":
     asyncio.run(deploy_pools())
