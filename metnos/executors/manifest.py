@@ -1,9 +1,7 @@
-"""The executor manifest (`executors/<name>/manifest.toml`), parsed without importing code.
-
-The models are data only: policy and sandbox act on them before any executor code runs.
-`parse_manifest` reads one file and raises `ManifestError` with a readable reason;
-`Manifest.tool_spec(lang)` is what a planner sees of the executor in one language.
-"""
+"""The executor manifest (`executors/<name>/manifest.toml`), parsed without importing code:
+data only, acted on by policy and sandbox before any executor code runs. `parse_manifest`
+raises `ManifestError` with a readable reason; `Manifest.tool_spec(lang)` is what a planner
+sees of the executor in one language."""
 
 from __future__ import annotations
 
@@ -326,14 +324,11 @@ class Manifest(_Model):
 
     @property
     def reversal(self) -> str:
-        """How a change of this executor is recorded and undone (`metnos.reversal`): on
-        another machine ("remote"), in a mailbox ("mailbox"), by undoing what the host
-        carried out from its result ("effect"), else its workspace files ("files")."""
+        """How its changes are recorded and undone (`metnos.reversal`): on another machine,
+        in a mailbox, by the host's effect's own undo, else its workspace files."""
         if self.runs_on is not None:
             return "remote"
-        if self.account is not None:
-            return "mailbox"
-        return "effect" if self.effect is not None else "files"
+        return "mailbox" if self.account else ("effect" if self.effect else "files")
 
     def changes(self, args: dict[str, Any]) -> bool:
         """Whether a run with `args` may change state: side-effecting, and no input holds one
@@ -353,10 +348,7 @@ class Manifest(_Model):
 
 def parse_manifest(path: Path, data: bytes | None = None) -> Manifest:
     """Parse and validate `path` (a `manifest.toml`); the folder name must equal `name`.
-
-    `data`, when given, is the file's content already read (so a caller can hash exactly
-    the bytes it parsed).
-    """
+    `data`: the file's content already read (so a caller hashes exactly the bytes parsed)."""
     folder = path.parent
     table = _load_toml(path, folder.name, data)
     try:
@@ -378,9 +370,8 @@ def manifest_bytes(path: Path) -> bytes:
     with path.open("rb") as fh:
         data = fh.read(MAX_MANIFEST_BYTES + 1)
     if len(data) > MAX_MANIFEST_BYTES:
-        raise ManifestError(
-            name=path.parent.name, path=str(path), detail=f"larger than {MAX_MANIFEST_BYTES} bytes"
-        )
+        detail = f"larger than {MAX_MANIFEST_BYTES} bytes"
+        raise ManifestError(name=path.parent.name, path=str(path), detail=detail)
     return data
 
 
