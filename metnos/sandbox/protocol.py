@@ -168,6 +168,15 @@ def replace_file(path: str, data: bytes, file_mode: int | None, prefix: str) -> 
         os.close(dir_fd)
 
 
+def make_parent(path: str) -> None:
+    """Create the folder `path` goes in; refused when a file stands where it should be."""
+    folder = os.path.dirname(path)
+    if folder:
+        if os.path.lexists(folder) and not os.path.isdir(folder):
+            raise Refused("ERR_FILE_NOT_DIRECTORY", path=folder)
+        os.makedirs(folder, exist_ok=True)
+
+
 def move_file(src: str, dst: str) -> None:
     """Move a file with link + unlink, which fails atomically when `dst` exists (never an
     overwrite); where the filesystem has no hard links, a rename after a last check."""

@@ -14,7 +14,7 @@ import re
 import sys
 
 sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
-from metnos_sandbox_protocol import FILE_ERRORS, Refused, move_file, safe_path, serve  # noqa: E402
+from metnos_sandbox_protocol import FILE_ERRORS, Refused, make_parent, move_file, safe_path, serve  # noqa: E402
 
 MAX_STDIN = 64 << 10
 ROOT = "archive"
@@ -62,10 +62,7 @@ def run(args):
     dst, category, year = check_destination(args, src)
     if os.path.lexists(dst):
         raise Refused("ERR_FILE_EXISTS", path=dst)
-    folder = os.path.dirname(dst)
-    if os.path.lexists(folder) and not os.path.isdir(folder):
-        raise Refused("ERR_FILE_NOT_DIRECTORY", path=folder)
-    os.makedirs(folder, exist_ok=True)
+    make_parent(dst)
     move_file(src, dst)
     return {"path": dst, "from": src, "category": category, "year": year}
 

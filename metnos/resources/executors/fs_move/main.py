@@ -10,7 +10,7 @@ import os
 import sys
 
 sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
-from metnos_sandbox_protocol import FILE_ERRORS, Refused, move_file, safe_path, serve  # noqa: E402
+from metnos_sandbox_protocol import FILE_ERRORS, Refused, make_parent, move_file, safe_path, serve  # noqa: E402
 
 MAX_STDIN = 1 << 20
 ARGS = {"src", "dst"}
@@ -28,11 +28,7 @@ def run(args):
         raise Refused("ERR_FILE_EXISTS", path=dst)
     if (dst + os.sep).startswith(src + os.sep):
         raise Refused("ERR_FILE_PATH_REFUSED", path=dst)
-    folder = os.path.dirname(dst)
-    if folder:
-        if os.path.lexists(folder) and not os.path.isdir(folder):
-            raise Refused("ERR_FILE_NOT_DIRECTORY", path=folder)
-        os.makedirs(folder, exist_ok=True)
+    make_parent(dst)
     if os.path.isdir(src) and not os.path.islink(src):
         os.rename(src, dst)
     else:

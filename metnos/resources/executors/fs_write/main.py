@@ -17,6 +17,7 @@ from metnos_sandbox_protocol import (  # noqa: E402
     FILE_ERRORS,
     Refused,
     get_arg,
+    make_parent,
     replace_file,
     safe_path,
     serve,
@@ -54,11 +55,7 @@ def run(args):
         raise Refused("ERR_EXECUTOR_ARG_INVALID", arg="mode")
     if path == ".":
         raise Refused("ERR_FILE_IS_DIRECTORY", path=path)
-    folder = os.path.dirname(path)
-    if folder:
-        if os.path.lexists(folder) and not os.path.isdir(folder):
-            raise Refused("ERR_FILE_NOT_DIRECTORY", path=folder)
-        os.makedirs(folder, exist_ok=True)
+    make_parent(path)
     before, file_mode = existing_bytes(path, mode)
     data = content.encode("utf-8")
     if before and not before.endswith(b"\n") and data:

@@ -18,7 +18,7 @@ import sys
 import unicodedata
 
 sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
-from metnos_sandbox_protocol import FILE_ERRORS, Refused, replace_file, serve  # noqa: E402
+from metnos_sandbox_protocol import FILE_ERRORS, Refused, make_parent, replace_file, serve  # noqa: E402
 
 MAX_STDIN = 1 << 20
 MAX_FILE = 1 << 20
@@ -62,10 +62,7 @@ def read_lines(path):
 
 
 def write_lines(path, lines, file_mode):
-    folder = os.path.dirname(path)
-    if os.path.lexists(folder) and not os.path.isdir(folder):
-        raise Refused("ERR_FILE_NOT_DIRECTORY", path=folder)
-    os.makedirs(folder, exist_ok=True)
+    make_parent(path)
     replace_file(path, ("\n".join(lines) + "\n").encode("utf-8"), file_mode, ".metnos-list-")
 
 
