@@ -15,6 +15,7 @@ import sqlite3
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -58,8 +59,8 @@ from metnos.llm.health import check_model
 from metnos.settings import Settings, get_settings
 from metnos.turns.pipeline import run_pipeline
 from metnos.turns.recovery import recover_at_start
-from metnos.turns.runtime import Signals, build_service
 from metnos.turns.service import TurnContext, TurnService
+from metnos.wiring import Edges, build_runtime
 
 log = logging.getLogger(__name__)
 
@@ -92,10 +93,11 @@ async def _probe_model(service: TurnService) -> None:
 
 def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = None,
                resumer: Resumer | None = None, close_runs: RunCloser | None = None,
-               scheduler_signals: Signals | None = None) -> FastAPI:
-    """`scheduler_signals`: the scheduler's latest signals, for the Tutor's probes (the
-    composition root keeps them current; without it the scheduler is not observed)."""
+               edges: Edges | None = None) -> FastAPI:
+    """`edges`: the ways out the composition root hands in (`metnos.wiring.Edges`: Prefect's
+    scheduling calls, the work pools, the scheduler's latest signals for the Tutor)."""
     settings = settings or get_settings()
+    edges = edges or Edges()
     background: set[asyncio.Task[None]] = set()
 
     def telegram_polling() -> bool | None:  # None: no bot configured (or not started yet)
@@ -104,8 +106,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        service = await build_service(settings, scheduler=scheduler_signals,
-                                      telegram=telegram_polling)
+        service = await build_runtime(settings, replace(edges, telegram=telegram_polling))
         store = await asyncio.to_thread(_message_store, settings)
         await asyncio.to_thread(intents.audit_policy, service.audit, settings)
         threading.Thread(target=lint.warm_up, args=(settings.active_languages,),
@@ -144,6 +145,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.state.runner = _open_only(runner or plain_runner)
     app.state.resumer = resumer  # None: a turn waits by polling the database (plain path)
     app.state.close_runs = close_runs
+    app.state.edges = edges
     app.state.background = background  # the turns (and scheduled runs) in flight
     app.state.drain = Drain()
 

@@ -30,7 +30,7 @@ RemoteUndo = Callable[[str, str, str], UndoReport]  # (action id, sender, channe
 def undoer(service: TurnService) -> RemoteUndo | None:
     """What `metnos.undo.undo` calls for a remote action (blocking; in a worker thread), or
     None when this process has no way to the pools."""
-    port = service.runner.remote
+    port = service.hooks.remote
     if port is None:
         return None
 

@@ -15,8 +15,9 @@ on a morning the model does not answer, is not answered "I didn't understand": i
 (`ERR_SCHEDULE_RUN_NOT_UNDERSTOOD`), Prefect retries it once 30 s later, then the person is
 told once that it could not run (`notices.report_failed`).
 
-`with_schedules(app, sync)` adds the loop, `/api/schedules` and the `schedule_set` executor's
-effect and undo (`metnos.schedules.effect`) to an app from `create_app`.
+`with_schedules(app)` adds the loop and `/api/schedules` to an app from `create_app` (the
+`schedule_set` executor's effect and undo, `metnos.schedules.effect`, are registered with
+every runtime: `metnos.wiring`).
 """
 
 from __future__ import annotations
@@ -34,10 +35,8 @@ from metnos.db.models import utcnow
 from metnos.errors import MetnosError
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox
-from metnos.schedules import effect as schedule_effect
 from metnos.schedules import spoken, store
 from metnos.schedules.models import TaskRun
-from metnos.schedules.owner import Sync
 from metnos.turns.context import TurnContext
 from metnos.turns.service import TurnService
 
@@ -121,7 +120,7 @@ async def loop(app: FastAPI) -> None:
         await asyncio.sleep(service.settings.schedules.poll_s)
 
 
-def with_schedules(app: FastAPI, sync: Sync | None) -> FastAPI:
+def with_schedules(app: FastAPI) -> FastAPI:
     """`app` with the owner's scheduled tasks: `/api/schedules` and the firing loop."""
     from metnos.gateway.routes import schedules
 
@@ -130,10 +129,7 @@ def with_schedules(app: FastAPI, sync: Sync | None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
         async with inner(app) as state:
-            app.state.schedules_sync = sync
-            service: TurnService = app.state.service  # "every Monday at 8 …" from a chat
-            service.effects[schedule_effect.EFFECT] = schedule_effect.effect(service, sync)
-            service.undoers.append(schedule_effect.undoer(service, sync))
+            app.state.schedules_sync = app.state.edges.sync
             task = asyncio.get_running_loop().create_task(loop(app), name="schedules")
             try:
                 yield state

@@ -28,6 +28,7 @@ from metnos.turns.reply import StepOutcome
 
 if TYPE_CHECKING:
     from metnos.turns.context import CheckedStep, TurnContext
+    from metnos.turns.runtime import Runtime
     from metnos.turns.service import TurnService
 
 log = logging.getLogger(__name__)
@@ -36,7 +37,7 @@ DB_POLL_S = 0.2
 MAX_SHOWN_ARG = 300
 
 
-def digest_now(service: TurnService, checked: CheckedStep) -> tuple[str, dict[str, str | None]]:
+def digest_now(service: Runtime, checked: CheckedStep) -> tuple[str, dict[str, str | None]]:
     """The action digest as of now: executor, code hash, arguments, files they name."""
     spec, request = checked.spec, checked.request
     assert spec is not None and request is not None
@@ -50,7 +51,7 @@ def digest_now(service: TurnService, checked: CheckedStep) -> tuple[str, dict[st
     return digest, files
 
 
-def open_approval(service: TurnService, ctx: TurnContext, checked: CheckedStep,
+def open_approval(service: Runtime, ctx: TurnContext, checked: CheckedStep,
                   verdict: Decision) -> None:
     """Record a pending approval for an admitted-but-asking step (blocking: worker thread)."""
     digest, files = digest_now(service, checked)
@@ -184,7 +185,7 @@ def resolve(service: TurnService, ctx: TurnContext, checked: CheckedStep,
             return _closed(service, ctx, checked, "ERR_APPROVAL_EXPIRED"
                            if current.status == "expired" else "ERR_APPROVAL_NOT_APPROVED",
                            current.status)
-        digest, _ = digest_now(service, checked)
+        digest, _ = digest_now(service.runtime, checked)
         try:
             approvals.consume(db, row.id, user_id=ctx.user_id, session_id=ctx.session_id,
                               digest=digest)

@@ -16,13 +16,13 @@ Nothing here imports prefect.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Mapping, Sequence
 
 from sqlalchemy.engine import Engine
 
 from metnos import i18n, undo_tool
 from metnos.audit import AuditLog
-from metnos.executors.registry import Registry, load_registry
+from metnos.executors.registry import Registry
 from metnos.llm.health import ModelHealth
 from metnos.llm.port import LLMPort
 from metnos.llm.tools import ToolSpec
@@ -33,53 +33,84 @@ from metnos.turns.context import CheckedStep, Published, TurnContext
 from metnos.turns.events import TurnEvents
 from metnos.turns.guard import Guard
 from metnos.turns.record import TurnRecord
-from metnos.turns.reply import StepOutcome
-from metnos.turns.runner import Effect, StepRunner
-from metnos.undo import UndoReport
+from metnos.turns.runner import StepRunner
+from metnos.turns.runtime import Effect, Hooks, Precheck, Runtime, Undoer, Watcher
 
 
 class TurnService:
-    def __init__(self, settings: Settings, *, engine: Engine, registry: Registry,
-                 audit: AuditLog, port: LLMPort | None, sandbox_ok: bool = True) -> None:
-        self.settings = settings
-        self.engine = engine
-        self.registry = registry
-        self.audit = audit
-        self.port = port
-        self.sandbox_ok = sandbox_ok
-        # the model's live state and breaker, told of every call of the port
-        self.model_health = ModelHealth(settings)
-        if port is not None:
-            port.observe(self.model_health.observe)
-            port.gate(self.model_health.allows)
-        self.guard = Guard(settings, engine)
-        self.events = TurnEvents()  # each turn's progress, for the channels (SSE, typing...)
-        self.record = TurnRecord(settings, engine=engine, audit=audit, events=self.events,
-                                 registry=lambda: self.registry)
-        self.checker = StepChecker(self)
-        self.runner = StepRunner(self)
-        # a manifest's `effect` → what the host carries out from the validated result (the
-        # gateway registers "schedule_reminder": metnos.reminders.effect)
-        self.effects: dict[str, Effect] = {}
-        # told of each step after it ran (the gateway registers the owner's notice of what
-        # a family member had done: metnos.notify.members)
-        self.watchers: list[Callable[[TurnContext, CheckedStep, StepOutcome],
-                                     Awaitable[None]]] = []
-        # undoes of actions that changed no file, tried first by every undo surface
-        # (`(action id, sender, channel)` → a report, or None when the action is not theirs;
-        # the gateway registers the owner's scheduled tasks: metnos.schedules.effect)
-        self.undoers: list[Callable[[str, str, str], UndoReport | None]] = []
-        # the Tutor's pre-check before the loop (SPEC §10; the runtime sets it): an answer
-        # about Metnos itself from the docs catalog, or None
-        self.precheck: Callable[[TurnService, TurnContext], Awaitable[str | None]] | None = None
-        self._tools: dict[tuple[str, int], list[ToolSpec]] = {}  # per language and generation
+    """The turn's parts over one runtime and the hooks the features registered (both
+    frozen): made once, by `metnos.wiring.build_runtime`."""
+
+    def __init__(self, runtime: Runtime, hooks: Hooks | None = None) -> None:
+        self.runtime = runtime
+        self.hooks = hooks or Hooks()
+        self.checker = StepChecker(runtime)
+        self.runner = StepRunner(runtime, self.hooks, self.checker)
+        self._tools: dict[tuple[str, int, int], list[ToolSpec]] = {}  # per language, generation
+
+    # -- the runtime's parts, by name ------------------------------------------------------
+    @property
+    def settings(self) -> Settings:
+        return self.runtime.settings
+
+    @property
+    def engine(self) -> Engine:
+        return self.runtime.engine
+
+    @property
+    def registry(self) -> Registry:
+        return self.runtime.registry
+
+    @property
+    def audit(self) -> AuditLog:
+        return self.runtime.audit
+
+    @property
+    def port(self) -> LLMPort | None:
+        return self.runtime.port
+
+    @property
+    def sandbox_ok(self) -> bool:
+        return self.runtime.sandbox_ok
+
+    @property
+    def model_health(self) -> ModelHealth:
+        return self.runtime.model_health
+
+    @property
+    def guard(self) -> Guard:
+        return self.runtime.guard
+
+    @property
+    def events(self) -> TurnEvents:
+        return self.runtime.events
+
+    @property
+    def record(self) -> TurnRecord:
+        return self.runtime.record
+
+    @property
+    def effects(self) -> Mapping[str, Effect]:
+        return self.hooks.effects
+
+    @property
+    def watchers(self) -> Sequence[Watcher]:
+        return self.hooks.watchers
+
+    @property
+    def undoers(self) -> Sequence[Undoer]:
+        return self.hooks.undoers
+
+    @property
+    def precheck(self) -> Precheck | None:
+        return self.hooks.precheck
 
     def tools(self, ctx: TurnContext, lang: str | None = None) -> list[ToolSpec]:
         """The tools in the session's language (or `lang`); rebuilt when reviewed
         translations of their descriptions land in the i18n store (the registry is fixed)."""
-        key = (lang or ctx.lang, i18n.generation())
+        key = (lang or ctx.lang, i18n.generation(), self.runtime.executors.generation)
         if key not in self._tools:
-            self._tools = {k: v for k, v in self._tools.items() if k[1] == key[1]}
+            self._tools = {k: v for k, v in self._tools.items() if k[1:] == key[1:]}
             self._tools[key] = self._specs(key[0])
         return self._tools[key]
 
@@ -95,9 +126,7 @@ class TurnService:
     def reload_registry(self) -> Registry:
         """Discover and admit the executors again (a synt candidate was signed or rejected)
         and forget the tools built from the old registry, so the next turn sees the change."""
-        self.registry = load_registry(self.settings)
-        self._tools = {}
-        return self.registry
+        return self.runtime.executors.reload(self.settings)
 
     def other_tools(self, ctx: TurnContext) -> dict[str, list[ToolSpec]]:
         """The same tools in each other active language (the embedded planner tries them)."""

@@ -10,11 +10,13 @@ and the flow itself is covered by test_turns.py.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
+from metnos.turns.service import TurnService
 from tests.support.home import Home, MakeHome, gateway_client
 
 pytestmark = pytest.mark.attack
@@ -234,7 +236,9 @@ async def test_failed_canary_lets_only_side_effect_free_executors_run(
                                      ToolCall("fs_find", {"pattern": "*.md"})])
     scripted_llm.enqueue_text("Non ho potuto scrivere; ho trovato i file.")
     async with gateway_client(home, prefect=False) as client:
-        client.app.state.service.sandbox_ok = False  # type: ignore[attr-defined]
+        state = client.app.state  # type: ignore[attr-defined]
+        state.service = TurnService(replace(state.service.runtime, sandbox_ok=False),
+                                    state.service.hooks)  # as a failed canary builds it
         assert (await client.get("/healthz")).json()["sandbox"] == "degraded"
         body = (await client.post("/api/turns", json={"text": "scrivi", "lang": "it"})).json()
     assert not (home.workspace / "x.txt").exists()

@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -18,6 +19,7 @@ from metnos.db.engine import session as db_session
 from metnos.gateway.routes import turns as turns_route
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns.events import TurnEvents
+from metnos.turns.service import TurnService
 from tests.support.home import Home, MakeHome, served_app
 from tests.support.pg import free_port
 
@@ -164,7 +166,8 @@ def test_unknown_foreign_unauthenticated_and_forgotten_turns(
     resp = client.get(f"/api/turns/{foreign}/events")
     assert resp.status_code == 404 and resp.json()["error"]["key"] == "ERR_TURN_NOT_FOUND"
 
-    app.state.service.events = TurnEvents()  # the history is gone from memory
+    service = app.state.service  # the history is gone from memory
+    app.state.service = TurnService(replace(service.runtime, events=TurnEvents()), service.hooks)
     got = list(events(client, turn_id))
     assert [(kind, d.get("status")) for _, kind, d in got] == [
         ("status", "completed"), ("reply", "completed"), ("end", "completed")]

@@ -19,8 +19,8 @@ from metnos.gateway.outbox_delivery import Delivery, TelegramSender
 from metnos.proposals import store
 from metnos.proposals.models import Proposal
 from metnos.testing.telegram_server import FakeTelegram
-from metnos.turns.runtime import build_service
 from metnos.turns.service import TurnService
+from metnos.wiring import build_runtime
 from tests.proposals.support import (
     NOON,
     audit_of,
@@ -122,7 +122,7 @@ def test_the_cli_lists_answers_and_shows_the_silent_register(
     runner = CliRunner()
 
     async def prepare() -> tuple[list[Proposal], Proposal]:
-        service = await build_service(served.settings)
+        service = await build_runtime(served.settings)
         rows = submit(service, draft(good("photos"), kind="routine"),
                       draft(good("scans"), kind="routine"))
         [quiet] = submit(service, draft("buy an ice cream", kind="shopping"))
