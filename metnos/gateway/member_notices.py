@@ -1,8 +1,7 @@
 """Telling the owner what family members had done (SPEC §4, issue 25): after a member's
 step that changes something (or reaches the network) ran, whoever approved it, one outbox
 notice goes to the owner's preferred chat, naming who asked and what happened, in plain
-words. The gateway registers `watcher` with the turn service (`Runtime.watchers`, in
-`outbox_delivery.with_reminders`).
+words. `watcher` is registered with every runtime (`metnos.wiring.FEATURES`).
 """
 
 from __future__ import annotations

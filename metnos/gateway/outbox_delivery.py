@@ -38,6 +38,7 @@ from fastapi import FastAPI
 from metnos.channels.bidi import marked
 from metnos.channels.telegram.config import load_config
 from metnos.channels.telegram.proposals import keyboard
+from metnos.gateway.state import state_of
 from metnos.pairing.service import OWNER_USER_ID
 from metnos.proposals import delivery as proposals
 from metnos.proposals import store, vaglio
@@ -163,11 +164,11 @@ def with_reminders(app: FastAPI) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
         async with inner(app) as state:
-            service: TurnService = app.state.service
-            scheduler: Scheduler | None = app.state.edges.scheduler
+            gateway = state_of(app)
+            service, scheduler = gateway.ready(), gateway.edges.scheduler
             config = load_config(service.settings)
             telegram = TelegramSender(config.token, config.api_base) if config else None
-            delivery = app.state.delivery = Delivery(service, scheduler, telegram)
+            delivery = gateway.delivery = Delivery(service, scheduler, telegram)
             task = asyncio.get_running_loop().create_task(delivery.run(), name="outbox")
             try:
                 yield state

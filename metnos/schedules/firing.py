@@ -33,6 +33,7 @@ from fastapi import FastAPI
 from metnos import i18n, identity
 from metnos.db.models import utcnow
 from metnos.errors import MetnosError
+from metnos.gateway.state import state_of
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox
 from metnos.schedules import spoken, store
@@ -48,7 +49,7 @@ KIND = "schedule"  # the outbox row's kind
 
 async def fire(app: FastAPI, run: TaskRun) -> None:
     """Run `run`'s task as a turn and deliver its reply; the run ends done or failed."""
-    service: TurnService = app.state.service
+    service = state_of(app).ready()
     engine = service.engine
     task = await asyncio.to_thread(store.get, engine, run.task_id)
     if task is None or not task.active:
@@ -62,7 +63,7 @@ async def fire(app: FastAPI, run: TaskRun) -> None:
         await asyncio.to_thread(store.finish, engine, run.id, "failed", error=exc.key)
         return
     await asyncio.to_thread(_taint_if_outside, service, ctx, task.id, task.text)
-    app.state.launch(app.state.runner(service, ctx))
+    state_of(app).launch(state_of(app).runner(service, ctx))
     answered = await service.wait_reply(ctx.turn_id, service.settings.schedules.run_timeout_s)
     if answered is None or answered.status == "failed" or not ctx.understood:
         # not understood: a task set with a model, on a morning the model did not answer;
@@ -107,14 +108,14 @@ def _taint_if_outside(service: TurnService, ctx: TurnContext, task_id: str,
 
 
 async def loop(app: FastAPI) -> None:
-    service: TurnService = app.state.service
+    service = state_of(app).ready()
     while True:
         try:
-            drain = getattr(app.state, "drain", None)  # a stopping gateway claims none
-            runs = [] if drain is not None and drain.active else await asyncio.to_thread(
+            drain = state_of(app).drain  # a stopping gateway claims none
+            runs = [] if drain.active else await asyncio.to_thread(
                 store.claim_due, service.engine)
             for run in runs:
-                app.state.launch(fire(app, run))
+                state_of(app).launch(fire(app, run))
         except Exception:  # the loop's boundary: a bad round must not end the firing
             log.warning("schedules.round_failed", exc_info=True)
         await asyncio.sleep(service.settings.schedules.poll_s)
@@ -129,7 +130,6 @@ def with_schedules(app: FastAPI) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
         async with inner(app) as state:
-            app.state.schedules_sync = app.state.edges.sync
             task = asyncio.get_running_loop().create_task(loop(app), name="schedules")
             try:
                 yield state

@@ -323,7 +323,7 @@ async def test_a_household_month(make_home: MakeHome, scripted_llm: ScriptedLLM,
     home = make_home(llm=scripted_llm, autonomy="Full", lang="it", **MONTH_ENV)
     (home.workspace / "TELOS.md").write_text(TELOS)
     async with gateway_client(home, prefect=False) as client:
-        service: TurnService = client.app.state.service  # type: ignore[attr-defined]
+        service: TurnService = client.app.state.gateway.service  # type: ignore[attr-defined]
         household = Household(service, client, scripted_llm, home)
         turns = month(0)
         figures = await household.replay(turns)

@@ -236,7 +236,7 @@ async def test_failed_canary_lets_only_side_effect_free_executors_run(
                                      ToolCall("fs_find", {"pattern": "*.md"})])
     scripted_llm.enqueue_text("Non ho potuto scrivere; ho trovato i file.")
     async with gateway_client(home, prefect=False) as client:
-        state = client.app.state  # type: ignore[attr-defined]
+        state = client.app.state.gateway  # type: ignore[attr-defined]
         state.service = TurnService(replace(state.service.runtime, sandbox_ok=False),
                                     state.service.hooks)  # as a failed canary builds it
         assert (await client.get("/healthz")).json()["sandbox"] == "degraded"

@@ -45,10 +45,10 @@ async def test_the_served_gateway_builds_one_frozen_runtime(make_home: MakeHome,
     make_home(lang="en")
     gateway = served()
     async with LifespanManager(gateway, startup_timeout=60, shutdown_timeout=60):
-        service: TurnService = gateway.state.service
+        service: TurnService = gateway.state.gateway.service
         runtime = service.runtime
         assert service.checker.runtime is runtime and service.runner.runtime is runtime
-        assert gateway.state.delivery.service is service  # the outbox loop: the same one
+        assert gateway.state.gateway.delivery.service is service  # the outbox loop: the same one
         assert {NOTIFY, SUMMARIZE, SCHEDULE, REMINDER} <= set(service.effects)
         assert service.hooks.remote is not None and service.undoers and service.watchers
         with pytest.raises(dataclasses.FrozenInstanceError):

@@ -71,7 +71,7 @@ def telegram() -> Iterator[FakeTelegram]:
 async def test_accept_and_dismiss_through_the_web_api(make_home: MakeHome) -> None:
     home = make_home(lang="en", **NO_QUIET)
     async with gateway_client(home, prefect=False) as client:
-        service: TurnService = client.app.state.service  # type: ignore[attr-defined]
+        service: TurnService = client.app.state.gateway.service  # type: ignore[attr-defined]
         yes, no, odd, bad = submit(
             service, draft(good("photos"), kind="routine"),
             draft(good("scans"), kind="routine"),
@@ -161,7 +161,7 @@ async def test_telegram_buttons_answer_once_and_only_for_the_owner(
     home = make_home(lang="en", METNOS_NOTIFY_CHANNEL="telegram", **NO_QUIET)
     async with telegram_gateway(home, telegram, prefect=False) as (client, _):
         await pair(client, telegram, ANNA, language_code="en")  # the first paired: the owner
-        service: TurnService = client.app.state.service  # type: ignore[attr-defined]
+        service: TurnService = client.app.state.gateway.service  # type: ignore[attr-defined]
         rows = submit(service, draft(good("fuse"), kind="routine", origin="introvert",
                                      batch="n1"),
                       draft(good("generalise"), kind="routine", origin="introvert",

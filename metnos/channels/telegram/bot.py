@@ -25,6 +25,7 @@ from metnos.channels.telegram.callbacks import handle_callback
 from metnos.channels.telegram.config import TelegramConfig, load_config
 from metnos.channels.telegram.conversation import handle_message
 from metnos.channels.telegram.undo import ReplyRef
+from metnos.gateway.state import state_of
 from metnos.settings import Settings
 from metnos.turns.service import TurnContext, TurnService
 
@@ -50,8 +51,8 @@ class TurnHost:
 
     @classmethod
     def of_app(cls, app: Any) -> TurnHost:
-        state = app.state
-        return cls(state.service, state.runner, state.launch, getattr(state, "resumer", None))
+        state = state_of(app)
+        return cls(state.ready(), state.runner, state.launch, state.resumer)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from metnos import approvals
 from metnos.approvals import ApprovalError
 from metnos.channels.approval_card import plain_card
 from metnos.db.engine import session as db_session
-from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
+from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep, gateway_state
 from metnos.gateway.schemas import ErrorPublic
 from metnos.turns.service import TurnService
 
@@ -72,7 +72,7 @@ async def decide(approval_id: str, body: DecisionBody, request: Request, service
                  owner: OwnerDep, lang: LangDep) -> ApprovalDecided:
     try:
         row, resumed = await decide_and_resume(
-            service, getattr(request.app.state, "resumer", None), approval_id, body.decision,
+            service, gateway_state(request).resumer, approval_id, body.decision,
             user_id=owner, session_id=body.session_id, reason=body.reason or "")
     except ApprovalError as exc:
         raise HTTPException(exc.http_status, detail={"key": exc.key,

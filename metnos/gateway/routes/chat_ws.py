@@ -30,8 +30,7 @@ from typing import Any
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from metnos.errors import MetnosError
-from metnos.gateway.connections import connections_of
-from metnos.gateway.deps import authenticate
+from metnos.gateway.deps import authenticate, gateway_state, get_service
 from metnos.gateway.drain import KEY as DRAINING_KEY
 from metnos.gateway.drain import draining
 from metnos.gateway.routes.approvals import decide_and_resume
@@ -52,9 +51,9 @@ async def chat_socket(websocket: WebSocket) -> None:
         await websocket.close(code=1008)  # before accept: the handshake is refused (403)
         return
     await websocket.accept()
-    socket = _Socket(websocket, websocket.app.state.service,
+    socket = _Socket(websocket, get_service(websocket),
                      auth.owner, "api" if auth.via == "bearer" else "web")
-    with connections_of(websocket.app.state).hold(auth.web_session_id) as ended:
+    with gateway_state(websocket).connections.hold(auth.web_session_id) as ended:
         reader = asyncio.ensure_future(_read(socket))
         logout = asyncio.ensure_future(ended.wait())
         try:
@@ -129,7 +128,7 @@ async def _handle(socket: _Socket, raw: str) -> None:
             await _turn(socket, frame)
         else:
             await decide_and_resume(
-                service, websocket.app.state.resumer, str(frame.get("approval_id", ""))[:64],
+                service, gateway_state(websocket).resumer, str(frame.get("approval_id", ""))[:64],
                 str(frame.get("decision", "")), user_id=owner, channel=channel, via=channel,
                 reason=str(frame.get("reason") or "")[:500])
     except MetnosError as exc:
@@ -148,12 +147,13 @@ async def _turn(socket: _Socket, frame: dict[str, Any]) -> None:
     active = service.settings.active_languages
     if lang is not None and match_language(lang, active) is None:
         raise MetnosError("ERR_LANG_UNKNOWN", value=lang[:35], active=", ".join(active))
-    if draining(websocket.app.state):  # stopping: no turn, the client may send it again
+    if draining(gateway_state(websocket)):  # stopping: no turn, the client may send it again
         raise MetnosError(DRAINING_KEY)
     ctx = await service.open_turn(text, session_id=session_id, lang=lang,
                                   channel=socket.channel, sender=socket.owner,
                                   accept_language=websocket.headers.get("accept-language"))
-    websocket.app.state.launch(websocket.app.state.runner(service, ctx))
+    state = gateway_state(websocket)
+    state.launch(state.runner(service, ctx))
     await socket.send({"type": "turn", "turn_id": ctx.turn_id, "session_id": ctx.session_id})
     socket.stream(ctx.turn_id)
 

@@ -30,15 +30,16 @@ from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Resp
 
 from metnos import i18n
 from metnos.db.engine import session as db_session
-from metnos.gateway.connections import connections_of
 from metnos.gateway.deps import (
     CLEAR_COOKIE,
     SESSION_COOKIE,
     LangDep,
     OwnerDep,
     ServiceDep,
+    gateway_state,
 )
 from metnos.gateway.schemas import error_responses
+from metnos.gateway.state import state_of
 from metnos.turns.service import TurnService
 from metnos.web import pages
 from metnos.web import service as web
@@ -91,7 +92,7 @@ def logout(request: Request, service: ServiceDep, owner: OwnerDep, lang: LangDep
         live = web.session_owner(db, cookie)
         ended = web.end_session(db, cookie, audit=service.audit)
     if live is not None:
-        connections_of(request.app.state).end(live.id)
+        gateway_state(request).connections.end(live.id)
     response: Response
     if "text/html" in request.headers.get("accept", ""):  # the logout button's form
         response = _html(pages.logged_out(lang), 200)
@@ -105,9 +106,9 @@ def logout(request: Request, service: ServiceDep, owner: OwnerDep, lang: LangDep
 def install(app: FastAPI) -> None:
     """Mount the web login on `app` (idempotent), and put the OpenAPI schema behind the
     owner's credentials. The page at `/` is the web chat's (routes/web.py)."""
-    if getattr(app.state, "web_login_installed", False):
+    if state_of(app).web_login_installed:
         return
-    app.state.web_login_installed = True
+    state_of(app).web_login_installed = True
     app.include_router(router)
     _protect_openapi(app)
 
