@@ -32,7 +32,7 @@ from metnos.undo import PURGED_MARKER, UNDONE_MARKER, purged_on
 if TYPE_CHECKING:
     from metnos.settings import Settings
     from metnos.turns.context import TurnContext
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Runtime
 
 ACTION = "trash.purge"
 log = logging.getLogger(__name__)
@@ -186,7 +186,7 @@ def resolve(settings: Settings, handle: str) -> str | None:
     return names[0] if len(names) == 1 else None
 
 
-def confirm_last(service: TurnService, ctx: TurnContext) -> str:
+def confirm_last(service: Runtime, ctx: TurnContext) -> str:
     """"conferma" said in a chat: the newest undoable change of this session by this sender
     is kept for good; its copies are cleared (blocking)."""
     from metnos.undo_said import candidates

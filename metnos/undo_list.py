@@ -25,7 +25,7 @@ from metnos.undo import PURGED_MARKER, UNDONE_MARKER
 from metnos.undo_said import NOT_UNDOABLE
 
 if TYPE_CHECKING:
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Runtime
 
 MIN_PREFIX = 4
 LOOKBACK = 500
@@ -44,7 +44,7 @@ class Change:
     sender: str
 
 
-def resolve(service: TurnService, handle: str) -> str | None:
+def resolve(service: Runtime, handle: str) -> str | None:
     """The action id `handle` stands for: itself when it is a whole id, else the one id it
     is a unique prefix of (the before-records, the steps). None: no such action.
     Raises Ambiguous when several ids start with it."""
@@ -68,7 +68,7 @@ def resolve(service: TurnService, handle: str) -> str | None:
     return found.pop() if found else handle if valid_action_id(handle) else None
 
 
-def recent(service: TurnService, lang: str, limit: int = 10,
+def recent(service: Runtime, lang: str, limit: int = 10,
            now: datetime | None = None) -> list[Change]:
     """The newest changes still undoable (not undone, copies not cleared), newest first."""
     state = service.settings.state_dir / "before"

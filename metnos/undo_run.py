@@ -37,7 +37,7 @@ def _run_undo(service: TurnService, action_id: str, *, sender: str,
         report = undo_own(action_id, sender, channel)
         if report is not None:
             return report
-    cancelled = cancel_reminder(service.runtime, action_id, sender=sender, channel=channel)
+    cancelled = cancel_reminder(service, action_id, sender=sender, channel=channel)
     if cancelled is not None:  # a reminder: its message is cancelled, no file changed
         return cancelled
     moved = undo_mail(service, action_id, sender=sender, channel=channel)

@@ -39,6 +39,7 @@ from metnos.undo import PURGED_MARKER, UNDONE_MARKER, UndoError, UndoReport
 
 if TYPE_CHECKING:
     from metnos.turns.context import TurnContext
+    from metnos.turns.runtime import Runtime
     from metnos.turns.service import TurnService
 
 LEXICON = "undo"
@@ -114,7 +115,7 @@ def _strip(text: str, polite: tuple[str, ...]) -> str:
 
 
 # -- which action --------------------------------------------------------------------------
-def candidates(service: TurnService, session_id: str, sender: str) -> list[tuple[str, str]]:
+def candidates(service: Runtime, session_id: str, sender: str) -> list[tuple[str, str]]:
     """(action id, executor) of this session's steps by `sender` that changed something and
     are not undone yet, newest first."""
     with db_session(service.engine) as db:
@@ -148,7 +149,7 @@ def _changes_nothing(folder: Path) -> bool:
         return False  # a damaged or cleared record: the undo itself says why, plainly
 
 
-def _claimed(service: TurnService, action_id: str) -> bool:
+def _claimed(service: Runtime, action_id: str) -> bool:
     """Whether a scheduled task or a reminder was set by `action_id` (undone by their own)."""
     from metnos.reminders import outbox
     from metnos.schedules import store

@@ -131,7 +131,7 @@ async def build_runtime(settings: Settings, edges: Edges | None = None, *,
     hooks = [feature(rt, edges) for feature in FEATURES]
     if tutor and settings.tutor.enabled:
         hooks.append(Hooks(precheck=await asyncio.to_thread(tutoring, rt, edges)))
-    return TurnService(rt, Hooks.merge(hooks))
+    return TurnService.over(rt, Hooks.merge(hooks))
 
 
 def tutoring(rt: Runtime, edges: Edges) -> Precheck:

@@ -36,12 +36,12 @@ from metnos.sandbox import SandboxRequest, run_sandboxed
 from metnos.undo import LOCK_FILE, UNDONE_MARKER, UndoError, UndoReport, verify_before
 
 if TYPE_CHECKING:
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Runtime
 
 EXECUTOR = "move_messages"
 
 
-def undo_mail(service: TurnService, action_id: str, *, sender: str,
+def undo_mail(service: Runtime, action_id: str, *, sender: str,
               channel: str) -> UndoReport | None:
     """The undo of a mail move, or None when `action_id` is not one (another undo's turn).
     Raises UndoError (refused), after its audit line."""
@@ -66,7 +66,7 @@ def undo_mail(service: TurnService, action_id: str, *, sender: str,
     return report
 
 
-def _undo(service: TurnService, action_id: str) -> UndoReport:
+def _undo(service: Runtime, action_id: str) -> UndoReport:
     settings = service.settings
     folder = settings.state_dir / "before" / action_id
     public = keys.load_public_key(settings.keys_dir, "audit")
@@ -107,7 +107,7 @@ def restore_args(mail: dict[str, Any], after: dict[str, Any] | None) -> dict[str
             "flags": [" ".join(m["flags"]) for m in messages]}
 
 
-async def _restore(service: TurnService, mail: dict[str, Any], after: dict[str, Any] | None,
+async def _restore(service: Runtime, mail: dict[str, Any], after: dict[str, Any] | None,
                    undo_id: str) -> dict[str, Any]:
     settings = service.settings
     spec = service.registry.find(EXECUTOR)

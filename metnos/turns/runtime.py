@@ -56,7 +56,7 @@ class Executors:
         return self.registry
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Runtime:
     settings: Settings
     engine: Engine

@@ -1,8 +1,8 @@
 """What a turn needs, in one place, and the parts that do the work (SPEC §2).
 
-`TurnService` holds the instance's runtime (settings, database, executor registry, audit
-log, LLM port, the guard of the Laws, the event bus) and the parts a turn is made of, each
-findable by name:
+`TurnService` is the instance's runtime (`turns/runtime.py`: settings, database, executor
+registry, audit log, LLM port, the guard of the Laws, the event bus, the turn's record) with
+the hooks the features registered and the parts a turn is made of, each findable by name:
 
 - `record` (`turns/record.py`): the turn's row, step trace, audit lines, what channels see;
 - `checker` (`turns/checker.py`): the policy for one step;
@@ -17,77 +17,41 @@ Nothing here imports prefect.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-
-from sqlalchemy.engine import Engine
+from dataclasses import dataclass, field, fields
 
 from metnos import i18n, undo_tool
-from metnos.audit import AuditLog
 from metnos.executors.registry import Registry
-from metnos.llm.health import ModelHealth
-from metnos.llm.port import LLMPort
 from metnos.llm.tools import ToolSpec
 from metnos.mnestoma import wish
-from metnos.settings import Settings
 from metnos.turns.checker import StepChecker
 from metnos.turns.context import CheckedStep, Published, TurnContext
-from metnos.turns.events import TurnEvents
-from metnos.turns.guard import Guard
-from metnos.turns.record import TurnRecord
 from metnos.turns.runner import StepRunner
 from metnos.turns.runtime import Effect, Hooks, Precheck, Runtime, Undoer, Watcher
 
 
-class TurnService:
-    """The turn's parts over one runtime and the hooks the features registered (both
-    frozen): made once, by `metnos.wiring.build_runtime`."""
+@dataclass(frozen=True, eq=False)
+class TurnService(Runtime):
+    """The runtime with the hooks the features registered and the parts built over it:
+    made once, by `metnos.wiring.build_runtime`. A function that needs only the runtime's
+    parts takes a `Runtime` (a `TurnService` is one)."""
 
-    def __init__(self, runtime: Runtime, hooks: Hooks | None = None) -> None:
-        self.runtime = runtime
-        self.hooks = hooks or Hooks()
-        self.checker = StepChecker(runtime)
-        self.runner = StepRunner(runtime, self.hooks, self.checker)
-        self._tools: dict[tuple[str, int, int], list[ToolSpec]] = {}  # per language, generation
+    hooks: Hooks = field(default_factory=Hooks)
+    checker: StepChecker = field(init=False, repr=False, compare=False)
+    runner: StepRunner = field(init=False, repr=False, compare=False)
+    # the tools per language, i18n generation and registry generation
+    _tools: dict[tuple[str, int, int], list[ToolSpec]] = field(
+        init=False, repr=False, compare=False, default_factory=dict)
 
-    # -- the runtime's parts, by name ------------------------------------------------------
-    @property
-    def settings(self) -> Settings:
-        return self.runtime.settings
+    def __post_init__(self) -> None:
+        checker = StepChecker(self)
+        object.__setattr__(self, "checker", checker)
+        object.__setattr__(self, "runner", StepRunner(self, self.hooks, checker))
 
-    @property
-    def engine(self) -> Engine:
-        return self.runtime.engine
-
-    @property
-    def registry(self) -> Registry:
-        return self.runtime.registry
-
-    @property
-    def audit(self) -> AuditLog:
-        return self.runtime.audit
-
-    @property
-    def port(self) -> LLMPort | None:
-        return self.runtime.port
-
-    @property
-    def sandbox_ok(self) -> bool:
-        return self.runtime.sandbox_ok
-
-    @property
-    def model_health(self) -> ModelHealth:
-        return self.runtime.model_health
-
-    @property
-    def guard(self) -> Guard:
-        return self.runtime.guard
-
-    @property
-    def events(self) -> TurnEvents:
-        return self.runtime.events
-
-    @property
-    def record(self) -> TurnRecord:
-        return self.runtime.record
+    @classmethod
+    def over(cls, runtime: Runtime, hooks: Hooks) -> TurnService:
+        """`runtime`'s parts with `hooks`."""
+        parts = {f.name: getattr(runtime, f.name) for f in fields(Runtime)}
+        return cls(**parts, hooks=hooks)
 
     @property
     def effects(self) -> Mapping[str, Effect]:
@@ -108,9 +72,10 @@ class TurnService:
     def tools(self, ctx: TurnContext, lang: str | None = None) -> list[ToolSpec]:
         """The tools in the session's language (or `lang`); rebuilt when reviewed
         translations of their descriptions land in the i18n store (the registry is fixed)."""
-        key = (lang or ctx.lang, i18n.generation(), self.runtime.executors.generation)
+        key = (lang or ctx.lang, i18n.generation(), self.executors.generation)
         if key not in self._tools:
-            self._tools = {k: v for k, v in self._tools.items() if k[1:] == key[1:]}
+            for old in [k for k in self._tools if k[1:] != key[1:]]:
+                del self._tools[old]
             self._tools[key] = self._specs(key[0])
         return self._tools[key]
 
@@ -126,7 +91,7 @@ class TurnService:
     def reload_registry(self) -> Registry:
         """Discover and admit the executors again (a synt candidate was signed or rejected)
         and forget the tools built from the old registry, so the next turn sees the change."""
-        return self.runtime.executors.reload(self.settings)
+        return self.executors.reload(self.settings)
 
     def other_tools(self, ctx: TurnContext) -> dict[str, list[ToolSpec]]:
         """The same tools in each other active language (the embedded planner tries them)."""

@@ -16,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
-from metnos.turns.service import TurnService
 from tests.support.home import Home, MakeHome, gateway_client
 
 pytestmark = pytest.mark.attack
@@ -237,8 +236,7 @@ async def test_failed_canary_lets_only_side_effect_free_executors_run(
     scripted_llm.enqueue_text("Non ho potuto scrivere; ho trovato i file.")
     async with gateway_client(home, prefect=False) as client:
         state = client.app.state.gateway  # type: ignore[attr-defined]
-        state.service = TurnService(replace(state.service.runtime, sandbox_ok=False),
-                                    state.service.hooks)  # as a failed canary builds it
+        state.service = replace(state.service, sandbox_ok=False)  # as a failed canary
         assert (await client.get("/healthz")).json()["sandbox"] == "degraded"
         body = (await client.post("/api/turns", json={"text": "scrivi", "lang": "it"})).json()
     assert not (home.workspace / "x.txt").exists()

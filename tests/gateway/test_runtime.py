@@ -46,13 +46,12 @@ async def test_the_served_gateway_builds_one_frozen_runtime(make_home: MakeHome,
     gateway = served()
     async with LifespanManager(gateway, startup_timeout=60, shutdown_timeout=60):
         service: TurnService = gateway.state.gateway.service
-        runtime = service.runtime
-        assert service.checker.runtime is runtime and service.runner.runtime is runtime
+        assert service.checker.runtime is service and service.runner.runtime is service
         assert gateway.state.gateway.delivery.service is service  # the outbox loop: the same one
         assert {NOTIFY, SUMMARIZE, SCHEDULE, REMINDER} <= set(service.effects)
         assert service.hooks.remote is not None and service.undoers and service.watchers
         with pytest.raises(dataclasses.FrozenInstanceError):
-            runtime.engine = None  # type: ignore[misc]
+            service.engine = None  # type: ignore[misc]
         with pytest.raises(TypeError):
             service.effects[NOTIFY] = service.effects[SUMMARIZE]  # type: ignore[index]
-        assert service.record.events is runtime.events
+        assert service.record.events is service.events

@@ -19,7 +19,6 @@ from metnos.db.engine import session as db_session
 from metnos.gateway.routes import turns as turns_route
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns.events import TurnEvents
-from metnos.turns.service import TurnService
 from tests.support.home import Home, MakeHome, served_app
 from tests.support.pg import free_port
 
@@ -167,8 +166,7 @@ def test_unknown_foreign_unauthenticated_and_forgotten_turns(
     assert resp.status_code == 404 and resp.json()["error"]["key"] == "ERR_TURN_NOT_FOUND"
 
     state = app.state.gateway  # the history is gone from memory
-    state.service = TurnService(replace(state.service.runtime, events=TurnEvents()),
-                                state.service.hooks)
+    state.service = replace(state.service, events=TurnEvents())
     got = list(events(client, turn_id))
     assert [(kind, d.get("status")) for _, kind, d in got] == [
         ("status", "completed"), ("reply", "completed"), ("end", "completed")]
