@@ -4,8 +4,9 @@ start-up (`metnos.wiring.build_runtime`) and then frozen.
 `Runtime` holds the instance's parts (settings, database, audit log, executor registry, LLM
 port, the model's live state, the guard of the Laws, the event bus, the turn record); `Hooks`
 holds what the features registered with the turn (effects, watchers, undoers, the Tutor's
-pre-check, the way to the work pools). Parts take the runtime, not the turn service that
-holds them (`metnos.turns.service`): nothing here imports a part of the turn's steps.
+pre-check, the way to the work pools). The turn service (`metnos.turns.service`) is a runtime
+with its hooks and the step checker and runner built over it; the checker, the runner and the
+features' hooks take a `Runtime`, so nothing here imports a part of the turn's steps.
 """
 
 from __future__ import annotations
@@ -74,9 +75,10 @@ class Runtime:
         return self.executors.registry
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Hooks:
-    """What the features registered with the turn (`metnos.wiring.FEATURES`), merged."""
+    """What the features registered with the turn (`metnos.wiring.FEATURES`), merged;
+    `remote` is the work pools' port or None."""
 
     effects: Mapping[str, Effect] = field(default_factory=lambda: MappingProxyType({}))
     watchers: tuple[Watcher, ...] = ()
