@@ -47,7 +47,6 @@ class GatewayState:
     # /healthz's last database ping and the one running
     health_ping: tuple[float, Literal["ok", "down"]] | None = None
     health_ping_task: asyncio.Task[bool] | None = None
-    web_login_installed: bool = False
 
     def ready(self) -> TurnService:
         """The turn service (the lifespan built it before any request is served)."""

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import weakref
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
@@ -39,7 +40,6 @@ from metnos.gateway.deps import (
     gateway_state,
 )
 from metnos.gateway.schemas import error_responses
-from metnos.gateway.state import state_of
 from metnos.turns.service import TurnService
 from metnos.web import pages
 from metnos.web import service as web
@@ -47,6 +47,7 @@ from metnos.web import service as web
 router = APIRouter(tags=["web"])
 _NO_STORE = {"Cache-Control": "no-store"}
 _FOREIGN_SITES = ("cross-site", "same-site")
+_INSTALLED: weakref.WeakSet[FastAPI] = weakref.WeakSet()  # the apps `install` mounted it on
 
 
 @router.get("/login", include_in_schema=False)
@@ -106,9 +107,9 @@ def logout(request: Request, service: ServiceDep, owner: OwnerDep, lang: LangDep
 def install(app: FastAPI) -> None:
     """Mount the web login on `app` (idempotent), and put the OpenAPI schema behind the
     owner's credentials. The page at `/` is the web chat's (routes/web.py)."""
-    if state_of(app).web_login_installed:
+    if app in _INSTALLED:
         return
-    state_of(app).web_login_installed = True
+    _INSTALLED.add(app)
     app.include_router(router)
     _protect_openapi(app)
 
