@@ -163,7 +163,7 @@ class TelegramChannel:
 
 async def start_telegram(app: Any, settings: Settings,
                          config: TelegramConfig | None = None) -> TelegramChannel | None:
-    """Start the channel for the gateway `app` (after its lifespan set `app.state.service`);
+    """Start the channel for the gateway `app` (after its lifespan set the gateway state's service);
     None when no bot token is configured. Call `await handle.stop()` before shutdown."""
     config = config or load_config(settings)
     if config is None:
