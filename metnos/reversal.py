@@ -30,6 +30,7 @@ from metnos.undo import UndoReport, undo
 
 if TYPE_CHECKING:
     from metnos.turns.context import CheckedStep
+    from metnos.turns.runtime import Runtime
     from metnos.turns.service import TurnService
 
 FILES, EFFECT, MAILBOX, REMOTE = "files", "effect", "mailbox", "remote"
@@ -43,12 +44,12 @@ class RecordRefused(MetnosError, RuntimeError):
 
 
 class Reversal(Protocol):
-    def before(self, service: TurnService, checked: CheckedStep,
+    def before(self, service: Runtime, checked: CheckedStep,
                key: Ed25519PrivateKey) -> dict[str, Any]:
         """The signed before-record, durable before the run (blocking; it may set the run's
         request). Raises RecordRefused, or OSError/ValueError/MetnosError (Law 1)."""
 
-    def after(self, service: TurnService, checked: CheckedStep, result: SandboxResult) -> None:
+    def after(self, service: Runtime, checked: CheckedStep, result: SandboxResult) -> None:
         """What the run's result adds to the record (blocking); a failure is logged."""
 
     def undo(self, service: TurnService, action_id: str, *, sender: str,
@@ -61,7 +62,7 @@ class Files:
     """The workspace paths a step may write: hashes, and copies of their bytes unless its
     sandbox moves what it removes to the trash (fs_delete)."""
 
-    def before(self, service: TurnService, checked: CheckedStep,
+    def before(self, service: Runtime, checked: CheckedStep,
                key: Ed25519PrivateKey) -> dict[str, Any]:
         spec, request, settings = checked.spec, checked.request, service.settings
         assert spec is not None and request is not None
@@ -71,7 +72,7 @@ class Files:
             settings.state_dir, checked.action_id, settings.workspace, spec.name, written, key,
             copy=not spec.manifest.sandbox.trash)
 
-    def after(self, service: TurnService, checked: CheckedStep, result: SandboxResult) -> None:
+    def after(self, service: Runtime, checked: CheckedStep, result: SandboxResult) -> None:
         return None
 
     def undo(self, service: TurnService, action_id: str, *, sender: str,

@@ -25,6 +25,7 @@ from metnos.channels.telegram.callbacks import handle_callback
 from metnos.channels.telegram.config import TelegramConfig, load_config
 from metnos.channels.telegram.conversation import handle_message
 from metnos.channels.telegram.undo import ReplyRef
+from metnos.gateway.state import state_of
 from metnos.settings import Settings
 from metnos.turns.handle import TurnHandle
 from metnos.turns.service import TurnService
@@ -144,11 +145,11 @@ class TelegramChannel:
 
 async def start_telegram(app: Any, settings: Settings,
                          config: TelegramConfig | None = None) -> TelegramChannel | None:
-    """Start the channel for the gateway `app` (after its lifespan set `app.state.turns`);
+    """Start the channel for the gateway `app` (after its lifespan set its turn handle);
     None when no bot token is configured. Call `await handle.stop()` before shutdown."""
     config = config or load_config(settings)
     if config is None:
         return None
-    channel = TelegramChannel(app.state.turns, config)
+    channel = TelegramChannel(state_of(app).handle(), config)
     await channel.start()
     return channel
