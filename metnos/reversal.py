@@ -1,6 +1,7 @@
 """How a change is kept undoable and undone (SPEC §5, Law 1: no undo record, no action).
 
-Each executor's manifest chooses its `Reversal` (`Manifest.reversal`): the runner asks it for
+Each executor's manifest chooses its `Reversal` (`metnos.turns.runtime.Reversal`, the turn's
+side of the contract; `Manifest.reversal`): the runner asks it for
 the signed before-record right before the run and tells it of the result after; every undo
 surface (`metnos undo`, `POST /api/actions/{id}/undo`, Telegram's Undo button, "annulla"
 said in a chat, the model's `undo_last`) goes through `metnos.undo_run.run_undo`, which asks
@@ -18,13 +19,11 @@ the reversals in turn whose action it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from metnos import keys, reversibility
-from metnos.errors import MetnosError
 from metnos.sandbox import SandboxResult
 from metnos.undo import UndoReport, undo
 
@@ -34,28 +33,6 @@ if TYPE_CHECKING:
     from metnos.turns.service import TurnService
 
 FILES, EFFECT, MAILBOX, REMOTE = "files", "effect", "mailbox", "remote"
-# an effect's undo: (action id, sender, channel) → a report, or None when not its action
-Undoer = Callable[[str, str, str], UndoReport | None]
-
-
-class RecordRefused(MetnosError, RuntimeError):
-    """The before-record could not be taken for a reason the owner reads (the server down, a
-    wrong password...); nothing was changed."""
-
-
-class Reversal(Protocol):
-    def before(self, service: Runtime, checked: CheckedStep,
-               key: Ed25519PrivateKey) -> dict[str, Any]:
-        """The signed before-record, durable before the run (blocking; it may set the run's
-        request). Raises RecordRefused, or OSError/ValueError/MetnosError (Law 1)."""
-
-    def after(self, service: Runtime, checked: CheckedStep, result: SandboxResult) -> None:
-        """What the run's result adds to the record (blocking); a failure is logged."""
-
-    def undo(self, service: TurnService, action_id: str, *, sender: str,
-             channel: str) -> UndoReport | None:
-        """The undo of `action_id` with one audit line, or None when its record is not of
-        this kind. Raises UndoError (refused), after its audit line."""
 
 
 class Files:

@@ -117,7 +117,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         state.service = service
         state.turns = TurnHandle(service, state.runner, launch, resumer)
         state.owner_token = settings.owner_token()
-        telegram = state.telegram = await start_telegram(app, settings)
+        telegram = state.telegram = await start_telegram(state.turns, settings)
         # the model's state known from the start (/healthz, the web chat's header, `metnos
         # serve`'s report), not only after the first turn: one probe, beside the start
         probe = asyncio.get_running_loop().create_task(_probe_model(service))

@@ -19,13 +19,12 @@ from metnos import i18n
 from metnos.i18n.formatting import locale_for
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox, channel_of
-from metnos.reversal import Undoer
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
 from metnos.undo import UndoError, UndoReport, audit_undo, mark_undone
 
 if TYPE_CHECKING:
-    from metnos.turns.runtime import Runtime
+    from metnos.turns.runtime import Runtime, Undoer
 
 log = logging.getLogger(__name__)
 

@@ -23,7 +23,6 @@ from babel.dates import format_datetime
 from metnos import i18n, identity
 from metnos.i18n.formatting import locale_for
 from metnos.reminders.outbox import channel_of
-from metnos.reversal import Undoer
 from metnos.schedules import cadence, owner, store
 from metnos.schedules.owner import ScheduleError, Sync
 from metnos.turns.context import CheckedStep, TurnContext
@@ -31,7 +30,7 @@ from metnos.turns.reply import StepOutcome
 from metnos.undo import UndoError, UndoReport, audit_undo, mark_undone
 
 if TYPE_CHECKING:
-    from metnos.turns.runtime import Runtime
+    from metnos.turns.runtime import Runtime, Undoer
 
 log = logging.getLogger(__name__)
 

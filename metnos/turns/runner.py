@@ -25,12 +25,12 @@ from metnos.executors.signing import code_hash
 from metnos.policy.decide import ALLOWED_REVERSIBLE
 from metnos.policy.laws import no_undo_record_decision
 from metnos.remote.server import run_remote
-from metnos.reversal import RecordRefused
 from metnos.sandbox import SandboxResult, run_sandboxed
 from metnos.turns import recovery
 from metnos.turns.autonomy import record_whole
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
+from metnos.turns.runtime import RecordRefused
 from metnos.workspace import FILES
 
 if TYPE_CHECKING:

@@ -15,25 +15,30 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.engine import Engine
 
 from metnos.audit import AuditLog
+from metnos.errors import MetnosError
 from metnos.executors.registry import Registry, load_registry
 from metnos.llm.health import ModelHealth
 from metnos.llm.port import LLMPort
 from metnos.mnestoma.record import Memory
 from metnos.remote.port import RemotePort
-from metnos.reversal import Reversal, Undoer
 from metnos.settings import Settings
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.events import TurnEvents
 from metnos.turns.guard import Guard
 from metnos.turns.record import TurnRecord
 from metnos.turns.reply import StepOutcome
+from metnos.undo import UndoReport
 
 if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
+    from metnos.sandbox import SandboxResult
+    from metnos.turns.service import TurnService
     from metnos.turns.steps import HostTool
 
 # what the host carries out from an executor's validated result, keyed by the manifest's
@@ -44,6 +49,32 @@ Watcher = Callable[[TurnContext, CheckedStep, StepOutcome], Awaitable[None]]
 # a manifest's `account` → the host-only block of the run's envelope (its password never in
 # the arguments); AccountMissing when it is not configured
 Account = Callable[[Settings], dict[str, Any]]
+# an effect's undo: (action id, sender, channel) → a report, or None when not its action
+Undoer = Callable[[str, str, str], UndoReport | None]
+
+
+class RecordRefused(MetnosError, RuntimeError):
+    """The before-record could not be taken for a reason the owner reads (the server down, a
+    wrong password...); nothing was changed."""
+
+
+class Reversal(Protocol):
+    """How one kind of change is recorded before a step and undone (`metnos.reversal`)."""
+
+    def before(self, service: Runtime, checked: CheckedStep,
+               key: Ed25519PrivateKey) -> dict[str, Any]:
+        """The signed before-record, durable before the run (blocking; it may set the run's
+        request). Raises RecordRefused, or OSError/ValueError/MetnosError (Law 1)."""
+
+    def after(self, service: Runtime, checked: CheckedStep, result: SandboxResult) -> None:
+        """What the run's result adds to the record (blocking); a failure is logged."""
+
+    def undo(self, service: TurnService, action_id: str, *, sender: str,
+             channel: str) -> UndoReport | None:
+        """The undo of `action_id` with one audit line, or None when its record is not of
+        this kind. Raises UndoError (refused), after its audit line."""
+
+
 # the Tutor's pre-check before the loop (SPEC §10): an answer about Metnos itself, or None
 Precheck = Callable[[TurnContext], Awaitable[str | None]]
 

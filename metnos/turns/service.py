@@ -25,11 +25,19 @@ from dataclasses import dataclass, field, fields
 from metnos import i18n
 from metnos.executors.registry import Registry
 from metnos.llm.tools import ToolSpec
-from metnos.reversal import Reversal, Undoer
 from metnos.turns.checker import StepChecker
 from metnos.turns.context import CheckedStep, Published, TurnContext
 from metnos.turns.runner import StepRunner
-from metnos.turns.runtime import Account, Effect, Hooks, Precheck, Runtime, Watcher
+from metnos.turns.runtime import (
+    Account,
+    Effect,
+    Hooks,
+    Precheck,
+    Reversal,
+    Runtime,
+    Undoer,
+    Watcher,
+)
 from metnos.turns.steps import HostTool
 
 

@@ -139,8 +139,8 @@ async def test_a_member_never_hears_the_scheduler_state(
     with FakeTelegram() as tg:
         async with observed_gateway(home, signals) as client:
             config = TelegramConfig(token=TOKEN, api_base=tg.base_url, poll_timeout_s=1)
-            channel = await start_telegram(client.app, home.settings,  # type: ignore[attr-defined]
-                                           config)
+            channel = await start_telegram(client.app.state.gateway.turns,  # type: ignore[attr-defined]
+                                           home.settings, config)
             assert channel is not None
             try:
                 # the first sender ever approved is the owner's own Telegram account

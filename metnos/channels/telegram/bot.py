@@ -1,6 +1,6 @@
 """The Telegram channel inside the gateway process: aiogram 3, long polling, no inbound port.
 
-`start_telegram(app, settings)` starts it when a bot token is configured and returns a
+`start_telegram(turns, settings)` starts it when a bot token is configured and returns a
 handle whose `stop()` ends it cleanly (polling stopped, in-flight work drained then
 cancelled, the HTTP session closed). Updates are handled in tasks the channel owns
 (`conversation.py` for messages, `callbacks.py` for button taps); only private chats are
@@ -25,7 +25,6 @@ from metnos.channels.telegram.callbacks import handle_callback
 from metnos.channels.telegram.config import TelegramConfig, load_config
 from metnos.channels.telegram.conversation import handle_message
 from metnos.channels.telegram.undo import ReplyRef
-from metnos.gateway.state import state_of
 from metnos.settings import Settings
 from metnos.turns.handle import TurnHandle
 from metnos.turns.service import TurnService
@@ -143,13 +142,13 @@ class TelegramChannel:
         self.spawn(handle_callback(self, query))
 
 
-async def start_telegram(app: Any, settings: Settings,
+async def start_telegram(turns: TurnHandle, settings: Settings,
                          config: TelegramConfig | None = None) -> TelegramChannel | None:
-    """Start the channel for the gateway `app` (after its lifespan set its turn handle);
-    None when no bot token is configured. Call `await handle.stop()` before shutdown."""
+    """Start the channel over the gateway's turn handle (`GatewayState.turns`); None when no
+    bot token is configured. Call `await handle.stop()` before shutdown."""
     config = config or load_config(settings)
     if config is None:
         return None
-    channel = TelegramChannel(state_of(app).handle(), config)
+    channel = TelegramChannel(turns, config)
     await channel.start()
     return channel
