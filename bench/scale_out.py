@@ -33,11 +33,10 @@ from asgi_lifespan import LifespanManager  # noqa: E402
 from prefect.client.orchestration import get_client  # noqa: E402
 from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterName  # noqa: E402
 
-from flows.remote_step import deploy, port  # noqa: E402
+from flows.remote_step import CHECKOUT, deploy, port  # noqa: E402
 from flows.turn import resume_approval, run_turn  # noqa: E402
 from metnos.db.embedded import EmbeddedPostgres  # noqa: E402
 from metnos.gateway.app import create_app  # noqa: E402
-from metnos.paths import resources_path  # noqa: E402
 from metnos.testing.llm_server import ScriptedLLM, ToolCall  # noqa: E402
 from metnos.wiring import Edges  # noqa: E402
 from tests.support.worker import Worker, laptop_home  # noqa: E402
@@ -136,7 +135,7 @@ async def main(turns: int, concurrency: int, limit: int) -> int:
     with ScriptedLLM() as llm:
         settings = setup_home(root, llm)
         laptop = laptop_home(root / "laptop", settings)
-        await deploy(POOL, resources_path())
+        await deploy(POOL, CHECKOUT)
         app = create_app(settings, runner=run_turn, resumer=resume_approval,
                          edges=Edges(remote=port(settings)))
         results: list[dict[str, Any]] = []

@@ -28,6 +28,7 @@ from metnos.settings import get_settings
 from tasks.remote import remote_executor
 
 ENTRYPOINT = "flows/remote_step.py:remote_step"
+CHECKOUT = Path(__file__).resolve().parents[1]  # the folder ENTRYPOINT is relative to
 
 
 @flow(name="remote-step", persist_result=False, log_prints=False)
@@ -53,10 +54,10 @@ async def deploy(pool: str, source: Path) -> UUID:
 async def deploy_pools() -> list[UUID]:
     """`python -m flows.remote_step`: the deployment of every place in `[remote] pools`."""
     settings = get_settings()
-    return [await deploy(pool, settings.resources_root) for pool in settings.remote.pools.values()]
+    return [await deploy(pool, CHECKOUT) for pool in settings.remote.pools.values()]
 
 
-__all__ = ["deploy", "deploy_pools", "port", "remote_step"]
+__all__ = ["CHECKOUT", "deploy", "deploy_pools", "port", "remote_step"]
 
 if __name__ == "__main__":
     asyncio.run(deploy_pools())

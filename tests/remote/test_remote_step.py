@@ -24,10 +24,9 @@ import httpx
 import pytest
 from sqlalchemy import create_engine, text
 
-from flows.remote_step import deploy, port
+from flows.remote_step import CHECKOUT, deploy, port
 from metnos import i18n, keys
 from metnos.db.engine import database_url, uses_embedded
-from metnos.paths import resources_path
 from metnos.remote import record
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.wiring import Edges
@@ -62,7 +61,7 @@ def server_home(make_home: MakeHome, llm: ScriptedLLM, **env: str) -> Home:
 
 @asynccontextmanager
 async def remote_gateway(home: Home) -> AsyncIterator[httpx.AsyncClient]:
-    await deploy(POOL, resources_path())
+    await deploy(POOL, CHECKOUT)
     async with gateway_client(home, edges=Edges(remote=port(home.settings))) as client:
         yield client
 
