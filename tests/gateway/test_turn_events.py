@@ -167,6 +167,7 @@ def test_unknown_foreign_unauthenticated_and_forgotten_turns(
 
     state = app.state.gateway  # the history is gone from memory
     state.service = replace(state.service, events=TurnEvents())
+    state.turns = replace(state.turns, service=state.service)  # the route follows the handle's
     got = list(events(client, turn_id))
     assert [(kind, d.get("status")) for _, kind, d in got] == [
         ("status", "completed"), ("reply", "completed"), ("end", "completed")]
