@@ -37,8 +37,8 @@ from flows.remote_step import CODE_ROOT, deploy, port  # noqa: E402
 from flows.turn import resume_approval, run_turn  # noqa: E402
 from metnos.db.embedded import EmbeddedPostgres  # noqa: E402
 from metnos.gateway.app import create_app  # noqa: E402
-from metnos.remote.wiring import with_remote  # noqa: E402
 from metnos.testing.llm_server import ScriptedLLM, ToolCall  # noqa: E402
+from metnos.wiring import Edges  # noqa: E402
 from tests.support.worker import Worker, laptop_home  # noqa: E402
 
 POOL = "laptop"
@@ -136,8 +136,8 @@ async def main(turns: int, concurrency: int, limit: int) -> int:
         settings = setup_home(root, llm)
         laptop = laptop_home(root / "laptop", settings)
         await deploy(POOL, CODE_ROOT)
-        app = with_remote(create_app(settings, runner=run_turn, resumer=resume_approval),
-                          port(settings))
+        app = create_app(settings, runner=run_turn, resumer=resume_approval,
+                         edges=Edges(remote=port(settings)))
         results: list[dict[str, Any]] = []
         workers: list[Worker] = []
         try:

@@ -274,11 +274,11 @@ async def main(turns: int, warmup: int) -> int:
         for mode, app in apps.items():
             port = free_port()
             servers.append(await serve(app, port))
-            probes.deltas.attach(app.state.service)
+            probes.deltas.attach(app.state.gateway.service)
             clients[mode] = httpx.AsyncClient(
                 base_url=f"http://127.0.0.1:{port}", timeout=60,
                 headers={"Authorization": f"Bearer {settings.owner_token()}"})
-        service = apps["plain"].state.service
+        service = apps["plain"].state.gateway.service
         results: dict[str, dict[str, list[Sample]]] = {
             case: {mode: [] for mode in PIPELINES} for case in CASES}
         for i in range(warmup + turns):

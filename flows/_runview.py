@@ -12,18 +12,19 @@ from prefect.artifacts import acreate_markdown_artifact
 from prefect.states import Completed
 
 from metnos.turns import runview
-from metnos.turns.service import TurnContext, TurnService
+from metnos.turns.context import TurnContext
+from metnos.turns.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
 
-async def name_run(service: TurnService, ctx: TurnContext, run_id: UUID) -> None:
+async def name_run(service: Runtime, ctx: TurnContext, run_id: UUID) -> None:
     """The name while it runs (or waits for the owner): channel, user, time."""
     name = runview.run_name(ctx, ctx.opened_at, service.settings.tz)
     await get_client().set_flow_run_name(run_id, name)
 
 
-async def describe_run(service: TurnService, ctx: TurnContext, run_id: UUID,
+async def describe_run(service: Runtime, ctx: TurnContext, run_id: UUID,
                        reply: str) -> State[str]:
     """After the reply: the name and tags gain the executors used, the card is written; the
     returned state ends the run. A failure here is history only: the turn is closed."""

@@ -27,9 +27,9 @@ from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
 from metnos.gateway.process import serve
 from metnos.gateway.scheduled import with_schedules
-from metnos.remote.wiring import with_remote
 from metnos.settings import get_settings
 from metnos.tutor.signals import Snapshot, with_scheduler_signals
+from metnos.wiring import Edges
 
 
 def app() -> FastAPI:
@@ -38,11 +38,11 @@ def app() -> FastAPI:
     scheduler's signals for the Tutor are read from Prefect by a refresher of the lifespan."""
     settings = get_settings()
     signals = Snapshot(empty())
+    edges = Edges(scheduler=scheduler(settings), sync=sync(settings),
+                  remote=port(settings), signals=signals)  # `remote`: steps that `runs_on` a pool
     built = create_app(settings, runner=run_turn, resumer=resume_approval,
-                       close_runs=crash_runs, scheduler_signals=signals)
-    built = with_schedules(with_reminders(built, scheduler(settings)), sync(settings))
-    built = with_remote(built, port(settings))  # steps that `runs_on` a work pool
-    return with_scheduler_signals(built, signals, reader)
+                       close_runs=crash_runs, edges=edges)
+    return with_scheduler_signals(with_schedules(with_reminders(built)), signals, reader)
 
 
 def main() -> None:

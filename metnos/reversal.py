@@ -1,6 +1,7 @@
 """How a change is kept undoable and undone (SPEC §5, Law 1: no undo record, no action).
 
-Each executor's manifest chooses its `Reversal` (`Manifest.reversal`): the runner asks it for
+Each executor's manifest chooses its `Reversal` (`metnos.turns.runtime.Reversal`, the turn's
+side of the contract; `Manifest.reversal`): the runner asks it for
 the signed before-record right before the run and tells it of the result after; every undo
 surface (`metnos undo`, `POST /api/actions/{id}/undo`, Telegram's Undo button, "annulla"
 said in a chat, the model's `undo_last`) goes through `metnos.undo_run.run_undo`, which asks
@@ -18,50 +19,27 @@ the reversals in turn whose action it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from metnos import keys, reversibility
-from metnos.errors import MetnosError
 from metnos.sandbox import SandboxResult
 from metnos.undo import UndoReport, undo
 
 if TYPE_CHECKING:
     from metnos.turns.context import CheckedStep
+    from metnos.turns.runtime import Runtime
     from metnos.turns.service import TurnService
 
 FILES, EFFECT, MAILBOX, REMOTE = "files", "effect", "mailbox", "remote"
-# an effect's undo: (action id, sender, channel) → a report, or None when not its action
-Undoer = Callable[[str, str, str], UndoReport | None]
-
-
-class RecordRefused(MetnosError, RuntimeError):
-    """The before-record could not be taken for a reason the owner reads (the server down, a
-    wrong password...); nothing was changed."""
-
-
-class Reversal(Protocol):
-    def before(self, service: TurnService, checked: CheckedStep,
-               key: Ed25519PrivateKey) -> dict[str, Any]:
-        """The signed before-record, durable before the run (blocking; it may set the run's
-        request). Raises RecordRefused, or OSError/ValueError/MetnosError (Law 1)."""
-
-    def after(self, service: TurnService, checked: CheckedStep, result: SandboxResult) -> None:
-        """What the run's result adds to the record (blocking); a failure is logged."""
-
-    def undo(self, service: TurnService, action_id: str, *, sender: str,
-             channel: str) -> UndoReport | None:
-        """The undo of `action_id` with one audit line, or None when its record is not of
-        this kind. Raises UndoError (refused), after its audit line."""
 
 
 class Files:
     """The workspace paths a step may write: hashes, and copies of their bytes unless its
     sandbox moves what it removes to the trash (fs_delete)."""
 
-    def before(self, service: TurnService, checked: CheckedStep,
+    def before(self, service: Runtime, checked: CheckedStep,
                key: Ed25519PrivateKey) -> dict[str, Any]:
         spec, request, settings = checked.spec, checked.request, service.settings
         assert spec is not None and request is not None
@@ -71,7 +49,7 @@ class Files:
             settings.state_dir, checked.action_id, settings.workspace, spec.name, written, key,
             copy=not spec.manifest.sandbox.trash)
 
-    def after(self, service: TurnService, checked: CheckedStep, result: SandboxResult) -> None:
+    def after(self, service: Runtime, checked: CheckedStep, result: SandboxResult) -> None:
         return None
 
     def undo(self, service: TurnService, action_id: str, *, sender: str,

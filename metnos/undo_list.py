@@ -25,6 +25,7 @@ from metnos.undo import PURGED_MARKER, UNDONE_MARKER
 from metnos.undo_said import not_undoable
 
 if TYPE_CHECKING:
+    from metnos.turns.runtime import Runtime
     from metnos.turns.service import TurnService
 
 MIN_PREFIX = 4
@@ -44,7 +45,7 @@ class Change:
     sender: str
 
 
-def resolve(service: TurnService, handle: str) -> str | None:
+def resolve(service: Runtime, handle: str) -> str | None:
     """The action id `handle` stands for: itself when it is a whole id, else the one id it
     is a unique prefix of (the before-records, the steps). None: no such action.
     Raises Ambiguous when several ids start with it."""

@@ -1,9 +1,9 @@
 """The one path every undo surface takes (SPEC §5): the API and the web's Undo button,
 Telegram's button, "annulla" said in a chat, the model's `undo_last` tool.
 
-The reversals (`metnos.reversal`) are asked in turn whose action it is: an effect's (a
-scheduled task set from a chat, a reminder), a mail move, a remote action, and last the
-files (`metnos.undo`). One audit line whatever happens.
+The reversals (`metnos.reversal`, registered by `metnos.wiring.FEATURES`) are asked in turn
+whose action it is: an effect's (a scheduled task set from a chat, a reminder), a mail move,
+a remote action, and last the files (`metnos.undo`). One audit line whatever happens.
 """
 
 from __future__ import annotations
@@ -11,20 +11,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from metnos import undo_list
-from metnos.mail.undo import Mailbox
-from metnos.remote.undo import Remote
-from metnos.reversal import EFFECT, FILES, MAILBOX, REMOTE, Effects, Files, Reversal
 from metnos.reversibility import valid_action_id
 from metnos.undo import UndoError, UndoReport
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
-
-
-def reversals() -> dict[str, Reversal]:
-    """Every kind a manifest may choose (`Manifest.reversal`), in the order an undo asks
-    them whose action it is (the files last: every action has their record)."""
-    return {EFFECT: Effects(), MAILBOX: Mailbox(), REMOTE: Remote(), FILES: Files()}
 
 
 def run_undo(service: TurnService, action_id: str, *, sender: str, channel: str) -> UndoReport:

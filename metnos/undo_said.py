@@ -39,6 +39,7 @@ from metnos.undo import PURGED_MARKER, UNDONE_MARKER, UndoError, UndoReport
 
 if TYPE_CHECKING:
     from metnos.turns.context import TurnContext
+    from metnos.turns.runtime import Runtime
     from metnos.turns.service import TurnService
 
 LEXICON = "undo"
@@ -152,7 +153,7 @@ def _changes_nothing(folder: Path) -> bool:
         return False  # a damaged or cleared record: the undo itself says why, plainly
 
 
-def _claimed(service: TurnService, action_id: str) -> bool:
+def _claimed(service: Runtime, action_id: str) -> bool:
     """Whether a scheduled task or a reminder was set by `action_id` (undone by their own)."""
     from metnos.reminders import outbox
     from metnos.schedules import store

@@ -10,12 +10,14 @@ from prefect.cache_policies import NO_CACHE
 from metnos.mail import digest
 from metnos.mail.digest import DigestResult, DigestRun
 from metnos.settings import get_settings
+from metnos.wiring import build_runtime
 
 
 @task(name="digest-open", cache_policy=NO_CACHE, persist_result=False)
 async def open_digest_task() -> DigestRun:
-    """The digest's service and its turn (channel `schedule`)."""
-    service = await digest.digest_service(get_settings())
+    """The digest's turn service (as the gateway's, without the Tutor) and its turn
+    (channel `schedule`)."""
+    service = await build_runtime(get_settings(), tutor=False)
     return await DigestRun.open(service)
 
 

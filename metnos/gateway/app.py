@@ -13,8 +13,9 @@ import functools
 import logging
 import sqlite3
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
+from dataclasses import replace
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -28,7 +29,7 @@ from metnos import i18n, trash
 from metnos.approvals.resume import Resumer
 from metnos.channels.telegram import start_telegram
 from metnos.errors import MetnosError
-from metnos.gateway.drain import Drain, drain
+from metnos.gateway.drain import drain
 from metnos.gateway.invalid import body_lang, problems
 from metnos.gateway.routes import (
     approvals,
@@ -52,6 +53,7 @@ from metnos.gateway.routes import (
 from metnos.gateway.routes import trash as trash_routes
 from metnos.gateway.schemas import COMMON_ERRORS
 from metnos.gateway.security import HostGuard
+from metnos.gateway.state import GatewayState, RunCloser, state_of
 from metnos.i18n import intents, lint
 from metnos.i18n.store import MessageStore
 from metnos.languages.instance import open_instance_store
@@ -61,13 +63,10 @@ from metnos.settings import Settings, get_settings
 from metnos.turns.handle import TurnHandle, TurnRunner
 from metnos.turns.pipeline import run_pipeline
 from metnos.turns.recovery import recover_at_start
-from metnos.turns.runtime import Signals, build_service
 from metnos.turns.service import TurnContext, TurnService
+from metnos.wiring import Edges, build_runtime
 
 log = logging.getLogger(__name__)
-
-# ends the Prefect flow runs of turns a dead gateway left open (their ids), at start-up
-RunCloser = Callable[[list[str]], Awaitable[None]]
 
 
 async def plain_runner(service: TurnService, ctx: TurnContext) -> None:
@@ -92,20 +91,20 @@ async def _probe_model(service: TurnService) -> None:
 
 def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = None,
                resumer: Resumer | None = None, close_runs: RunCloser | None = None,
-               scheduler_signals: Signals | None = None) -> FastAPI:
-    """`scheduler_signals`: the scheduler's latest signals, for the Tutor's probes (the
-    composition root keeps them current; without it the scheduler is not observed)."""
+               edges: Edges | None = None) -> FastAPI:
+    """`edges`: the ways out the composition root hands in (`metnos.wiring.Edges`: Prefect's
+    scheduling calls, the work pools, the scheduler's latest signals for the Tutor)."""
     settings = settings or get_settings()
+    edges = edges or Edges()
     background: set[asyncio.Task[None]] = set()
 
     def telegram_polling() -> bool | None:  # None: no bot configured (or not started yet)
-        channel = getattr(app.state, "telegram", None)
+        channel = state.telegram
         return None if channel is None else channel.polling
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        service = await build_service(settings, scheduler=scheduler_signals,
-                                      telegram=telegram_polling)
+        service = await build_runtime(settings, replace(edges, telegram=telegram_polling))
         store = await asyncio.to_thread(_message_store, settings)
         await asyncio.to_thread(intents.audit_policy, service.audit, settings)
         threading.Thread(target=lint.warm_up, args=(settings.active_languages,),
@@ -115,10 +114,10 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         await asyncio.to_thread(merge_lists, settings, service.audit)
         if close_runs is not None and recovered.flow_runs:
             await close_runs(recovered.flow_runs)
-        app.state.service = service
-        app.state.turns = TurnHandle(service, app.state.runner, launch, resumer)
-        app.state.owner_token = settings.owner_token()
-        telegram = app.state.telegram = await start_telegram(app, settings)
+        state.service = service
+        state.turns = TurnHandle(service, state.runner, launch, resumer)
+        state.owner_token = settings.owner_token()
+        telegram = state.telegram = await start_telegram(state.turns, settings)
         # the model's state known from the start (/healthz, the web chat's header, `metnos
         # serve`'s report), not only after the first turn: one probe, beside the start
         probe = asyncio.get_running_loop().create_task(_probe_model(service))
@@ -129,7 +128,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         yield
         # a process stop drains while still listening (flows.gateway); this one is for a
         # server stopped without it: nothing is left running or open either way (SPEC §1)
-        await drain(app.state, settings.gateway.drain_s)
+        await drain(state, settings.gateway.drain_s)
         probe.cancel()
         keeper.cancel()
         if telegram is not None:
@@ -142,18 +141,14 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
 
     app = FastAPI(title="Metnos", version="0.1.0", lifespan=lifespan,
                   docs_url=None, redoc_url=None, responses=COMMON_ERRORS)
-    app.state.runner = _open_only(runner or plain_runner)
-    app.state.resumer = resumer  # None: a turn waits by polling the database (plain path)
-    app.state.close_runs = close_runs
-    app.state.background = background  # the turns (and scheduled runs) in flight
-    app.state.drain = Drain()
 
     def launch(coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         background.add(task)
         task.add_done_callback(_finished(background))
 
-    app.state.launch = launch
+    state = app.state.gateway = GatewayState(_open_only(runner or plain_runner), resumer,
+                                             close_runs, edges, launch, background)
     app.include_router(health.router)
     app.include_router(status.router)
     app.include_router(turns.router)
@@ -242,7 +237,7 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         """422 in plain words, in the body's `lang`, else the caller's language: the first
         problem as `key`/`message`, every problem (field, key, message) in `detail`."""
-        service = getattr(request.app.state, "service", None)
+        service = state_of(request.app).service
         lang = (body_lang(exc.body, service.settings) if service is not None else None) \
             or request_lang(request)
         found = problems(exc.errors(), lang)

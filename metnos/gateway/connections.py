@@ -16,8 +16,6 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from starlette.datastructures import State
-
 _ENDED_KEPT = 10_000  # ended session ids remembered (one per logout; sessions are few)
 
 
@@ -64,16 +62,3 @@ class LiveConnections:
                 continue
         return len(held)
 
-
-_CREATE = threading.Lock()
-
-
-def connections_of(state: State) -> LiveConnections:
-    """The app's registry (`app.state.connections`), made on first use by whichever thread
-    comes first (the loop's connections or a logout's worker thread)."""
-    with _CREATE:
-        found = getattr(state, "connections", None)
-        if not isinstance(found, LiveConnections):
-            found = LiveConnections()
-            state.connections = found
-        return found

@@ -19,6 +19,7 @@ from starlette.requests import HTTPConnection
 from metnos import i18n
 from metnos.db.engine import session as db_session
 from metnos.gateway.security import UNSAFE_METHODS, own_origins, token_matches
+from metnos.gateway.state import GatewayState, state_of
 from metnos.turns import language
 from metnos.turns.handle import TurnHandle
 from metnos.turns.service import TurnService
@@ -38,22 +39,24 @@ class Auth:
     web_session_id: str | None = None
 
 
-def get_service(request: Request) -> TurnService:
-    service: TurnService = request.app.state.service
-    return service
+def gateway_state(conn: HTTPConnection) -> GatewayState:
+    return state_of(conn.app)
+
+
+def get_service(conn: HTTPConnection) -> TurnService:
+    return state_of(conn.app).ready()
 
 
 def get_turns(conn: HTTPConnection) -> TurnHandle:
     """The gateway's turn handle (start, follow, reply, decide, undo), set at start-up."""
-    turns: TurnHandle = conn.app.state.turns
-    return turns
+    return state_of(conn.app).handle()
 
 
 def request_lang(request: HTTPConnection) -> str:
     """The request's UI locale, for errors and chrome: the best Accept-Language tag among the
     active languages (q-values honoured), else METNOS_LANG."""
     header = request.headers.get("accept-language")
-    service: TurnService | None = getattr(request.app.state, "service", None)
+    service = state_of(request.app).service
     if service is None:  # before start-up finished: the first tag is enough
         first = (header or "").split(",")[0].split(";")[0].strip()
         return i18n.normalise_lang(first or None)
@@ -65,14 +68,13 @@ def authenticate(conn: HTTPConnection) -> Auth:
     cookie. Blocking: call it from a thread (FastAPI does, for a sync dependency)."""
     scheme, _, token = conn.headers.get("authorization", "").partition(" ")
     if scheme.lower() == "bearer" and token.strip():
-        if token_matches(token.strip(), conn.app.state.owner_token):
+        if token_matches(token.strip(), state_of(conn.app).owner_token):
             return Auth("owner", via="bearer")
         return Auth(None, error="ERR_AUTH_INVALID")
     cookie = conn.cookies.get(SESSION_COOKIE)
     if cookie is None:
         return Auth(None, error="ERR_AUTH_MISSING")
-    service: TurnService = conn.app.state.service
-    with db_session(service.engine) as db:
+    with db_session(get_service(conn).engine) as db:
         session = web.session_owner(db, cookie)
     if session is None:
         return Auth(None, error="ERR_AUTH_SESSION_INVALID")
@@ -92,9 +94,8 @@ def require_owner(request: Request) -> str:
                             headers=headers)
     if auth.via == "cookie" and request.method in UNSAFE_METHODS:
         origin = request.headers.get("origin", "").strip().lower()
-        service: TurnService = request.app.state.service
         allowed = own_origins(request.headers.get("host", ""),
-                              service.settings.gateway.allowed_hosts)
+                              get_service(request).settings.gateway.allowed_hosts)
         if origin not in allowed:  # a browser always sends it here: its absence is suspect
             raise HTTPException(403, detail={"key": "ERR_ORIGIN_FORBIDDEN", "message": i18n.get(
                 "ERR_ORIGIN_FORBIDDEN", lang, origin=origin[:100] or "-")})
@@ -108,14 +109,14 @@ def same_origin_browser(request: Request) -> bool:
     handshake and every POST already refuse, for a GET that must not answer such a page."""
     origin = request.headers.get("origin", "").strip().lower()
     if origin:
-        service: TurnService = request.app.state.service
         return origin in own_origins(request.headers.get("host", ""),
-                                     service.settings.gateway.allowed_hosts)
+                                     get_service(request).settings.gateway.allowed_hosts)
     site = request.headers.get("sec-fetch-site", "").strip().lower()
     return site in ("", "same-origin", "none")
 
 
 ServiceDep = Annotated[TurnService, Depends(get_service)]
 TurnsDep = Annotated[TurnHandle, Depends(get_turns)]
+StateDep = Annotated[GatewayState, Depends(gateway_state)]
 OwnerDep = Annotated[str, Depends(require_owner)]
 LangDep = Annotated[str, Depends(request_lang)]

@@ -14,15 +14,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from fastapi import HTTPException
-from starlette.datastructures import State
 
 from metnos import i18n
 from metnos.turns import recovery
-from metnos.turns.service import TurnService
+
+if TYPE_CHECKING:
+    from metnos.gateway.state import GatewayState
 
 log = logging.getLogger(__name__)
 
@@ -47,9 +47,8 @@ class Drain:
         return True
 
 
-def draining(state: State) -> bool:
-    drain = getattr(state, "drain", None)
-    return bool(drain is not None and drain.active)
+def draining(state: GatewayState) -> bool:
+    return state.drain.active
 
 
 def refusal(lang: str) -> HTTPException:
@@ -58,7 +57,7 @@ def refusal(lang: str) -> HTTPException:
                          headers={"Retry-After": str(RETRY_AFTER_S)})
 
 
-async def drain(state: State, window_s: float) -> None:
+async def drain(state: GatewayState, window_s: float) -> None:
     """Refuse new turns, let those in flight finish within `window_s`, interrupt the rest.
     Never raises: the stop goes on whatever happens here."""
     if not state.drain.start():
@@ -71,8 +70,8 @@ async def drain(state: State, window_s: float) -> None:
     log.info("gateway.drained")
 
 
-async def _drain(state: State, window_s: float) -> None:
-    telegram = getattr(state, "telegram", None)
+async def _drain(state: GatewayState, window_s: float) -> None:
+    telegram = state.telegram
     if telegram is not None:
         await telegram.stop_polling()
     background: set[asyncio.Task[None]] = state.background
@@ -84,14 +83,13 @@ async def _drain(state: State, window_s: float) -> None:
         task.cancel()
     if late:
         await asyncio.wait(late, timeout=CANCEL_WAIT_S)
-    service: TurnService | None = getattr(state, "service", None)
+    service = state.service
     if service is None:  # stopped before the lifespan was ready: no turn ever opened
         return
     found = await asyncio.to_thread(recovery.interrupt_open, service)
     for turn_id, (reply, status, stop_reason) in found.replies.items():
         service.record.settle(turn_id, reply, status, stop_reason)
-    close_runs: Callable[[list[str]], Awaitable[Any]] | None = getattr(state, "close_runs",
-                                                                      None)
+    close_runs = state.close_runs
     if close_runs is not None and found.flow_runs:
         try:
             await asyncio.wait_for(close_runs(found.flow_runs), CLOSE_RUNS_S)

@@ -13,8 +13,9 @@ those left unanswered too long into ignored ones and puts the queued ones in the
 (`metnos.proposals.delivery`, never in quiet hours): a proposal's Telegram message carries
 Accept / Dismiss buttons, the web chat shows it as a card (`kind` "proposal").
 
-`with_reminders(app, scheduler)` adds all this to an app from `create_app` (the composition
-root, `flows/gateway.py`, passes the Prefect scheduler of `flows/reminder.py`).
+`with_reminders(app)` adds all this to an app from `create_app` (whose `Edges.scheduler`, the
+Prefect scheduler of `flows/reminder.py` the composition root `flows/gateway.py` hands in,
+also cancels the runs of undone reminders).
 """
 
 from __future__ import annotations
@@ -37,14 +38,12 @@ from fastapi import FastAPI
 from metnos.channels.bidi import marked
 from metnos.channels.telegram.config import load_config
 from metnos.channels.telegram.proposals import keyboard
-from metnos.mail import summary
-from metnos.notify import effect as notify
-from metnos.notify import members
+from metnos.gateway.state import state_of
 from metnos.pairing.service import OWNER_USER_ID
 from metnos.proposals import delivery as proposals
 from metnos.proposals import store, vaglio
 from metnos.reminders import outbox
-from metnos.reminders.effect import EFFECT, Scheduler, effect
+from metnos.reminders.effect import Scheduler
 from metnos.reminders.outbox import Outbox
 from metnos.turns.service import TurnService
 
@@ -156,8 +155,8 @@ def notice(row: Outbox) -> dict[str, Any]:
             if row.scheduled_for else None}
 
 
-def with_reminders(app: FastAPI, scheduler: Scheduler | None) -> FastAPI:
-    """`app` with reminders scheduled through `scheduler` and the delivery loop running."""
+def with_reminders(app: FastAPI) -> FastAPI:
+    """`app` with the delivery loop running (and `/api/notices`)."""
     from metnos.gateway.routes import notices
 
     inner = app.router.lifespan_context
@@ -165,15 +164,11 @@ def with_reminders(app: FastAPI, scheduler: Scheduler | None) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
         async with inner(app) as state:
-            service: TurnService = app.state.service
-            service.effects[notify.EFFECT] = notify.effect(service)  # needs no scheduler
-            service.effects[summary.EFFECT] = summary.effect(service)  # the mail's lines
-            service.watchers.append(members.watcher(service))  # the owner hears of members'
-            if scheduler is not None:
-                service.effects[EFFECT] = effect(service, scheduler)
+            gateway = state_of(app)
+            service, scheduler = gateway.ready(), gateway.edges.scheduler
             config = load_config(service.settings)
             telegram = TelegramSender(config.token, config.api_base) if config else None
-            delivery = app.state.delivery = Delivery(service, scheduler, telegram)
+            delivery = gateway.delivery = Delivery(service, scheduler, telegram)
             task = asyncio.get_running_loop().create_task(delivery.run(), name="outbox")
             try:
                 yield state

@@ -21,6 +21,7 @@ import uvicorn
 from fastapi import FastAPI
 
 from metnos.gateway.drain import drain
+from metnos.gateway.state import state_of
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +38,7 @@ def serve(server: uvicorn.Server, built: FastAPI, drain_s: float) -> int:
     begun = threading.Event()  # the drain was scheduled on the loop
 
     async def stop() -> None:
-        await drain(built.state, drain_s)
+        await drain(state_of(built), drain_s)
         server.should_exit = True
 
     def schedule() -> None:  # on the loop

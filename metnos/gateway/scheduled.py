@@ -1,6 +1,7 @@
-"""The owner's scheduled tasks in the gateway (SPEC §12): `with_schedules(app, sync)` adds
-`/api/schedules`, the firing loop (`metnos.schedules.firing`) and the `schedule_set`
-executor's effect and undo (`metnos.schedules.effect`) to an app from `create_app`.
+"""The owner's scheduled tasks in the gateway (SPEC §12): `with_schedules(app)` adds
+`/api/schedules` and the firing loop (`metnos.schedules.firing`) to an app from `create_app`
+(the `schedule_set` executor's effect and undo, `metnos.schedules.effect`, are registered with
+every runtime: `metnos.wiring`).
 """
 
 from __future__ import annotations
@@ -14,25 +15,20 @@ from fastapi import FastAPI
 
 from metnos.gateway.drain import draining
 from metnos.gateway.routes import schedules
-from metnos.schedules import effect as schedule_effect
+from metnos.gateway.state import state_of
 from metnos.schedules.firing import loop
-from metnos.schedules.owner import Sync
-from metnos.turns.service import TurnService
 
 
-def with_schedules(app: FastAPI, sync: Sync | None) -> FastAPI:
+def with_schedules(app: FastAPI) -> FastAPI:
     """`app` with the owner's scheduled tasks: `/api/schedules` and the firing loop."""
     inner = app.router.lifespan_context
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
         async with inner(app) as state:
-            app.state.schedules_sync = sync
-            service: TurnService = app.state.service  # "every Monday at 8 …" from a chat
-            service.effects[schedule_effect.EFFECT] = schedule_effect.effect(service, sync)
-            service.undoers[schedule_effect.EFFECT] = schedule_effect.undoer(service, sync)
+            gateway = state_of(app)
             task = asyncio.get_running_loop().create_task(
-                loop(app.state.turns, lambda: draining(app.state)), name="schedules")
+                loop(gateway.handle(), lambda: draining(gateway)), name="schedules")
             try:
                 yield state
             finally:

@@ -50,18 +50,14 @@ from metnos.audit import open_audit_log
 from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
-from metnos.errors import MetnosError, NotInitialisedError
-from metnos.executors.registry import load_registry
-from metnos.features import create_tables
-from metnos.llm.port import LLMPort, configured
+from metnos.errors import MetnosError
 from metnos.llm.tools import PlanStep
 from metnos.mail import digest_state as state
-from metnos.mail import importance, summary
+from metnos.mail import importance
 from metnos.mail.classify import classify
 from metnos.mail.summary import extractive_lines
 from metnos.notify import effect as notify
 from metnos.reminders import outbox
-from metnos.sandbox import run_canary
 from metnos.settings import Settings
 from metnos.turns import gate, steps
 from metnos.turns.context import CheckedStep, TurnContext
@@ -315,31 +311,6 @@ async def run_digest(service: TurnService) -> DigestResult:
     except BaseException as exc:
         await run.fail(exc)
         raise
-
-
-async def digest_service(settings: Settings) -> TurnService:
-    """A turn service for the digest (as `runtime.build_service`, without the Tutor): the
-    database, the admitted executors, the audit log, the LLM port, the sandbox canary, and
-    the effects of `notify` and `summarize`."""
-    if not settings.owner_token_path.is_file():
-        raise NotInitialisedError(home=str(settings.home))
-    engine = make_engine(database_url(settings))
-    await asyncio.to_thread(create_tables, engine)
-    canary = await run_canary(settings.workspace)
-    if not canary.ok:
-        log.error("digest.canary_failed detail=%s", canary.detail)
-    audit = open_audit_log(settings)
-    port = LLMPort.for_instance(settings, audit) if configured(settings.llm) else None
-    service = TurnService(settings, engine=engine, registry=load_registry(settings),
-                          audit=audit, port=port, sandbox_ok=canary.ok)
-    return wire(service)
-
-
-def wire(service: TurnService) -> TurnService:
-    """The host effects the chain needs (kept when the gateway set them already)."""
-    service.effects.setdefault(notify.EFFECT, notify.effect(service))
-    service.effects.setdefault(summary.EFFECT, summary.effect(service))
-    return service
 
 
 def report_failure(settings: Settings, reason: str) -> str:

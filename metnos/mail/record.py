@@ -31,10 +31,10 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from metnos import durable, keys
 from metnos.errors import MetnosError
-from metnos.reversal import RecordRefused
 from metnos.reversibility import MANIFEST_VERSION, PARTIAL_PREFIX, canonical, valid_action_id
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from metnos.settings import Settings
+from metnos.turns.runtime import RecordRefused
 
 log = logging.getLogger(__name__)
 

@@ -37,7 +37,7 @@ from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
 
 if TYPE_CHECKING:
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -117,16 +117,16 @@ def asked_messages(checked: CheckedStep) -> dict[int, Mapping[str, Any]]:
     return {m["uid"]: m for m in items if isinstance(m, dict) and isinstance(m.get("uid"), int)}
 
 
-def effect(service: TurnService) -> Callable[
+def effect(service: Runtime) -> Callable[
         [TurnContext, CheckedStep, StepOutcome], Awaitable[StepOutcome]]:
-    """The runner's hook for `summarize` (`service.effects[EFFECT]`)."""
+    """The runner's hook for `summarize` (registered by `metnos.wiring`)."""
     async def carry_out(ctx: TurnContext, checked: CheckedStep,
                         outcome: StepOutcome) -> StepOutcome:
         return await rewrite(service, ctx, checked, outcome)
     return carry_out
 
 
-async def rewrite(service: TurnService, ctx: TurnContext, checked: CheckedStep,
+async def rewrite(service: Runtime, ctx: TurnContext, checked: CheckedStep,
                   outcome: StepOutcome) -> StepOutcome:
     """The step's result with the model's lines where they hold, the extractive ones
     elsewhere; `by` says which ("model", "mixed", "extractive")."""
@@ -153,7 +153,7 @@ async def rewrite(service: TurnService, ctx: TurnContext, checked: CheckedStep,
                        action_id=outcome.action_id)
 
 
-def checked_pair(service: TurnService, uid: int, pair: list[str], said: list[str] | None,
+def checked_pair(service: Runtime, uid: int, pair: list[str], said: list[str] | None,
                  lang: str) -> tuple[list[str], list[str]]:
     """(the lines that go out for one message, what refused its second line: the kinds of
     links and the claimed actions found, [] when it holds)."""
@@ -171,7 +171,7 @@ def checked_pair(service: TurnService, uid: int, pair: list[str], said: list[str
     return [header, second], []
 
 
-async def _ask_model(service: TurnService, ctx: TurnContext,
+async def _ask_model(service: Runtime, ctx: TurnContext,
                      messages: Mapping[int, Mapping[str, Any]], checked: CheckedStep) -> Lines:
     if not messages or service.port is None:
         return {}

@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from metnos.turns.context import CheckedStep
+    from metnos.turns.runtime import Runtime
     from metnos.turns.service import TurnService
 
 EXECUTOR = "move_messages"
@@ -56,14 +57,14 @@ class Mailbox:
     """The reversal of a mail move (`metnos.reversal`): the mailbox's state before it, from a
     read-only snapshot run; the new UIDs after it; the messages moved back by the undo."""
 
-    def before(self, service: TurnService, checked: CheckedStep,
+    def before(self, service: Runtime, checked: CheckedStep,
                key: Ed25519PrivateKey) -> dict[str, Any]:
         assert checked.spec is not None and checked.request is not None
         signed, checked.request = before_move(service.settings.state_dir, checked.request,
                                               checked.spec.name, key)
         return signed
 
-    def after(self, service: TurnService, checked: CheckedStep, result: SandboxResult) -> None:
+    def after(self, service: Runtime, checked: CheckedStep, result: SandboxResult) -> None:
         if checked.request is not None and checked.request.args.get("mode") == "move":
             after_move(service.settings, checked.action_id, result)  # the new UIDs, signed
 
@@ -72,7 +73,7 @@ class Mailbox:
         return undo_mail(service, action_id, sender=sender, channel=channel)
 
 
-def undo_mail(service: TurnService, action_id: str, *, sender: str,
+def undo_mail(service: Runtime, action_id: str, *, sender: str,
               channel: str) -> UndoReport | None:
     """The undo of a mail move, or None when `action_id` is not one (another undo's turn).
     Raises UndoError (refused), after its audit line."""
@@ -82,7 +83,7 @@ def undo_mail(service: TurnService, action_id: str, *, sender: str,
                    lambda: _undo(service, action_id))
 
 
-def _undo(service: TurnService, action_id: str) -> UndoReport:
+def _undo(service: Runtime, action_id: str) -> UndoReport:
     settings = service.settings
     folder = settings.state_dir / "before" / action_id
     public = keys.load_public_key(settings.keys_dir, "audit")
@@ -118,7 +119,7 @@ def restore_args(mail: dict[str, Any], after: dict[str, Any] | None) -> dict[str
             "flags": [" ".join(m["flags"]) for m in messages]}
 
 
-async def _restore(service: TurnService, mail: dict[str, Any], after: dict[str, Any] | None,
+async def _restore(service: Runtime, mail: dict[str, Any], after: dict[str, Any] | None,
                    undo_id: str) -> dict[str, Any]:
     settings = service.settings
     spec = service.registry.find(EXECUTOR)

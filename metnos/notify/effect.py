@@ -37,7 +37,7 @@ from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
 
 if TYPE_CHECKING:
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -142,16 +142,16 @@ def notification_row(note: Notification, where: Destination, *, settings: Settin
                   action_id=action_id, turn_id=turn_id)
 
 
-def effect(service: TurnService) -> Callable[
+def effect(service: Runtime) -> Callable[
         [TurnContext, CheckedStep, StepOutcome], Awaitable[StepOutcome]]:
-    """The runner's hook for `notify` (`service.effects[EFFECT]`)."""
+    """The runner's hook for `notify` (registered by `metnos.wiring`)."""
     async def carry_out(ctx: TurnContext, checked: CheckedStep,
                         outcome: StepOutcome) -> StepOutcome:
         return await send_notification(service, ctx, outcome)
     return carry_out
 
 
-async def send_notification(service: TurnService, ctx: TurnContext, outcome: StepOutcome,
+async def send_notification(service: Runtime, ctx: TurnContext, outcome: StepOutcome,
                             now: datetime | None = None) -> StepOutcome:
     """Queue the notification of a done `notify` step; a result that does not hold fails
     the step with its audit line (nothing is sent)."""

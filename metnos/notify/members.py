@@ -1,8 +1,7 @@
 """Telling the owner what family members had done (SPEC §4, issue 25): after a member's
 step that changes something (or reaches the network) ran, whoever approved it, one outbox
 notice goes to the owner's preferred chat, naming who asked and what happened, in plain
-words. The gateway registers `watcher` with the turn service (`TurnService.watchers`, in
-`outbox_delivery.with_reminders`).
+words. `watcher` is registered with every runtime (`metnos.wiring.FEATURES`).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from metnos.settings import Settings
 if TYPE_CHECKING:
     from metnos.turns.context import CheckedStep, TurnContext
     from metnos.turns.reply import StepOutcome
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +35,7 @@ FALLBACK = Destination("cli", "member-notices")  # no chat of the owner known
 Watcher = Callable[["TurnContext", "CheckedStep", "StepOutcome"], Awaitable[None]]
 
 
-def watcher(service: TurnService) -> Watcher:
+def watcher(service: Runtime) -> Watcher:
     """The runner's hook after each step: a member's done step that acted tells the owner."""
     async def watch(ctx: TurnContext, checked: CheckedStep, outcome: StepOutcome) -> None:
         spec = checked.spec

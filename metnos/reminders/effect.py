@@ -19,13 +19,12 @@ from metnos import i18n
 from metnos.i18n.formatting import locale_for
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox, channel_of
-from metnos.reversal import Undoer
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
 from metnos.undo import UndoError, UndoReport, audit_undo, mark_undone
 
 if TYPE_CHECKING:
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Runtime, Undoer
 
 log = logging.getLogger(__name__)
 
@@ -44,9 +43,9 @@ class Scheduler:
     cancel: Cancel
 
 
-def effect(service: TurnService, scheduler: Scheduler) -> Callable[
+def effect(service: Runtime, scheduler: Scheduler) -> Callable[
         [TurnContext, CheckedStep, StepOutcome], Awaitable[StepOutcome]]:
-    """The runner's hook for `reminder_set` (`service.effects[EFFECT]`)."""
+    """The runner's hook for `reminder_set` (registered by `metnos.wiring`)."""
     async def carry_out(ctx: TurnContext, checked: CheckedStep,
                         outcome: StepOutcome) -> StepOutcome:
         return await schedule_reminder(service, scheduler, ctx, outcome)
@@ -74,7 +73,7 @@ def checked_result(result: dict[str, Any], now: datetime) -> tuple[str, datetime
     return reminder_id, at, " ".join(text.split())
 
 
-async def schedule_reminder(service: TurnService, scheduler: Scheduler, ctx: TurnContext,
+async def schedule_reminder(service: Runtime, scheduler: Scheduler, ctx: TurnContext,
                             outcome: StepOutcome) -> StepOutcome:
     result = dict(outcome.result or {})
     now = datetime.now(UTC)
@@ -104,7 +103,7 @@ async def schedule_reminder(service: TurnService, scheduler: Scheduler, ctx: Tur
                        action_id=outcome.action_id)
 
 
-async def _not_scheduled(service: TurnService, ctx: TurnContext,
+async def _not_scheduled(service: Runtime, ctx: TurnContext,
                          outcome: StepOutcome) -> StepOutcome:
     """The step fails, with its audit line: the user is told nothing was set."""
     seq = await asyncio.to_thread(
@@ -137,14 +136,14 @@ class ReminderUndo(UndoReport):
         return head + "\n" + i18n.get("MSG_REMINDER_CANCELLED", lang, text=self.text)
 
 
-def undoer(service: TurnService) -> Undoer:
+def undoer(service: Runtime) -> Undoer:
     """Its undo (`service.undoers[EFFECT]`, asked by `metnos.reversal.Effects`)."""
     def run(action_id: str, sender: str, channel: str) -> UndoReport | None:
         return cancel_reminder(service, action_id, sender=sender, channel=channel)
     return run
 
 
-def cancel_reminder(service: TurnService, action_id: str, *, sender: str,
+def cancel_reminder(service: Runtime, action_id: str, *, sender: str,
                     channel: str) -> UndoReport | None:
     """Undo a reminder (blocking): its row is cancelled at once (the flow run then sends
     nothing; the gateway cancels the run too). None when `action_id` set no reminder.

@@ -36,7 +36,7 @@ from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
 
 if TYPE_CHECKING:
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ async def submit(port: RemotePort, pool: str, place: str, request: dict[str, Any
     return reply_of(message, place)
 
 
-async def run_remote(service: TurnService, port: RemotePort | None, ctx: TurnContext,
+async def run_remote(service: Runtime, port: RemotePort | None, ctx: TurnContext,
                      checked: CheckedStep) -> StepOutcome:
     """Run an admitted step whose manifest says `runs_on` on its place's work pool."""
     assert checked.spec is not None and checked.request is not None
@@ -102,7 +102,7 @@ async def run_remote(service: TurnService, port: RemotePort | None, ctx: TurnCon
     return StepOutcome(name, "done", result=shown, audit_seq=seq, action_id=checked.action_id)
 
 
-async def _round_trips(service: TurnService, port: RemotePort, pool: str, place: str,
+async def _round_trips(service: Runtime, port: RemotePort, pool: str, place: str,
                        ctx: TurnContext, checked: CheckedStep) -> dict[str, Any]:
     assert checked.spec is not None and checked.request is not None
     settings, name, action_id = service.settings, checked.spec.name, checked.action_id
@@ -133,7 +133,7 @@ async def _round_trips(service: TurnService, port: RemotePort, pool: str, place:
     return {"folder": folder, "renamed": renamed, "place": place}
 
 
-def _keep(service: TurnService, ctx: TurnContext, checked: CheckedStep,
+def _keep(service: Runtime, ctx: TurnContext, checked: CheckedStep,
           signed: dict[str, Any]) -> None:
     """Store the signed record and tie it to the turn; the batch runs only after this."""
     try:
@@ -149,7 +149,7 @@ def _keep(service: TurnService, ctx: TurnContext, checked: CheckedStep,
                              "signature": signed["signature"]})
 
 
-def _failed(service: TurnService, ctx: TurnContext, checked: CheckedStep,
+def _failed(service: Runtime, ctx: TurnContext, checked: CheckedStep,
             exc: RemoteFailed) -> StepOutcome:
     name = checked.step.executor
     vars = dict(exc.vars)

@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from metnos.sandbox import SandboxResult
     from metnos.turns.context import CheckedStep
+    from metnos.turns.runtime import Runtime
     from metnos.turns.service import TurnService
 
 
@@ -39,11 +40,11 @@ class Remote:
     """The reversal of a step run on another machine (`metnos.reversal`): its record is made
     on the pool's round trip (`metnos.remote.server`), never by the local runner."""
 
-    def before(self, service: TurnService, checked: CheckedStep,
+    def before(self, service: Runtime, checked: CheckedStep,
                key: Ed25519PrivateKey) -> dict[str, Any]:
         raise ValueError("a remote step is recorded on its pool's round trip")
 
-    def after(self, service: TurnService, checked: CheckedStep, result: SandboxResult) -> None:
+    def after(self, service: Runtime, checked: CheckedStep, result: SandboxResult) -> None:
         return None
 
     def undo(self, service: TurnService, action_id: str, *, sender: str,
@@ -56,13 +57,13 @@ class Remote:
 
 
 def _undo(service: TurnService, action_id: str) -> UndoReport:
-    port = service.runner.remote
+    port = service.hooks.remote
     if port is None:  # this process has no way to the pools
         raise UndoError("ERR_REMOTE_UNDO_UNAVAILABLE", action_id=action_id)
     return asyncio.run(undo_remote(service, port, action_id))
 
 
-async def undo_remote(service: TurnService, port: RemotePort, action_id: str) -> UndoReport:
+async def undo_remote(service: Runtime, port: RemotePort, action_id: str) -> UndoReport:
     settings = service.settings
     folder = settings.state_dir / "before" / action_id
     refuse_undone(folder, action_id)

@@ -23,7 +23,6 @@ from babel.dates import format_datetime
 from metnos import i18n, identity
 from metnos.i18n.formatting import locale_for
 from metnos.reminders.outbox import channel_of
-from metnos.reversal import Undoer
 from metnos.schedules import cadence, owner, store
 from metnos.schedules.owner import ScheduleError, Sync
 from metnos.turns.context import CheckedStep, TurnContext
@@ -31,7 +30,7 @@ from metnos.turns.reply import StepOutcome
 from metnos.undo import UndoError, UndoReport, audit_undo, mark_undone
 
 if TYPE_CHECKING:
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Runtime, Undoer
 
 log = logging.getLogger(__name__)
 
@@ -39,9 +38,9 @@ EXECUTOR = "schedule_set"
 EFFECT = "schedule_task"  # its manifest's `effect`
 
 
-def effect(service: TurnService, sync: Sync | None) -> Callable[
+def effect(service: Runtime, sync: Sync | None) -> Callable[
         [TurnContext, CheckedStep, StepOutcome], Awaitable[StepOutcome]]:
-    """The runner's hook for `schedule_set` (`service.effects[EFFECT]`); `sync` is None
+    """The runner's hook for `schedule_set` (registered by `metnos.wiring`); `sync` is None
     when this process has no way to Prefect (the runner's next start publishes the task)."""
     async def carry_out(ctx: TurnContext, checked: CheckedStep,
                         outcome: StepOutcome) -> StepOutcome:
@@ -64,7 +63,7 @@ def checked_result(result: dict[str, Any], approved: dict[str, Any]) -> tuple[st
     return task_id, cron, text
 
 
-async def schedule_task(service: TurnService, sync: Sync | None, ctx: TurnContext,
+async def schedule_task(service: Runtime, sync: Sync | None, ctx: TurnContext,
                         checked: CheckedStep, outcome: StepOutcome) -> StepOutcome:
     result = dict(outcome.result or {})
     approved = checked.request.args if checked.request is not None else {}
@@ -91,7 +90,7 @@ async def schedule_task(service: TurnService, sync: Sync | None, ctx: TurnContex
                        action_id=outcome.action_id)
 
 
-def _tainted_text(service: TurnService, ctx: TurnContext, task_id: str, text: str,
+def _tainted_text(service: Runtime, ctx: TurnContext, task_id: str, text: str,
                   action_id: str | None) -> None:
     identity.record_text(service.engine, identity.text_key("schedule", task_id), text,
                          sources=ctx.sources, turn_id=ctx.turn_id, action_id=action_id)
@@ -100,7 +99,7 @@ def _tainted_text(service: TurnService, ctx: TurnContext, task_id: str, text: st
                               action_id=action_id)
 
 
-async def _not_scheduled(service: TurnService, ctx: TurnContext, outcome: StepOutcome,
+async def _not_scheduled(service: Runtime, ctx: TurnContext, outcome: StepOutcome,
                          key: str, vars: dict[str, Any]) -> StepOutcome:
     """The step fails, with its audit line: the owner is told nothing was scheduled."""
     seq = await asyncio.to_thread(
@@ -126,7 +125,7 @@ class ScheduleUndo(UndoReport):
                                       when=self.when)
 
 
-def undoer(service: TurnService, sync: Sync | None) -> Undoer:
+def undoer(service: Runtime, sync: Sync | None) -> Undoer:
     """Its undo (`service.undoers[EFFECT]`, asked by `metnos.reversal.Effects`; blocking, in
     a worker thread): None when the action set no scheduled task."""
     def run(action_id: str, sender: str, channel: str) -> UndoReport | None:
@@ -134,7 +133,7 @@ def undoer(service: TurnService, sync: Sync | None) -> Undoer:
     return run
 
 
-def remove_task(service: TurnService, sync: Sync | None, action_id: str, *, sender: str,
+def remove_task(service: Runtime, sync: Sync | None, action_id: str, *, sender: str,
                 channel: str) -> UndoReport | None:
     """Undo the task `action_id` set: the row is deactivated at once (a firing of it then
     does nothing), then its Prefect schedule is dropped (a Prefect that does not answer

@@ -16,7 +16,8 @@ on a morning the model does not answer, is not answered "I didn't understand": i
 told once that it could not run (`notices.report_failed`).
 
 `loop` claims the due runs and fires each through the gateway's turn handle; the gateway
-runs it (`metnos.gateway.scheduled.with_schedules`).
+runs it (`metnos.gateway.scheduled.with_schedules`); the `schedule_set` executor's effect and
+undo (`metnos.schedules.effect`) are registered with every runtime (`metnos.wiring`).
 """
 
 from __future__ import annotations

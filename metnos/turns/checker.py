@@ -36,16 +36,16 @@ from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
 
 if TYPE_CHECKING:
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Hooks, Runtime
 
 # refusals that mean the call itself was wrong (the model may correct it), not the policy
 MALFORMED_KEYS = frozenset({"ERR_PLAN_ARGS_NOT_JSON", "ERR_EXECUTOR_NOT_FOUND"})
 
 
 class StepChecker:
-    def __init__(self, service: TurnService) -> None:
-        self.service = service
-        self.settings = service.settings
+    def __init__(self, runtime: Runtime, hooks: Hooks) -> None:
+        self.runtime, self.hooks = runtime, hooks
+        self.settings = runtime.settings
 
     def check(self, ctx: TurnContext, step: PlanStep, *, seq: int = 0,
               think: int = 0) -> CheckedStep:
@@ -59,7 +59,7 @@ class StepChecker:
             ctx.mark("policy", started)
 
     def _check(self, ctx: TurnContext, checked: CheckedStep) -> CheckedStep:
-        step, service = checked.step, self.service
+        step, service = checked.step, self.runtime
         if step.error:
             return self.refuse(ctx, checked, step.error, {"executor": step.executor})
         law = service.guard.laws(ctx, step)  # first: a step carrying a secret never goes on
@@ -97,9 +97,9 @@ class StepChecker:
             return self.refuse(ctx, checked, verdict.key,
                                {**verdict.vars, "executor": step.executor})
         account = None
-        if manifest.account is not None:  # the envelope's host-only block (service.accounts)
+        if manifest.account is not None:  # the envelope's host-only block (hooks.accounts)
             try:
-                account = service.accounts[manifest.account](self.settings)
+                account = self.hooks.accounts[manifest.account](self.settings)
             except AccountMissing as exc:  # before any sandbox starts, with an audit line
                 return self.refuse(ctx, checked, exc.key, {"executor": step.executor})
         slot = service.guard.reserve_run(ctx)  # held until the run starts, else given back
@@ -125,7 +125,7 @@ class StepChecker:
         found = language.check_artifact(self.settings, ctx.lang, manifest, args)
         if found is None:
             return verdict
-        self.service.record.audit_line(
+        self.runtime.record.audit_line(
             ctx, action=language.AUDIT_ACTION, decision="info", reason=found.audit_reason(),
             outcome="ask", args_digest=checked.args_digest, action_id=checked.action_id)
         return found.decision(manifest.name, ctx.lang)
@@ -136,8 +136,8 @@ class StepChecker:
 
     def refuse(self, ctx: TurnContext, checked: CheckedStep, key: str, vars: dict[str, Any],
                *, decision: str = "deny") -> CheckedStep:
-        self.service.guard.release_run(checked)  # a refused step never runs: its run goes back
-        rec = self.service.record.audit_line(
+        self.runtime.guard.release_run(checked)  # a refused step never runs: its run goes back
+        rec = self.runtime.record.audit_line(
             ctx, action=checked.step.executor, decision=decision, reason=key,
             outcome="refused", args_digest=checked.args_digest)
         checked.malformed = checked.malformed or key in MALFORMED_KEYS
@@ -146,7 +146,7 @@ class StepChecker:
         return checked
 
 
-def _archived(service: TurnService, name: str) -> bool:
+def _archived(service: Runtime, name: str) -> bool:
     """Whether the owner archived `name` (one indexed read: its lifecycle row)."""
     with service.engine.connect() as conn:
         state = conn.execute(select(col(ExecutorUse.state)).where(

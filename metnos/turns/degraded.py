@@ -19,10 +19,10 @@ from metnos.policy.approver import OWNER_USER_ID
 
 if TYPE_CHECKING:
     from metnos.turns.context import TurnContext
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Runtime
 
 
-def note(service: TurnService, ctx: TurnContext) -> str:
+def note(service: Runtime, ctx: TurnContext) -> str:
     """The one line a reply without the model carries, in the turn's language."""
     check = service.model_health.check
     if check.state == "misconfigured":

@@ -28,7 +28,7 @@ from metnos.turns.reply import StepOutcome
 
 if TYPE_CHECKING:
     from metnos.turns.context import CheckedStep, TurnContext
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +36,7 @@ DB_POLL_S = 0.2
 MAX_SHOWN_ARG = 300
 
 
-def digest_now(service: TurnService, checked: CheckedStep) -> tuple[str, dict[str, str | None]]:
+def digest_now(service: Runtime, checked: CheckedStep) -> tuple[str, dict[str, str | None]]:
     """The action digest as of now: executor, code hash, arguments, files they name."""
     spec, request = checked.spec, checked.request
     assert spec is not None and request is not None
@@ -50,7 +50,7 @@ def digest_now(service: TurnService, checked: CheckedStep) -> tuple[str, dict[st
     return digest, files
 
 
-def open_approval(service: TurnService, ctx: TurnContext, checked: CheckedStep,
+def open_approval(service: Runtime, ctx: TurnContext, checked: CheckedStep,
                   verdict: Decision) -> None:
     """Record a pending approval for an admitted-but-asking step (blocking: worker thread)."""
     digest, files = digest_now(service, checked)
@@ -132,7 +132,7 @@ def approval_markdown(headline: str, action: str, files: dict[str, str]) -> str:
                                      shown]))
 
 
-async def wait_in_db(service: TurnService, ctx: TurnContext,
+async def wait_in_db(service: Runtime, ctx: TurnContext,
                      checked: CheckedStep) -> dict[str, Any] | None:
     """The plain path's wait: poll the row until it is decided or expires."""
     row = checked.approval
@@ -145,16 +145,16 @@ async def wait_in_db(service: TurnService, ctx: TurnContext,
     return None
 
 
-def decided(service: TurnService, approval_id: str) -> bool:
+def decided(service: Runtime, approval_id: str) -> bool:
     return _status(service, approval_id) != "pending"
 
 
-def _status(service: TurnService, approval_id: str) -> str:
+def _status(service: Runtime, approval_id: str) -> str:
     with db_session(service.engine) as db:
         return approvals.get(db, approval_id).status
 
 
-def resolve(service: TurnService, ctx: TurnContext, checked: CheckedStep,
+def resolve(service: Runtime, ctx: TurnContext, checked: CheckedStep,
             run_input: dict[str, Any] | None, via: str) -> StepOutcome | None:
     """After the wait: None means "approved and consumed, run it"; otherwise the final
     outcome of the step (denied, expired, refused), each with exactly one audit line."""
@@ -193,7 +193,7 @@ def resolve(service: TurnService, ctx: TurnContext, checked: CheckedStep,
     return None
 
 
-def _closed(service: TurnService, ctx: TurnContext, checked: CheckedStep, key: str,
+def _closed(service: Runtime, ctx: TurnContext, checked: CheckedStep, key: str,
             outcome: str, note: str = "") -> StepOutcome:
     service.guard.release_run(checked)  # denied, expired or refused: it never runs
     seq = service.record.audit_line(ctx, action=checked.step.executor,
@@ -215,7 +215,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= MAX_SHOWN_ARG else text[:MAX_SHOWN_ARG] + "…\""
 
 
-def recover_interrupted(service: TurnService) -> int:
+def recover_interrupted(service: Runtime) -> int:
     """At start-up: a turn left waiting by a stopped gateway can never resume. Its pending
     approvals expire and the turn fails with a message saying so (one audit line each)."""
     from metnos.db import models

@@ -3,9 +3,9 @@ reply, decide an approval it waits for, undo what it changed. The HTTP routes, t
 socket, Telegram and the scheduled tasks all go through a `TurnHandle`, so each of them says
 only what is its own (its errors, its messages, its cards).
 
-The gateway builds one handle at start-up (`app.state.turns`) from the turn service and how a
-turn runs there (`runner`: a Prefect flow or plain calls; `launch`: a task the gateway drains
-at its stop; `resumer`: how a paused turn flow takes a decision).
+The gateway builds one handle at start-up (`GatewayState.turns`) from the turn service and
+how a turn runs there (`runner`: a Prefect flow or plain calls; `launch`: a task the gateway
+drains at its stop; `resumer`: how a paused turn flow takes a decision).
 """
 
 from __future__ import annotations

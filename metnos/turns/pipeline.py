@@ -77,7 +77,7 @@ async def _precheck(service: TurnService, ctx: TurnContext) -> str | None:
         return None  # about Metnos ("conferma" goes first to the Tutor's pending yes, if any)
     ctx.confirm_said = spoken is not None
     started = time.perf_counter()
-    answer = await service.precheck(service, ctx)
+    answer = await service.precheck(ctx)
     ctx.mark("tutor", started)
     return answer
 

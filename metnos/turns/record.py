@@ -37,14 +37,15 @@ log = logging.getLogger(__name__)
 
 class TurnRecord:
     def __init__(self, settings: Settings, *, engine: Engine, audit: AuditLog,
-                 events: TurnEvents, registry: Callable[[], Registry] | None = None) -> None:
+                 events: TurnEvents, registry: Callable[[], Registry] | None = None,
+                 memory_hooks: Sequence[Callable[[Memory], None]] = ()) -> None:
         self.settings = settings
         self.engine = engine
         self.audit = audit
         self.events = events
         self.registry = registry  # the service's current registry, for the mnestoma
         # what a closed turn's memory is handed to (the synt, the ager), in its worker thread
-        self.memory_hooks: list[Callable[[Memory], None]] = []
+        self.memory_hooks = list(memory_hooks)
         self._remembered: dict[str, None] = {}  # turns recorded already (a retried close)
         self._replies: dict[str, asyncio.Future[Published]] = {}
 

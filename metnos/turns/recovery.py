@@ -38,7 +38,7 @@ from metnos.sandbox.orphans import kill_orphans
 from metnos.turns import gate
 
 if TYPE_CHECKING:
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -80,7 +80,7 @@ def link_flow_run(engine: Engine, turn_id: str, flow_run_id: str) -> None:
         db.commit()
 
 
-def recover_at_start(service: TurnService) -> Recovery:
+def recover_at_start(service: Runtime) -> Recovery:
     """Clean up after a dead gateway (blocking: call it in a worker thread, before serving)."""
     settings = service.settings
     orphans = kill_orphans()  # first: an orphaned sandbox could still be changing files
@@ -101,7 +101,7 @@ def recover_at_start(service: TurnService) -> Recovery:
     return found
 
 
-def interrupt_open(service: TurnService) -> Recovery:
+def interrupt_open(service: Runtime) -> Recovery:
     """At the end of a drain (the gateway is stopping and has cancelled the turns still
     running): each open turn is this process's own, and is recorded as a restart would
     record it (its approvals expired, the turn failed with a reply naming what it had
@@ -130,7 +130,7 @@ def _open_flow_runs(engine: Engine) -> list[str]:
     return [str(run) for run in rows if run]
 
 
-def _fail_open_turns(service: TurnService) -> list[str]:
+def _fail_open_turns(service: Runtime) -> list[str]:
     with db_session(service.engine) as db:
         turns = db.exec(select(models.Turn).where(
             col(models.Turn.status).in_(OPEN_STATUSES))).all()
@@ -142,7 +142,7 @@ def _fail_open_turns(service: TurnService) -> list[str]:
         return [turn.id for turn in turns]
 
 
-def _fail_turn(service: TurnService, db: Session, turn: models.Turn,
+def _fail_turn(service: Runtime, db: Session, turn: models.Turn,
                reported: set[str]) -> None:
     started = db.exec(select(models.BeforeManifest).where(
         col(models.BeforeManifest.turn_id) == turn.id).order_by(
@@ -163,7 +163,7 @@ def _fail_turn(service: TurnService, db: Session, turn: models.Turn,
                        error_key=INTERRUPTED_KEY)
 
 
-def _reported_actions(service: TurnService) -> set[str]:
+def _reported_actions(service: Runtime) -> set[str]:
     """Action ids whose outcome (done, failed) the audit log already holds, recently."""
     return {str(r["action_id"]) for r in service.audit.tail(RECENT_AUDIT_LINES)
             if r.get("action_id") and r.get("outcome") in ("done", "failed")}

@@ -15,7 +15,6 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,40 +24,33 @@ from metnos.executors.registry import ExecutorSpec
 from metnos.executors.signing import code_hash
 from metnos.policy.decide import ALLOWED_REVERSIBLE
 from metnos.policy.laws import no_undo_record_decision
-from metnos.remote.port import RemotePort
 from metnos.remote.server import run_remote
-from metnos.reversal import RecordRefused
 from metnos.sandbox import SandboxResult, run_sandboxed
 from metnos.turns import recovery
 from metnos.turns.autonomy import record_whole
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
+from metnos.turns.runtime import RecordRefused
 from metnos.workspace import FILES
 
 if TYPE_CHECKING:
-    from metnos.turns.service import TurnService
+    from metnos.turns.checker import StepChecker
+    from metnos.turns.runtime import Hooks, Runtime
 
 log = logging.getLogger(__name__)
 
-# what the host does with an executor's validated result (`TurnService.effects`, keyed by
-# the manifest's `effect`)
-Effect = Callable[[TurnContext, CheckedStep, StepOutcome], Awaitable[StepOutcome]]
-
 
 class StepRunner:
-    def __init__(self, service: TurnService) -> None:
-        self.service = service
-        self.settings = service.settings
-        # how a step whose manifest says `runs_on` reaches its work pool (the composition
-        # root sets it: flows/remote_step.py); None: such a step fails, naming the place
-        self.remote: RemotePort | None = None
+    def __init__(self, runtime: Runtime, hooks: Hooks, checker: StepChecker) -> None:
+        self.runtime, self.hooks, self.checker = runtime, hooks, checker
+        self.settings = runtime.settings
 
     async def execute(self, ctx: TurnContext, checked: CheckedStep) -> StepOutcome:
         """Run one admitted step in the sandbox; record the before state of what it may change."""
         if checked.request is None or checked.spec is None:
             raise ValueError("execute() takes a step the policy admitted")
         if checked.spec.manifest.runs_on is not None:  # another machine's step (metnos.remote)
-            outcome = await run_remote(self.service, self.remote, ctx, checked)
+            outcome = await run_remote(self.runtime, self.hooks.remote, ctx, checked)
             taint(ctx, checked, outcome.result)  # its result is outside data as well
             return outcome
         refused = await asyncio.to_thread(self._prepare_run, ctx, checked)
@@ -68,20 +60,20 @@ class StepRunner:
         voice = OwnerVoice(ctx, checked, self.settings.workspace)  # before this step's taint
         result = await run_sandboxed(checked.request)
         ctx.mark("sandbox_total", started)
-        reversal = self.service.reversals[checked.spec.manifest.reversal]
-        await asyncio.to_thread(reversal.after, self.service, checked, result)
+        reversal = self.hooks.reversals[checked.spec.manifest.reversal]
+        await asyncio.to_thread(reversal.after, self.runtime, checked, result)
         ctx.timings["sandbox_spawn"] = ctx.timings.get("sandbox_spawn", 0.0) + result.spawn_s * 1000
         outcome = await asyncio.to_thread(self._record_result, ctx, checked, result)
-        await asyncio.to_thread(voice.after, self.service)
+        await asyncio.to_thread(voice.after, self.runtime)
         declared = checked.spec.manifest.effect
         if declared is not None and outcome.status == "done":  # the manifest's effect, carried
-            effect = self.service.effects.get(declared)  # out from the checked result
+            effect = self.hooks.effects.get(declared)  # out from the checked result
             if effect is None:  # nobody here to carry it out: fail, never drop it silently
                 outcome = await asyncio.to_thread(self._no_effect, ctx, checked, declared)
             else:  # (before this step's own taint: what it sets came from the turn so far)
                 outcome = await effect(ctx, checked, outcome)
         taint(ctx, checked, result.result if result.ok else None)
-        for watch in self.service.watchers:  # told after the fact (the owner, of a member's)
+        for watch in self.hooks.watchers:  # told after the fact (the owner, of a member's)
             try:
                 await watch(ctx, checked, outcome)
             except Exception:  # a watcher's failure never fails the step that ran
@@ -91,7 +83,7 @@ class StepRunner:
     def _no_effect(self, ctx: TurnContext, checked: CheckedStep, effect: str) -> StepOutcome:
         name, key = checked.step.executor, "ERR_EXECUTOR_EFFECT_UNAVAILABLE"
         log.error("turn.effect_unavailable executor=%s effect=%s", name, effect)
-        seq = self.service.record.audit_line(ctx, action=name, decision="allow", reason=key,
+        seq = self.runtime.record.audit_line(ctx, action=name, decision="allow", reason=key,
                                              outcome="failed", args_digest=checked.args_digest,
                                              action_id=checked.action_id)
         return StepOutcome(name, "failed", key=key, vars={"executor": name}, audit_seq=seq,
@@ -101,16 +93,16 @@ class StepRunner:
         """Host-side work right before a run (blocking I/O: called in a worker thread)."""
         spec, request = checked.spec, checked.request
         assert spec is not None and request is not None  # checked by execute()
-        checker = self.service.checker
+        checker = self.checker
         if not self._code_unchanged(spec):
             # admitted at start-up, changed since: its signature no longer vouches for it
             return checker.refuse(ctx, checked, "ERR_EXECUTOR_CODE_CHANGED",
                                   {"name": spec.name}).outcome
         if spec.manifest.changes(request.args):  # not a read-only call (lists' "show")
-            reversal = self.service.reversals[spec.manifest.reversal]  # metnos.reversal
+            reversal = self.hooks.reversals[spec.manifest.reversal]  # metnos.reversal
             try:  # kept even when the run then fails: a crash may have changed files already
                 key = keys.load_private_key(self.settings.keys_dir, "audit")
-                signed = reversal.before(self.service, checked, key)
+                signed = reversal.before(self.runtime, checked, key)
             except RecordRefused as exc:  # nothing changed: its reason (a mail server's)
                 return checker.refuse(ctx, checked, exc.key, exc.vars, decision="error").outcome
             except (OSError, ValueError, MetnosError) as exc:  # Law 1: no undo, no action
@@ -121,14 +113,14 @@ class StepRunner:
                 law = no_undo_record_decision(spec.name)  # ran unasked only for its undo
                 return checker.refuse(ctx, checked, law.key, law.vars).outcome
             # tied to the turn, so that a restart after a crash can name it for an undo
-            recovery.link_record(self.service.engine, action_id=checked.action_id,
+            recovery.link_record(self.runtime.engine, action_id=checked.action_id,
                                  turn_id=ctx.turn_id, executor=spec.name, signed=signed)
-        self.service.guard.record_action(ctx, checked)
+        self.runtime.guard.record_action(ctx, checked)
         return None
 
     def _code_unchanged(self, spec: ExecutorSpec) -> bool:
         try:
-            return code_hash(spec.folder) == self.service.registry.signed[spec.name].code_sha256
+            return code_hash(spec.folder) == self.runtime.registry.signed[spec.name].code_sha256
         except (OSError, MetnosError, KeyError):
             return False
 
@@ -136,9 +128,9 @@ class StepRunner:
                        result: SandboxResult) -> StepOutcome:
         name, action_id = checked.step.executor, checked.action_id
         assert checked.spec is not None
-        record = self.service.record
+        record = self.runtime.record
         if result.ok:
-            shown, secrets = self.service.guard.redact(result.result)  # Law 2 on the way out
+            shown, secrets = self.runtime.guard.redact(result.result)  # Law 2 on the way out
             seq = record.audit_line(ctx, action=name, decision="allow",
                                     reason="MSG_LAW_OUTPUT_REDACTED" if secrets else
                                     ALLOWED_REVERSIBLE if checked.unasked else "ok",
@@ -175,7 +167,7 @@ class OwnerVoice:
         self.tainted, self.sources = ctx.tainted, list(ctx.sources)
         self.before = identity.snapshot(workspace)
 
-    def after(self, service: TurnService) -> None:
+    def after(self, service: Runtime) -> None:
         args = self.checked.request.args if self.checked.request is not None else {}
         texts = [v for v in args.values() if isinstance(v, str)]
         whole = [name for name in FILES if _whole(self.workspace / name, texts)]

@@ -1,116 +1,173 @@
-"""Build a `TurnService` from settings: database, executors, audit log, LLM port, canary,
-and what a closed turn's memory is handed to."""
+"""The runtime: what every part of a turn and every feature's hook uses, built once at
+start-up (`metnos.wiring.build_runtime`) and then frozen.
+
+`Runtime` holds the instance's parts (settings, database, audit log, executor registry, LLM
+port, the model's live state, the guard of the Laws, the event bus, the turn record); `Hooks`
+holds what the features registered with the turn (effects, watchers, undoers, reversals, host
+tools, accounts, the Tutor's pre-check, the way to the work pools). The turn service
+(`metnos.turns.service`) is a runtime with its hooks and the step checker and runner built
+over it; the checker, the runner and the features' hooks take a `Runtime`, so nothing here
+imports a part of the turn's steps.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import logging
-from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
-from functools import partial
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, Protocol
 
-from metnos.audit import open_audit_log
-from metnos.db.engine import database_url, make_engine, ping
-from metnos.errors import MetnosError, NotInitialisedError
-from metnos.executors.registry import load_registry
-from metnos.features import create_tables
-from metnos.llm.port import LLMPort, configured
+from sqlalchemy.engine import Engine
+
+from metnos.audit import AuditLog
+from metnos.errors import MetnosError
+from metnos.executors.registry import Registry, load_registry
+from metnos.llm.health import ModelHealth
+from metnos.llm.port import LLMPort
 from metnos.mnestoma.record import Memory
-from metnos.paths import resources_path
-from metnos.sandbox import run_canary
+from metnos.remote.port import RemotePort
 from metnos.settings import Settings
-from metnos.synt import composition
-from metnos.turns.context import TurnContext
-from metnos.turns.service import TurnService
-from metnos.tutor import feedback, views
-from metnos.tutor.embedder import default_embedder
-from metnos.tutor.mixed import Confirmations
-from metnos.tutor.precheck import Tutor, answer, composer
-from metnos.tutor.probes import (
-    Asker,
-    ProbeContext,
-    SchedulerSignals,
-    default_probes,
-    scheduler_services,
-)
+from metnos.turns.context import CheckedStep, TurnContext
+from metnos.turns.events import TurnEvents
+from metnos.turns.guard import Guard
+from metnos.turns.record import TurnRecord
+from metnos.turns.reply import StepOutcome
+from metnos.undo import UndoReport
 
-Precheck = Callable[[TurnService, TurnContext], Awaitable[str | None]]
-Signals = Callable[[], SchedulerSignals]  # the scheduler's latest signals (never waits)
-Liveness = Callable[[], bool | None]  # a service's state: None when not configured or known
+if TYPE_CHECKING:
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-log = logging.getLogger(__name__)
+    from metnos.sandbox import SandboxResult
+    from metnos.turns.service import TurnService
+    from metnos.turns.steps import HostTool
 
-
-async def build_service(settings: Settings, *, scheduler: Signals | None = None,
-                        telegram: Liveness | None = None) -> TurnService:
-    """Everything a turn needs, checked at start-up (the canary decides sandbox_ok).
-    `scheduler` and `telegram` are what the gateway knows of those services, for the
-    Tutor's probes."""
-    if not settings.owner_token_path.is_file():
-        raise NotInitialisedError(home=str(settings.home))
-    engine = make_engine(database_url(settings))
-    create_tables(engine)
-    registry = load_registry(settings)
-    for name, key, vars in registry.refused:
-        log.warning("executor.refused name=%s key=%s vars=%s", name, key, vars)
-    canary = await run_canary(settings.workspace)
-    if not canary.ok:
-        log.error("sandbox.canary_failed detail=%s", canary.detail)
-    audit = open_audit_log(settings)
-    port = LLMPort.for_instance(settings, audit) if configured(settings.llm) else None
-    service = TurnService(settings, engine=engine, registry=registry,
-                          audit=audit, port=port, sandbox_ok=canary.ok)
-    service.record.memory_hooks.append(partial(_observe, service))
-    if settings.tutor.enabled:
-        service.precheck = await asyncio.to_thread(tutoring, settings, service,
-                                                   scheduler, telegram)
-    return service
+# what the host carries out from an executor's validated result, keyed by the manifest's
+# `effect` ("schedule_reminder": metnos.reminders.effect)
+Effect = Callable[[TurnContext, CheckedStep, StepOutcome], Awaitable[StepOutcome]]
+# told of each step after it ran (the owner's notice of a member's: metnos.notify.members)
+Watcher = Callable[[TurnContext, CheckedStep, StepOutcome], Awaitable[None]]
+# a manifest's `account` → the host-only block of the run's envelope (its password never in
+# the arguments); AccountMissing when it is not configured
+Account = Callable[[Settings], dict[str, Any]]
+# an effect's undo: (action id, sender, channel) → a report, or None when not its action
+Undoer = Callable[[str, str, str], UndoReport | None]
 
 
-def tutoring(settings: Settings, service: TurnService, scheduler: Signals | None = None,
-             telegram: Liveness | None = None) -> Precheck:
-    """The Tutor's pre-check of this instance (SPEC §10), warmed when a catalog is there
-    (about 2 s: the model's load) so that no question pays for it inside the window."""
-    def services() -> dict[str, bool | None]:
-        seen = scheduler_services(scheduler() if scheduler else None, datetime.now(UTC))
-        return {"database": _up(service), "gateway": True, **seen,
-                "telegram_poller": telegram() if telegram else None}
-
-    def reading(asker: Asker) -> ProbeContext:  # what a probe may read, for this asker
-        return ProbeContext(asker=asker, registry=service.registry, engine=service.engine,
-                            home=settings.home, repo_executors=resources_path("executors"),
-                            services=services, scheduler=scheduler)
-
-    tutor = Tutor(settings.home, service.audit, window_s=settings.tutor.window_ms / 1000,
-                  probes=default_probes(), probe_context=reading,
-                  confirmations=Confirmations(service.engine, service.audit,
-                                              settings.tutor.confirm_ttl_s))
-    tutor.warm(settings.active_languages)
-    if settings.tutor.read_at_start:  # no catalog yet: compiled in the background
-        tutor.start_reading(settings.active_languages)
-    if tutor.catalog() is not None:  # the views too: their first question is in a window
-        views.warm(settings.active_languages, default_embedder())
-    feedback.bind(tutor, service.engine)  # its answers' 👍/👎 live in the instance's database
-    compose = composer(settings, service.port, guard=service.guard, audit=service.audit,
-                       executors=[spec.name for spec in service.registry.admitted])
-
-    async def precheck(_: TurnService, ctx: TurnContext) -> str | None:
-        if ctx.untrusted:  # about a forwarded or quoted text the Tutor would never see
-            return None
-        return await answer(tutor, compose, ctx)
-    return precheck
+class RecordRefused(MetnosError, RuntimeError):
+    """The before-record could not be taken for a reason the owner reads (the server down, a
+    wrong password...); nothing was changed."""
 
 
-def _up(service: TurnService) -> bool:
-    try:
-        ping(service.engine)
-    except MetnosError:
-        return False
-    return True
+class Reversal(Protocol):
+    """How one kind of change is recorded before a step and undone (`metnos.reversal`)."""
+
+    def before(self, service: Runtime, checked: CheckedStep,
+               key: Ed25519PrivateKey) -> dict[str, Any]:
+        """The signed before-record, durable before the run (blocking; it may set the run's
+        request). Raises RecordRefused, or OSError/ValueError/MetnosError (Law 1)."""
+
+    def after(self, service: Runtime, checked: CheckedStep, result: SandboxResult) -> None:
+        """What the run's result adds to the record (blocking); a failure is logged."""
+
+    def undo(self, service: TurnService, action_id: str, *, sender: str,
+             channel: str) -> UndoReport | None:
+        """The undo of `action_id` with one audit line, or None when its record is not of
+        this kind. Raises UndoError (refused), after its audit line."""
 
 
-def _observe(service: TurnService, memory: Memory) -> None:
-    """After a closed turn (its worker thread): the accepted compositions it used whole count
-    towards their promotion to one executor (the synt, SPEC §7.3)."""
-    if memory.sequence:
-        composition.observe(service.engine, service.settings, memory.sequence)
+# the Tutor's pre-check before the loop (SPEC §10): an answer about Metnos itself, or None
+Precheck = Callable[[TurnContext], Awaitable[str | None]]
+
+
+class Executors:
+    """The admitted executors: the runtime's one part that changes after start-up (a synt
+    candidate signed or rejected makes `reload` discover and admit them again)."""
+
+    def __init__(self, registry: Registry) -> None:
+        self.registry = registry
+        self.generation = 0  # told to whoever caches what it built from the registry
+
+    def reload(self, settings: Settings) -> Registry:
+        self.registry = load_registry(settings)
+        self.generation += 1
+        return self.registry
+
+
+@dataclass(frozen=True, eq=False)
+class Runtime:
+    settings: Settings
+    engine: Engine
+    audit: AuditLog
+    executors: Executors
+    port: LLMPort | None
+    model_health: ModelHealth
+    guard: Guard
+    events: TurnEvents
+    record: TurnRecord
+    sandbox_ok: bool = True  # the sandbox canary passed at start-up
+
+    @property
+    def registry(self) -> Registry:
+        return self.executors.registry
+
+
+def _empty() -> Mapping[str, Any]:
+    return MappingProxyType({})
+
+
+@dataclass(frozen=True, eq=False)
+class Hooks:
+    """What the features registered with the turn (`metnos.wiring.FEATURES`), merged
+    (read-only mappings; a later feature's key wins, in registration order):
+
+    - `effects`: a manifest's `effect` → what the host carries out from the result;
+    - `watchers`: told of each step after it ran;
+    - `undoers`: a manifest's `effect` → the undo of what it carried out
+      (`metnos.reversal.Effects`);
+    - `reversals`: how each kind of change is recorded and undone (`metnos.reversal`, chosen
+      by the manifest), asked in this order whose action an undo is (the files last);
+    - `host_tools`: Metnos's own tools, offered when a model plans (`turns.steps.HostTool`);
+    - `accounts`: a manifest's `account` → the envelope's host-only block;
+    - `precheck`: the Tutor's; `remote`: the work pools' port, or None."""
+
+    effects: Mapping[str, Effect] = field(default_factory=_empty)
+    watchers: tuple[Watcher, ...] = ()
+    undoers: Mapping[str, Undoer] = field(default_factory=_empty)
+    reversals: Mapping[str, Reversal] = field(default_factory=_empty)
+    host_tools: Mapping[str, HostTool] = field(default_factory=_empty)
+    accounts: Mapping[str, Account] = field(default_factory=_empty)
+    precheck: Precheck | None = None
+    # how a step whose manifest says `runs_on` reaches its work pool (flows/remote_step.py);
+    # None: such a step fails, naming the place
+    remote: RemotePort | None = None
+
+    @classmethod
+    def merge(cls, parts: Sequence[Hooks]) -> Hooks:
+        def merged(name: str) -> Mapping[str, Any]:
+            into: dict[str, Any] = {}
+            for part in parts:
+                into.update(getattr(part, name))
+            return MappingProxyType(into)
+        return cls(effects=merged("effects"),
+                   watchers=tuple(w for part in parts for w in part.watchers),
+                   undoers=merged("undoers"), reversals=merged("reversals"),
+                   host_tools=merged("host_tools"), accounts=merged("accounts"),
+                   precheck=next((p.precheck for p in parts if p.precheck), None),
+                   remote=next((p.remote for p in parts if p.remote), None))
+
+
+def runtime(settings: Settings, *, engine: Engine, audit: AuditLog, registry: Registry,
+            port: LLMPort | None, sandbox_ok: bool = True,
+            memory_hooks: Sequence[Callable[[Memory], None]] = ()) -> Runtime:
+    """The parts, each made once and told of the others: the model's state observes every
+    call of the port, the record reads the current registry for the mnestoma."""
+    health = ModelHealth(settings)
+    if port is not None:
+        port.observe(health.observe)
+        port.gate(health.allows)
+    executors = Executors(registry)
+    events = TurnEvents()  # each turn's progress, for the channels (SSE, typing...)
+    record = TurnRecord(settings, engine=engine, audit=audit, events=events,
+                        registry=lambda: executors.registry, memory_hooks=memory_hooks)
+    return Runtime(settings, engine, audit, executors, port, health, Guard(settings, engine),
+                   events, record, sandbox_ok)

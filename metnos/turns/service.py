@@ -1,14 +1,15 @@
 """What a turn needs, in one place, and the parts that do the work (SPEC §2).
 
-`TurnService` holds the instance's runtime (settings, database, executor registry, audit
-log, LLM port, the guard of the Laws, the event bus) and the parts a turn is made of, each
-findable by name:
+`TurnService` is the instance's runtime (`turns/runtime.py`: settings, database, executor
+registry, audit log, LLM port, the guard of the Laws, the event bus, the turn's record) with
+the hooks the features registered and the parts a turn is made of, each findable by name:
 
 - `record` (`turns/record.py`): the turn's row, step trace, audit lines, what channels see;
 - `checker` (`turns/checker.py`): the policy for one step;
 - `runner` (`turns/runner.py`): one admitted step in the sandbox;
 - one step from check to record (`turns/steps.py`), with the host tools (`host_tools`) and
-  the reversals (`reversals`, `metnos.reversal`) it dispatches to;
+  the reversals (`reversals`, `metnos.reversal`) it dispatches to, both registered by the
+  features (`hooks`);
 - the conversation the model sees (`turns/conversation.py`, `turns/history.py`), one model
   call (`turns/thinking.py`) and the agent loop (`turns/loop.py`), composed by
   `turns/pipeline.py` and, with Prefect tasks, by `flows/turn.py`.
@@ -18,85 +19,87 @@ Nothing here imports prefect.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
 
-from sqlalchemy.engine import Engine
-
-from metnos import i18n, undo_tool
-from metnos.audit import AuditLog
-from metnos.executors.registry import Registry, load_registry
-from metnos.llm.health import ModelHealth
-from metnos.llm.port import LLMPort
+from metnos import i18n
+from metnos.executors.registry import Registry
 from metnos.llm.tools import ToolSpec
-from metnos.mail.account import load_account
-from metnos.mnestoma import wish
-from metnos.reminders import effect as reminders
-from metnos.reversal import Reversal, Undoer
-from metnos.settings import Settings
 from metnos.turns.checker import StepChecker
 from metnos.turns.context import CheckedStep, Published, TurnContext
-from metnos.turns.events import TurnEvents
-from metnos.turns.guard import Guard
-from metnos.turns.record import TurnRecord
-from metnos.turns.reply import StepOutcome
-from metnos.turns.runner import Effect, StepRunner
+from metnos.turns.runner import StepRunner
+from metnos.turns.runtime import (
+    Account,
+    Effect,
+    Hooks,
+    Precheck,
+    Reversal,
+    Runtime,
+    Undoer,
+    Watcher,
+)
 from metnos.turns.steps import HostTool
-from metnos.undo_run import reversals
 
 
-class TurnService:
-    def __init__(self, settings: Settings, *, engine: Engine, registry: Registry,
-                 audit: AuditLog, port: LLMPort | None, sandbox_ok: bool = True) -> None:
-        self.settings = settings
-        self.engine = engine
-        self.registry = registry
-        self.audit = audit
-        self.port = port
-        self.sandbox_ok = sandbox_ok
-        # the model's live state and breaker, told of every call of the port
-        self.model_health = ModelHealth(settings)
-        if port is not None:
-            port.observe(self.model_health.observe)
-            port.gate(self.model_health.allows)
-        self.guard = Guard(settings, engine)
-        self.events = TurnEvents()  # each turn's progress, for the channels (SSE, typing...)
-        self.record = TurnRecord(settings, engine=engine, audit=audit, events=self.events,
-                                 registry=lambda: self.registry)
-        self.checker = StepChecker(self)
-        self.runner = StepRunner(self)
-        # a manifest's `effect` → what the host carries out from the validated result (the
-        # gateway registers "schedule_reminder": metnos.reminders.effect)
-        self.effects: dict[str, Effect] = {}
-        # a manifest's `account` → the host-only block of the run's envelope (its password
-        # never in the arguments); AccountMissing when it is not configured
-        self.accounts: dict[str, Callable[[Settings], dict[str, Any]]] = {
-            "imap": lambda settings: load_account(settings).envelope()}  # metnos mail add
-        # told of each step after it ran (the gateway registers the owner's notice of what
-        # a family member had done: metnos.notify.members)
-        self.watchers: list[Callable[[TurnContext, CheckedStep, StepOutcome],
-                                     Awaitable[None]]] = []
-        # how each kind of change is recorded before a step and undone (`metnos.reversal`,
-        # chosen by the manifest), asked in this order whose action an undo is
-        self.reversals: dict[str, Reversal] = reversals()
-        # a manifest's `effect` → the undo of what it carried out (`metnos.reversal.Effects`;
-        # the gateway registers the owner's scheduled tasks: metnos.schedules.effect)
-        self.undoers: dict[str, Undoer] = {reminders.EFFECT: reminders.undoer(self)}
-        # the Tutor's pre-check before the loop (SPEC §10; the runtime sets it): an answer
-        # about Metnos itself from the docs catalog, or None
-        self.precheck: Callable[[TurnService, TurnContext], Awaitable[str | None]] | None = None
-        # Metnos's own tools, offered when a model plans (`turns.steps.HostTool`): the
-        # `wish` tool (metnos.mnestoma.wish) and "undo that" (metnos.undo_tool)
-        self.host_tools: dict[str, HostTool] = {
-            tool.name: tool for tool in (wish.WishTool(), undo_tool.UndoTool())}
-        self._tools: dict[tuple[str, int], list[ToolSpec]] = {}  # per language and generation
+@dataclass(frozen=True, eq=False)
+class TurnService(Runtime):
+    """The runtime with the hooks the features registered and the parts built over it:
+    made once, by `metnos.wiring.build_runtime`. A function that needs only the runtime's
+    parts takes a `Runtime` (a `TurnService` is one)."""
+
+    hooks: Hooks = field(default_factory=Hooks)
+    checker: StepChecker = field(init=False, repr=False, compare=False)
+    runner: StepRunner = field(init=False, repr=False, compare=False)
+    # the tools per language, i18n generation and registry generation
+    _tools: dict[tuple[str, int, int], list[ToolSpec]] = field(
+        init=False, repr=False, compare=False, default_factory=dict)
+
+    def __post_init__(self) -> None:
+        checker = StepChecker(self, self.hooks)
+        object.__setattr__(self, "checker", checker)
+        object.__setattr__(self, "runner", StepRunner(self, self.hooks, checker))
+
+    @classmethod
+    def over(cls, runtime: Runtime, hooks: Hooks) -> TurnService:
+        """`runtime`'s parts with `hooks`."""
+        parts = {f.name: getattr(runtime, f.name) for f in fields(Runtime)}
+        return cls(**parts, hooks=hooks)
+
+    @property
+    def effects(self) -> Mapping[str, Effect]:
+        return self.hooks.effects
+
+    @property
+    def watchers(self) -> Sequence[Watcher]:
+        return self.hooks.watchers
+
+    @property
+    def undoers(self) -> Mapping[str, Undoer]:
+        return self.hooks.undoers
+
+    @property
+    def reversals(self) -> Mapping[str, Reversal]:
+        return self.hooks.reversals
+
+    @property
+    def host_tools(self) -> Mapping[str, HostTool]:
+        return self.hooks.host_tools
+
+    @property
+    def accounts(self) -> Mapping[str, Account]:
+        return self.hooks.accounts
+
+    @property
+    def precheck(self) -> Precheck | None:
+        return self.hooks.precheck
 
     def tools(self, ctx: TurnContext, lang: str | None = None) -> list[ToolSpec]:
         """The tools in the session's language (or `lang`); rebuilt when reviewed
         translations of their descriptions land in the i18n store (the registry is fixed)."""
-        key = (lang or ctx.lang, i18n.generation())
+        key = (lang or ctx.lang, i18n.generation(), self.executors.generation)
         if key not in self._tools:
-            self._tools = {k: v for k, v in self._tools.items() if k[1] == key[1]}
+            for old in [k for k in self._tools if k[1:] != key[1:]]:
+                del self._tools[old]
             self._tools[key] = self._specs(key[0])
         return self._tools[key]
 
@@ -112,9 +115,7 @@ class TurnService:
     def reload_registry(self) -> Registry:
         """Discover and admit the executors again (a synt candidate was signed or rejected)
         and forget the tools built from the old registry, so the next turn sees the change."""
-        self.registry = load_registry(self.settings)
-        self._tools = {}
-        return self.registry
+        return self.executors.reload(self.settings)
 
     def other_tools(self, ctx: TurnContext) -> dict[str, list[ToolSpec]]:
         """The same tools in each other active language (the embedded planner tries them)."""

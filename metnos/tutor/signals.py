@@ -64,5 +64,4 @@ def with_scheduler_signals(app: FastAPI, snapshot: Snapshot, open_reader: OpenRe
             await asyncio.gather(task, return_exceptions=True)
 
     app.router.lifespan_context = lifespan
-    app.state.scheduler_signals = snapshot
     return app

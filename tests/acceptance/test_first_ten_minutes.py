@@ -32,6 +32,7 @@ from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
 from metnos.testing.telegram_server import FakeTelegram
 from metnos.web.link import create_login_link
+from metnos.wiring import Edges
 from tests.acceptance import family as F
 from tests.reminders.test_channels import gateway
 from tests.reminders.test_delivery import FAST, deployment_runner, wait_deployment
@@ -60,8 +61,8 @@ def passes(what: str, reply: str, found: list[str]) -> None:
 async def web_gateway(home: Home) -> AsyncIterator[str]:
     """The gateway as `metnos serve` builds it (Prefect's turn flow, reminders scheduled on
     Prefect and delivered), on a real port for the browser."""
-    app = with_reminders(create_app(home.settings, runner=run_turn, resumer=resume_approval),
-                         scheduler(home.settings))
+    app = with_reminders(create_app(home.settings, runner=run_turn, resumer=resume_approval,
+                                    edges=Edges(scheduler=scheduler(home.settings))))
     with served_app(app, home.settings.gateway.port) as base:
         yield base
 

@@ -33,8 +33,6 @@ from metnos.db.models import TurnStep
 from metnos.executors.registry import CANDIDATE_FILE
 from metnos.mnestoma import traces
 from metnos.mnestoma.models import Mnest, ProtoMnest, Trace, UseClock
-from metnos.notify.effect import EFFECT as NOTIFY
-from metnos.notify.effect import effect as notify_effect
 from metnos.proposals import delivery, vaglio
 from metnos.proposals.models import Proposal
 from metnos.synt import cascade
@@ -325,8 +323,7 @@ async def test_a_household_month(make_home: MakeHome, scripted_llm: ScriptedLLM,
     home = make_home(llm=scripted_llm, autonomy="Full", lang="it", **MONTH_ENV)
     (home.workspace / "TELOS.md").write_text(TELOS)
     async with gateway_client(home, prefect=False) as client:
-        service: TurnService = client.app.state.service  # type: ignore[attr-defined]
-        service.effects[NOTIFY] = notify_effect(service)  # as the composition root wires it
+        service: TurnService = client.app.state.gateway.service  # type: ignore[attr-defined]
         household = Household(service, client, scripted_llm, home)
         turns = month(0)
         figures = await household.replay(turns)

@@ -45,7 +45,7 @@ async def _finished_turn(client: httpx.AsyncClient) -> dict[str, Any]:
 
 def _approval(client: httpx.AsyncClient, turn: dict[str, Any], flow_run_id: str) -> str:
     """A pending approval bound to `flow_run_id`, recorded by the real service."""
-    service = client.app.state.service  # type: ignore[attr-defined]
+    service = client.app.state.gateway.service  # type: ignore[attr-defined]
     new = NewApproval(turn_id=turn["turn_id"], session_id=turn["session_id"], user_id="owner",
                       channel="api", executor="fs_write", args={"path": "x.txt"}, files={},
                       digest="0" * 64, action_id=uuid.uuid4().hex, reason_key="MSG_X")
@@ -62,7 +62,7 @@ def _told(resp: httpx.Response, approval_id: str, status: str) -> str:
 
 
 def _recorded(home: Home, client: httpx.AsyncClient, approval_id: str, status: str) -> None:
-    service = client.app.state.service  # type: ignore[attr-defined]
+    service = client.app.state.gateway.service  # type: ignore[attr-defined]
     with db_session(service.engine) as db:
         assert approvals.get(db, approval_id).status == status  # the decision stands
     [line] = [ln for ln in audit_lines(home.path) if ln["decision"] == "error"]

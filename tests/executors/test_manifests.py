@@ -15,7 +15,7 @@ from metnos.languages.lang_state import (
     stale_languages,
 )
 from metnos.llm.tools import ToolSpec
-from metnos.undo_run import reversals
+from metnos.reversal import EFFECT, FILES, MAILBOX, REMOTE
 from tests.executors.conftest import BUILTINS, REPO_EXECUTORS
 
 FOLDERS = sorted(p.parent for p in REPO_EXECUTORS.glob(f"*/{MANIFEST_FILE}"))
@@ -47,14 +47,14 @@ def test_manifest_is_valid(folder: Path) -> None:
 
 
 def test_every_manifest_chooses_a_reversal_the_runner_and_the_undo_know() -> None:
-    """`Manifest.reversal` names one of the registered kinds (`metnos.undo_run.reversals`):
-    a mail move its mailbox, a reminder its effect, a file change its files."""
+    """`Manifest.reversal` names one of the kinds `metnos.wiring.FEATURES` registers (their
+    order: tests/gateway/test_runtime.py): a mail move its mailbox, a reminder its effect, a
+    file change its files."""
     chosen = {folder.name: parse_manifest(folder / MANIFEST_FILE).reversal for folder in FOLDERS}
-    assert set(chosen.values()) <= set(reversals())
+    assert set(chosen.values()) <= {EFFECT, MAILBOX, REMOTE, FILES}
     assert chosen["move_messages"] == "mailbox"
     assert chosen["reminder_set"] == chosen["schedule_set"] == "effect"
     assert chosen["fs_write"] == chosen["fs_delete"] == "files"
-    assert list(reversals())[-1] == "files"  # asked last by an undo: every action has it
 
 
 @pytest.mark.parametrize("folder", FOLDERS, ids=lambda p: p.name)

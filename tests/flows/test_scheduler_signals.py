@@ -117,7 +117,7 @@ async def test_the_served_gateway_refreshes_the_signals_for_its_lifespan(
     probe sees the Prefect server up; once the app stops, so does the refresher."""
     make_home(lang="en")
     gateway = app()
-    snapshot: Snapshot = gateway.state.scheduler_signals
+    snapshot: Snapshot = gateway.state.gateway.edges.signals
     async with LifespanManager(gateway, startup_timeout=60, shutdown_timeout=60):
         for _ in range(100):
             if snapshot().observed_at is not None:

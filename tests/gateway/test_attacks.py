@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -246,7 +247,9 @@ async def test_failed_canary_lets_only_side_effect_free_executors_run(
                                      ToolCall("fs_find", {"pattern": "*.md"})])
     scripted_llm.enqueue_text("Non ho potuto scrivere; ho trovato i file.")
     async with gateway_client(home, prefect=False) as client:
-        client.app.state.service.sandbox_ok = False  # type: ignore[attr-defined]
+        state = client.app.state.gateway  # type: ignore[attr-defined]
+        state.service = replace(state.service, sandbox_ok=False)  # as a failed canary
+        state.turns = replace(state.turns, service=state.service)  # the turns it starts
         assert (await client.get("/healthz")).json()["sandbox"] == "degraded"
         body = (await client.post("/api/turns", json={"text": "scrivi", "lang": "it"})).json()
     assert not (home.workspace / "x.txt").exists()

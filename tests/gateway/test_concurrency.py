@@ -84,7 +84,7 @@ async def test_concurrent_requests_share_one_new_session(
                 for _ in range(8)])
             assert [r.status_code for r in replies] == [200] * 8, [r.text for r in replies]
             assert {r.json()["session_id"] for r in replies} == {session_id}
-            engine = client.app.state.service.engine  # type: ignore[attr-defined]
+            engine = client.app.state.gateway.service.engine  # type: ignore[attr-defined]
             with db_session(engine) as db:
                 rows = db.exec(select(models.ChatSession).where(
                     models.ChatSession.id == session_id)).all()

@@ -37,7 +37,7 @@ async def test_a_draining_gateway_refuses_new_turns_and_says_so(
                             json={"text": "hello there", "lang": "en"}, timeout=60)
         assert before.status_code == 200 and before.json()["status"] == "completed"
 
-        app.state.drain.start()
+        app.state.gateway.drain.start()
         health = httpx.get(f"{base}/healthz")
         assert health.status_code == 503 and health.json()["status"] == "draining"
         refused = httpx.post(f"{base}/api/turns", headers={**home.auth(),
@@ -59,5 +59,5 @@ async def test_a_draining_gateway_refuses_new_turns_and_says_so(
         read = httpx.get(f"{base}/api/turns/{before.json()['turn_id']}", headers=home.auth())
         assert read.status_code == 200 and read.json()["status"] == "completed"
 
-    with db_session(app.state.service.engine) as db:
+    with db_session(app.state.gateway.service.engine) as db:
         assert db.exec(select(func.count()).select_from(models.Turn)).one() == 1

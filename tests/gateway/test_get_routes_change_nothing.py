@@ -24,6 +24,7 @@ from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
 from metnos.pairing import admit
 from metnos.reminders import outbox
+from metnos.wiring import Edges
 from tests.support.home import MakeHome, served_app
 from tests.support.pg import free_port
 from tests.web.test_cross_site import _endpoints
@@ -65,7 +66,7 @@ async def call(client: httpx.AsyncClient, path: str) -> int:
 @pytest.mark.attack
 async def test_no_get_route_changes_the_database(make_home: MakeHome) -> None:
     home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()))
-    app = with_reminders(create_app(home.settings), scheduler(home.settings))
+    app = with_reminders(create_app(home.settings, edges=Edges(scheduler=scheduler(home.settings))))
     engine = make_engine(database_url(home.settings))
     try:
         with served_app(app, home.settings.gateway.port) as base:

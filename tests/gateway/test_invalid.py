@@ -37,7 +37,7 @@ def error_of(resp: httpx.Response) -> dict[str, Any]:
 
 
 def turn_count(client: httpx.AsyncClient) -> int:
-    service: TurnService = client.app.state.service  # type: ignore[attr-defined]
+    service: TurnService = client.app.state.gateway.service  # type: ignore[attr-defined]
     with db_session(service.engine) as db:
         return len(db.exec(select(models.Turn)).all())
 

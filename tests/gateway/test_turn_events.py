@@ -7,6 +7,7 @@ import json
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -156,7 +157,7 @@ def test_unknown_foreign_unauthenticated_and_forgotten_turns(
     bare = httpx.get(f"{client.base_url}/api/turns/{turn_id}/events")
     assert bare.status_code == 401
 
-    with db_session(app.state.service.engine) as db:  # a turn of another user (Telegram)
+    with db_session(app.state.gateway.service.engine) as db:  # a turn of another user (Telegram)
         other = models.open_session(db, None, user_id="telegram:42", channel="telegram",
                                     lang="en", legacy_lang="en", autonomy="Supervised").chat
         foreign = models.record_turn_start(db, session_id=other.id, channel="telegram",
@@ -164,7 +165,9 @@ def test_unknown_foreign_unauthenticated_and_forgotten_turns(
     resp = client.get(f"/api/turns/{foreign}/events")
     assert resp.status_code == 404 and resp.json()["error"]["key"] == "ERR_TURN_NOT_FOUND"
 
-    app.state.service.events = TurnEvents()  # the history is gone from memory
+    state = app.state.gateway  # the history is gone from memory
+    state.service = replace(state.service, events=TurnEvents())
+    state.turns = replace(state.turns, service=state.service)  # the route follows the handle's
     got = list(events(client, turn_id))
     assert [(kind, d.get("status")) for _, kind, d in got] == [
         ("status", "completed"), ("reply", "completed"), ("end", "completed")]

@@ -17,10 +17,11 @@ from datetime import UTC, datetime, timedelta
 from sqlmodel import Session, col, select
 
 from metnos.db.models import ChatSession, Turn
-from metnos.mail.digest import digest_service, run_digest
+from metnos.mail.digest import run_digest
 from metnos.pairing.models import PairedSender
 from metnos.reminders.outbox import Outbox
 from metnos.turns.service import TurnService
+from metnos.wiring import build_runtime
 from tests.support.home import MakeHome
 from tests.support.imap import AUTO, ImapServer, configure
 from tests.support.imap import message as mail
@@ -64,7 +65,7 @@ def italian_mail() -> dict[str, bytes]:
 async def test_a_bill_due_tomorrow_and_a_school_form_without_a_model(
         make_home: MakeHome, empty_imap: ImapServer) -> None:
     home = make_home(lang="it")
-    service = await digest_service(configure(home, empty_imap))
+    service = await build_runtime(configure(home, empty_imap), tutor=False)
     assert service.port is None  # no model: the lexicon's rules decide
     assert (await run_digest(service)).outcome == "baseline"  # an empty mailbox: silence
     for raw in italian_mail().values():
@@ -86,7 +87,7 @@ async def test_a_bill_due_tomorrow_and_a_school_form_without_a_model(
 async def test_english_bill_appointment_and_permission_slip(
         make_home: MakeHome, empty_imap: ImapServer) -> None:
     home = make_home(lang="en")
-    service = await digest_service(configure(home, empty_imap))
+    service = await build_runtime(configure(home, empty_imap), tutor=False)
     await run_digest(service)
     day = tomorrow()
     in_three = datetime.now(UTC) + timedelta(days=3)
@@ -122,7 +123,7 @@ async def test_english_bill_appointment_and_permission_slip(
 async def test_the_first_run_reports_the_unread_mail_already_there(
         make_home: MakeHome, empty_imap: ImapServer) -> None:
     home = make_home(lang="it")
-    service = await digest_service(configure(home, empty_imap))
+    service = await build_runtime(configure(home, empty_imap), tutor=False)
     for raw in italian_mail().values():  # there before `metnos mail add`
         empty_imap.deliver("INBOX", raw)
     empty_imap.deliver("INBOX", mail("Mamma <mamma@example.it>", "Riunione di condominio",
@@ -163,7 +164,7 @@ def _wrote(service: TurnService, session_id: str, channel: str, at: datetime) ->
 async def test_one_terminal_chat_does_not_take_the_digest_from_telegram(
         make_home: MakeHome, empty_imap: ImapServer) -> None:
     home = make_home(lang="it", METNOS_NOTIFY_CHANNEL="auto", METNOS_NOTIFY_QUIET_HOURS="")
-    service = await digest_service(configure(home, empty_imap))
+    service = await build_runtime(configure(home, empty_imap), tutor=False)
     await run_digest(service)
     with Session(service.engine) as db:
         db.add(PairedSender(channel="telegram", sender_id="4242", user_id="owner",

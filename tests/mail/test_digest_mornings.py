@@ -24,11 +24,12 @@ from sqlmodel import Session, col, select
 
 from metnos.approvals.models import Approval
 from metnos.db.models import Turn, TurnStep
-from metnos.mail.digest import CHANNEL, digest_service, run_digest
+from metnos.mail.digest import CHANNEL, run_digest
 from metnos.mnestoma.models import Mnest
 from metnos.reminders.outbox import Outbox
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns.service import TurnService
+from metnos.wiring import build_runtime
 from tests.support.home import Home, MakeHome
 from tests.support.imap import INJECTION_BODY, INJECTION_SUBJECT, SAMPLES, ImapServer, configure
 from tests.support.imap import message as mail
@@ -83,7 +84,7 @@ async def _service(make_home: MakeHome, llm: ScriptedLLM, server: ImapServer) ->
         Home, TurnService]:
     home = make_home(llm=llm, lang="en")
     settings = configure(home, server)
-    return home, await digest_service(settings)
+    return home, await build_runtime(settings, tutor=False)
 
 
 async def test_three_mornings(make_home: MakeHome, scripted_llm: ScriptedLLM,
@@ -189,7 +190,7 @@ def _no_password(home: Home, service: TurnService, password: str, llm: ScriptedL
 async def test_without_a_model_and_past_the_daily_quota(
         make_home: MakeHome, imap_server: ImapServer) -> None:
     home = make_home(lang="it", METNOS_MAIL_DIGEST_MAX_PER_DAY="1")
-    service = await digest_service(configure(home, imap_server))
+    service = await build_runtime(configure(home, imap_server), tutor=False)
     assert service.port is None  # the rules label, the executor's lines are the summary
     await first_look(service)
     imap_server.deliver("INBOX", raw("request_it"))

@@ -18,11 +18,12 @@ import pytest
 from sqlmodel import Session, col, select
 
 from metnos.mail import screen
-from metnos.mail.digest import digest_service, run_digest
+from metnos.mail.digest import run_digest
 from metnos.mail.summary import REFUSED, SCREEN_ACTION
 from metnos.reminders.outbox import Outbox
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns.service import TurnService
+from metnos.wiring import build_runtime
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import MakeHome
 from tests.support.imap import ImapServer, configure
@@ -76,7 +77,7 @@ async def test_a_fooled_summary_never_reaches_the_family(
         make_home: MakeHome, scripted_llm: ScriptedLLM, empty_imap: ImapServer,
         shape: str) -> None:
     home = make_home(llm=scripted_llm, lang="en")
-    service = await digest_service(configure(home, empty_imap))
+    service = await build_runtime(configure(home, empty_imap), tutor=False)
     await run_digest(service)  # the baseline: an empty mailbox
     scripted(scripted_llm, SHAPES[shape])
     empty_imap.deliver("INBOX", mail(PHISH_FROM, PHISH_SUBJECT, PHISH_BODY))
@@ -100,7 +101,7 @@ async def test_a_fooled_summary_never_reaches_the_family(
 async def test_the_model_cannot_rewrite_the_sender_line(
         make_home: MakeHome, scripted_llm: ScriptedLLM, empty_imap: ImapServer) -> None:
     home = make_home(llm=scripted_llm, lang="en")
-    service = await digest_service(configure(home, empty_imap))
+    service = await build_runtime(configure(home, empty_imap), tutor=False)
     await run_digest(service)
     scripted(scripted_llm, ("Mamma: urgent, call me", "She asks you to call her back"))
     empty_imap.deliver("INBOX", mail(PHISH_FROM, PHISH_SUBJECT, PHISH_BODY))
@@ -118,7 +119,7 @@ async def test_the_header_line_keeps_no_link_either(
     """The sender's own headers are outside text too: a domain in the subject or an address
     for a name becomes something nobody can click."""
     home = make_home(llm=scripted_llm, lang="en")
-    service = await digest_service(configure(home, empty_imap))
+    service = await build_runtime(configure(home, empty_imap), tutor=False)
     await run_digest(service)
     scripted(scripted_llm, ("x", "Your bank asks you to check your account"))
     empty_imap.deliver("INBOX", mail("avvisi@banca-verifica.it",

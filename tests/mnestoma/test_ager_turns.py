@@ -21,7 +21,7 @@ async def test_turns_age_the_pool_exactly_every_n_invocations(make_home: MakeHom
     engine = make_engine(database_url(home.settings))
     reports = []
     async with gateway_client(home, prefect=False) as client:
-        pool = set(client.app.state.service.registry.names())  # type: ignore[attr-defined]
+        pool = set(client.app.state.gateway.service.registry.names())  # type: ignore[attr-defined]
         for _ in range(3):
             for _ in range(2):
                 await turn(client, "find the markdown files")

@@ -113,7 +113,7 @@ async def test_a_turn_offers_the_routed_tools_and_reads_the_database_once(
                                  json={"text": "open the file report.txt", "lang": "en"})
         assert resp.json()["status"] == "completed", resp.text
         await wait_closed(client, resp.json()["turn_id"])
-        book = thinking._BOOKS[client.app.state.service]  # type: ignore[attr-defined]
+        book = thinking._BOOKS[client.app.state.gateway.service]  # type: ignore[attr-defined]
     for request in scripted_llm.requests:  # both model calls: the core and fs_read's trace
         offered = {t["function"]["name"] for t in request["tools"]}
         assert {"fs_find", "fs_read", "fs_write"} <= offered  # not fs_move, web_fetch...

@@ -125,12 +125,12 @@ async def test_the_model_wishes_and_an_executor_wishes_due_once(
     scripted_llm.enqueue_text("Still no text.")
     hooks: list[Memory] = []
     async with gateway_client(home, prefect=False) as client:
-        client.app.state.service.record.memory_hooks.append(hooks.append)  # type: ignore[attr-defined]
+        client.app.state.gateway.service.record.memory_hooks.append(hooks.append)  # type: ignore[attr-defined]
         first = await turn(client, "read the scan")
         once = await mnestoma(client)
         await turn(client, "read the scan again")
         twice = await mnestoma(client)
-        with db_session(client.app.state.service.engine) as db:  # type: ignore[attr-defined]
+        with db_session(client.app.state.gateway.service.engine) as db:  # type: ignore[attr-defined]
             rows = db.exec(select(TurnStep).where(TurnStep.turn_id == first["turn_id"])).all()
     assert [(s["executor"], s["decision"], s["outcome"]) for s in first["steps"]] == [
         ("pdf_probe", "allow", "done"), ("wish", "deny", "refused"),

@@ -22,7 +22,6 @@ from metnos.notify.effect import (
     Notification,
     checked_result,
     destination,
-    effect,
     notification_row,
 )
 from metnos.pairing.models import PairedSender
@@ -122,8 +121,7 @@ def _quiet_around_now() -> str:
 
 async def _notify_turn(client: httpx.AsyncClient, text: str) -> dict[str, Any]:
     app = client.app  # type: ignore[attr-defined]
-    service = app.state.service
-    service.effects[EFFECT] = effect(service)  # as the gateway's composition wires it
+    assert EFFECT in app.state.gateway.service.effects  # every runtime carries notify out
     resp = await client.post("/api/turns", json={"text": text})
     assert resp.status_code == 200, resp.text
     turn = await wait_closed(client, resp.json()["turn_id"])

@@ -36,7 +36,7 @@ async def test_a_notification_goes_to_the_preferred_telegram_chat(
                      METNOS_TELEGRAM_API_BASE=telegram.base_url,
                      METNOS_TELEGRAM_POLL_TIMEOUT_S="1", METNOS_REMINDERS_DELIVERY_POLL_S="0.5",
                      METNOS_NOTIFY_CHANNEL="telegram", METNOS_NOTIFY_QUIET_HOURS="")
-    app = with_reminders(create_app(home.settings), None)
+    app = with_reminders(create_app(home.settings))
     async with (LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager,
                 httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app),
                                   base_url=GATEWAY_BASE, headers=home.auth(),

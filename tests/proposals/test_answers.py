@@ -19,8 +19,8 @@ from metnos.gateway.outbox_delivery import Delivery, TelegramSender
 from metnos.proposals import store
 from metnos.proposals.models import Proposal
 from metnos.testing.telegram_server import FakeTelegram
-from metnos.turns.runtime import build_service
 from metnos.turns.service import TurnService
+from metnos.wiring import build_runtime
 from tests.proposals.support import (
     NOON,
     audit_of,
@@ -71,7 +71,7 @@ def telegram() -> Iterator[FakeTelegram]:
 async def test_accept_and_dismiss_through_the_web_api(make_home: MakeHome) -> None:
     home = make_home(lang="en", **NO_QUIET)
     async with gateway_client(home, prefect=False) as client:
-        service: TurnService = client.app.state.service  # type: ignore[attr-defined]
+        service: TurnService = client.app.state.gateway.service  # type: ignore[attr-defined]
         yes, no, odd, bad = submit(
             service, draft(good("photos"), kind="routine"),
             draft(good("scans"), kind="routine"),
@@ -122,7 +122,7 @@ def test_the_cli_lists_answers_and_shows_the_silent_register(
     runner = CliRunner()
 
     async def prepare() -> tuple[list[Proposal], Proposal]:
-        service = await build_service(served.settings)
+        service = await build_runtime(served.settings)
         rows = submit(service, draft(good("photos"), kind="routine"),
                       draft(good("scans"), kind="routine"))
         [quiet] = submit(service, draft("buy an ice cream", kind="shopping"))
@@ -161,7 +161,7 @@ async def test_telegram_buttons_answer_once_and_only_for_the_owner(
     home = make_home(lang="en", METNOS_NOTIFY_CHANNEL="telegram", **NO_QUIET)
     async with telegram_gateway(home, telegram, prefect=False) as (client, _):
         await pair(client, telegram, ANNA, language_code="en")  # the first paired: the owner
-        service: TurnService = client.app.state.service  # type: ignore[attr-defined]
+        service: TurnService = client.app.state.gateway.service  # type: ignore[attr-defined]
         rows = submit(service, draft(good("fuse"), kind="routine", origin="introvert",
                                      batch="n1"),
                       draft(good("generalise"), kind="routine", origin="introvert",

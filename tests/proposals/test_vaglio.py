@@ -15,8 +15,8 @@ from metnos.proposals import store, vaglio
 from metnos.proposals.judge import fallback
 from metnos.proposals.telos import read_telos
 from metnos.testing.llm_server import ScriptedLLM
-from metnos.turns.runtime import build_service
 from metnos.turns.service import TurnService
+from metnos.wiring import build_runtime
 from tests.proposals.support import (
     NIGHT,
     NOON,
@@ -40,7 +40,7 @@ async def home(make_home: MakeHome, scripted_llm: ScriptedLLM) -> Home:
 
 @pytest.fixture
 async def service(home: Home) -> AsyncIterator[TurnService]:
-    built = await build_service(home.settings)
+    built = await build_runtime(home.settings)
     yield built
     built.engine.dispose()
 
@@ -118,7 +118,7 @@ async def test_the_judge_has_a_context_of_its_own_and_a_bad_answer_falls_back(
 
 async def test_without_a_model_the_fallback_judges(make_home: MakeHome) -> None:
     home = make_home(lang="it", **PINNED)
-    service = await build_service(home.settings)
+    service = await build_runtime(home.settings)
     tidy, off = submit(service, draft("archiviare le fatture nelle cartelle in ordine"),
                        draft("comprare un gelato", kind="shopping"))
     await round_at(service, NOON)
@@ -133,7 +133,7 @@ async def test_the_bother_budget_silences_the_fourth_after_three_unanswered(
         make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
     home = make_home(llm=scripted_llm, lang="en", METNOS_EVOLUTION_BOTHER_FACTOR="0.75",
                      **PINNED)
-    service = await build_service(home.settings)
+    service = await build_runtime(home.settings)
     rows = []
     for n, what in enumerate(("sort the scans", "archive the bills", "file the receipts")):
         [row] = submit(service, draft(what))
@@ -166,7 +166,7 @@ async def test_the_bother_budget_silences_the_fourth_after_three_unanswered(
 async def test_the_schedules_quota(make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
     home = make_home(llm=scripted_llm, lang="en", METNOS_EVOLUTION_SCHEDULE_QUOTA="1",
                      **PINNED)
-    service = await build_service(home.settings)
+    service = await build_runtime(home.settings)
     first, second = submit(service, draft("digest 1", kind="schedule", scheduled=True),
                            draft("digest 2", kind="schedule", scheduled=True))
     aligned(scripted_llm, 1, 1, 1)

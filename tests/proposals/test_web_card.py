@@ -15,7 +15,7 @@ from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
 from metnos.proposals import store
 from metnos.proposals.models import Proposal
-from metnos.turns.runtime import build_service
+from metnos.wiring import build_runtime
 from tests.proposals.support import draft, fresh, submit
 from tests.support.home import MakeHome, served_app
 from tests.support.pg import free_port
@@ -40,8 +40,8 @@ async def test_a_batch_card_with_accept_and_dismiss_per_line(
     home = make_home(lang="it", METNOS_GATEWAY_PORT=str(free_port()),
                      METNOS_NOTIFY_CHANNEL="web", METNOS_NOTIFY_QUIET_HOURS="",
                      METNOS_EVOLUTION_THRESHOLD="0.1", METNOS_REMINDERS_DELIVERY_POLL_S="0.5")
-    app = with_reminders(create_app(home.settings), None)
-    service = await build_service(home.settings)
+    app = with_reminders(create_app(home.settings))
+    service = await build_runtime(home.settings)
     with served_app(app, home.settings.gateway.port):
         context, page, errors = await open_chat(browser, home, "it")
         await page.locator("body[data-ready]").wait_for(state="attached")

@@ -20,6 +20,7 @@ from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
 from metnos.reminders import outbox
 from metnos.testing.telegram_server import FakeTelegram
+from metnos.wiring import Edges
 from tests.reminders.test_delivery import (
     FAST,
     deployment_runner,
@@ -44,8 +45,8 @@ def telegram() -> Iterator[FakeTelegram]:
 @asynccontextmanager
 async def gateway(home: Home) -> AsyncIterator[httpx.AsyncClient]:
     """The gateway with reminders (and Telegram, when the home has a token), as the owner."""
-    app = with_reminders(create_app(home.settings, runner=run_turn, resumer=resume_approval),
-                         scheduler(home.settings))
+    app = with_reminders(create_app(home.settings, runner=run_turn, resumer=resume_approval,
+                                    edges=Edges(scheduler=scheduler(home.settings))))
     async with (LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager,
                 httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app),
                                   base_url=GATEWAY_BASE, headers=home.auth(),
@@ -90,8 +91,8 @@ async def test_a_reminder_set_from_the_cli_waits_for_the_next_chat(
     engine = make_engine(database_url(home.settings))
     with deployment_runner(home):
         await wait_deployment()
-        app = with_reminders(create_app(home.settings, runner=run_turn,
-                                        resumer=resume_approval), scheduler(home.settings))
+        app = with_reminders(create_app(home.settings, runner=run_turn, resumer=resume_approval,
+                                        edges=Edges(scheduler=scheduler(home.settings))))
         with served_app(app, home.settings.gateway.port) as base:
             async with httpx.AsyncClient(base_url=base, headers=home.auth(),
                                          timeout=60) as client:  # a bearer client: the CLI
@@ -143,10 +144,10 @@ def _all(engine: object) -> list[outbox.Outbox]:
 async def test_an_unreachable_bot_api_keeps_the_message_for_later(make_home: MakeHome) -> None:
     from metnos.db.models import utcnow
     from metnos.gateway.outbox_delivery import Delivery, TelegramSender
-    from metnos.turns.runtime import build_service
+    from metnos.wiring import build_runtime
 
     home = make_home(lang="en")
-    service = await build_service(home.settings)
+    service = await build_runtime(home.settings)
     row = outbox.add(service.engine, outbox.Outbox(
         user_id="owner", channel="telegram", address="telegram-42", text="hi", lang="en",
         due_at=utcnow()))

@@ -28,6 +28,7 @@ from metnos.db.engine import database_url, make_engine
 from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
 from metnos.reminders import outbox
+from metnos.wiring import Edges
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, served_app
 from tests.support.pg import free_port
@@ -78,8 +79,8 @@ async def reminder_run(name: str) -> Any:
 @asynccontextmanager
 async def web_chat(home: Home) -> AsyncIterator[httpx.AsyncClient]:
     """The gateway with reminders on a real port, and a browser logged in to it."""
-    app = with_reminders(create_app(home.settings, runner=run_turn, resumer=resume_approval),
-                         scheduler(home.settings))
+    app = with_reminders(create_app(home.settings, runner=run_turn, resumer=resume_approval,
+                                    edges=Edges(scheduler=scheduler(home.settings))))
     with served_app(app, home.settings.gateway.port) as base:
         async with httpx.AsyncClient(base_url=base, timeout=60,
                                      headers={"Origin": base}) as client:

@@ -29,6 +29,7 @@ from metnos import i18n, keys
 from metnos.db.engine import database_url, uses_embedded
 from metnos.remote import record
 from metnos.testing.llm_server import ScriptedLLM
+from metnos.wiring import Edges
 from tests.support.home import Home, MakeHome, gateway_client
 from tests.support.pg import TestPostgres
 from tests.support.worker import Worker, laptop_home, worker_env
@@ -61,8 +62,7 @@ def server_home(make_home: MakeHome, llm: ScriptedLLM, **env: str) -> Home:
 @asynccontextmanager
 async def remote_gateway(home: Home) -> AsyncIterator[httpx.AsyncClient]:
     await deploy(POOL, CODE_ROOT)
-    async with gateway_client(home) as client:
-        client.app.state.service.runner.remote = port(home.settings)  # type: ignore[attr-defined]
+    async with gateway_client(home, edges=Edges(remote=port(home.settings))) as client:
         yield client
 
 

@@ -28,14 +28,15 @@ from flows.turn import resume_approval, run_turn
 from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
 from metnos.gateway.scheduled import with_schedules
+from metnos.wiring import Edges
 from tests.support.home import Home, served_app
 
 
 @contextmanager
 def composed_gateway(home: Home) -> Iterator[str]:
     app = with_schedules(with_reminders(create_app(
-        home.settings, runner=run_turn, resumer=resume_approval), scheduler(home.settings)),
-        sync(home.settings))
+        home.settings, runner=run_turn, resumer=resume_approval,
+        edges=Edges(scheduler=scheduler(home.settings), sync=sync(home.settings)))))
     with served_app(app, home.settings.gateway.port) as base:
         yield base
 

@@ -27,6 +27,7 @@ from metnos.gateway.outbox_delivery import with_reminders
 from metnos.gateway.scheduled import with_schedules
 from metnos.schedules import cadence, store
 from metnos.testing.telegram_server import FakeTelegram
+from metnos.wiring import Edges
 from tests.reminders.test_delivery import deployment_runner, wait_deployment
 from tests.schedules.test_owner_tasks import _final_state
 from tests.support.home import GATEWAY_BASE, Home, MakeHome
@@ -43,8 +44,8 @@ async def gateway(home: Home) -> AsyncIterator[httpx.AsyncClient]:
     """The gateway as `flows/gateway.py` composes it (turns, reminders, scheduled tasks), the
     Telegram channel polling the fake Bot API, as the owner."""
     app = with_schedules(with_reminders(create_app(
-        home.settings, runner=run_turn, resumer=resume_approval), scheduler(home.settings)),
-        sync(home.settings))
+        home.settings, runner=run_turn, resumer=resume_approval,
+        edges=Edges(scheduler=scheduler(home.settings), sync=sync(home.settings)))))
     async with (LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager,
                 httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app),
                                   base_url=GATEWAY_BASE, headers=home.auth(),

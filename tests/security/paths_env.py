@@ -77,7 +77,7 @@ class Arena:
         return self.home.workspace
 
     def admitted(self, executor: str) -> bool:
-        return executor in self.client.app.state.service.registry  # type: ignore[attr-defined]
+        return executor in self.client.app.state.gateway.service.registry  # type: ignore[attr-defined]
 
     def audit_text(self) -> str:
         path = self.workspace / ".audit" / "audit.jsonl"

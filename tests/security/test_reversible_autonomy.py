@@ -251,7 +251,7 @@ async def test_a_session_that_asks_for_everything_asks_before_a_rename(arena: Ar
 
 @pytest.mark.attack
 async def test_a_members_change_still_waits_for_the_owner(arena: Arena) -> None:
-    service = arena.client.app.state.service  # type: ignore[attr-defined]
+    service = arena.client.app.state.gateway.service  # type: ignore[attr-defined]
     victim = arena.workspace / "household.md"
     victim.write_text("ours\n")
     token = uuid.uuid4().hex
@@ -259,8 +259,8 @@ async def test_a_members_change_still_waits_for_the_owner(arena: Arena) -> None:
                     final_text="done")
     ctx = await service.open_turn(f"rename it (ref {token})", session_id=None, lang="en",
                                   channel="telegram", sender="telegram:8202")
-    arena.client.app.state.launch(  # type: ignore[attr-defined]
-        arena.client.app.state.runner(service, ctx))  # type: ignore[attr-defined]
+    arena.client.app.state.gateway.launch(  # type: ignore[attr-defined]
+        arena.client.app.state.gateway.runner(service, ctx))  # type: ignore[attr-defined]
     published = await service.wait_reply(ctx.turn_id, 60)
     assert published is not None and published.status == "awaiting_approval", published
     [approval] = published.approvals

@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
@@ -25,6 +25,9 @@ from metnos.home import initialise
 from metnos.settings import Settings, get_settings
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.pg import TestPostgres
+
+if TYPE_CHECKING:
+    from metnos.wiring import Edges
 
 GATEWAY_BASE = "http://127.0.0.1:42618"
 
@@ -103,7 +106,7 @@ def make_home(tmp_path: Path, pg_server: TestPostgres,
 
 
 @asynccontextmanager
-async def gateway_client(home: Home, *, prefect: bool = True,
+async def gateway_client(home: Home, *, prefect: bool = True, edges: Edges | None = None,
                          **client_kwargs: Any) -> AsyncIterator[httpx.AsyncClient]:
     from metnos.gateway.app import create_app
 
@@ -112,7 +115,7 @@ async def gateway_client(home: Home, *, prefect: bool = True,
         from flows.turn import resume_approval, run_turn
 
         runner, resumer = run_turn, resume_approval
-    app = create_app(home.settings, runner=runner, resumer=resumer)
+    app = create_app(home.settings, runner=runner, resumer=resumer, edges=edges)
     async with LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         headers = {**home.auth(), **client_kwargs.pop("headers", {})}

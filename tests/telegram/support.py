@@ -25,8 +25,8 @@ async def telegram_gateway(home: Home, tg: FakeTelegram, *, prefect: bool = True
     """The gateway app (lifespan, runner) with the Telegram channel polling `tg`."""
     async with gateway_client(home, prefect=prefect) as client:
         config = TelegramConfig(token=TOKEN, api_base=tg.base_url, poll_timeout_s=1)
-        channel = await start_telegram(client.app, home.settings,  # type: ignore[attr-defined]
-                                       config)
+        channel = await start_telegram(client.app.state.gateway.turns,  # type: ignore[attr-defined]
+                                       home.settings, config)
         assert channel is not None
         try:
             yield client, channel

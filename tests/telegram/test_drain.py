@@ -33,14 +33,14 @@ async def test_a_draining_gateway_stops_polling_and_finishes_the_turn_in_flight(
 
     async with telegram_gateway(home, telegram) as (client, channel):
         app = client.app  # type: ignore[attr-defined]
-        app.state.telegram = channel  # as the lifespan keeps the channel it starts
+        app.state.gateway.telegram = channel  # as the lifespan keeps the channel it starts
         await pair(client, telegram, ANNA, language_code="en")
         scripted_llm.respond_with(slowly)
         telegram.push_message(ANNA, "tell me something nice", language_code="en")
-        engine = app.state.service.engine
+        engine = app.state.gateway.service.engine
         await until(telegram, lambda t: _turns(engine) == ["tell me something nice"],
                     "the turn to start")
-        draining = asyncio.ensure_future(drain(app.state, 30.0))
+        draining = asyncio.ensure_future(drain(app.state.gateway, 30.0))
         await until(telegram, lambda t: not channel.polling, "polling to stop")
         telegram.push_message(ANNA, "and another thing", language_code="en")
         await asyncio.wait_for(draining, 60)

@@ -76,7 +76,7 @@ async def test_a_button_in_the_middle_of_the_loop(
         pressed = approve if decision == "approve" else deny
         telegram.push_callback(ANNA, pressed["callback_data"], card.result["message_id"],
                                language_code="en")
-        engine = client.app.state.service.engine  # type: ignore[attr-defined]
+        engine = client.app.state.gateway.service.engine  # type: ignore[attr-defined]
         turn = await telegram_turn(engine)
         await until(telegram, lambda t: any(FINAL in s for s in shown(t)), "the final reply")
     parsed = parse_button(str(pressed["callback_data"]))

@@ -60,7 +60,7 @@ def household(make_home: MakeHome, scripted_llm: ScriptedLLM,
                      METNOS_TELEGRAM_POLL_TIMEOUT_S="1")
     (home.workspace / "owner-notes.md").write_text("the owner's notes\n")
     (home.workspace / "RULES.md").write_text("the owner's rules\n")
-    app = with_reminders(create_app(home.settings), None)  # the outbox delivers notices
+    app = with_reminders(create_app(home.settings))  # the outbox delivers notices
     with served_app(app, home.settings.gateway.port):
         for user in (OWNER, MEMBER):
             _pair(home, telegram, user)

@@ -235,9 +235,9 @@ async def test_results_are_capped_for_the_model_and_whole_in_the_trace(
     assert turn["steps"][1]["outcome"] == "failed" and turn["steps"][1]["error_key"]
     from metnos.db.engine import session as db_session
     from metnos.db.models import turn_steps
-    from metnos.turns.runtime import build_service
+    from metnos.wiring import build_runtime
 
-    service = await build_service(home.settings)
+    service = await build_runtime(home.settings)
     with db_session(service.engine) as db:
         [whole, _] = turn_steps(db, body["turn_id"])
     assert whole.result is not None and whole.result["content"] == big
@@ -294,9 +294,9 @@ async def test_a_secret_in_a_refused_call_is_never_stored_or_sent_again(
     assert secret not in json.dumps(stored)
     from metnos.db.engine import session as db_session
     from metnos.db.models import ChatMessage
-    from metnos.turns.runtime import build_service
+    from metnos.wiring import build_runtime
 
-    service = await build_service(home.settings)
+    service = await build_runtime(home.settings)
     try:
         with db_session(service.engine) as db:
             rows = db.query(ChatMessage).all()

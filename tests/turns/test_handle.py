@@ -12,13 +12,13 @@ from metnos.db.engine import session as db_session
 from metnos.db.models import get_turn
 from metnos.gateway.app import plain_runner
 from metnos.turns.handle import TurnHandle
-from metnos.turns.runtime import build_service
+from metnos.wiring import build_runtime
 from tests.support.home import MakeHome
 
 
 async def test_a_started_turn_is_followed_to_its_end_and_answered(make_home: MakeHome) -> None:
     home = make_home(lang="en")
-    service = await build_service(home.settings)
+    service = await build_runtime(home.settings)
     running: set[asyncio.Task[None]] = set()
 
     def launch(coro: Coroutine[Any, Any, None]) -> None:
@@ -46,7 +46,7 @@ async def test_a_started_turn_is_followed_to_its_end_and_answered(make_home: Mak
 
 async def test_a_turn_that_cannot_be_launched_is_closed_failed(make_home: MakeHome) -> None:
     home = make_home(lang="en")
-    service = await build_service(home.settings)
+    service = await build_runtime(home.settings)
 
     def launch(coro: Coroutine[Any, Any, None]) -> None:
         raise RuntimeError("no loop to run it on")

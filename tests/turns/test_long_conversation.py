@@ -56,9 +56,9 @@ async def test_sixty_turns_stay_under_the_budget_and_keep_the_first_fact(
     assert "Turn 2:" not in last  # the early chatter was folded away
     summaries = [r for r in scripted_llm.requests if r not in turns]
     assert summaries, "the history never needed folding"
-    from metnos.turns.runtime import build_service
+    from metnos.wiring import build_runtime
 
-    service = await build_service(home.settings)
+    service = await build_runtime(home.settings)
     try:
         with db_session(service.engine) as db:
             chat = db.get(ChatSession, session_id)

@@ -133,7 +133,7 @@ async def test_a_legacy_session_gets_the_workspace_language_pinned_once(
     finally:
         engine.dispose()
     async with gateway_client(home, prefect=False) as client:
-        service = client.app.state.service  # type: ignore[attr-defined]
+        service = client.app.state.gateway.service  # type: ignore[attr-defined]
         with db_session(service.engine) as db:
             db.add(ChatSession(id="legacy-1", user_id="owner", channel="api"))
         assert await session_language(client, "legacy-1") is None  # reading pins nothing

@@ -48,9 +48,10 @@ async def observed_gateway(home: Home, signals: Signals) -> AsyncIterator[httpx.
     """The gateway app with the Prefect turn flow and `signals` as the scheduler's source."""
     from flows.turn import resume_approval, run_turn
     from metnos.gateway.app import create_app
+    from metnos.wiring import Edges
 
     app = create_app(home.settings, runner=run_turn, resumer=resume_approval,
-                     scheduler_signals=signals)
+                     edges=Edges(signals=signals))
     async with LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager:
         transport = httpx.ASGITransport(app=manager.app)
         async with httpx.AsyncClient(transport=transport, base_url=GATEWAY_BASE,
@@ -138,8 +139,8 @@ async def test_a_member_never_hears_the_scheduler_state(
     with FakeTelegram() as tg:
         async with observed_gateway(home, signals) as client:
             config = TelegramConfig(token=TOKEN, api_base=tg.base_url, poll_timeout_s=1)
-            channel = await start_telegram(client.app, home.settings,  # type: ignore[attr-defined]
-                                           config)
+            channel = await start_telegram(client.app.state.gateway.turns,  # type: ignore[attr-defined]
+                                           home.settings, config)
             assert channel is not None
             try:
                 # the first sender ever approved is the owner's own Telegram account

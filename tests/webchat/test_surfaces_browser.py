@@ -221,7 +221,7 @@ async def test_a_reminder_comes_as_a_message_with_its_time(
 
     home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()),
                      METNOS_REMINDERS_DELIVERY_POLL_S="0.5")
-    app = with_reminders(create_app(home.settings), None)  # the outbox's delivery, no schedules
+    app = with_reminders(create_app(home.settings))  # the outbox's delivery, no schedules
     engine = make_engine(database_url(home.settings))
     with served_app(app, home.settings.gateway.port):
         context, page, errors = await open_chat(browser, home)

@@ -1,6 +1,6 @@
 """The Telegram channel inside the gateway process: aiogram 3, long polling, no inbound port.
 
-`start_telegram(app, settings)` starts it when a bot token is configured and returns a
+`start_telegram(turns, settings)` starts it when a bot token is configured and returns a
 handle whose `stop()` ends it cleanly (polling stopped, in-flight work drained then
 cancelled, the HTTP session closed). Updates are handled in tasks the channel owns
 (`conversation.py` for messages, `callbacks.py` for button taps); only private chats are
@@ -142,13 +142,13 @@ class TelegramChannel:
         self.spawn(handle_callback(self, query))
 
 
-async def start_telegram(app: Any, settings: Settings,
+async def start_telegram(turns: TurnHandle, settings: Settings,
                          config: TelegramConfig | None = None) -> TelegramChannel | None:
-    """Start the channel for the gateway `app` (after its lifespan set `app.state.turns`);
-    None when no bot token is configured. Call `await handle.stop()` before shutdown."""
+    """Start the channel over the gateway's turn handle (`GatewayState.turns`); None when no
+    bot token is configured. Call `await handle.stop()` before shutdown."""
     config = config or load_config(settings)
     if config is None:
         return None
-    channel = TelegramChannel(app.state.turns, config)
+    channel = TelegramChannel(turns, config)
     await channel.start()
     return channel

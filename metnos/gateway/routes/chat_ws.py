@@ -30,8 +30,7 @@ from typing import Any
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
 from metnos.errors import MetnosError
-from metnos.gateway.connections import connections_of
-from metnos.gateway.deps import authenticate, get_turns
+from metnos.gateway.deps import authenticate, gateway_state, get_turns
 from metnos.gateway.drain import KEY as DRAINING_KEY
 from metnos.gateway.drain import draining
 from metnos.i18n.tags import match_language
@@ -53,7 +52,7 @@ async def chat_socket(websocket: WebSocket) -> None:
     await websocket.accept()
     socket = _Socket(websocket, get_turns(websocket), auth.owner,
                      "api" if auth.via == "bearer" else "web")
-    with connections_of(websocket.app.state).hold(auth.web_session_id) as ended:
+    with gateway_state(websocket).connections.hold(auth.web_session_id) as ended:
         reader = asyncio.ensure_future(_read(socket))
         logout = asyncio.ensure_future(ended.wait())
         try:
@@ -146,7 +145,7 @@ async def _turn(socket: _Socket, frame: dict[str, Any]) -> None:
     active = turns.service.settings.active_languages
     if lang is not None and match_language(lang, active) is None:
         raise MetnosError("ERR_LANG_UNKNOWN", value=lang[:35], active=", ".join(active))
-    if draining(websocket.app.state):  # stopping: no turn, the client may send it again
+    if draining(gateway_state(websocket)):  # stopping: no turn, the client may send it again
         raise MetnosError(DRAINING_KEY)
     ctx = await turns.start(text, session_id=session_id, lang=lang, channel=socket.channel,
                             sender=socket.owner,

@@ -22,7 +22,7 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from metnos import __version__
-from metnos.gateway.deps import ServiceDep
+from metnos.gateway.deps import ServiceDep, gateway_state
 from metnos.gateway.drain import draining
 from metnos.gateway.schemas import HealthPublic
 from metnos.tutor.probes import SchedulerSignals, scheduler_services
@@ -39,11 +39,11 @@ _STARTED = time.monotonic()  # a runner not seen yet is unknown until its timeou
     503: {"model": HealthPublic, "description": "Metnos is stopping."}})
 async def healthz(request: Request, response: Response, service: ServiceDep) -> HealthPublic:
     database = await _ping(request, service.engine)
-    prefect, runner = _scheduler(getattr(request.app.state, "scheduler_signals", None))
+    prefect, runner = _scheduler(gateway_state(request).edges.signals)
     sandbox: Literal["ok", "degraded"] = "ok" if service.sandbox_ok else "degraded"
     model = service.model_health.state
     status: Literal["ok", "degraded", "draining"] = "ok"
-    if draining(request.app.state):
+    if draining(gateway_state(request)):
         status, response.status_code = "draining", 503
     elif ("down" in (database, runner) or prefect == "unreachable" or sandbox == "degraded"
           or model in ("unreachable", "misconfigured")):
@@ -72,11 +72,11 @@ def _scheduler(signals: object) -> tuple[Literal["ok", "unreachable", "unknown"]
 async def _ping(request: Request, engine: Engine) -> Literal["ok", "down"]:
     """The database's answer to `SELECT 1`, shared by the callers of the last second; one
     ping at a time (a hung one is not started again while it hangs)."""
-    state = request.app.state
-    last: tuple[float, Literal["ok", "down"]] | None = getattr(state, "health_ping", None)
+    state = gateway_state(request)
+    last = state.health_ping
     if last is not None and time.monotonic() - last[0] < PING_FRESH_S:
         return last[1]
-    running: asyncio.Task[bool] | None = getattr(state, "health_ping_task", None)
+    running = state.health_ping_task
     if running is None or running.done():
         running = state.health_ping_task = asyncio.get_running_loop().create_task(
             asyncio.to_thread(_select_one, engine))

@@ -24,19 +24,20 @@ from __future__ import annotations
 
 import asyncio
 import math
+import weakref
 
 from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 
 from metnos import i18n
 from metnos.db.engine import session as db_session
-from metnos.gateway.connections import connections_of
 from metnos.gateway.deps import (
     CLEAR_COOKIE,
     SESSION_COOKIE,
     LangDep,
     OwnerDep,
     ServiceDep,
+    gateway_state,
 )
 from metnos.gateway.schemas import error_responses
 from metnos.turns.service import TurnService
@@ -46,6 +47,7 @@ from metnos.web import service as web
 router = APIRouter(tags=["web"])
 _NO_STORE = {"Cache-Control": "no-store"}
 _FOREIGN_SITES = ("cross-site", "same-site")
+_INSTALLED: weakref.WeakSet[FastAPI] = weakref.WeakSet()  # the apps `install` mounted it on
 
 
 @router.get("/login", include_in_schema=False)
@@ -91,7 +93,7 @@ def logout(request: Request, service: ServiceDep, owner: OwnerDep, lang: LangDep
         live = web.session_owner(db, cookie)
         ended = web.end_session(db, cookie, audit=service.audit)
     if live is not None:
-        connections_of(request.app.state).end(live.id)
+        gateway_state(request).connections.end(live.id)
     response: Response
     if "text/html" in request.headers.get("accept", ""):  # the logout button's form
         response = _html(pages.logged_out(lang), 200)
@@ -105,9 +107,9 @@ def logout(request: Request, service: ServiceDep, owner: OwnerDep, lang: LangDep
 def install(app: FastAPI) -> None:
     """Mount the web login on `app` (idempotent), and put the OpenAPI schema behind the
     owner's credentials. The page at `/` is the web chat's (routes/web.py)."""
-    if getattr(app.state, "web_login_installed", False):
+    if app in _INSTALLED:
         return
-    app.state.web_login_installed = True
+    _INSTALLED.add(app)
     app.include_router(router)
     _protect_openapi(app)
 

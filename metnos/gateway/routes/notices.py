@@ -27,8 +27,13 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from metnos import i18n
-from metnos.gateway.connections import connections_of
-from metnos.gateway.deps import OwnerDep, ServiceDep, request_lang, same_origin_browser
+from metnos.gateway.deps import (
+    OwnerDep,
+    ServiceDep,
+    gateway_state,
+    request_lang,
+    same_origin_browser,
+)
 from metnos.gateway.outbox_delivery import Delivery, notice
 from metnos.gateway.schemas import error_responses
 from metnos.reminders import outbox
@@ -73,9 +78,10 @@ async def notice_events(request: Request, service: ServiceDep,
         raise HTTPException(403, detail={"key": "ERR_ORIGIN_FORBIDDEN", "message": i18n.get(
             "ERR_ORIGIN_FORBIDDEN", request_lang(request),
             origin=request.headers.get("origin", "")[:100] or "-")})
-    delivery: Delivery = request.app.state.delivery
+    delivery = gateway_state(request).delivery
+    assert delivery is not None  # this router comes with the delivery loop (with_reminders)
     auth = getattr(request.state, "auth", None)
-    held = connections_of(request.app.state).hold(getattr(auth, "web_session_id", None))
+    held = gateway_state(request).connections.hold(getattr(auth, "web_session_id", None))
     return StreamingResponse(_stream(service, delivery, owner, held),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
 
-from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
+from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep, gateway_state
 from metnos.gateway.schemas import error_responses
 from metnos.notify.effect import Destination, destination, last_written
 from metnos.schedules import owner, spoken
@@ -42,7 +42,7 @@ class ScheduleCreate(BaseModel):
 
 
 def _sync(request: Request) -> Sync | None:
-    found: Sync | None = getattr(request.app.state, "schedules_sync", None)
+    found: Sync | None = gateway_state(request).edges.sync
     return found
 
 

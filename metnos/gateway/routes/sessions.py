@@ -36,7 +36,7 @@ from sqlmodel import Session, col, select
 from metnos import i18n
 from metnos.db.engine import session as db_session
 from metnos.db.models import ChatMessage, ChatSession, Turn, utcnow
-from metnos.gateway.deps import OwnerDep, ServiceDep
+from metnos.gateway.deps import OwnerDep, ServiceDep, get_service
 from metnos.gateway.schemas import ErrorPublic
 from metnos.settings import Autonomy
 from metnos.turns import history
@@ -48,7 +48,7 @@ router = APIRouter(prefix="/api/sessions", tags=["sessions"])
 
 
 def request_locale(request: Request) -> str:
-    service: TurnService = request.app.state.service
+    service = get_service(request)
     return ui_locale(None, request.headers.get("accept-language"), service.settings)
 
 

@@ -29,8 +29,7 @@ from metnos import approvals, i18n
 from metnos.db import models
 from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError
-from metnos.gateway.connections import connections_of
-from metnos.gateway.deps import OwnerDep, ServiceDep, TurnsDep
+from metnos.gateway.deps import OwnerDep, ServiceDep, TurnsDep, gateway_state
 from metnos.gateway.drain import draining, refusal
 from metnos.gateway.schemas import ErrorPublic, StepPublic, TurnCreate, TurnPublic
 from metnos.turns.events import TurnEvent
@@ -64,7 +63,7 @@ async def create_turn(body: TurnCreate, request: Request, turns: TurnsDep,
     service = turns.service
     accept = request.headers.get("accept-language")
     locale = ui_locale(body.lang, accept, service.settings)
-    if draining(request.app.state):  # stopping: no turn row, come back after the restart
+    if draining(gateway_state(request)):  # stopping: no turn row, come back after the restart
         raise refusal(locale)
     try:
         ctx = await turns.start(body.text, session_id=body.session_id, lang=body.lang,
@@ -161,7 +160,7 @@ async def turn_events(turn_id: str, request: Request, turns: TurnsDep, owner: Ow
     source = (turns.follow(turn_id, after) if service.events.known(turn_id)
               else _replay([e for e in stored if e.seq > after]))
     auth = getattr(request.state, "auth", None)  # set by the owner dependency
-    held = connections_of(request.app.state).hold(getattr(auth, "web_session_id", None))
+    held = gateway_state(request).connections.hold(getattr(auth, "web_session_id", None))
     return StreamingResponse(_sse(source, held), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 

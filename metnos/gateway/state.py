@@ -1,0 +1,67 @@
+"""What the gateway holds for its routes and loops: one typed object, `app.state.gateway`,
+read through `metnos.gateway.deps` (routes) or `state_of(app)` (the lifespan's loops).
+
+Made by `create_app` with what is known before start-up; the lifespan adds the turn service
+(built once: `metnos.wiring.build_runtime`) and its turn handle (`metnos.turns.handle`), the
+owner's token and the Telegram channel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
+
+from metnos.approvals.resume import Resumer
+from metnos.gateway.connections import LiveConnections
+from metnos.gateway.drain import Drain
+from metnos.turns.handle import Launch, TurnHandle, TurnRunner
+from metnos.turns.service import TurnService
+from metnos.wiring import Edges
+
+if TYPE_CHECKING:
+    from metnos.channels.telegram.bot import TelegramChannel
+    from metnos.gateway.outbox_delivery import Delivery
+
+# ends the Prefect flow runs of turns a dead gateway left open (their ids), at start-up
+RunCloser = Callable[[list[str]], Awaitable[None]]
+
+
+@dataclass
+class GatewayState:
+    runner: TurnRunner
+    resumer: Resumer | None  # None: a turn waits by polling the database (plain path)
+    close_runs: RunCloser | None
+    edges: Edges
+    launch: Launch
+    background: set[asyncio.Task[None]]  # the turns (and scheduled runs) in flight
+    drain: Drain = field(default_factory=Drain)
+    connections: LiveConnections = field(default_factory=LiveConnections)
+    # set by the lifespan, before the first request
+    service: TurnService | None = None
+    turns: TurnHandle | None = None  # what the faces do with a turn (`metnos.turns.handle`)
+    owner_token: str = ""
+    telegram: TelegramChannel | None = None
+    delivery: Delivery | None = None  # the outbox loop (`with_reminders`)
+    # /healthz's last database ping and the one running
+    health_ping: tuple[float, Literal["ok", "down"]] | None = None
+    health_ping_task: asyncio.Task[bool] | None = None
+
+    def ready(self) -> TurnService:
+        """The turn service (the lifespan built it before any request is served)."""
+        if self.service is None:
+            raise RuntimeError("the gateway has not started")
+        return self.service
+
+    def handle(self) -> TurnHandle:
+        """The turn handle (made with the service, before any request is served)."""
+        if self.turns is None:
+            raise RuntimeError("the gateway has not started")
+        return self.turns
+
+
+def state_of(app: Any) -> GatewayState:
+    """The gateway's state of `app` (a FastAPI app, or a connection's `.app`)."""
+    state: GatewayState = app.state.gateway
+    return state

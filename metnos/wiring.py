@@ -1,0 +1,206 @@
+"""The turn service, built once: the runtime's parts, checked at start-up, and every hook the
+features register with the turn, from one list (`FEATURES`).
+
+`build_runtime(settings, edges)` is what the gateway, the mail digest and the tests call;
+nothing fills a hook later (effects, watchers, undoers, reversals, host tools, accounts, the
+Tutor's pre-check, the work pools). `Edges` are the ways out the composition root hands in
+(Prefect's scheduling calls, the work pools, the scheduler's signals): a hook that needs one
+it was not given is not registered, and its step fails in words
+(`ERR_EXECUTOR_EFFECT_UNAVAILABLE`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from types import MappingProxyType
+
+from metnos import undo_tool
+from metnos.audit import open_audit_log
+from metnos.db.engine import database_url, make_engine, ping
+from metnos.errors import MetnosError, NotInitialisedError
+from metnos.executors.registry import load_registry
+from metnos.features import create_tables
+from metnos.llm.port import LLMPort, configured
+from metnos.mail import summary
+from metnos.mail.account import load_account
+from metnos.mail.undo import Mailbox
+from metnos.mnestoma import wish
+from metnos.mnestoma.record import Memory
+from metnos.notify import effect as notify
+from metnos.notify import members
+from metnos.paths import resources_path
+from metnos.reminders import effect as reminders
+from metnos.reminders.effect import Scheduler
+from metnos.remote.port import RemotePort
+from metnos.remote.undo import Remote
+from metnos.reversal import EFFECT, FILES, MAILBOX, REMOTE, Effects, Files
+from metnos.sandbox import run_canary
+from metnos.schedules import effect as schedules
+from metnos.schedules.owner import Sync
+from metnos.settings import Settings
+from metnos.synt import composition
+from metnos.turns.context import TurnContext
+from metnos.turns.runtime import Hooks, Precheck, Runtime, runtime
+from metnos.turns.service import TurnService
+from metnos.tutor import feedback, views
+from metnos.tutor.embedder import default_embedder
+from metnos.tutor.mixed import Confirmations
+from metnos.tutor.precheck import Tutor, answer, composer
+from metnos.tutor.probes import (
+    Asker,
+    ProbeContext,
+    SchedulerSignals,
+    default_probes,
+    scheduler_services,
+)
+
+Signals = Callable[[], SchedulerSignals]  # the scheduler's latest signals (never waits)
+Liveness = Callable[[], bool | None]  # a service's state: None when not configured or known
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Edges:
+    """What the composition root hands in (flows/gateway.py); none of it is required."""
+
+    scheduler: Scheduler | None = None  # reminders as Prefect runs (flows/reminder.py)
+    sync: Sync | None = None  # the owner's scheduled tasks' Prefect schedules (flows/owner_task)
+    remote: RemotePort | None = None  # the work pools (flows/remote_step.py)
+    signals: Signals | None = None  # the scheduler's signals, for the Tutor's probes
+    telegram: Liveness | None = None  # whether the Telegram poller runs, for the same
+
+
+def _undo(rt: Runtime, edges: Edges) -> Hooks:
+    """An effect's undo is the effect's own (asked first), and Metnos's own tools: `wish`
+    (metnos.mnestoma.wish) and "undo that" (metnos.undo_tool)."""
+    return Hooks(reversals=MappingProxyType({EFFECT: Effects()}), host_tools=MappingProxyType(
+        {tool.name: tool for tool in (wish.WishTool(), undo_tool.UndoTool())}))
+
+
+def _notify(rt: Runtime, edges: Edges) -> Hooks:
+    """The owner's messages (notify) and the owner's notice of what a member had done."""
+    return Hooks(effects=MappingProxyType({notify.EFFECT: notify.effect(rt)}),
+                 watchers=(members.watcher(rt),))
+
+
+def _mail(rt: Runtime, edges: Edges) -> Hooks:
+    """The two lines of a mail the model may rewrite (summarize), a mail move's undo, and
+    the mailbox's account in the envelope (`metnos mail add`)."""
+    return Hooks(effects=MappingProxyType({summary.EFFECT: summary.effect(rt)}),
+                 reversals=MappingProxyType({MAILBOX: Mailbox()}),
+                 accounts=MappingProxyType(
+                     {"imap": lambda settings: load_account(settings).envelope()}))
+
+
+def _schedules(rt: Runtime, edges: Edges) -> Hooks:
+    """"Every Monday at 8 …" from a chat, and its undo (without `sync`, the runner's next
+    start publishes the task)."""
+    return Hooks(effects=MappingProxyType({schedules.EFFECT: schedules.effect(rt, edges.sync)}),
+                 undoers=MappingProxyType({schedules.EFFECT: schedules.undoer(rt, edges.sync)}))
+
+
+def _reminders(rt: Runtime, edges: Edges) -> Hooks:
+    """A reminder's Prefect run: only where there is a way to schedule it; its undo (the
+    row cancelled) everywhere."""
+    undoers = MappingProxyType({reminders.EFFECT: reminders.undoer(rt)})
+    if edges.scheduler is None:
+        return Hooks(undoers=undoers)
+    return Hooks(effects=MappingProxyType(
+        {reminders.EFFECT: reminders.effect(rt, edges.scheduler)}), undoers=undoers)
+
+
+def _remote(rt: Runtime, edges: Edges) -> Hooks:
+    """The work pools, and the undo of a step run there (by the same pool)."""
+    return Hooks(reversals=MappingProxyType({REMOTE: Remote()}), remote=edges.remote)
+
+
+def _files(rt: Runtime, edges: Edges) -> Hooks:
+    """The workspace's files: every action has their record, so their undo is asked last."""
+    return Hooks(reversals=MappingProxyType({FILES: Files()}))
+
+
+# every feature's hooks, registered here and nowhere else, in this order (the reversals are
+# asked in it whose action an undo is)
+FEATURES: tuple[Callable[[Runtime, Edges], Hooks], ...] = (
+    _undo, _notify, _mail, _schedules, _reminders, _remote, _files)
+
+
+async def build_runtime(settings: Settings, edges: Edges | None = None, *,
+                        tutor: bool = True) -> TurnService:
+    """Everything a turn needs, checked at start-up (the canary decides `sandbox_ok`), with
+    every feature's hooks. `tutor=False` leaves out the Tutor's pre-check and its warm-up
+    (seconds): the mail digest asks it nothing."""
+    edges = edges or Edges()
+    if not settings.owner_token_path.is_file():
+        raise NotInitialisedError(home=str(settings.home))
+    engine = make_engine(database_url(settings))
+    await asyncio.to_thread(create_tables, engine)
+    registry = load_registry(settings)
+    for name, key, vars in registry.refused:
+        log.warning("executor.refused name=%s key=%s vars=%s", name, key, vars)
+    canary = await run_canary(settings.workspace)
+    if not canary.ok:
+        log.error("sandbox.canary_failed detail=%s", canary.detail)
+    audit = open_audit_log(settings)
+    port = LLMPort.for_instance(settings, audit) if configured(settings.llm) else None
+
+    def observe(memory: Memory) -> None:
+        """After a closed turn (its worker thread): the accepted compositions it used whole
+        count towards their promotion to one executor (the synt, SPEC §7.3)."""
+        if memory.sequence:
+            composition.observe(engine, settings, memory.sequence)
+
+    rt = runtime(settings, engine=engine, audit=audit, registry=registry, port=port,
+                 sandbox_ok=canary.ok, memory_hooks=[observe])
+    hooks = [feature(rt, edges) for feature in FEATURES]
+    if tutor and settings.tutor.enabled:
+        hooks.append(Hooks(precheck=await asyncio.to_thread(tutoring, rt, edges)))
+    return TurnService.over(rt, Hooks.merge(hooks))
+
+
+def tutoring(rt: Runtime, edges: Edges) -> Precheck:
+    """The Tutor's pre-check of this instance (SPEC §10), warmed when a catalog is there
+    (about 2 s: the model's load) so that no question pays for it inside the window."""
+    settings, scheduler, telegram = rt.settings, edges.signals, edges.telegram
+
+    def services() -> dict[str, bool | None]:
+        seen = scheduler_services(scheduler() if scheduler else None, datetime.now(UTC))
+        return {"database": _up(rt), "gateway": True, **seen,
+                "telegram_poller": telegram() if telegram else None}
+
+    def reading(asker: Asker) -> ProbeContext:  # what a probe may read, for this asker
+        return ProbeContext(asker=asker, registry=rt.registry, engine=rt.engine,
+                            home=settings.home, repo_executors=resources_path("executors"),
+                            services=services, scheduler=scheduler)
+
+    tutor = Tutor(settings.home, rt.audit, window_s=settings.tutor.window_ms / 1000,
+                  probes=default_probes(), probe_context=reading,
+                  confirmations=Confirmations(rt.engine, rt.audit,
+                                              settings.tutor.confirm_ttl_s))
+    tutor.warm(settings.active_languages)
+    if settings.tutor.read_at_start:  # no catalog yet: compiled in the background
+        tutor.start_reading(settings.active_languages)
+    if tutor.catalog() is not None:  # the views too: their first question is in a window
+        views.warm(settings.active_languages, default_embedder())
+    feedback.bind(tutor, rt.engine)  # its answers' 👍/👎 live in the instance's database
+    compose = composer(settings, rt.port, guard=rt.guard, audit=rt.audit,
+                       executors=[spec.name for spec in rt.registry.admitted])
+
+    async def precheck(ctx: TurnContext) -> str | None:
+        if ctx.untrusted:  # about a forwarded or quoted text the Tutor would never see
+            return None
+        return await answer(tutor, compose, ctx)
+    return precheck
+
+
+def _up(rt: Runtime) -> bool:
+    try:
+        ping(rt.engine)
+    except MetnosError:
+        return False
+    return True

@@ -1,0 +1,64 @@
+"""The runtime is built once, with every feature's hooks, whatever wraps the app: a bare
+`create_app` carries out `notify` as the served gateway does (issue 28)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import httpx
+import pytest
+from asgi_lifespan import LifespanManager
+
+from metnos.gateway.app import create_app
+from metnos.mail.summary import EFFECT as SUMMARIZE
+from metnos.notify.effect import EFFECT as NOTIFY
+from metnos.reminders.effect import EFFECT as REMINDER
+from metnos.schedules.effect import EFFECT as SCHEDULE
+from metnos.turns.service import TurnService
+from tests.gateway.test_turns import wait_closed
+from tests.support.home import GATEWAY_BASE, MakeHome
+
+
+async def test_a_bare_app_carries_out_notify(make_home: MakeHome) -> None:
+    """No lifespan wrapper: the message is queued, not ERR_EXECUTOR_EFFECT_UNAVAILABLE."""
+    home = make_home(lang="en", METNOS_NOTIFY_QUIET_HOURS="", METNOS_NOTIFY_CHANNEL="auto")
+    app = create_app(home.settings)
+    async with (LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager,
+                httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app),
+                                  base_url=GATEWAY_BASE, headers=home.auth(),
+                                  timeout=120) as client):
+        resp = await client.post("/api/turns",
+                                 json={"text": "notify me that the power bill is filed"})
+        assert resp.status_code == 200, resp.text
+        turn = await wait_closed(client, resp.json()["turn_id"])
+    [item] = [a for a in turn["activity"] if a["executor"] == "notify"]
+    assert item["status"] == "done", turn
+    assert "command line" in turn["reply"], turn["reply"]
+
+
+async def test_the_served_gateway_builds_one_frozen_runtime(make_home: MakeHome,
+                                                            prefect_api: str) -> None:
+    """`flows.gateway.app()`: one runtime, held by every part that uses it, every hook
+    registered before the first request, and nothing can be added to it afterwards."""
+    from flows.gateway import app as served
+
+    make_home(lang="en")
+    gateway = served()
+    async with LifespanManager(gateway, startup_timeout=60, shutdown_timeout=60):
+        service: TurnService = gateway.state.gateway.service
+        assert service.checker.runtime is service and service.runner.runtime is service
+        assert gateway.state.gateway.delivery.service is service  # the outbox loop: the same one
+        assert {NOTIFY, SUMMARIZE, SCHEDULE, REMINDER} <= set(service.effects)
+        assert service.hooks.remote is not None and service.watchers
+        assert set(service.undoers) == {SCHEDULE, REMINDER}
+        # the files asked last by an undo: every action has their record
+        assert list(service.reversals) == ["effect", "mailbox", "remote", "files"]
+        assert set(service.host_tools) == {"wish", "undo_last"}
+        assert set(service.accounts) == {"imap"}
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            service.engine = None  # type: ignore[misc]
+        with pytest.raises(TypeError):
+            service.effects[NOTIFY] = service.effects[SUMMARIZE]  # type: ignore[index]
+        with pytest.raises(TypeError):
+            del service.reversals["files"]  # type: ignore[attr-defined]
+        assert service.record.events is service.events
