@@ -25,9 +25,9 @@ from metnos.policy import usage_models as _usage  # noqa: F401
 from metnos.policy.host_checks import register_host_check
 from metnos.proposals import models as _proposals  # noqa: F401
 from metnos.reminders import outbox as _outbox  # noqa: F401
-from metnos.reminders.planning import plan_timed
 from metnos.schedules import models as _schedules  # noqa: F401
 from metnos.schedules.cadence import check_cadence
+from metnos.schedules.planning import plan_timed
 from metnos.tutor import confirm_models as _tutor_confirm  # noqa: F401
 from metnos.tutor import feedback_models as _tutor_feedback  # noqa: F401
 from metnos.web import models as _web  # noqa: F401

@@ -80,11 +80,6 @@ def initialise(settings: Settings) -> InitReport:
     return report
 
 
-def is_initialised(settings: Settings) -> bool:
-    return settings.owner_token_path.is_file() and keys.public_key_path(
-        settings.keys_dir, "executors").is_file()
-
-
 def _layout(settings: Settings, report: InitReport) -> None:
     private = {settings.home, settings.keys_dir, settings.secrets_dir, settings.state_dir}
     folders = [settings.home, settings.workspace, settings.audit_dir, settings.keys_dir,

@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import base64
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from metnos import durable
 from metnos.errors import SignatureError
+
+if TYPE_CHECKING:
+    from metnos.settings import Settings
 
 
 def private_key_path(keys_dir: Path, purpose: str) -> Path:
@@ -76,3 +80,9 @@ def load_public_key(keys_dir: Path, purpose: str) -> Ed25519PublicKey:
 
 def public_key_bytes(key: Ed25519PublicKey) -> bytes:
     return key.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+
+
+def is_initialised(settings: Settings) -> bool:
+    """Whether `metnos init` made this home: the owner's token and the executors' key."""
+    return settings.owner_token_path.is_file() and public_key_path(
+        settings.keys_dir, "executors").is_file()

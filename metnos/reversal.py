@@ -4,13 +4,13 @@ Each executor's manifest chooses its `Reversal` (`metnos.turns.runtime.Reversal`
 side of the contract; `Manifest.reversal`): the runner asks it for
 the signed before-record right before the run and tells it of the result after; every undo
 surface (`metnos undo`, `POST /api/actions/{id}/undo`, Telegram's Undo button, "annulla"
-said in a chat, the model's `undo_last`) goes through `metnos.undo_run.run_undo`, which asks
+said in a chat, the model's `undo_last`) goes through `metnos.turns.undo_run.run_undo`, which asks
 the reversals in turn whose action it is.
 
 - `files` (`Files`): the workspace paths it may write (`metnos.reversibility`), undone by
   `metnos.undo`; every action has this record, so it answers last, for any action left.
 - `effect` (`Effects`): what the host carried out from the result (a reminder, a scheduled
-  task): the record names no path, and the undo is the effect's own (`service.undoers`,
+  task): the record names no path, and the undo is the effect's own (`hooks.undoers`,
   keyed by the manifest's `effect`).
 - `mailbox` (`metnos.mail.undo.Mailbox`): the messages a mail move is about to move.
 - `remote` (`metnos.remote.undo.Remote`): files on another machine, recorded on the pool's
@@ -29,8 +29,7 @@ from metnos.undo import UndoReport, undo
 
 if TYPE_CHECKING:
     from metnos.turns.context import CheckedStep
-    from metnos.turns.runtime import Runtime
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Hooks, Runtime
 
 FILES, EFFECT, MAILBOX, REMOTE = "files", "effect", "mailbox", "remote"
 
@@ -52,7 +51,7 @@ class Files:
     def after(self, service: Runtime, checked: CheckedStep, result: SandboxResult) -> None:
         return None
 
-    def undo(self, service: TurnService, action_id: str, *, sender: str,
+    def undo(self, service: Runtime, hooks: Hooks, action_id: str, *, sender: str,
              channel: str) -> UndoReport | None:
         settings = service.settings
         return undo(action_id, state_dir=settings.state_dir, workspace=settings.workspace,
@@ -65,9 +64,9 @@ class Effects(Files):
     """What the host carried out from a step's result: its record names no path (the files'
     record all the same: the surfaces find the action by it), its undo is the effect's."""
 
-    def undo(self, service: TurnService, action_id: str, *, sender: str,
+    def undo(self, service: Runtime, hooks: Hooks, action_id: str, *, sender: str,
              channel: str) -> UndoReport | None:
-        for undo_own in service.undoers.values():
+        for undo_own in hooks.undoers.values():
             report = undo_own(action_id, sender, channel)
             if report is not None:
                 return report

@@ -48,7 +48,7 @@ from metnos.reversibility import (
 )
 
 UNDONE_MARKER = "undone.json"
-PURGED_MARKER = "purged.json"  # metnos.trash: this action's copies were cleared
+PURGED_MARKER = "purged.json"  # metnos.turns.trash: this action's copies were cleared
 LOCK_FILE = ".undo.lock"
 _KINDS = frozenset({"file", "dir", "symlink", "missing", "other"})
 _BLOB_RE = re.compile(r"^blobs/[0-9a-f]{64}$")
@@ -157,7 +157,7 @@ def refuse_undone(folder: Path, action_id: str) -> None:
 
 
 def purged_on(folder: Path) -> datetime | None:
-    """When the copies kept in the before-record `folder` were cleared (metnos.trash)."""
+    """When the copies kept in the before-record `folder` were cleared (metnos.turns.trash)."""
     try:
         doc = json.loads((folder / PURGED_MARKER).read_bytes())
         return datetime.fromisoformat(doc["at"])

@@ -1,14 +1,14 @@
 """The recent changes that can still be undone, with short handles (`metnos undo --list`).
 
-A handle is the first `HANDLE_CHARS` characters of the action's id; `resolve` takes any
-unique prefix of at least `MIN_PREFIX` characters (as git does), so nobody types 32 of them.
+A handle is the first `HANDLE_CHARS` characters of the action's id; `resolve`
+(`metnos.turns.undo_run`) takes any unique prefix of at least `MIN_PREFIX` characters (as git
+does), so nobody types 32 of them.
 Each change is told as its reply told it (the activity item's plain words, without the
 terminal hint), with when it happened in the household's words.
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -19,21 +19,15 @@ from metnos import i18n
 from metnos.db.engine import session as db_session
 from metnos.db.models import Turn, TurnStep
 from metnos.reminders.effect import spoken_time
-from metnos.reversibility import PARTIAL_PREFIX, valid_action_id
+from metnos.reversibility import valid_action_id
 from metnos.turns.actions import HANDLE_CHARS, item_text
+from metnos.turns.undo_said import not_undoable
 from metnos.undo import PURGED_MARKER, UNDONE_MARKER
-from metnos.undo_said import not_undoable
 
 if TYPE_CHECKING:
-    from metnos.turns.runtime import Runtime
     from metnos.turns.service import TurnService
 
-MIN_PREFIX = 4
 LOOKBACK = 500
-
-
-class Ambiguous(ValueError):
-    """A handle that more than one action's id starts with."""
 
 
 @dataclass
@@ -43,30 +37,6 @@ class Change:
     text: str
     when: str
     sender: str
-
-
-def resolve(service: Runtime, handle: str) -> str | None:
-    """The action id `handle` stands for: itself when it is a whole id, else the one id it
-    is a unique prefix of (the before-records, the steps). None: no such action.
-    Raises Ambiguous when several ids start with it."""
-    handle = handle.strip().lower()
-    state = service.settings.state_dir / "before"
-    if valid_action_id(handle) and (state / handle).is_dir():
-        return handle
-    if len(handle) < MIN_PREFIX or not handle.isalnum() or not handle.isascii():
-        return handle if valid_action_id(handle) else None
-    try:
-        found = {n for n in os.listdir(state)
-                 if n.startswith(handle) and not n.startswith(PARTIAL_PREFIX)}
-    except FileNotFoundError:
-        found = set()
-    with db_session(service.engine) as db:
-        found.update(str(a) for a in db.exec(
-            select(TurnStep.action_id).where(col(TurnStep.action_id).startswith(handle))
-            .limit(3)).all() if a)
-    if len(found) > 1:
-        raise Ambiguous(handle)
-    return found.pop() if found else handle if valid_action_id(handle) else None
 
 
 def recent(service: TurnService, lang: str, limit: int = 10,

@@ -1,7 +1,7 @@
 """The built-in `undo_last` tool (SPEC §5): with a model, "undo that" is the model calling it.
 
 A host tool (`UndoTool`, as `wish`): a call named `undo_last` never reaches the step checker
-or the sandbox: it runs `metnos.undo_said.undo_last` (this session's newest undoable change
+or the sandbox: it runs `metnos.turns.undo_said.undo_last` (this session's newest undoable change
 by this sender, through `run_undo`, the Undo button's own checks and audit line) and returns
 a done outcome whose result is the undo in plain words, with no ids. Its step and activity
 item are the same as when the embedded planner's path undoes ("annulla"): the undo's own Undo
@@ -13,10 +13,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from metnos import i18n, undo_said
+from metnos import i18n
 from metnos.audit import digest_args
 from metnos.db.models import TurnStep
 from metnos.llm.tools import PlanStep, ToolSpec
+from metnos.turns import undo_said
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
 from metnos.turns.steps import Finished, Timed, recorded

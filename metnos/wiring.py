@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from types import MappingProxyType
 
 from metnos import undo_tool
@@ -25,25 +26,30 @@ from metnos.errors import MetnosError, NotInitialisedError
 from metnos.executors.registry import load_registry
 from metnos.features import create_tables
 from metnos.llm.port import LLMPort, configured
+from metnos.llm.tools import ToolSpec
 from metnos.mail import summary
 from metnos.mail.account import load_account
 from metnos.mail.undo import Mailbox
-from metnos.mnestoma import wish
-from metnos.mnestoma.record import Memory
+from metnos.mnestoma import routing, wish
+from metnos.mnestoma.record import Memory, Remembering, archived
 from metnos.notify import effect as notify
 from metnos.notify import members
 from metnos.paths import resources_path
 from metnos.reminders import effect as reminders
+from metnos.reminders import outbox
 from metnos.reminders.effect import Scheduler
 from metnos.remote.port import RemotePort
+from metnos.remote.server import run_remote
 from metnos.remote.undo import Remote
 from metnos.reversal import EFFECT, FILES, MAILBOX, REMOTE, Effects, Files
 from metnos.sandbox import run_canary
 from metnos.schedules import effect as schedules
+from metnos.schedules import store as schedule_store
 from metnos.schedules.owner import Sync
 from metnos.settings import Settings
 from metnos.synt import composition
-from metnos.turns.context import TurnContext
+from metnos.turns.context import CheckedStep, TurnContext
+from metnos.turns.reply import StepOutcome
 from metnos.turns.runtime import Hooks, Precheck, Runtime, runtime
 from metnos.turns.service import TurnService
 from metnos.tutor import feedback, views
@@ -101,22 +107,42 @@ def _schedules(rt: Runtime, edges: Edges) -> Hooks:
     """"Every Monday at 8 …" from a chat, and its undo (without `sync`, the runner's next
     start publishes the task)."""
     return Hooks(effects=MappingProxyType({schedules.EFFECT: schedules.effect(rt, edges.sync)}),
-                 undoers=MappingProxyType({schedules.EFFECT: schedules.undoer(rt, edges.sync)}))
+                 undoers=MappingProxyType({schedules.EFFECT: schedules.undoer(rt, edges.sync)}),
+                 claims=(lambda action_id: schedule_store.by_action(rt.engine, action_id)
+                         is not None,))
 
 
 def _reminders(rt: Runtime, edges: Edges) -> Hooks:
     """A reminder's Prefect run: only where there is a way to schedule it; its undo (the
     row cancelled) everywhere."""
     undoers = MappingProxyType({reminders.EFFECT: reminders.undoer(rt)})
+    claims = (lambda action_id: outbox.by_action(rt.engine, action_id) is not None,)
     if edges.scheduler is None:
-        return Hooks(undoers=undoers)
+        return Hooks(undoers=undoers, claims=claims)
     return Hooks(effects=MappingProxyType(
-        {reminders.EFFECT: reminders.effect(rt, edges.scheduler)}), undoers=undoers)
+        {reminders.EFFECT: reminders.effect(rt, edges.scheduler)}), undoers=undoers,
+        claims=claims)
 
 
 def _remote(rt: Runtime, edges: Edges) -> Hooks:
     """The work pools, and the undo of a step run there (by the same pool)."""
-    return Hooks(reversals=MappingProxyType({REMOTE: Remote()}), remote=edges.remote)
+    port = edges.remote
+
+    async def remote(rt: Runtime, ctx: TurnContext, checked: CheckedStep) -> StepOutcome:
+        return await run_remote(rt, port, ctx, checked)
+    return Hooks(reversals=MappingProxyType({REMOTE: Remote(port)}), remote=remote)
+
+
+def _mnestoma(rt: Runtime, edges: Edges) -> Hooks:
+    """What the traces say: the tools routed to the model, an archived executor refused,
+    and the synt's accepted compositions as lines of the system prompt."""
+    book, evolution = routing.RouteBook(rt.engine), rt.settings.evolution
+
+    def route(ctx: TurnContext, tools: list[ToolSpec]) -> list[ToolSpec]:
+        return book.routed(ctx.turn_id, tools, lambda traces, states: routing.route(
+            tools, ctx.text, ctx.lang, traces=traces, states=states, settings=evolution))
+    return Hooks(archived=partial(archived, rt.engine), route=route,
+                 hints=partial(composition.hints, rt.engine))
 
 
 def _files(rt: Runtime, edges: Edges) -> Hooks:
@@ -127,7 +153,7 @@ def _files(rt: Runtime, edges: Edges) -> Hooks:
 # every feature's hooks, registered here and nowhere else, in this order (the reversals are
 # asked in it whose action an undo is)
 FEATURES: tuple[Callable[[Runtime, Edges], Hooks], ...] = (
-    _undo, _notify, _mail, _schedules, _reminders, _remote, _files)
+    _undo, _notify, _mail, _schedules, _reminders, _remote, _mnestoma, _files)
 
 
 async def build_runtime(settings: Settings, edges: Edges | None = None, *,
@@ -156,7 +182,7 @@ async def build_runtime(settings: Settings, edges: Edges | None = None, *,
             composition.observe(engine, settings, memory.sequence)
 
     rt = runtime(settings, engine=engine, audit=audit, registry=registry, port=port,
-                 sandbox_ok=canary.ok, memory_hooks=[observe])
+                 sandbox_ok=canary.ok, remember=Remembering(engine, settings, [observe]))
     hooks = [feature(rt, edges) for feature in FEATURES]
     if tutor and settings.tutor.enabled:
         hooks.append(Hooks(precheck=await asyncio.to_thread(tutoring, rt, edges)))

@@ -118,14 +118,14 @@ def _read_the_guide(settings: Settings, report: InitReport) -> None:
 
 @app.command(help=msg("CLI_SERVE_HELP"))
 def serve() -> None:
-    from metnos.home import is_initialised
+    from metnos import keys
     from metnos.serve.supervisor import Supervisor
 
     try:
         settings = get_settings()
         if (lang := unspoken_language()) is not None:
             exit_with(MetnosError("ERR_LANG_NOT_SPOKEN", **unspoken_vars(lang)), FALLBACK_LANG)
-        if not is_initialised(settings):
+        if not keys.is_initialised(settings):
             raise MetnosError("ERR_HOME_NOT_INITIALISED", home=str(settings.home))
         supervisor = Supervisor(settings, say=lambda line: echo(line, err=True))
         supervisor.handle_signals()  # before start-up: a Ctrl-C there must stop what started

@@ -16,7 +16,7 @@ from metnos.cli._common import call_or_exit, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
 from metnos.cli._table import local_time, print_table
-from metnos.trash import size_words
+from metnos.turns.trash import size_words
 
 app = typer.Typer(help=msg("CLI_TRASH_HELP"), invoke_without_command=True)
 _JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))

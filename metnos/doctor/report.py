@@ -14,13 +14,13 @@ import threading
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
+from metnos import keys
 from metnos.doctor.credential import check_credential
 from metnos.doctor.finding import Finding, text
 from metnos.doctor.gateway import check_gateway
 from metnos.doctor.instance import check_ports, check_processes
 from metnos.doctor.probes import check_model, check_sandbox
 from metnos.doctor.stores import check_audit, check_disk, check_tutor
-from metnos.home import is_initialised
 from metnos.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -36,7 +36,7 @@ def diagnose(settings: Settings, lang: str | None) -> list[Finding]:
 
 
 async def _diagnose(settings: Settings, lang: str | None) -> list[Finding]:
-    ready = is_initialised(settings)
+    ready = keys.is_initialised(settings)
     jobs: list[tuple[str, Awaitable[list[Finding]]]] = [
         ("ports", _bounded(_thread(lambda: check_ports(settings, lang)))),
         ("sandbox", _one(check_sandbox(settings, lang))),

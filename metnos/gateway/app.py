@@ -25,7 +25,7 @@ from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import metnos.features  # noqa: F401 - what every feature adds: tables, host checks, planners
-from metnos import i18n, trash
+from metnos import i18n
 from metnos.approvals.resume import Resumer
 from metnos.channels.telegram import start_telegram
 from metnos.errors import MetnosError
@@ -60,6 +60,7 @@ from metnos.languages.instance import open_instance_store
 from metnos.lists_merge import merge_lists
 from metnos.llm.health import check_model
 from metnos.settings import Settings, get_settings
+from metnos.turns import trash
 from metnos.turns.handle import TurnHandle, TurnRunner
 from metnos.turns.pipeline import run_pipeline
 from metnos.turns.recovery import recover_at_start

@@ -52,7 +52,7 @@ log = logging.getLogger(__name__)
 
 class FirstPlanner(Protocol):
     """A feature's reading of a sentence, tried before the templates (a reminder's time, a
-    scheduled task's cadence: `metnos.reminders.planning.plan_timed`): a plan, or None."""
+    scheduled task's cadence: `metnos.schedules.planning.plan_timed`): a plan, or None."""
 
     def __call__(self, text: str, lang: str, tools: Sequence[ToolSpec], *,
                  others: Mapping[str, Sequence[ToolSpec]] | None = None,

@@ -47,8 +47,7 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from metnos.turns.context import CheckedStep
-    from metnos.turns.runtime import Runtime
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Hooks, Runtime
 
 EXECUTOR = "move_messages"
 
@@ -68,7 +67,7 @@ class Mailbox:
         if checked.request is not None and checked.request.args.get("mode") == "move":
             after_move(service.settings, checked.action_id, result)  # the new UIDs, signed
 
-    def undo(self, service: TurnService, action_id: str, *, sender: str,
+    def undo(self, service: Runtime, hooks: Hooks, action_id: str, *, sender: str,
              channel: str) -> UndoReport | None:
         return undo_mail(service, action_id, sender=sender, channel=channel)
 

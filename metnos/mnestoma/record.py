@@ -21,8 +21,9 @@ sequence of done executors (for the synt's composition counter).
 
 from __future__ import annotations
 
+import logging
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,6 +37,8 @@ from metnos.db.models import TurnStep, new_id, utcnow
 from metnos.executors.registry import Registry
 from metnos.mnestoma.models import ExecutorUse, Mnest, ProtoMnest, UseClock
 from metnos.settings import Settings
+
+log = logging.getLogger(__name__)
 
 WISH = "wish"  # the built-in tool the model declares a missing capability with
 INVOKED = ("done", "failed")
@@ -225,3 +228,33 @@ def _wish(db: Session, wishes: list[Wish], clock: int, threshold: int) -> list[D
             due.append(DueWish(row["id"], row["src"], row["want"], row["have_kind"],
                                row["want_kind"], count, row["source"]))
     return due
+
+
+class Remembering:
+    """The mnestoma's side of a closed turn (`metnos.turns.record.Remember`, registered by
+    `metnos.wiring`): the turn's memory, and once the turn is marked finished, that memory
+    handed to `hooks` (the synt's count of accepted compositions); a hook's failure is logged
+    and never fails the turn or the next hook."""
+
+    def __init__(self, engine: Engine, settings: Settings,
+                 hooks: Sequence[Callable[[Memory], None]] = ()) -> None:
+        self.engine, self.settings, self.hooks = engine, settings, list(hooks)
+
+    def __call__(self, registry: Registry, turn_id: str) -> Callable[[], None]:
+        memory = after_turn(self.engine, registry, self.settings, turn_id)
+        return lambda: self._hand_over(turn_id, memory)
+
+    def _hand_over(self, turn_id: str, memory: Memory) -> None:
+        for hook in self.hooks:
+            try:
+                hook(memory)
+            except Exception:
+                log.exception("mnestoma.hook_failed turn_id=%s", turn_id)
+
+
+def archived(engine: Engine, name: str) -> bool:
+    """Whether the owner archived executor `name` (one indexed read: its lifecycle row)."""
+    with engine.connect() as conn:
+        state = conn.execute(select(col(ExecutorUse.state)).where(
+            col(ExecutorUse.name) == name)).scalar()
+    return state == "archived"

@@ -32,13 +32,16 @@ if TYPE_CHECKING:
 
     from metnos.sandbox import SandboxResult
     from metnos.turns.context import CheckedStep
-    from metnos.turns.runtime import Runtime
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Hooks, Runtime
 
 
 class Remote:
     """The reversal of a step run on another machine (`metnos.reversal`): its record is made
-    on the pool's round trip (`metnos.remote.server`), never by the local runner."""
+    on the pool's round trip (`metnos.remote.server`), never by the local runner, and undone
+    through `port` (None: this process has no way to the pools)."""
+
+    def __init__(self, port: RemotePort | None) -> None:
+        self.port = port
 
     def before(self, service: Runtime, checked: CheckedStep,
                key: Ed25519PrivateKey) -> dict[str, Any]:
@@ -47,17 +50,16 @@ class Remote:
     def after(self, service: Runtime, checked: CheckedStep, result: SandboxResult) -> None:
         return None
 
-    def undo(self, service: TurnService, action_id: str, *, sender: str,
+    def undo(self, service: Runtime, hooks: Hooks, action_id: str, *, sender: str,
              channel: str) -> UndoReport | None:
         """None when `action_id` is not a remote action; blocking (in a worker thread)."""
         if not record.is_remote(service.settings.state_dir, action_id):
             return None
         return audited(audit_undo(service.audit, action_id, sender, channel),
-                       lambda: _undo(service, action_id))
+                       lambda: _undo(service, self.port, action_id))
 
 
-def _undo(service: TurnService, action_id: str) -> UndoReport:
-    port = service.hooks.remote
+def _undo(service: Runtime, port: RemotePort | None, action_id: str) -> UndoReport:
     if port is None:  # this process has no way to the pools
         raise UndoError("ERR_REMOTE_UNDO_UNAVAILABLE", action_id=action_id)
     return asyncio.run(undo_remote(service, port, action_id))

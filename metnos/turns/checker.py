@@ -17,14 +17,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlmodel import col, select
-
 from metnos import i18n
 from metnos.audit import digest_args
 from metnos.errors import AccountMissing, ModelRetryError, PolicyDenied
 from metnos.executors.manifest import Manifest
 from metnos.llm.tools import PlanStep
-from metnos.mnestoma.models import ExecutorUse
 from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
 from metnos.policy.approver import owner_asks
 from metnos.policy.decide import ALLOWED_REVERSIBLE, Decision
@@ -74,7 +71,8 @@ class StepChecker:
                                     "reason": i18n.get(refused[0], ctx.lang, **refused[1])})
             return self.refuse(ctx, checked, "ERR_EXECUTOR_NOT_FOUND",
                                {"executor": step.executor})
-        if _archived(service, step.executor):  # the owner archived it
+        archived = self.hooks.archived
+        if archived is not None and archived(step.executor):  # the owner archived it (mnestoma)
             return self.refuse(ctx, checked, "ERR_EXECUTOR_ARCHIVED",
                                {"executor": step.executor})
         checked.spec = spec
@@ -145,10 +143,3 @@ class StepChecker:
                                       audit_seq=rec)
         return checked
 
-
-def _archived(service: Runtime, name: str) -> bool:
-    """Whether the owner archived `name` (one indexed read: its lifecycle row)."""
-    with service.engine.connect() as conn:
-        state = conn.execute(select(col(ExecutorUse.state)).where(
-            col(ExecutorUse.name) == name)).scalar()
-    return state == "archived"

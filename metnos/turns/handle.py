@@ -20,8 +20,8 @@ from metnos.approvals.resume import Resumer, decide_and_resume
 from metnos.turns.context import Published, TurnContext
 from metnos.turns.events import TurnEvent
 from metnos.turns.service import TurnService
+from metnos.turns.undo_run import undo_handle
 from metnos.undo import UndoReport
-from metnos.undo_run import undo_handle
 
 REPLY_WAIT_S = 120.0  # how long a channel waits for a reply before following the turn
 # runs an opened turn to its end (its record closes it); `launch` makes it a task

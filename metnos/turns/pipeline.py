@@ -24,12 +24,11 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from functools import partial
 
-from metnos import i18n, identity, undo_said
+from metnos import i18n, identity
 from metnos.errors import LLMError
 from metnos.llm.embedded import plan_embedded
 from metnos.llm.port import LLMReply
-from metnos.synt import composition
-from metnos.turns import degraded, gate, history, language, steps
+from metnos.turns import degraded, gate, history, language, steps, undo_said
 from metnos.turns.budget import Budget
 from metnos.turns.context import TurnContext
 from metnos.turns.conversation import Conversation
@@ -190,8 +189,7 @@ async def _open(service: TurnService, ctx: TurnContext) -> tuple[Conversation, h
     workspace, hints = await asyncio.gather(
         asyncio.to_thread(prompt_context, settings.workspace,
                           refused=partial(_identity_refused, service, ctx), untrusted=voiced),
-        asyncio.to_thread(composition.hints, service.engine, service.registry.names(),
-                          ctx.lang))
+        asyncio.to_thread(_hints, service, ctx))
     if hints:  # the accepted compositions (the synt): Metnos's own lines, after the files
         workspace = "\n\n".join(part for part in (workspace, "\n".join(hints)) if part)
     convo = Conversation.open(ctx.text, ctx.lang, service.tools(ctx), history=window.messages,
@@ -207,6 +205,12 @@ def _identity_refused(service: TurnService, ctx: TurnContext, name: str, reason:
     service.record.audit_line(ctx, action=f"{REFUSED_ACTION}/{name}", decision="deny",
                               reason=f"ERR_WORKSPACE_IDENTITY_{reason.upper()}",
                               outcome="refused", args={"file": name})
+
+
+def _hints(service: TurnService, ctx: TurnContext) -> list[str]:
+    """The accepted compositions' lines (the synt's `hints` hook), none without it."""
+    hints = service.hooks.hints
+    return [] if hints is None else hints(service.registry.names(), ctx.lang)
 
 
 def _identity_taint(service: TurnService, ctx: TurnContext) -> dict[str, str]:

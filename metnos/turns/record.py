@@ -22,7 +22,6 @@ from metnos.db import models
 from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError
 from metnos.i18n import phrases
-from metnos.mnestoma.record import Memory, after_turn
 from metnos.settings import Settings
 from metnos.turns import gate, language
 from metnos.turns.context import CheckedStep, Published, TurnContext
@@ -34,18 +33,22 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+# a closed turn's memory, taken before the turn is marked finished (the mnestoma's, registered
+# by metnos.wiring): (registry, turn id) → what to do once it is marked (hand the memory on:
+# the synt), or None
+Remember = Callable[["Registry", str], Callable[[], None] | None]
+
 
 class TurnRecord:
     def __init__(self, settings: Settings, *, engine: Engine, audit: AuditLog,
                  events: TurnEvents, registry: Callable[[], Registry] | None = None,
-                 memory_hooks: Sequence[Callable[[Memory], None]] = ()) -> None:
+                 remember: Remember | None = None) -> None:
         self.settings = settings
         self.engine = engine
         self.audit = audit
         self.events = events
         self.registry = registry  # the service's current registry, for the mnestoma
-        # what a closed turn's memory is handed to (the synt, the ager), in its worker thread
-        self.memory_hooks = list(memory_hooks)
+        self.remember = remember  # a closed turn's memory, in its worker thread
         self._remembered: dict[str, None] = {}  # turns recorded already (a retried close)
         self._replies: dict[str, asyncio.Future[Published]] = {}
 
@@ -208,7 +211,7 @@ class TurnRecord:
 
     def _record_close(self, ctx: TurnContext, reply: str, status: str,
                       error_key: str | None) -> None:
-        memory = self._remember(ctx)  # before finished_at: whoever sees it sees the mnestoma
+        then = self._remember(ctx)  # before finished_at: whoever sees it sees the mnestoma
         with db_session(self.engine) as db:
             turn = models.get_turn(db, ctx.turn_id)
             if turn is not None:  # with the status, in one commit: never finished without it
@@ -217,26 +220,22 @@ class TurnRecord:
                 turn.lang = ctx.lang  # the embedded planner may have understood another one
             models.finish_turn(db, ctx.turn_id, status=status, reply=reply, error_key=error_key,
                                timings=ctx.timings, flow_run_id=ctx.flow_run_id)
-        if memory is not None:
-            self._hand_over(ctx, memory)
-
-    def _hand_over(self, ctx: TurnContext, memory: Memory) -> None:
-        for hook in self.memory_hooks:
+        if then is not None:
             try:
-                hook(memory)
+                then()
             except Exception:  # a consumer's failure never fails the turn
                 log.exception("mnestoma.hook_failed turn_id=%s", ctx.turn_id)
 
-    def _remember(self, ctx: TurnContext) -> Memory | None:
+    def _remember(self, ctx: TurnContext) -> Callable[[], None] | None:
         """The turn's hand-offs, uses and wishes into the mnestoma (all its steps are
         persisted by now); a failure is logged and never fails the turn."""
-        if self.registry is None or ctx.turn_id in self._remembered:
+        if self.registry is None or self.remember is None or ctx.turn_id in self._remembered:
             return None
         self._remembered[ctx.turn_id] = None
         while len(self._remembered) > 1024:
             del self._remembered[next(iter(self._remembered))]
         try:
-            return after_turn(self.engine, self.registry(), self.settings, ctx.turn_id)
+            return self.remember(self.registry(), ctx.turn_id)
         except Exception:
             log.exception("mnestoma.after_turn_failed turn_id=%s", ctx.turn_id)
             return None

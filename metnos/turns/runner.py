@@ -24,7 +24,6 @@ from metnos.executors.registry import ExecutorSpec
 from metnos.executors.signing import code_hash
 from metnos.policy.decide import ALLOWED_REVERSIBLE
 from metnos.policy.laws import no_undo_record_decision
-from metnos.remote.server import run_remote
 from metnos.sandbox import SandboxResult, run_sandboxed
 from metnos.turns import recovery
 from metnos.turns.autonomy import record_whole
@@ -50,7 +49,9 @@ class StepRunner:
         if checked.request is None or checked.spec is None:
             raise ValueError("execute() takes a step the policy admitted")
         if checked.spec.manifest.runs_on is not None:  # another machine's step (metnos.remote)
-            outcome = await run_remote(self.runtime, self.hooks.remote, ctx, checked)
+            if self.hooks.remote is None:  # no feature registered a way to the work pools
+                return await asyncio.to_thread(self._no_effect, ctx, checked, "remote")
+            outcome = await self.hooks.remote(self.runtime, ctx, checked)
             taint(ctx, checked, outcome.result)  # its result is outside data as well
             return outcome
         refused = await asyncio.to_thread(self._prepare_run, ctx, checked)

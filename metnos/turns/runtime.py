@@ -24,13 +24,12 @@ from metnos.errors import MetnosError
 from metnos.executors.registry import Registry, load_registry
 from metnos.llm.health import ModelHealth
 from metnos.llm.port import LLMPort
-from metnos.mnestoma.record import Memory
-from metnos.remote.port import RemotePort
+from metnos.llm.tools import ToolSpec
 from metnos.settings import Settings
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.events import TurnEvents
 from metnos.turns.guard import Guard
-from metnos.turns.record import TurnRecord
+from metnos.turns.record import Remember, TurnRecord
 from metnos.turns.reply import StepOutcome
 from metnos.undo import UndoReport
 
@@ -38,7 +37,6 @@ if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
     from metnos.sandbox import SandboxResult
-    from metnos.turns.service import TurnService
     from metnos.turns.steps import HostTool
 
 # what the host carries out from an executor's validated result, keyed by the manifest's
@@ -51,6 +49,14 @@ Watcher = Callable[[TurnContext, CheckedStep, StepOutcome], Awaitable[None]]
 Account = Callable[[Settings], dict[str, Any]]
 # an effect's undo: (action id, sender, channel) → a report, or None when not its action
 Undoer = Callable[[str, str, str], UndoReport | None]
+# whether an effect's own record (a reminder, a scheduled task) was set by this action id
+Claim = Callable[[str], bool]
+# a step whose manifest says `runs_on`, run on its place's work pool (metnos.remote.server)
+RemoteRun = Callable[["Runtime", TurnContext, CheckedStep], Awaitable[StepOutcome]]
+# the tools a turn offers the model, as the traces route them (metnos.mnestoma.routing)
+Router = Callable[[TurnContext, list[ToolSpec]], list[ToolSpec]]
+# the system prompt's lines of what the owner accepted: (offered executors, language) → lines
+Hints = Callable[[list[str], str], list[str]]
 
 
 class RecordRefused(MetnosError, RuntimeError):
@@ -69,7 +75,7 @@ class Reversal(Protocol):
     def after(self, service: Runtime, checked: CheckedStep, result: SandboxResult) -> None:
         """What the run's result adds to the record (blocking); a failure is logged."""
 
-    def undo(self, service: TurnService, action_id: str, *, sender: str,
+    def undo(self, service: Runtime, hooks: Hooks, action_id: str, *, sender: str,
              channel: str) -> UndoReport | None:
         """The undo of `action_id` with one audit line, or None when its record is not of
         this kind. Raises UndoError (refused), after its audit line."""
@@ -128,7 +134,12 @@ class Hooks:
       by the manifest), asked in this order whose action an undo is (the files last);
     - `host_tools`: Metnos's own tools, offered when a model plans (`turns.steps.HostTool`);
     - `accounts`: a manifest's `account` → the envelope's host-only block;
-    - `precheck`: the Tutor's; `remote`: the work pools' port, or None."""
+    - `claims`: whether an effect's own record was set by an action (what undo by words
+      finds: `metnos.turns.undo_said`);
+    - `archived`: whether the owner archived an executor (the mnestoma's lifecycle);
+    - `route`: the tools the traces let reach the model; `hints`: the accepted
+      compositions' lines for the system prompt (the synt);
+    - `precheck`: the Tutor's; `remote`: how a step reaches its work pool, or None."""
 
     effects: Mapping[str, Effect] = field(default_factory=_empty)
     watchers: tuple[Watcher, ...] = ()
@@ -136,10 +147,14 @@ class Hooks:
     reversals: Mapping[str, Reversal] = field(default_factory=_empty)
     host_tools: Mapping[str, HostTool] = field(default_factory=_empty)
     accounts: Mapping[str, Account] = field(default_factory=_empty)
+    claims: tuple[Claim, ...] = ()
+    archived: Callable[[str], bool] | None = None
+    route: Router | None = None
+    hints: Hints | None = None
     precheck: Precheck | None = None
     # how a step whose manifest says `runs_on` reaches its work pool (flows/remote_step.py);
     # None: such a step fails, naming the place
-    remote: RemotePort | None = None
+    remote: RemoteRun | None = None
 
     @classmethod
     def merge(cls, parts: Sequence[Hooks]) -> Hooks:
@@ -148,17 +163,20 @@ class Hooks:
             for part in parts:
                 into.update(getattr(part, name))
             return MappingProxyType(into)
+        def first(name: str) -> Any:
+            return next((getattr(p, name) for p in parts if getattr(p, name)), None)
         return cls(effects=merged("effects"),
                    watchers=tuple(w for part in parts for w in part.watchers),
                    undoers=merged("undoers"), reversals=merged("reversals"),
                    host_tools=merged("host_tools"), accounts=merged("accounts"),
-                   precheck=next((p.precheck for p in parts if p.precheck), None),
-                   remote=next((p.remote for p in parts if p.remote), None))
+                   claims=tuple(c for part in parts for c in part.claims),
+                   archived=first("archived"), route=first("route"), hints=first("hints"),
+                   precheck=first("precheck"), remote=first("remote"))
 
 
 def runtime(settings: Settings, *, engine: Engine, audit: AuditLog, registry: Registry,
             port: LLMPort | None, sandbox_ok: bool = True,
-            memory_hooks: Sequence[Callable[[Memory], None]] = ()) -> Runtime:
+            remember: Remember | None = None) -> Runtime:
     """The parts, each made once and told of the others: the model's state observes every
     call of the port, the record reads the current registry for the mnestoma."""
     health = ModelHealth(settings)
@@ -168,6 +186,6 @@ def runtime(settings: Settings, *, engine: Engine, audit: AuditLog, registry: Re
     executors = Executors(registry)
     events = TurnEvents()  # each turn's progress, for the channels (SSE, typing...)
     record = TurnRecord(settings, engine=engine, audit=audit, events=events,
-                        registry=lambda: executors.registry, memory_hooks=memory_hooks)
+                        registry=lambda: executors.registry, remember=remember)
     return Runtime(settings, engine, audit, executors, port, health, Guard(settings, engine),
                    events, record, sandbox_ok)

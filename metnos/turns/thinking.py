@@ -5,22 +5,19 @@ the real cost, or given back when the call fails; a spent day raises `ModelBudge
 one audit line), streams its text to the turn's events as `delta`s, and adds its time to the
 turn's timings (`think`, and `think_<n>` per call).
 
-The tools offered are routed by traces (`metnos.mnestoma.routing`): above `[evolution]
-route_above` executors only the core and the traces relevant to the message; what routing
-reads from the database is read once per turn (`RouteBook`, one per service), and its time
-is the turn's `route` timing.
+The tools offered are routed by traces (the mnestoma's `route` hook, `metnos.mnestoma.routing`):
+above `[evolution] route_above` executors only the core and the traces relevant to the
+message; its time is the turn's `route` timing.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-import weakref
 from typing import TYPE_CHECKING
 
 from metnos.llm.port import LLMReply
 from metnos.llm.tools import ToolSpec
-from metnos.mnestoma.routing import RouteBook, route
 from metnos.policy.decide import Decision
 from metnos.turns.context import TurnContext
 from metnos.turns.conversation import Conversation
@@ -28,8 +25,6 @@ from metnos.turns.loop import ModelBudgetSpent
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService
-
-_BOOKS: weakref.WeakKeyDictionary[TurnService, RouteBook] = weakref.WeakKeyDictionary()
 
 
 async def think(service: TurnService, ctx: TurnContext, convo: Conversation, tools: bool,
@@ -65,12 +60,7 @@ async def think(service: TurnService, ctx: TurnContext, convo: Conversation, too
 def routed(service: TurnService, ctx: TurnContext) -> list[ToolSpec]:
     """The turn's tools as routing lets them reach the model (see the module)."""
     started = time.perf_counter()
-    book = _BOOKS.get(service)
-    if book is None:
-        book = _BOOKS[service] = RouteBook(service.engine)
-    tools = service.tools(ctx)
-    offered = book.routed(ctx.turn_id, tools, lambda traces, states: route(
-        tools, ctx.text, ctx.lang, traces=traces, states=states,
-        settings=service.settings.evolution))
+    tools, route = service.tools(ctx), service.hooks.route
+    offered = tools if route is None else route(ctx, tools)
     ctx.timings["route"] = ctx.timings.get("route", 0.0) + (time.perf_counter() - started) * 1000
     return offered

@@ -13,6 +13,7 @@ from datetime import datetime
 
 from sqlalchemy.exc import SQLAlchemyError
 
+from metnos import keys
 from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.errors import DatabaseError, MetnosError
@@ -35,9 +36,7 @@ def login_url(settings: Settings, token: str) -> str:
 
 def create_login_link(settings: Settings) -> LoginLink:
     """A new one-time login link for the owner; MetnosError with the reason otherwise."""
-    from metnos.home import is_initialised
-
-    if not is_initialised(settings):
+    if not keys.is_initialised(settings):
         raise MetnosError("ERR_HOME_NOT_INITIALISED", home=str(settings.home))
     ttl_s = settings.web.login_token_ttl_s
     try:

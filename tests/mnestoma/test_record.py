@@ -129,7 +129,7 @@ async def test_parallel_reads_are_not_hand_offs_and_refusals_do_not_tick(
     scripted_llm.enqueue_text("Done.")
     hooks: list[Memory] = []
     async with gateway_client(home, prefect=False) as client:
-        client.app.state.gateway.service.record.memory_hooks.append(hooks.append)  # type: ignore[attr-defined]
+        client.app.state.gateway.service.record.remember.hooks.append(hooks.append)  # type: ignore[attr-defined]
         closed = await turn(client)
         view = await mnestoma(client)
     assert [(s["executor"], s["outcome"]) for s in closed["steps"]] == [
@@ -147,7 +147,7 @@ async def test_the_embedded_planner_ticks_the_clock_and_the_ager_comes_due(
     home = notes_home(make_home, None, METNOS_EVOLUTION_AGER_EVERY="2")
     hooks: list[Memory] = []
     async with gateway_client(home, prefect=False) as client:
-        client.app.state.gateway.service.record.memory_hooks.append(hooks.append)  # type: ignore[attr-defined]
+        client.app.state.gateway.service.record.remember.hooks.append(hooks.append)  # type: ignore[attr-defined]
         for _ in range(2):
             closed = await turn(client, "find the markdown files")
             assert [s["executor"] for s in closed["steps"]] == ["fs_find"]

@@ -125,7 +125,7 @@ async def test_the_model_wishes_and_an_executor_wishes_due_once(
     scripted_llm.enqueue_text("Still no text.")
     hooks: list[Memory] = []
     async with gateway_client(home, prefect=False) as client:
-        client.app.state.gateway.service.record.memory_hooks.append(hooks.append)  # type: ignore[attr-defined]
+        client.app.state.gateway.service.record.remember.hooks.append(hooks.append)  # type: ignore[attr-defined]
         first = await turn(client, "read the scan")
         once = await mnestoma(client)
         await turn(client, "read the scan again")

@@ -68,7 +68,7 @@ def test_not_a_time(text: str, lang: str) -> None:
 def test_the_embedded_planner_sets_a_timed_reminder(sentence: str, lang: str, text: str,
                                                     at: str) -> None:
     tool = parse_manifest(REPO_EXECUTORS / "reminder_set" / "manifest.toml").tool_spec(lang)
-    from metnos.reminders.planning import plan_timed
+    from metnos.schedules.planning import plan_timed
 
     plan = plan_timed(sentence, lang, [tool], now=NOW)
     assert plan is not None and len(plan.steps) == 1

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
-from metnos.undo_said import said
+from metnos.turns.undo_said import said
 from tests.support.home import Home, MakeHome, gateway_client
 
 HEX_ID = re.compile(r"\b[0-9a-f]{32}\b")

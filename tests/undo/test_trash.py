@@ -17,11 +17,11 @@ import pytest
 from typer import Typer
 from typer.testing import CliRunner
 
-from metnos import trash
 from metnos.audit.log import open_audit_log
 from metnos.audit.verify import verify_instance
 from metnos.cli.trash import app as trash_app
 from metnos.cli.undo import undo as undo_command
+from metnos.turns import trash
 from tests.support.home import Home, MakeHome, gateway_client, served_gateway
 from tests.support.pg import free_port
 from tests.undo.support import Actor

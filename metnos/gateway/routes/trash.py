@@ -11,9 +11,10 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field
 
-from metnos import i18n, trash, undo_list
+from metnos import i18n
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.schemas import error_responses
+from metnos.turns import trash, undo_run
 from metnos.turns.actions import HANDLE_CHARS
 
 router = APIRouter(prefix="/api/trash", tags=["undo"])
@@ -52,8 +53,8 @@ async def purge(body: PurgeRequest, request: Request, service: ServiceDep, owner
     settings = service.settings
     if body.handle:
         try:
-            action_id = await asyncio.to_thread(undo_list.resolve, service, body.handle)
-        except undo_list.Ambiguous:
+            action_id = await asyncio.to_thread(undo_run.resolve, service, body.handle)
+        except undo_run.Ambiguous:
             raise HTTPException(409, detail={"key": "ERR_UNDO_AMBIGUOUS", "message": i18n.get(
                 "ERR_UNDO_AMBIGUOUS", lang, handle=body.handle)}) from None
         freed = None if action_id is None else await asyncio.to_thread(

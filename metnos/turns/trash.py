@@ -189,7 +189,7 @@ def resolve(settings: Settings, handle: str) -> str | None:
 def confirm_last(service: TurnService, ctx: TurnContext) -> str:
     """"conferma" said in a chat: the newest undoable change of this session by this sender
     is kept for good; its copies are cleared (blocking)."""
-    from metnos.undo_said import candidates
+    from metnos.turns.undo_said import candidates
 
     found = candidates(service, ctx.session_id, ctx.sender)
     if not found:

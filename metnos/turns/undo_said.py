@@ -39,7 +39,6 @@ from metnos.undo import PURGED_MARKER, UNDONE_MARKER, UndoError, UndoReport
 
 if TYPE_CHECKING:
     from metnos.turns.context import TurnContext
-    from metnos.turns.runtime import Runtime
     from metnos.turns.service import TurnService
 
 LEXICON = "undo"
@@ -153,13 +152,10 @@ def _changes_nothing(folder: Path) -> bool:
         return False  # a damaged or cleared record: the undo itself says why, plainly
 
 
-def _claimed(service: Runtime, action_id: str) -> bool:
-    """Whether a scheduled task or a reminder was set by `action_id` (undone by their own)."""
-    from metnos.reminders import outbox
-    from metnos.schedules import store
-
-    return (outbox.by_action(service.engine, action_id) is not None
-            or store.by_action(service.engine, action_id) is not None)
+def _claimed(service: TurnService, action_id: str) -> bool:
+    """Whether an effect's own record (a scheduled task, a reminder) was set by `action_id`
+    (undone by its own undoer)."""
+    return any(claim(action_id) for claim in service.hooks.claims)
 
 
 # -- doing it ------------------------------------------------------------------------------
@@ -177,7 +173,7 @@ class Said:
 
 def undo_last(service: TurnService, ctx: TurnContext) -> Said:
     """Undo the newest undoable change of this session by this sender (blocking)."""
-    from metnos.undo_run import run_undo  # the Undo button's path, its checks
+    from metnos.turns.undo_run import run_undo  # the Undo button's path, its checks
 
     for action_id, _ in candidates(service, ctx.session_id, ctx.sender):
         try:
@@ -249,7 +245,7 @@ def answer(service: TurnService, ctx: TurnContext, what: str) -> str:
     """The turn's reply to an undo or a confirm said in the chat (blocking): done, its step
     and its activity item recorded."""
     if what == "confirm":
-        from metnos.trash import confirm_last
+        from metnos.turns.trash import confirm_last
 
         return confirm_last(service, ctx)
     result = undo_last(service, ctx)

@@ -8,14 +8,25 @@ a remote action, and last the files (`metnos.undo`). One audit line whatever hap
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
-from metnos import undo_list
-from metnos.reversibility import valid_action_id
+from sqlmodel import col, select
+
+from metnos.db.engine import session as db_session
+from metnos.db.models import TurnStep
+from metnos.reversibility import PARTIAL_PREFIX, valid_action_id
 from metnos.undo import UndoError, UndoReport
 
 if TYPE_CHECKING:
+    from metnos.turns.runtime import Runtime
     from metnos.turns.service import TurnService
+
+MIN_PREFIX = 4  # the shortest handle taken as a prefix of an action's id
+
+
+class Ambiguous(ValueError):
+    """A handle that more than one action's id starts with."""
 
 
 def run_undo(service: TurnService, action_id: str, *, sender: str, channel: str) -> UndoReport:
@@ -34,8 +45,8 @@ def undo_handle(service: TurnService, handle: str, *, sender: str,
     """`run_undo` of the action `handle` names: its whole id, or a unique prefix of it as
     git takes (`metnos undo 3f9c`); an ambiguous handle is refused with its audit line."""
     try:
-        found = undo_list.resolve(service, handle)
-    except undo_list.Ambiguous:
+        found = resolve(service, handle)
+    except Ambiguous:
         service.audit.append(sender=sender, channel=channel, action="undo", action_id=None,
                              args={"action_id": handle[:80]}, decision="deny",
                              reason="ERR_UNDO_AMBIGUOUS", outcome="refused")
@@ -47,7 +58,32 @@ def undo_handle(service: TurnService, handle: str, *, sender: str,
 def _run_undo(service: TurnService, action_id: str, *, sender: str,
               channel: str) -> UndoReport:
     for reversal in service.reversals.values():
-        report = reversal.undo(service, action_id, sender=sender, channel=channel)
+        report = reversal.undo(service, service.hooks, action_id, sender=sender,
+                               channel=channel)
         if report is not None:
             return report
     raise UndoError("ERR_UNDO_NOT_FOUND", action_id=str(action_id)[:80])
+
+
+def resolve(service: Runtime, handle: str) -> str | None:
+    """The action id `handle` stands for: itself when it is a whole id, else the one id it
+    is a unique prefix of (the before-records, the steps). None: no such action.
+    Raises Ambiguous when several ids start with it."""
+    handle = handle.strip().lower()
+    state = service.settings.state_dir / "before"
+    if valid_action_id(handle) and (state / handle).is_dir():
+        return handle
+    if len(handle) < MIN_PREFIX or not handle.isalnum() or not handle.isascii():
+        return handle if valid_action_id(handle) else None
+    try:
+        found = {n for n in os.listdir(state)
+                 if n.startswith(handle) and not n.startswith(PARTIAL_PREFIX)}
+    except FileNotFoundError:
+        found = set()
+    with db_session(service.engine) as db:
+        found.update(str(a) for a in db.exec(
+            select(TurnStep.action_id).where(col(TurnStep.action_id).startswith(handle))
+            .limit(3)).all() if a)
+    if len(found) > 1:
+        raise Ambiguous(handle)
+    return found.pop() if found else handle if valid_action_id(handle) else None
