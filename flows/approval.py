@@ -17,7 +17,8 @@ from prefect.input import RunInput
 from prefect.states import Running
 
 from metnos.turns import gate, runview
-from metnos.turns.service import CheckedStep, TurnContext, TurnService
+from metnos.turns.runtime import Runtime
+from metnos.turns.service import CheckedStep, TurnContext
 
 PAUSE_POLL_S = 0.5  # how often a paused run checks whether it was resumed (Prefect: 10 s)
 RESUME_RETRY_S = 10.0  # how long a failing resume is retried before the owner is told
@@ -76,7 +77,7 @@ def _may_pass(exc: BaseException) -> bool:
         exc, RunFinished)
 
 
-async def wait_for_owner(service: TurnService, ctx: TurnContext,
+async def wait_for_owner(service: Runtime, ctx: TurnContext,
                          checked: CheckedStep) -> dict[str, Any] | None:
     """Pause this flow run until the approval is decided; None when it expires."""
     assert checked.approval is not None

@@ -22,7 +22,7 @@ from metnos.gateway.security import UNSAFE_METHODS, own_origins, token_matches
 from metnos.gateway.state import GatewayState, state_of
 from metnos.turns import language
 from metnos.turns.handle import TurnHandle
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 from metnos.web import service as web
 
 SESSION_COOKIE = "metnos_session"
@@ -43,7 +43,7 @@ def gateway_state(conn: HTTPConnection) -> GatewayState:
     return state_of(conn.app)
 
 
-def get_service(conn: HTTPConnection) -> TurnService:
+def get_service(conn: HTTPConnection) -> Runtime:
     return state_of(conn.app).ready()
 
 
@@ -115,7 +115,7 @@ def same_origin_browser(request: Request) -> bool:
     return site in ("", "same-origin", "none")
 
 
-ServiceDep = Annotated[TurnService, Depends(get_service)]
+ServiceDep = Annotated[Runtime, Depends(get_service)]
 TurnsDep = Annotated[TurnHandle, Depends(get_turns)]
 StateDep = Annotated[GatewayState, Depends(gateway_state)]
 OwnerDep = Annotated[str, Depends(require_owner)]

@@ -45,7 +45,7 @@ from metnos.proposals import store, vaglio
 from metnos.reminders import outbox
 from metnos.reminders.effect import Scheduler
 from metnos.reminders.outbox import Outbox
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,7 @@ class TelegramSender:
 
 
 class Delivery:
-    def __init__(self, service: TurnService, scheduler: Scheduler | None,
+    def __init__(self, service: Runtime, scheduler: Scheduler | None,
                  telegram: TelegramSender | None) -> None:
         self.service, self.scheduler, self.telegram = service, scheduler, telegram
         self._web: set[asyncio.Event] = set()  # one per open notice stream

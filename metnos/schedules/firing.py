@@ -35,7 +35,7 @@ from metnos.schedules import spoken, store
 from metnos.schedules.models import TaskRun
 from metnos.turns.context import TurnContext
 from metnos.turns.handle import TurnHandle
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ async def fire(turns: TurnHandle, run: TaskRun) -> None:
                             outbox_id=row.id)
 
 
-def _said(service: TurnService, text: str, lang: str) -> str:
+def _said(service: Runtime, text: str, lang: str) -> str:
     """What the task's turn says: the form of its text the embedded planner reads ("dimmi
     cosa c'è nella lista della spesa" → "cosa c'è nella lista della spesa"), so a morning
     without the model runs it too; the text itself when the planner reads no form of it."""
@@ -87,7 +87,7 @@ def _said(service: TurnService, text: str, lang: str) -> str:
     return spoken.runnable(text, lang, tools, others) or text
 
 
-def _taint_if_outside(service: TurnService, ctx: TurnContext, task_id: str,
+def _taint_if_outside(service: Runtime, ctx: TurnContext, task_id: str,
                      text: str) -> None:
     """A task a tainted turn set runs its text as data from outside: its turn starts tainted
     (acting steps ask the owner, naming where the text came from), with an audit line."""

@@ -220,7 +220,7 @@ def _failed(settings: Settings, engine: Engine, proto_id: str | None, stager: St
 
 def accept_candidate(engine: Engine, proposal: Proposal) -> None:
     """The `candidate` handler: accepting is the owner's signature (the gateway must then
-    reload its registry: `TurnService.reload_registry`)."""
+    reload its registry: `Runtime.reload_registry`)."""
     from metnos.settings import get_settings
 
     candidates.sign(get_settings(), engine, str(proposal.payload.get("name", "")))

@@ -116,6 +116,12 @@ class Runtime:
     def registry(self) -> Registry:
         return self.executors.registry
 
+    def reload_registry(self) -> Registry:
+        """Discover and admit the executors again (a synt candidate was signed or rejected);
+        the tools built from the old registry are forgotten (its generation moved on), so
+        the next turn sees the change."""
+        return self.executors.reload(self.settings)
+
 
 def _empty() -> Mapping[str, Any]:
     return MappingProxyType({})

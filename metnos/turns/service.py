@@ -23,7 +23,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
 from metnos import i18n
-from metnos.executors.registry import Registry
 from metnos.llm.tools import ToolSpec
 from metnos.turns.checker import StepChecker
 from metnos.turns.context import CheckedStep, Published, TurnContext
@@ -111,11 +110,6 @@ class TurnService(Runtime):
         if self.port is None:
             return specs
         return [*specs, *(tool.spec(self.registry, lang) for tool in self.host_tools.values())]
-
-    def reload_registry(self) -> Registry:
-        """Discover and admit the executors again (a synt candidate was signed or rejected)
-        and forget the tools built from the old registry, so the next turn sees the change."""
-        return self.executors.reload(self.settings)
 
     def other_tools(self, ctx: TurnContext) -> dict[str, list[ToolSpec]]:
         """The same tools in each other active language (the embedded planner tries them)."""

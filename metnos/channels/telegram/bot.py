@@ -27,7 +27,7 @@ from metnos.channels.telegram.conversation import handle_message
 from metnos.channels.telegram.undo import ReplyRef
 from metnos.settings import Settings
 from metnos.turns.handle import TurnHandle
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +59,7 @@ class TelegramChannel:
     _dispatcher: Dispatcher = field(default_factory=Dispatcher)
 
     @property
-    def service(self) -> TurnService:
+    def service(self) -> Runtime:
         return self.turns.service
 
     @property

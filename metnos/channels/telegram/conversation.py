@@ -32,7 +32,7 @@ from metnos.db import models
 from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError
 from metnos.turns.language import ui_locale
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 
 if TYPE_CHECKING:
     from metnos.channels.telegram.bot import CardRef, TelegramChannel
@@ -98,7 +98,7 @@ async def handle_message(ch: TelegramChannel, message: Message) -> None:
         await _stop(streaming)
 
 
-def _admit(service: TurnService, sender: str) -> pairing.Admission:
+def _admit(service: Runtime, sender: str) -> pairing.Admission:
     with db_session(service.engine) as db:
         return pairing.admit(db, channel=CHANNEL, sender_id=sender,
                              settings=service.settings.policy, audit=service.audit)
@@ -161,7 +161,7 @@ async def watch_turn(ch: TelegramChannel, chat_id: int, turn_id: str, lang: str,
     await live.finish(state.reply, state.activity)
 
 
-def _turn_state(service: TurnService, turn_id: str) -> TurnState:
+def _turn_state(service: Runtime, turn_id: str) -> TurnState:
     with db_session(service.engine) as db:
         turn = models.get_turn(db, turn_id)
         if turn is None:
@@ -230,7 +230,7 @@ def owner_card_key(approval_id: str) -> str:
     return f"{approval_id}#owner"
 
 
-def _owner_chat(service: TurnService) -> int | None:
+def _owner_chat(service: Runtime) -> int | None:
     """The owner's private chat with the bot (its id is the owner's Telegram user id)."""
     with db_session(service.engine) as db:
         found = pairing.paired_user(db, CHANNEL, pairing.OWNER_USER_ID)

@@ -27,7 +27,7 @@ from metnos.db.models import Turn, TurnStep
 from metnos.reversibility import valid_action_id
 from metnos.turns.actions import item_text, undoable
 from metnos.turns.language import ui_locale
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 from metnos.undo import UndoError, is_undone
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def parse_undo(data: str | None) -> str | None:
     return button.id if valid_action_id(button.id) else None
 
 
-def undo_buttons(service: TurnService, activity: list[dict[str, Any]] | None,
+def undo_buttons(service: Runtime, activity: list[dict[str, Any]] | None,
                  lang: str) -> dict[str, str]:
     """The changes of a reply still to be undone, with their button labels."""
     items = [a for a in undoable(activity)
@@ -137,7 +137,7 @@ async def _mark_undone(ch: TelegramChannel, query: CallbackQuery, action_id: str
         log.info("telegram.undo_edit_failed action_id=%s: %s", action_id, exc)
 
 
-def _who(service: TurnService, sender: str, action_id: str) -> tuple[str | None, str | None]:
+def _who(service: Runtime, sender: str, action_id: str) -> tuple[str | None, str | None]:
     """(the paired user of `sender`, the user whose turn made `action_id`)."""
     with db_session(service.engine) as db:
         owner = db.exec(select(Turn.sender).join(TurnStep, col(TurnStep.turn_id) == col(Turn.id))

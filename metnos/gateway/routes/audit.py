@@ -11,7 +11,7 @@ from fastapi import APIRouter, Query, Request, Response
 from metnos.gateway.deps import OwnerDep, ServiceDep
 from metnos.gateway.routes.web import page_locale
 from metnos.gateway.schemas import error_responses
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 from metnos.web.activity import plain_lines
 
 router = APIRouter(prefix="/api/audit", tags=["audit"])
@@ -34,7 +34,7 @@ async def audit_tail(request: Request, service: ServiceDep, owner: OwnerDep,
     return Response(body, media_type="application/json")
 
 
-def _tail_json(service: TurnService, limit: int, session_id: str | None, lang: str) -> bytes:
+def _tail_json(service: Runtime, limit: int, session_id: str | None, lang: str) -> bytes:
     if session_id is None:
         lines = service.audit.tail(limit)
     else:

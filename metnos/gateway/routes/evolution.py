@@ -27,7 +27,7 @@ from metnos.mnestoma import moves
 from metnos.mnestoma.lifecycle import STATE_MOVES, move_executor
 from metnos.mnestoma.models import EvolutionMove
 from metnos.mnestoma.moves import Actor, EvolutionError
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 
 router = APIRouter(prefix="/api/evolution", tags=["evolution"])
 _STATUS = {"ERR_EVOLUTION_MOVE_NOT_FOUND": 404, "ERR_EVOLUTION_EXECUTOR_UNKNOWN": 404,
@@ -99,7 +99,7 @@ async def owner_move(name: str, move: str, body: OwnerMoveCreate, request: Reque
         kind=i18n.get(f"MSG_EVOLUTION_KIND_{row.kind.upper()}", lang)))
 
 
-def _owner_move(service: TurnService, name: str, move: str, why: str,
+def _owner_move(service: Runtime, name: str, move: str, why: str,
                 actor: Actor) -> EvolutionMove:
     known = name in service.registry or name in moves.states(service.engine)
     if move not in STATE_MOVES or not known or not why:
@@ -120,6 +120,6 @@ async def _run(lang: str, fn: Callable[..., EvolutionMove], *args: Any) -> Evolu
     return result
 
 
-def _actor(service: TurnService, owner: str, request: Request) -> Actor:
+def _actor(service: Runtime, owner: str, request: Request) -> Actor:
     channel = "api" if request.headers.get("authorization") else "web"
     return Actor(service.audit, sender=owner, channel=channel)

@@ -40,7 +40,7 @@ from metnos.gateway.deps import (
     gateway_state,
 )
 from metnos.gateway.schemas import error_responses
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 from metnos.web import pages
 from metnos.web import service as web
 
@@ -74,7 +74,7 @@ async def login(request: Request, service: ServiceDep, lang: LangDep,
     return response
 
 
-def _redeem(service: TurnService, token: str, client: str,
+def _redeem(service: Runtime, token: str, client: str,
             old: str | None) -> web.LoginResult:
     with db_session(service.engine) as db:
         result = web.redeem(db, token, client=client, settings=service.settings.web,

@@ -17,7 +17,7 @@ from metnos.gateway.routes.web import _render, page_locale
 from metnos.gateway.schemas import error_responses
 from metnos.i18n.tags import match_language
 from metnos.mnestoma import picture, views
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 from metnos.web.learned import learned
 
 router = APIRouter(tags=["mnestoma"])
@@ -64,7 +64,7 @@ async def mnestoma_page(request: Request, service: ServiceDep) -> HTMLResponse:
         height=picture.HEIGHT_PX))
 
 
-def draw(service: TurnService, lang: str) -> bytes:
+def draw(service: Runtime, lang: str) -> bytes:
     """The PNG of the mnestoma now, in `lang` (blocking)."""
     view = views.snapshot(service.engine, service.registry, picture.MAX_EDGES)
     return picture.render(view, title=i18n.get("PIC_MNESTOMA_TITLE", lang, clock=view["clock"]),

@@ -28,7 +28,7 @@ from metnos.notify.effect import Destination, destination, last_written
 from metnos.schedules import owner, spoken
 from metnos.schedules.notices import FALLBACK
 from metnos.schedules.owner import ScheduleError, Sync
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 
 router = APIRouter(prefix="/api/schedules", tags=["schedules"])
 _STATUS = {"ERR_SCHEDULE_NOT_FOUND": 404, "ERR_SCHEDULE_TOO_MANY": 409}
@@ -58,7 +58,7 @@ def _channel(request: Request) -> str:
     return "api" if request.headers.get("authorization") else "web"
 
 
-def _refused(service: TurnService, request: Request, owner_id: str, action: str,
+def _refused(service: Runtime, request: Request, owner_id: str, action: str,
              exc: ScheduleError, lang: str) -> HTTPException:
     service.audit.append(sender=owner_id, channel=_channel(request), action=action,
                          decision="deny", reason=exc.key, outcome="refused")

@@ -41,7 +41,7 @@ from metnos.gateway.schemas import ErrorPublic
 from metnos.settings import Autonomy
 from metnos.turns import history
 from metnos.turns.language import ui_locale
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 from metnos.undo import is_undone
 
 router = APIRouter(prefix="/api/sessions", tags=["sessions"])
@@ -180,7 +180,7 @@ async def update_session(session_id: str, body: SessionUpdate, service: ServiceD
     return await asyncio.to_thread(change)
 
 
-def _read(service: TurnService, session_id: str, owner: str, lang: str) -> SessionPublic:
+def _read(service: Runtime, session_id: str, owner: str, lang: str) -> SessionPublic:
     with db_session(service.engine) as db:
         return _public(_own(db.get(ChatSession, session_id[:64]), owner, session_id, lang), lang)
 

@@ -26,7 +26,7 @@ from metnos.gateway.schemas import error_responses
 from metnos.i18n.formatting import text_direction
 from metnos.synt import candidates, cascade
 from metnos.synt.candidates import CandidateError
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 
 router = APIRouter(tags=["synt"])
 # the synt's accept handlers (compose, generate, promote, the introvert steps, candidate) are
@@ -64,7 +64,7 @@ async def decide_candidate(name: str, decision: Literal["sign", "reject"],
         raise _http(exc, lang) from exc
 
 
-def decide(service: TurnService, name: str, decision: str) -> dict[str, Any]:
+def decide(service: Runtime, name: str, decision: str) -> dict[str, Any]:
     """Sign or reject `name`, then reload the registry (blocking)."""
     if decision == "sign":
         facts = candidates.sign(service.settings, service.engine, name)

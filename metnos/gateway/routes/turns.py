@@ -34,7 +34,8 @@ from metnos.gateway.drain import draining, refusal
 from metnos.gateway.schemas import ErrorPublic, StepPublic, TurnCreate, TurnPublic
 from metnos.turns.events import TurnEvent
 from metnos.turns.language import ui_locale
-from metnos.turns.service import Published, TurnContext, TurnService
+from metnos.turns.runtime import Runtime
+from metnos.turns.service import Published, TurnContext
 
 router = APIRouter(prefix="/api/turns", tags=["turns"])
 log = logging.getLogger(__name__)
@@ -100,7 +101,7 @@ def _answer(ctx: TurnContext, answered: Published | None) -> TurnLanguages:
                          stop_reason=answered.stop_reason, **langs)
 
 
-async def _recorded(service: TurnService, ctx: TurnContext, locale: str) -> TurnLanguages:
+async def _recorded(service: Runtime, ctx: TurnContext, locale: str) -> TurnLanguages:
     """The turn as its row says; if even that cannot be read, the turn as failed here
     (its row is closed failed already, or the next start closes it)."""
     try:
@@ -127,7 +128,7 @@ async def read_turn(turn_id: str, request: Request, service: ServiceDep,
     return found
 
 
-def _read_turn(service: TurnService, turn_id: str, locale: str) -> TurnLanguages | None:
+def _read_turn(service: Runtime, turn_id: str, locale: str) -> TurnLanguages | None:
     """The turn and its approvals from the database (blocking: called in a worker thread)."""
     with db_session(service.engine) as db:
         turn = models.get_turn(db, turn_id)
@@ -165,7 +166,7 @@ async def turn_events(turn_id: str, request: Request, turns: TurnsDep, owner: Ow
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-def _stored_events(service: TurnService, turn_id: str, owner: str) -> list[TurnEvent] | None:
+def _stored_events(service: Runtime, turn_id: str, owner: str) -> list[TurnEvent] | None:
     """None for a turn that does not exist or is another user's; else what the database
     says of it as events (used when the turn's events are no longer in memory)."""
     with db_session(service.engine) as db:

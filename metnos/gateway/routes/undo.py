@@ -10,7 +10,7 @@ from typing import Any
 from fastapi import APIRouter, HTTPException, Query, Request
 
 from metnos import i18n, undo_list
-from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep, TurnsDep
+from metnos.gateway.deps import LangDep, OwnerDep, TurnsDep
 from metnos.gateway.schemas import error_responses
 from metnos.undo import UndoError
 
@@ -22,10 +22,10 @@ _STATUS = {"ERR_UNDO_NOT_FOUND": 404, "ERR_UNDO_ALREADY_DONE": 409,
 
 
 @router.get("/undoable", responses=error_responses(401))
-async def undoable(service: ServiceDep, owner: OwnerDep, lang: LangDep,
+async def undoable(turns: TurnsDep, owner: OwnerDep, lang: LangDep,
                    limit: int = Query(10, ge=1, le=100)) -> dict[str, Any]:
     """The newest changes still undoable, newest first: `handle`, `text`, `when`."""
-    found = await asyncio.to_thread(undo_list.recent, service, lang, limit)
+    found = await asyncio.to_thread(undo_list.recent, turns.service, lang, limit)
     return {"actions": [undo_list.as_dict(c) for c in found],
             "message": "" if found else undo_list.nothing(lang)}
 
