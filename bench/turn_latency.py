@@ -261,7 +261,8 @@ async def main(turns: int, warmup: int) -> int:
     if not os.environ.get("PREFECT_API_URL") or not os.environ.get("METNOS_TEST_PG_DATA"):
         sys.exit("run through `make bench` (it starts PostgreSQL and a Prefect server)")
     from flows.turn import run_turn
-    from metnos.gateway.app import create_app, plain_runner
+    from metnos.gateway.app import create_app
+    from metnos.turns.handle import plain_runner
 
     root = Path(tempfile.mkdtemp(prefix="metnos-bench-"))
     probes = Probes()

@@ -19,7 +19,6 @@ from datetime import UTC, datetime
 from functools import partial
 from types import MappingProxyType
 
-from metnos import undo_tool
 from metnos.audit import open_audit_log
 from metnos.db.engine import database_url, make_engine, ping
 from metnos.errors import MetnosError, NotInitialisedError
@@ -48,6 +47,7 @@ from metnos.schedules import store as schedule_store
 from metnos.schedules.owner import Sync
 from metnos.settings import Settings
 from metnos.synt import composition
+from metnos.turns import undo_tool
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
 from metnos.turns.runtime import Hooks, Precheck, Runtime, runtime
@@ -83,7 +83,7 @@ class Edges:
 
 def _undo(rt: Runtime, edges: Edges) -> Hooks:
     """An effect's undo is the effect's own (asked first), and Metnos's own tools: `wish`
-    (metnos.mnestoma.wish) and "undo that" (metnos.undo_tool)."""
+    (metnos.mnestoma.wish) and "undo that" (metnos.turns.undo_tool)."""
     return Hooks(reversals=MappingProxyType({EFFECT: Effects()}), host_tools=MappingProxyType(
         {tool.name: tool for tool in (wish.WishTool(), undo_tool.UndoTool())}))
 

@@ -9,7 +9,6 @@ an executor itself.
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import sqlite3
 import threading
@@ -61,26 +60,15 @@ from metnos.lists_merge import merge_lists
 from metnos.llm.health import check_model
 from metnos.settings import Settings, get_settings
 from metnos.turns import trash
-from metnos.turns.handle import TurnHandle, TurnRunner
-from metnos.turns.pipeline import run_pipeline
+from metnos.turns.handle import TurnHandle, TurnRunner, open_only, plain_runner
 from metnos.turns.recovery import recover_at_start
-from metnos.turns.service import TurnContext, TurnService
+from metnos.turns.runtime import Runtime
 from metnos.wiring import Edges, build_runtime
 
 log = logging.getLogger(__name__)
 
 
-async def plain_runner(service: TurnService, ctx: TurnContext) -> None:
-    """Run a turn as plain function calls, without Prefect."""
-    try:
-        reply = await run_pipeline(service, ctx)
-        await service.close_turn(ctx, reply, "completed")
-    except Exception as exc:  # the outermost boundary of a turn
-        if not ctx.closed:
-            await service.fail_turn(ctx, exc)
-
-
-async def _probe_model(service: TurnService) -> None:
+async def _probe_model(service: Runtime) -> None:
     """Ask the configured model once (`check_model`, bounded) and let the live view learn it;
     nothing to ask without a model."""
     if service.port is None or service.model_health.state != "unknown":
@@ -148,7 +136,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         background.add(task)
         task.add_done_callback(_finished(background))
 
-    state = app.state.gateway = GatewayState(_open_only(runner or plain_runner), resumer,
+    state = app.state.gateway = GatewayState(open_only(runner or plain_runner), resumer,
                                              close_runs, edges, launch, background)
     app.include_router(health.router)
     app.include_router(status.router)
@@ -175,15 +163,6 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.add_middleware(HostGuard, allowed_hosts=settings.gateway.allowed_hosts,
                        max_body_bytes=max_body)
     return app
-
-
-def _open_only(runner: TurnRunner) -> TurnRunner:
-    """`runner` for a turn still open: one that failed as it opened has nothing to run."""
-    @functools.wraps(runner)
-    async def run(service: TurnService, ctx: TurnContext) -> None:
-        if not ctx.closed:
-            await runner(service, ctx)
-    return run
 
 
 def _message_store(settings: Settings) -> MessageStore | None:

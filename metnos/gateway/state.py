@@ -17,7 +17,7 @@ from metnos.approvals.resume import Resumer
 from metnos.gateway.connections import LiveConnections
 from metnos.gateway.drain import Drain
 from metnos.turns.handle import Launch, TurnHandle, TurnRunner
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 from metnos.wiring import Edges
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ class GatewayState:
     drain: Drain = field(default_factory=Drain)
     connections: LiveConnections = field(default_factory=LiveConnections)
     # set by the lifespan, before the first request
-    service: TurnService | None = None
+    service: Runtime | None = None
     turns: TurnHandle | None = None  # what the faces do with a turn (`metnos.turns.handle`)
     owner_token: str = ""
     telegram: TelegramChannel | None = None
@@ -48,8 +48,8 @@ class GatewayState:
     health_ping: tuple[float, Literal["ok", "down"]] | None = None
     health_ping_task: asyncio.Task[bool] | None = None
 
-    def ready(self) -> TurnService:
-        """The turn service (the lifespan built it before any request is served)."""
+    def ready(self) -> Runtime:
+        """The runtime (the lifespan built it before any request is served)."""
         if self.service is None:
             raise RuntimeError("the gateway has not started")
         return self.service

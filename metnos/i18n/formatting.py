@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from babel import Locale, UnknownLocaleError
-from babel.dates import format_date, format_datetime
+from babel.dates import format_date, format_datetime, format_time
 from babel.numbers import format_decimal
 
 DateFormat = Literal["full", "long", "medium", "short"]
@@ -86,3 +86,18 @@ def _number(value: Any) -> int | float | Decimal | None:
     if isinstance(value, float | Decimal) and math.isfinite(value):
         return value
     return None
+
+
+def spoken_time(at: dt.datetime, lang: str, tz: Any, now: dt.datetime) -> str:
+    """"today at 18:00", "tomorrow at 9:00", "on 3 Dec 2026 at 9:00" in the household's zone."""
+    from metnos.i18n import get  # the package imports this module
+
+    local, today = at.astimezone(tz), now.astimezone(tz).date()
+    locale = locale_for(lang)
+    time = format_time(local, format="short", locale=locale)
+    days = (local.date() - today).days
+    if days in (0, 1):
+        key = "MSG_REMINDER_WHEN_TODAY" if days == 0 else "MSG_REMINDER_WHEN_TOMORROW"
+        return get(key, lang, time=time)
+    return get("MSG_REMINDER_WHEN_DATE", lang, time=time,
+                    date=format_date(local, format="medium", locale=locale))

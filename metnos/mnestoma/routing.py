@@ -45,7 +45,7 @@ from metnos.mnestoma.traces import current
 from metnos.settings.evolution import EvolutionSettings
 
 WISH = "wish"  # the built-in tool of proto-mnests (metnos.mnestoma.wish): always offered
-ALWAYS = frozenset({WISH, "undo_last"})  # and "undo that" (metnos.undo_tool): always offered
+ALWAYS = frozenset({WISH, "undo_last"})  # and "undo that" (metnos.turns.undo_tool): always offered
 MATCH, AFFINITY, DESCRIPTION = 6, 3, 1  # scores (a stem match counts one less)
 MIN_SCORE = 3  # one affinity word, or a hassil match, or three description words
 SEEDS = 3  # the most relevant tools whose traces are offered

@@ -27,10 +27,10 @@ from sqlmodel import col, select
 from metnos import i18n
 from metnos.db.engine import session
 from metnos.db.models import ChatSession, Turn
+from metnos.i18n.formatting import spoken_time
 from metnos.notify.quiet import quiet_until
 from metnos.pairing.service import paired_user
 from metnos.reminders import outbox
-from metnos.reminders.effect import spoken_time
 from metnos.reminders.outbox import Outbox
 from metnos.settings import Settings
 from metnos.turns.context import CheckedStep, TurnContext

@@ -13,10 +13,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from babel.dates import format_date, format_time
-
 from metnos import i18n
-from metnos.i18n.formatting import locale_for
+from metnos.i18n.formatting import spoken_time
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox, channel_of
 from metnos.turns.context import CheckedStep, TurnContext
@@ -111,19 +109,6 @@ async def _not_scheduled(service: Runtime, ctx: TurnContext,
         reason="ERR_REMINDER_NOT_SCHEDULED", outcome="failed", action_id=outcome.action_id)
     return StepOutcome(EXECUTOR, "failed", key="ERR_REMINDER_NOT_SCHEDULED",
                        vars={"executor": EXECUTOR}, audit_seq=seq, action_id=outcome.action_id)
-
-
-def spoken_time(at: datetime, lang: str, tz: Any, now: datetime) -> str:
-    """"today at 18:00", "tomorrow at 9:00", "on 3 Dec 2026 at 9:00" in the household's zone."""
-    local, today = at.astimezone(tz), now.astimezone(tz).date()
-    locale = locale_for(lang)
-    time = format_time(local, format="short", locale=locale)
-    days = (local.date() - today).days
-    if days in (0, 1):
-        key = "MSG_REMINDER_WHEN_TODAY" if days == 0 else "MSG_REMINDER_WHEN_TOMORROW"
-        return i18n.get(key, lang, time=time)
-    return i18n.get("MSG_REMINDER_WHEN_DATE", lang, time=time,
-                    date=format_date(local, format="medium", locale=locale))
 
 
 class ReminderUndo(UndoReport):

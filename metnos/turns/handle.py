@@ -11,6 +11,7 @@ drains at its stop; `resumer`: how a paused turn flow takes a decision).
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -19,6 +20,7 @@ from metnos.approvals.models import Approval
 from metnos.approvals.resume import Resumer, decide_and_resume
 from metnos.turns.context import Published, TurnContext
 from metnos.turns.events import TurnEvent
+from metnos.turns.pipeline import run_pipeline
 from metnos.turns.service import TurnService
 from metnos.turns.undo_run import undo_handle
 from metnos.undo import UndoReport
@@ -81,3 +83,22 @@ class TurnHandle:
         """Undo the action `handle` names (its id or a unique prefix; raises UndoError)."""
         return await asyncio.to_thread(undo_handle, self.service, handle, sender=sender,
                                        channel=channel)
+
+
+async def plain_runner(service: TurnService, ctx: TurnContext) -> None:
+    """Run a turn as plain function calls, without Prefect."""
+    try:
+        reply = await run_pipeline(service, ctx)
+        await service.close_turn(ctx, reply, "completed")
+    except Exception as exc:  # the outermost boundary of a turn
+        if not ctx.closed:
+            await service.fail_turn(ctx, exc)
+
+
+def open_only(runner: TurnRunner) -> TurnRunner:
+    """`runner` for a turn still open: one that failed as it opened has nothing to run."""
+    @functools.wraps(runner)
+    async def run(service: TurnService, ctx: TurnContext) -> None:
+        if not ctx.closed:
+            await runner(service, ctx)
+    return run

@@ -4,7 +4,7 @@ conversation's last undoable change; "conferma", "confirm" keep it for good.
 The words are the lexicon layer's (`lexicon/<lang>/undo.toml`: verbs, objects, whole
 sentences, polite words around them; a third language is one more file, no code). The
 embedded planner's path (`turns/pipeline.py`) matches them before any plan; with a model,
-the built-in `undo_last` tool (`metnos.undo_tool`) runs the same `undo_last`.
+the built-in `undo_last` tool (`metnos.turns.undo_tool`) runs the same `undo_last`.
 
 The action undone is the newest change of this session made by this sender (never another
 person's, never another session's) that is still undoable; the undo itself goes through

@@ -10,8 +10,7 @@ from typing import Any
 
 from metnos.db.engine import session as db_session
 from metnos.db.models import get_turn
-from metnos.gateway.app import plain_runner
-from metnos.turns.handle import TurnHandle
+from metnos.turns.handle import TurnHandle, plain_runner
 from metnos.wiring import build_runtime
 from tests.support.home import MakeHome
 

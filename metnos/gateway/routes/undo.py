@@ -9,9 +9,10 @@ from typing import Any
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
-from metnos import i18n, undo_list
+from metnos import i18n
 from metnos.gateway.deps import LangDep, OwnerDep, TurnsDep
 from metnos.gateway.schemas import error_responses
+from metnos.turns import undo_list
 from metnos.undo import UndoError
 
 router = APIRouter(prefix="/api/actions", tags=["undo"])

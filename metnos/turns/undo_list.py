@@ -18,7 +18,7 @@ from sqlmodel import col, select
 from metnos import i18n
 from metnos.db.engine import session as db_session
 from metnos.db.models import Turn, TurnStep
-from metnos.reminders.effect import spoken_time
+from metnos.i18n.formatting import spoken_time
 from metnos.reversibility import valid_action_id
 from metnos.turns.actions import HANDLE_CHARS, item_text
 from metnos.turns.undo_said import not_undoable
