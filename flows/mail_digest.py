@@ -17,6 +17,7 @@ from prefect import flow
 from prefect.client.schemas.objects import State
 from prefect.states import Completed
 
+from metnos import i18n
 from metnos.errors import MetnosError
 from metnos.settings import get_settings
 from tasks.mail import (
@@ -31,7 +32,7 @@ from tasks.mail import (
 async def _report(flow: Any, flow_run: Any, state: State) -> None:
     """on_failure (after the last retry): tell the owner the digest failed, and why."""
     exc = await state.aresult(raise_on_failure=False)
-    reason = (exc.message(get_settings().lang) if isinstance(exc, MetnosError)
+    reason = (i18n.message(exc, get_settings().lang) if isinstance(exc, MetnosError)
               else type(exc).__name__)
     await asyncio.to_thread(report_failure_task.fn, reason)
 

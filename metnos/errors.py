@@ -1,7 +1,8 @@
 """The error tree.
 
 Every Metnos error carries an i18n key (`SCOPE_DOMAIN_DETAIL`) and the variables of its
-message, so a channel can render it in the user's language with `metnos.i18n.get`.
+message, so a channel can say it in the user's language with `metnos.i18n.message`; this
+module imports nothing of Metnos (the ground of the ground ring).
 Builtin mixins let callers catch either way (`except LookupError` also catches
 `ExecutorNotFound`), as Prefect does.
 
@@ -20,6 +21,9 @@ class MetnosError(Exception):
     """Base of all Metnos errors: an i18n key plus its variables."""
 
     key: str = "ERR_INTERNAL_UNEXPECTED"
+    # its words already said in the reader's language (the gateway's refusal the CLI shows),
+    # else `metnos.i18n.message` says the key's
+    text: str | None = None
 
     def __init__(self, key: str | None = None, **vars: Any) -> None:
         if key is not None:
@@ -27,11 +31,6 @@ class MetnosError(Exception):
         self.vars: dict[str, Any] = vars
         super().__init__(f"{self.key} {vars}" if vars else self.key)
 
-    def message(self, lang: str | None = None) -> str:
-        """The user-facing text in `lang` (the process language when None)."""
-        from metnos import i18n
-
-        return i18n.get(self.key, lang, **self.vars)
 
 
 class ConfigError(MetnosError, ValueError):

@@ -60,9 +60,6 @@ class GatewayRefusal(MetnosError):
         super().__init__(key)
         self.status, self.text = status, text
 
-    def message(self, lang: str | None = None) -> str:
-        return self.text
-
 
 def _refusal(status: int, data: Any, raw: str) -> MetnosError:
     error = data.get("error") if isinstance(data, dict) else None

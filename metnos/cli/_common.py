@@ -6,6 +6,7 @@ from typing import Any
 
 import typer
 
+from metnos import i18n
 from metnos.cli._out import echo
 from metnos.errors import MetnosError
 from metnos.settings import Settings, get_settings
@@ -23,7 +24,7 @@ def settings_or_exit(lang: str | None = None) -> Settings:
 def exit_with(exc: MetnosError, lang: str | None = None) -> None:
     from metnos.cli._lang import cli_lang
 
-    echo(exc.message(lang or cli_lang()), err=True)
+    echo(i18n.message(exc, lang or cli_lang()), err=True)
     raise typer.Exit(1) from exc
 
 

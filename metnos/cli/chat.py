@@ -86,7 +86,7 @@ def chat(
             session = _one(settings, line, session, view) or session
         except MetnosError as exc:  # say it and keep the conversation going
             view.progress("")
-            echo(exc.message(lang), err=True)
+            echo(i18n.message(exc, lang), err=True)
 
 
 @dataclass
@@ -278,7 +278,7 @@ def _decide(settings: Settings, approval: dict[str, Any], session_id: str | None
         api_call(settings, "POST", f"/api/approvals/{approval_id}", lang=view.lang,
                  body={"decision": answer, "session_id": session_id})
     except MetnosError as exc:  # expired or decided elsewhere meanwhile: the turn goes on
-        view.say(exc.message(view.lang))
+        view.say(i18n.message(exc, view.lang))
     return True
 
 

@@ -6,6 +6,7 @@ from typing import Annotated, Any, NoReturn
 
 import typer
 
+from metnos import i18n
 from metnos.cli._common import settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
@@ -56,7 +57,7 @@ def sign(
         sig = signature_path(signatures_dir(settings), spec.name)
         facts = sign_as_owner(spec.folder, settings, downgrade=downgrade)
     except MetnosError as exc:
-        _fail(exc.message(cli_lang()))
+        _fail(i18n.message(exc, cli_lang()))
     if as_json:
         echo_json(
             {
@@ -85,7 +86,7 @@ def verify(
 ) -> None:
     rows = _rows(name)
     if name is not None and not rows:
-        _fail(ExecutorNotFound(executor=name).message(cli_lang()))
+        _fail(i18n.message(ExecutorNotFound(executor=name), cli_lang()))
     failed = [row["name"] for row in rows if not row["admitted"]]
     if as_json:
         echo_json(rows, indent=2)

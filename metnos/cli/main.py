@@ -113,7 +113,7 @@ def _read_the_guide(settings: Settings, report: InitReport) -> None:
         if refresh(settings.home).report is not None:
             report.created.append("tutor/catalog.sqlite")
     except MetnosError as exc:  # the home is usable: `metnos serve` reads the guide at start
-        echo(msg("MSG_INIT_TUTOR_LATER", reason=exc.message(cli_lang())), err=True)
+        echo(msg("MSG_INIT_TUTOR_LATER", reason=i18n.message(exc, cli_lang())), err=True)
 
 
 @app.command(help=msg("CLI_SERVE_HELP"))

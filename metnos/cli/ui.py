@@ -13,6 +13,7 @@ from typing import Annotated
 
 import typer
 
+from metnos import i18n
 from metnos.cli._common import settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
@@ -29,7 +30,7 @@ def ui(as_json: JsonFlag = False) -> None:
     path = credential_path(settings)
     if not external and not path.is_file():
         missing = MetnosError("ERR_PREFECT_CREDENTIAL_MISSING", path=str(path))
-        echo(missing.message(cli_lang()), err=True)
+        echo(i18n.message(missing, cli_lang()), err=True)
         raise typer.Exit(1)
     if as_json:
         echo_json({"url": url, "external": external,

@@ -35,7 +35,7 @@ import psutil
 import psycopg
 from psycopg import sql
 
-from metnos import durable
+from metnos import durable, i18n
 from metnos.db import _system
 from metnos.errors import DatabaseError
 
@@ -294,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             print(pg.url(args.database[0] if args.database else "postgres", driver=args.driver))
     except DatabaseError as exc:
-        print(exc.message(), file=sys.stderr)
+        print(i18n.message(exc), file=sys.stderr)
         return 1
     return 0
 

@@ -39,6 +39,7 @@ from metnos.i18n.tags import LanguageTagError, base_language, match_language
 from metnos.settings import get_settings
 
 if TYPE_CHECKING:
+    from metnos.errors import MetnosError
     from metnos.i18n.store import MessageStore
 
 __all__ = ["FALLBACK_LANG", "Value", "catalog", "date", "display_name", "generation", "get",
@@ -115,6 +116,12 @@ def get(key: str, lang: str | None = None, /, **vars: Any) -> str:
     else:
         text = value
     return _fill(text, vars, key, served)
+
+
+def message(error: MetnosError, lang: str | None = None) -> str:
+    """What `error` says to the person, in `lang` (the process language when None): its own
+    words when it carries them (`text`), else its key's message with its variables."""
+    return error.text if error.text is not None else get(error.key, lang, **error.vars)
 
 
 def lookup(key: str, lang: str) -> Value | None:

@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from metnos import i18n
 from metnos.errors import MetnosError
 from metnos.executors.registry import executor_dirs
 from metnos.i18n.skeleton import PromptTemplateError, compare, skeleton
@@ -233,7 +234,7 @@ class LanguageAdmin:
                 _, by = self._promote(found, name, code, False)
                 self._align(found, name, code, source=None, by=by)
             except LanguagesError as exc:
-                skipped.append(f"{name}: {exc.message(self.settings.lang)}")
+                skipped.append(f"{name}: {i18n.message(exc, self.settings.lang)}")
                 continue
             done.append(name)
         found.flush()

@@ -4,7 +4,7 @@
 permitted". `unknown_key_error` turns that error into `ERR_CONFIG_UNKNOWN_KEY`: the file, the
 key as written (`gateway.drain_ss`) and the closest known key ("did you mean drain_s?", by
 `difflib`), or the keys known there when none is close. The message is written in the
-language of whoever reads it (`MetnosError.message(lang)`).
+language of whoever reads it (`metnos.i18n.message(error, lang)`).
 """
 
 from __future__ import annotations

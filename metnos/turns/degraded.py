@@ -44,5 +44,5 @@ def midturn(ctx: TurnContext, exc: LLMError) -> tuple[str, dict[str, Any]]:
     """The stop of a loop whose model failed after tools ran: plain words; a configuration
     error names its setting to the owner only."""
     if failure.is_config_key(exc.key) and ctx.user_id == OWNER_USER_ID:
-        return "MSG_AGENT_STOP_MODEL_CONFIG", {"problem": exc.message(ctx.lang)}
+        return "MSG_AGENT_STOP_MODEL_CONFIG", {"problem": i18n.message(exc, ctx.lang)}
     return "MSG_AGENT_STOP_MODEL_LOST", {}

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from metnos import i18n
 from metnos.errors import ConfigError
 from metnos.settings import get_settings
 
@@ -56,7 +57,7 @@ def test_bad_metnos_toml_is_a_clear_error(home: Path, content: str, key: str) ->
     with pytest.raises(ConfigError) as info:
         get_settings()
     assert info.value.key == key
-    message = info.value.message("en")
+    message = i18n.message(info.value, "en")
     assert "metnos.toml" in message or ("gateway." in message or "policy." in message)
 
 
@@ -105,10 +106,10 @@ def test_a_misspelled_key_is_named_with_the_closest_one(
     assert info.value.vars == {"file": str(home / "metnos.toml"), "setting": setting,
                                "suggestion": suggestion}
     for lang in ("en", "it"):
-        said = info.value.message(lang)
+        said = i18n.message(info.value, lang)
         assert str(home / "metnos.toml") in said and f"“{suggestion}”" in said
         assert "Extra inputs" not in said
-    assert info.value.message("it") != info.value.message("en")
+    assert i18n.message(info.value, "it") != i18n.message(info.value, "en")
 
 
 def test_a_key_like_none_lists_the_table_keys(home: Path) -> None:
@@ -127,5 +128,5 @@ def test_broken_settings_are_said_in_the_machine_language(
     monkeypatch.setenv("LANG", "it_IT.UTF-8")
     with pytest.raises(ConfigError) as info:
         get_settings()
-    assert info.value.message(cli_lang()).startswith(f"In {home / 'metnos.toml'}, “gateway")
-    assert "Forse intendevi “gateway.drain_s”?" in info.value.message(cli_lang())
+    assert i18n.message(info.value, cli_lang()).startswith(f"In {home / 'metnos.toml'}, “gateway")
+    assert "Forse intendevi “gateway.drain_s”?" in i18n.message(info.value, cli_lang())

@@ -20,6 +20,7 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from metnos import i18n
 from metnos.db import _system
 from metnos.db.embedded import SUPERUSER, EmbeddedPostgres
 from metnos.errors import DatabaseError
@@ -190,8 +191,8 @@ def test_port_taken_by_another_program(pg: EmbeddedPostgres) -> None:
         with pytest.raises(DatabaseError) as info:
             pg.start()
     assert info.value.key == "ERR_DATABASE_PORT_IN_USE"
-    assert str(pg.port) in info.value.message("en")
-    assert str(pg.port) in info.value.message("it")
+    assert str(pg.port) in i18n.message(info.value, "en")
+    assert str(pg.port) in i18n.message(info.value, "it")
 
 
 def test_failed_start_shows_the_log_tail(pg: EmbeddedPostgres) -> None:
@@ -207,7 +208,7 @@ def test_failed_start_shows_the_log_tail(pg: EmbeddedPostgres) -> None:
         conf.write_bytes(original)
     assert info.value.key == "ERR_DATABASE_START_FAILED"
     assert "shared_buffers" in info.value.vars["log_tail"]
-    assert "shared_buffers" in info.value.message("en")
+    assert "shared_buffers" in i18n.message(info.value, "en")
 
 
 def test_start_before_initialise_is_a_clear_error(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ import pytest
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
+from metnos import i18n
 from metnos.db import models
 from metnos.db.models import BeforeManifest, ChatSession, Turn, TurnStep
 
@@ -63,7 +64,7 @@ def test_finish_turn_errors(db_session: Session) -> None:
     with pytest.raises(models.TurnNotFound) as info:
         models.finish_turn(db_session, "missing", status="failed")
     assert isinstance(info.value, LookupError)
-    assert "missing" in info.value.message("en")
+    assert "missing" in i18n.message(info.value, "en")
     chat = _chat(db_session)
     turn = models.record_turn_start(db_session, session_id=chat.id, channel="cli",
                                     sender="owner", text="x", lang="it", turn_id="t-fixed")

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from metnos import i18n
 from metnos.errors import ManifestError
 from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
 from tests.executors.conftest import REPO_EXECUTORS
@@ -57,7 +58,7 @@ def test_bad_manifest_refused(tmp_path: Path, old: str, new: str, reason: str) -
         parse_manifest(_write(tmp_path, SOURCE.replace(old, new, 1)))
     assert info.value.key == "ERR_EXECUTOR_MANIFEST_INVALID"
     assert re.search(reason, info.value.vars["detail"]), info.value.vars["detail"]
-    assert info.value.message("en").startswith("The manifest of executor fs_read")
+    assert i18n.message(info.value, "en").startswith("The manifest of executor fs_read")
 
 
 def test_name_must_equal_folder(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from metnos import i18n
 from metnos.errors import ConfigError
 from metnos.i18n.catalogs import CatalogEntry, read_catalogs
 from metnos.i18n.store import (
@@ -69,7 +70,7 @@ def test_a_broken_catalog_is_a_config_error_naming_the_file(i18n_dir: Path, text
         read_catalogs(i18n_dir)
     assert caught.value.key == "ERR_I18N_CATALOG_INVALID"
     assert caught.value.vars["path"] == str(bad)
-    assert str(bad) in caught.value.message("en")
+    assert str(bad) in i18n.message(caught.value, "en")
     lenient = read_catalogs(i18n_dir, strict=False)  # the rest still reads
     assert "MSG_A" in lenient["it"] and "MSG_X" not in lenient["it"]
 

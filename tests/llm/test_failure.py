@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from metnos import i18n
 from metnos.errors import LLMError
 from metnos.llm.port import LLMPort
 from metnos.settings import LLMSettings
@@ -41,7 +42,7 @@ async def test_a_configuration_error_names_its_setting_and_is_tried_once(
     error = await failure_of(fast(llm_settings(scripted_llm)))
     assert (error.key, error.vars["setting"]) == (key, setting)
     assert len(scripted_llm.requests) == 1  # never retried: it does not heal by itself
-    assert named in error.message("en") and named in error.message("it")
+    assert named in i18n.message(error, "en") and named in i18n.message(error, "it")
 
 
 async def test_a_server_that_wants_a_key_answers_a_wrong_one_with_401() -> None:
@@ -81,7 +82,7 @@ async def test_an_address_that_cannot_be_found_is_a_configuration_error() -> Non
                            api_key="sk-test", max_attempts=3, timeout_s=5)
     error = await failure_of(fast(settings))
     assert (error.key, error.vars["setting"]) == ("ERR_LLM_ADDRESS_UNKNOWN", "[llm] api_base")
-    assert "model-server.invalid" in error.message("en")
+    assert "model-server.invalid" in i18n.message(error, "en")
 
 
 async def test_an_address_that_is_no_url_is_refused_before_any_request(

@@ -9,6 +9,7 @@ import time
 
 import pytest
 
+from metnos import i18n
 from metnos.errors import LLMError
 from metnos.llm.port import LLMPort, LLMReply, configured
 from metnos.settings import LLMSettings
@@ -95,7 +96,8 @@ async def test_bad_request_is_not_retried(port: LLMPort, scripted_llm: ScriptedL
     assert info.value.key == "ERR_LLM_REQUEST_REJECTED"
     assert info.value.vars["status"] == 400
     assert len(scripted_llm.requests) == 1
-    assert "rifiutato" in info.value.message("it") and "rejected" in info.value.message("en")
+    assert "rifiutato" in i18n.message(info.value, "it")
+    assert "rejected" in i18n.message(info.value, "en")
 
 
 async def test_bad_key_is_an_auth_error(port: LLMPort, scripted_llm: ScriptedLLM) -> None:

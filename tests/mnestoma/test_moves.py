@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
+from metnos import i18n
 from metnos.audit import AuditLog, open_audit_log, read_tail, verify_instance
 from metnos.db.engine import database_url, make_engine
 from metnos.mnestoma import moves
@@ -139,7 +140,7 @@ def test_a_move_a_later_one_depends_on_is_undone_only_after_it(
         moves.undo(engine, quarantine.id, actor)
     assert refused.value.key == "ERR_EVOLUTION_UNDO_LATER"
     assert refused.value.vars["later_id"] == archive.id
-    assert "Take that one back first" in refused.value.message("en")
+    assert "Take that one back first" in i18n.message(refused.value, "en")
     assert moves.states(engine)["pdf_ext"] == "archived"
     restore = moves.undo(engine, archive.id, actor)
     assert restore.kind == "restore" and moves.states(engine)["pdf_ext"] == "quarantined"
@@ -184,8 +185,8 @@ def test_a_state_move_from_the_wrong_state_is_refused_and_audited(
     with pytest.raises(EvolutionError) as refused:
         move_executor(engine, "fs_read", "restore", owner(audit), "why not")
     assert refused.value.key == "ERR_EVOLUTION_STATE_ACTIVE"
-    assert "fs_read is in use" in refused.value.message("en")
-    assert "fs_read è in uso" in refused.value.message("it")
+    assert "fs_read is in use" in i18n.message(refused.value, "en")
+    assert "fs_read è in uso" in i18n.message(refused.value, "it")
     assert moves.dump(engine) == before and moves.history(engine) == []
     line = read_tail(audit.log_path, 1)[0]
     assert (line["action"], line["decision"], line["reason"]) == (

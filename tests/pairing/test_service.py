@@ -96,7 +96,7 @@ def test_a_used_code_is_unknown(db_session: Session) -> None:
     with pytest.raises(PairingCodeUnknown) as err:
         approve(db_session, code, approver="owner", settings=P, now=T0)
     assert err.value.key == "ERR_PAIRING_CODE_UNKNOWN"
-    assert "pending" in err.value.message("en")
+    assert "pending" in i18n.message(err.value, "en")
 
 
 def test_expired_code_is_refused_and_the_next_message_gets_a_new_one(db_session: Session) -> None:
@@ -104,7 +104,7 @@ def test_expired_code_is_refused_and_the_next_message_gets_a_new_one(db_session:
     late = T0 + TTL
     with pytest.raises(PairingCodeExpired) as err:
         approve(db_session, old, approver="owner", settings=P, now=late)
-    assert err.value.message("it").startswith("Quel codice di abbinamento è scaduto")
+    assert i18n.message(err.value, "it").startswith("Quel codice di abbinamento è scaduto")
     new = _code(db_session, "42", now=late)
     assert new != old
     with pytest.raises(PairingCodeExpired):  # the old one stays dead
@@ -139,7 +139,7 @@ def test_lock_out_after_repeated_wrong_codes(db_session: Session) -> None:
     with pytest.raises(PairingLocked) as err:  # even the right code
         approve(db_session, right, approver="owner", settings=P, now=T0 + timedelta(seconds=10))
     assert err.value.vars == {"minutes": 15}
-    assert "15" in err.value.message("en")
+    assert "15" in i18n.message(err.value, "en")
     assert find_paired(db_session, "telegram", "42") is None
     # the lock lasts until the first of those failures leaves the 15-minute window
     with pytest.raises(PairingLocked):

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from metnos import i18n
 from metnos.errors import ManifestError, ModelRetryError, PolicyDenied
 from metnos.policy import json_schema, resolve_in_workspace, resolve_path_args, validate_args
 
@@ -55,7 +56,7 @@ def test_invalid_args_go_back_to_the_model(args: Any, fragment: str) -> None:
     assert err.value.key == "ERR_ARGS_INVALID"
     assert err.value.vars["executor"] == "fs_read"
     assert fragment in err.value.vars["detail"]
-    assert "fs_read" in err.value.message("it")
+    assert "fs_read" in i18n.message(err.value, "it")
 
 
 def test_required_defaults_to_true_without_a_default() -> None:

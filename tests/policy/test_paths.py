@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from metnos import i18n
 from metnos.errors import PolicyDenied
 from metnos.policy import forbidden_roots, resolve_in_workspace
 
@@ -244,8 +245,8 @@ def test_forbidden_roots_list(tmp_path: Path) -> None:
 
 def test_denial_messages_name_the_path(lay: Layout) -> None:
     err = lay.denied("~/.ssh/id_rsa")
-    assert err.message("it").startswith(
+    assert i18n.message(err, "it").startswith(
         "Non posso accedere a ~/.ssh/id_rsa: è un percorso protetto"
     )
-    assert "~/.ssh/id_rsa" in err.message("en") and "protected" in err.message("en")
-    assert "fuori dal workspace" in lay.denied("/usr/bin").message("it")
+    assert "~/.ssh/id_rsa" in i18n.message(err, "en") and "protected" in i18n.message(err, "en")
+    assert "fuori dal workspace" in i18n.message(lay.denied("/usr/bin"), "it")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from metnos import i18n
 from metnos.errors import MetnosError
 from metnos.serve import instance
 from metnos.serve.instance import InstanceLock, ProcessRecord
@@ -31,7 +32,7 @@ def test_a_second_lock_on_the_same_home_is_refused_naming_the_holder(
             InstanceLock(settings).acquire()  # another open file: flock conflicts
         assert refused.value.key == "ERR_SERVE_ALREADY_RUNNING"
         assert refused.value.vars["pid"] == str(os.getpid())
-        assert f"pid {os.getpid()}" in refused.value.message("en")
+        assert f"pid {os.getpid()}" in i18n.message(refused.value, "en")
     finally:
         first.release()
     again = InstanceLock(settings)

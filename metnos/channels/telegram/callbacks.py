@@ -75,7 +75,7 @@ async def handle_callback(ch: TelegramChannel, query: CallbackQuery) -> None:
                                        channel=CHANNEL, via=CHANNEL)
     except ApprovalError as exc:  # another user's, already decided, expired: audited there
         key = "ERR_TELEGRAM_NOT_YOURS" if exc.key == "ERR_APPROVAL_WRONG_USER" else None
-        await query.answer(i18n.get(key, lang) if key else exc.message(lang), show_alert=True)
+        await query.answer(i18n.get(key, lang) if key else i18n.message(exc, lang), show_alert=True)
         return
     done = "MSG_TELEGRAM_DECIDED_APPROVED" if row.status == "approved" else \
         "MSG_TELEGRAM_DECIDED_DENIED"

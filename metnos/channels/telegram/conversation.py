@@ -78,7 +78,7 @@ async def handle_message(ch: TelegramChannel, message: Message) -> None:
             channel=CHANNEL, sender=admission.user_id, untrusted=untrusted)
     except MetnosError as exc:
         await send_html(ch, message.chat.id, render(CHANNEL, "reply", lang,
-                                                    text=exc.message(lang)))
+                                                    text=i18n.message(exc, lang)))
         return
     live = LiveReply(ch, message.chat.id, ctx.lang)
     streaming = asyncio.get_running_loop().create_task(follow_deltas(ch, ctx.turn_id, live))

@@ -84,7 +84,7 @@ async def handle_proposal(ch: TelegramChannel, query: CallbackQuery,
                                       proposal_id, answer, user_id=user_id, sender=sender,
                                       channel=CHANNEL, reload_registry=service.reload_registry)
     except ProposalError as exc:  # already answered, unknown kind: audited there
-        await query.answer(exc.message(lang), show_alert=True)
+        await query.answer(i18n.message(exc, lang), show_alert=True)
         return
     await query.answer(i18n.get(f"MSG_PROPOSAL_{row.status.upper()}", lang))
     await _refresh(ch, query, row, lang)

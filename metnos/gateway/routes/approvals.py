@@ -13,7 +13,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from metnos import approvals
+from metnos import approvals, i18n
 from metnos.approvals import ApprovalError
 from metnos.approvals.card import plain_card
 from metnos.db.engine import session as db_session
@@ -68,5 +68,5 @@ async def decide(approval_id: str, body: DecisionBody, turns: TurnsDep, owner: O
                                           channel="api", via="api")
     except ApprovalError as exc:
         raise HTTPException(exc.http_status, detail={"key": exc.key,
-                                                "message": exc.message(lang)}) from exc
+                                                "message": i18n.message(exc, lang)}) from exc
     return ApprovalDecided(approval=approvals.public(row), resumed=resumed)

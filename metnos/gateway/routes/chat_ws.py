@@ -29,6 +29,7 @@ from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 
+from metnos import i18n
 from metnos.errors import MetnosError
 from metnos.gateway.deps import authenticate, gateway_state, get_turns
 from metnos.gateway.drain import KEY as DRAINING_KEY
@@ -155,4 +156,4 @@ async def _turn(socket: _Socket, frame: dict[str, Any]) -> None:
 
 
 async def _error(socket: _Socket, exc: MetnosError, locale: str) -> None:
-    await socket.send({"type": "error", "key": exc.key, "message": exc.message(locale)})
+    await socket.send({"type": "error", "key": exc.key, "message": i18n.message(exc, locale)})

@@ -89,7 +89,7 @@ def approve(body: ApproveBody, service: ServiceDep, owner: OwnerDep,
                                      settings=service.settings.policy, audit=service.audit)
     except pairing.PairingError as exc:
         raise HTTPException(_STATUS.get(exc.key, 400), detail={
-            "key": exc.key, "message": exc.message(lang)}) from exc
+            "key": exc.key, "message": i18n.message(exc, lang)}) from exc
     view = _paired(paired)
     return PairingChange(**view.model_dump(), message=i18n.get(
         "MSG_PAIRING_APPROVED", lang, **view.model_dump(include={

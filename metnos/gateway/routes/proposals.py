@@ -98,5 +98,5 @@ async def answer_route(proposal_id: str, answer: Literal["accept", "dismiss"],
                                       channel=channel, reload_registry=service.reload_registry)
     except ProposalError as exc:
         raise HTTPException(_STATUS.get(exc.key, 409), detail={
-            "key": exc.key, "message": exc.message(lang)}) from exc
+            "key": exc.key, "message": i18n.message(exc, lang)}) from exc
     return {"proposal": public(row, lang)}

@@ -22,6 +22,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
 
+from metnos import i18n
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep, gateway_state
 from metnos.gateway.schemas import error_responses
 from metnos.notify.effect import Destination, destination, last_written
@@ -63,7 +64,7 @@ def _refused(service: Runtime, request: Request, owner_id: str, action: str,
     service.audit.append(sender=owner_id, channel=_channel(request), action=action,
                          decision="deny", reason=exc.key, outcome="refused")
     return HTTPException(_STATUS.get(exc.key, 422), detail={"key": exc.key,
-                                                            "message": exc.message(lang)})
+                                                            "message": i18n.message(exc, lang)})
 
 
 @router.get("", responses=error_responses(401))

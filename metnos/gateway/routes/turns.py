@@ -73,7 +73,7 @@ async def create_turn(body: TurnCreate, request: Request, turns: TurnsDep,
                                 untrusted=[("forwarded", t) for t in body.forwarded])
     except MetnosError as exc:
         code = 413 if exc.key == "ERR_MESSAGE_TOO_LONG" else 400
-        raise HTTPException(code, detail={"key": exc.key, "message": exc.message(
+        raise HTTPException(code, detail={"key": exc.key, "message": i18n.message(exc,
             locale)}) from exc
     # the turn has its row: from here on the client gets that turn, never an error
     try:

@@ -48,6 +48,6 @@ async def rate_answer(turn_id: str, body: FeedbackBody, request: Request,
                                        cause=body.cause, channel=channel)
     except feedback.FeedbackRefused as exc:
         raise HTTPException(exc.status, detail={"key": exc.key,
-                                                "message": exc.message(lang)}) from exc
+                                                "message": i18n.message(exc, lang)}) from exc
     thanks = "TUTOR_FEEDBACK_THANKS_UP" if done.rating == "up" else "TUTOR_FEEDBACK_THANKS_DOWN"
     return FeedbackDone(rating=done.rating, cause=done.cause, message=i18n.get(thanks, lang))
