@@ -26,9 +26,10 @@ import os
 import re
 import shutil
 import stat
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
@@ -49,6 +50,7 @@ MAX_TREE_ENTRIES = 100_000  # per action; beyond, the record is incomplete (undo
 _ESSENTIAL = ("path", "kind", "size", "sha256", "mode", "target")
 _ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,63}$")
 PARTIAL_PREFIX = ".partial-"  # a record being written: renamed to its action id when whole
+T = TypeVar("T")
 
 
 class _TooLarge(Exception):
@@ -196,20 +198,32 @@ def record_before(
         raise ValueError(f"invalid action id: {action_id!r}")
     for rel in paths:
         split_rel(rel)  # ValueError before anything is written
+    if os.path.lexists(state_dir / "before" / action_id):
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), action_id)
+    return write_record(state_dir, action_id, lambda partial: _record(
+        partial, action_id, workspace, executor, paths, key, copy, max_copy_bytes, undoes))
+
+
+def write_record(state_dir: Path, action_id: str, write: Callable[[Path], T]) -> T:
+    """`write(folder)` fills a new partial folder, which then takes the name `action_id` under
+    `state_dir/before` in one rename (never over another), durably: a before-record is either
+    whole and signed, or absent (a partial folder is removed here, or swept at start-up)."""
     before = state_dir / "before"
     durable.make_dir(before)
-    if os.path.lexists(before / action_id):
-        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST), action_id)
     partial = before / f"{PARTIAL_PREFIX}{action_id}"
     partial.mkdir(mode=0o700)
     try:
-        signed = _record(partial, action_id, workspace, executor, paths, key, copy,
-                         max_copy_bytes, undoes)
-        _publish(before, partial, action_id)
+        written = write(partial)
+        fd = os.open(before, DIR_FLAGS)
+        try:
+            rename_noreplace(fd, partial.name, fd, action_id)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
     except BaseException:
         shutil.rmtree(partial, ignore_errors=True)
         raise
-    return signed
+    return written
 
 
 def _record(folder: Path, action_id: str, workspace: Path, executor: str, paths: list[str],
@@ -237,17 +251,6 @@ def _record(folder: Path, action_id: str, workspace: Path, executor: str, paths:
         durable.fsync_dir(folder / "blobs")  # the blobs' names, renamed in place
     durable.write_atomic(folder / "manifest.json", json.dumps(signed, indent=1).encode("ascii"))
     return signed
-
-
-def _publish(before: Path, partial: Path, action_id: str) -> None:
-    """Give the complete record its name in one rename (never over another), durably: a
-    before-record is either whole and signed, or absent (a partial folder is swept)."""
-    fd = os.open(before, DIR_FLAGS)
-    try:
-        rename_noreplace(fd, partial.name, fd, action_id)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def remove_partial(state_dir: Path) -> list[str]:

@@ -69,7 +69,7 @@ def action_sentence(executor: str, args: Mapping[str, Any], lang: str) -> str:
     candidates = [f"CARD_{executor}_{args[s]}" for s in _SELECTORS
                   if isinstance(args.get(s), str) and str(args[s]).isidentifier()]
     for key in [*candidates, f"CARD_{executor}"]:
-        text = _fill(key, lang, values)
+        text = fill(key, lang, values)
         if text is not None:
             return text
     return i18n.get("CARD_GENERIC", lang, executor=executor)
@@ -84,11 +84,11 @@ def why_sentence(approval: Mapping[str, Any], lang: str, sources: list[str]) -> 
                               **{k: shown_value(v) for k, v in args.items()}}
     if key == UNTRUSTED_KEY and not sources:
         return i18n.get("CARD_WHY_UNTRUSTED_UNNAMED", lang)
-    text = _fill(f"CARD_WHY_{key}", lang, values) if key else None
+    text = fill(f"CARD_WHY_{key}", lang, values) if key else None
     if text is None:  # a reason without plain words of its own
         if approval.get("why"):
             return str(approval["why"])  # the turn's words already name the sources
-        text = _fill(key, lang, values) or i18n.get("CARD_WHY_GENERIC", lang)
+        text = fill(key, lang, values) or i18n.get("CARD_WHY_GENERIC", lang)
     if sources and key != UNTRUSTED_KEY:
         text += " " + i18n.get("CARD_WHY_SOURCES", lang, sources=joined)
     return text
@@ -110,7 +110,7 @@ def value_size(text: str) -> tuple[int, int]:
     return len(text), text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
-def _fill(key: str, lang: str, values: Mapping[str, Any]) -> str | None:
+def fill(key: str, lang: str, values: Mapping[str, Any]) -> str | None:
     """`key` in `lang` (else English) filled from `values`; None when it does not exist or
     needs a value that is not there."""
     raw = i18n.lookup(key, lang) or i18n.lookup(key, i18n.FALLBACK_LANG)

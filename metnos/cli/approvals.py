@@ -15,7 +15,7 @@ import typer
 from metnos import i18n
 from metnos.approvals.card import raw_value, value_size
 from metnos.cli._client import api_call
-from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._common import call_or_exit, rows_to_show, settings_or_exit
 from metnos.cli._lang import msg
 from metnos.cli._out import echo, echo_json, echo_line
 from metnos.cli._table import NONE, local_time, print_table, word
@@ -37,18 +37,10 @@ TURN_WAIT_S = 60.0  # how long approve/deny wait for the resumed turn's reply
 def list_(show_all: bool = typer.Option(False, "--all", help=msg("CLI_APPROVALS_ALL_HELP")),
           full: bool = _FULL, as_json: bool = _JSON) -> None:
     settings = settings_or_exit()
-    try:
-        data = api_call(settings, "GET", "/api/approvals",
+    data = call_or_exit("GET", "/api/approvals",
                         params={"status": "all" if show_all else "pending"})
-    except MetnosError as exc:
-        exit_with(exc)
-        return
     rows: list[dict[str, Any]] = data.get("approvals", [])
-    if as_json:
-        echo_json(rows)
-        return
-    if not rows:
-        echo(msg("MSG_APPROVALS_NONE"))
+    if not rows_to_show(rows, as_json, "MSG_APPROVALS_NONE"):
         return
     headers = [msg(k) for k in ("CLI_COL_ID", "CLI_COL_STATUS", "CLI_COL_ACTION",
                                 "CLI_COL_WHO", "CLI_COL_SOURCES", "CLI_COL_ASKED",
@@ -62,12 +54,7 @@ def list_(show_all: bool = typer.Option(False, "--all", help=msg("CLI_APPROVALS_
 @app.command("show", help=msg("CLI_APPROVALS_SHOW_HELP"))
 def show(approval_id: str = _ID) -> None:
     """One approval with every byte of its arguments (what `approve` lets run)."""
-    settings = settings_or_exit()
-    try:
-        data = api_call(settings, "GET", "/api/approvals", params={"status": "all"})
-    except MetnosError as exc:
-        exit_with(exc)
-        return
+    data = call_or_exit("GET", "/api/approvals", params={"status": "all"})
     found = [r for r in data.get("approvals", []) if r.get("approval_id") == approval_id]
     if not found:
         echo_line(msg("ERR_APPROVAL_NOT_FOUND", approval_id=approval_id), err=True)
@@ -137,15 +124,10 @@ def deny(approval_id: str = _ID, reason: str = _REASON, as_json: bool = _JSON) -
 
 
 def _decide(approval_id: str, decision: str, reason: str, as_json: bool) -> None:
-    settings = settings_or_exit()
-    try:
-        data = api_call(settings, "POST", f"/api/approvals/{approval_id}",
+    data = call_or_exit("POST", f"/api/approvals/{approval_id}",
                         body={"decision": decision, "reason": reason or None})
-    except MetnosError as exc:
-        exit_with(exc)
-        return
     row = data["approval"]
-    turn = _turn_when_done(settings, row["turn_id"], row["approval_id"])
+    turn = _turn_when_done(settings_or_exit(), row["turn_id"], row["approval_id"])
     if as_json:
         echo_json({**data, "turn": turn})
         return

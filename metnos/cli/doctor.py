@@ -7,20 +7,16 @@ check found a problem, 1 otherwise. Works whether `metnos serve` runs or not.
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
-from metnos.cli._common import settings_or_exit
+from metnos.cli._common import JsonFlag, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo_json, echo_line
 
 MARKS = {True: "✓", False: "✗", None: "·"}
 
 
-def doctor(
-    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
-) -> None:
+def doctor(as_json: JsonFlag = False) -> None:
     from metnos.doctor import diagnose
 
     settings = settings_or_exit()

@@ -4,17 +4,15 @@ goes through the same checks and audit line as any other surface."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import quote
 
 import typer
 
-from metnos.cli._client import api_call
-from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._common import call_or_exit, rows_to_show, settings_or_exit, show_answer
 from metnos.cli._lang import msg
-from metnos.cli._out import echo, echo_json
 from metnos.cli._table import NONE, local_time, print_table
-from metnos.errors import MetnosError
 
 app = typer.Typer(help=msg("CLI_EVOLUTION_HELP"), no_args_is_help=True)
 _JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))
@@ -27,13 +25,9 @@ def history(limit: int = typer.Option(50, "--limit", min=1, max=1000,
                                       help=msg("CLI_EVOLUTION_LIMIT_HELP")),
             as_json: bool = _JSON) -> None:
     settings = settings_or_exit()
-    data = _call("GET", "/api/evolution/moves", params={"limit": limit})
+    data = call_or_exit("GET", "/api/evolution/moves", params={"limit": limit})
     rows: list[dict[str, Any]] = data.get("moves", [])
-    if as_json:
-        echo_json(rows)
-        return
-    if not rows:
-        echo(msg("MSG_EVOLUTION_NONE"))
+    if not rows_to_show(rows, as_json, "MSG_EVOLUTION_NONE"):
         return
     headers = [msg(k) for k in ("CLI_COL_ID", "CLI_EVOLUTION_COL_WHEN", "CLI_EVOLUTION_COL_MOVE",
                                 "CLI_EVOLUTION_COL_TARGET", "CLI_EVOLUTION_COL_WHY",
@@ -46,44 +40,21 @@ def history(limit: int = typer.Option(50, "--limit", min=1, max=1000,
 @app.command(help=msg("CLI_EVOLUTION_UNDO_HELP"))
 def undo(move_id: str = typer.Argument(..., help=msg("CLI_EVOLUTION_ID_HELP")),
          as_json: bool = _JSON) -> None:
-    _show(_call("POST", f"/api/evolution/moves/{quote(move_id, safe='')}/undo"), as_json)
+    path = f"/api/evolution/moves/{quote(move_id, safe='')}/undo"
+    show_answer(call_or_exit("POST", path), as_json)
 
 
-@app.command(help=msg("CLI_EVOLUTION_QUARANTINE_HELP"))
-def quarantine(name: str = _NAME, why: str = _WHY, as_json: bool = _JSON) -> None:
-    _owner_move(name, "quarantine", why, as_json)
+def _owner_move(move: str) -> Callable[[str, str, bool], None]:
+    """The command of one owner move on an executor: `metnos evolution MOVE NAME --why ...`."""
+    def command(name: str = _NAME, why: str = _WHY, as_json: bool = _JSON) -> None:
+        path = f"/api/evolution/executors/{quote(name, safe='')}/{move}"
+        show_answer(call_or_exit("POST", path, body={"why": why}), as_json)
+    return command
 
 
-@app.command(help=msg("CLI_EVOLUTION_RELEASE_HELP"))
-def release(name: str = _NAME, why: str = _WHY, as_json: bool = _JSON) -> None:
-    _owner_move(name, "release", why, as_json)
+for _move, _help in (("quarantine", "CLI_EVOLUTION_QUARANTINE_HELP"),
+                     ("release", "CLI_EVOLUTION_RELEASE_HELP"),
+                     ("archive", "CLI_EVOLUTION_ARCHIVE_HELP"),
+                     ("restore", "CLI_EVOLUTION_RESTORE_HELP")):
+    app.command(_move, help=msg(_help))(_owner_move(_move))
 
-
-@app.command(help=msg("CLI_EVOLUTION_ARCHIVE_HELP"))
-def archive(name: str = _NAME, why: str = _WHY, as_json: bool = _JSON) -> None:
-    _owner_move(name, "archive", why, as_json)
-
-
-@app.command(help=msg("CLI_EVOLUTION_RESTORE_HELP"))
-def restore(name: str = _NAME, why: str = _WHY, as_json: bool = _JSON) -> None:
-    _owner_move(name, "restore", why, as_json)
-
-
-def _owner_move(name: str, move: str, why: str, as_json: bool) -> None:
-    path = f"/api/evolution/executors/{quote(name, safe='')}/{move}"
-    _show(_call("POST", path, body={"why": why}), as_json)
-
-
-def _call(method: str, path: str, **kwargs: Any) -> dict[str, Any]:
-    try:
-        return api_call(settings_or_exit(), method, path, **kwargs)
-    except MetnosError as exc:
-        exit_with(exc)
-        raise typer.Exit(1) from exc  # exit_with exits; this keeps the types honest
-
-
-def _show(data: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        echo_json(data)
-    else:
-        echo(str(data["message"]))

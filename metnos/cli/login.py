@@ -8,26 +8,15 @@ and ends with exit code 1 and the reason when the database cannot be reached.
 from __future__ import annotations
 
 import math
-from typing import Annotated
 
-import typer
-
-from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._common import JsonFlag, or_exit, settings_or_exit
 from metnos.cli._lang import msg
 from metnos.cli._out import echo, echo_json
-from metnos.errors import MetnosError
 from metnos.web.link import create_login_link
-
-JsonFlag = Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))]
 
 
 def login(as_json: JsonFlag = False) -> None:
-    settings = settings_or_exit()
-    try:
-        link = create_login_link(settings)
-    except MetnosError as exc:
-        exit_with(exc)
-        return
+    link = or_exit(create_login_link, settings_or_exit())
     if as_json:
         echo_json({"url": link.url, "expires_at": link.expires_at.isoformat(),
                    "expires_in_s": link.ttl_s})

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from metnos import i18n
-from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._common import JsonFlag, exit_with, or_exit, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
 from metnos.errors import ConfigError, MetnosError
@@ -64,7 +64,6 @@ def add(
     except ValueError as exc:
         detail = exc.vars.get("detail", "") if isinstance(exc, MetnosError) else _first(exc)
         exit_with(ConfigError("ERR_MAIL_ACCOUNT_INVALID", detail=detail))
-        return
     account = Account(host, port, security, username, password,
                       timeout_s=settings.mail.timeout_s)
     if not no_check:
@@ -80,12 +79,8 @@ def add(
         folders = (result.result or {}).get("folders") or []
         echo(msg("MSG_MAIL_CHECK_OK", unseen=(result.result or {}).get("unseen", 0),
                  folders=len(folders)))
-    try:
-        save_account(settings.home, host=host, port=port, security=security,
-                     username=username, password=password)
-    except MetnosError as exc:
-        exit_with(exc)
-        return
+    or_exit(save_account, settings.home, host=host, port=port, security=security,
+            username=username, password=password)
     echo(msg("MSG_MAIL_ADDED", username=username, host=host, port=port,
              security=security, secret=str(password_path(settings.home))))
 
@@ -100,7 +95,7 @@ def _first(exc: ValueError) -> str:
 
 
 @app.command(help=msg("CLI_MAIL_SHOW_HELP"))
-def show(as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
+def show(as_json: JsonFlag = False,
          ) -> None:
     settings = settings_or_exit()
     mail = settings.mail
@@ -127,10 +122,5 @@ def show(as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP
 
 @app.command(help=msg("CLI_MAIL_REMOVE_HELP"))
 def remove() -> None:
-    settings = settings_or_exit()
-    try:
-        found = remove_account(settings.home)
-    except MetnosError as exc:
-        exit_with(exc)
-        return
+    found = or_exit(remove_account, settings_or_exit().home)
     echo(msg("MSG_MAIL_REMOVED" if found else "MSG_MAIL_NONE"))

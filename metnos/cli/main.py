@@ -53,25 +53,16 @@ def _language_check(ctx: typer.Context) -> None:
         echo(i18n.get("MSG_LANG_NOT_SPOKEN", FALLBACK_LANG, **unspoken_vars(lang)), err=True)
 
 
-app.add_typer(executors.app, name="executors")
-app.add_typer(audit.app, name="audit")
-app.add_typer(approvals.app, name="approvals")
-app.add_typer(pair.app, name="pair")
-app.add_typer(proposals.app, name="proposals")
-app.add_typer(evolution.app, name="evolution")
-app.add_typer(synt.app, name="synt")
-app.add_typer(mnestoma.app, name="mnestoma")
-app.add_typer(tutor.app, name="tutor")
-app.add_typer(mail.app, name="mail")
-app.add_typer(schedule.app, name="schedule")
-app.add_typer(workspace.app, name="workspace")
-app.add_typer(trash.app, name="trash")
-app.command(name="chat", help=msg("CLI_CHAT_HELP"))(chat.chat)
-app.command(name="undo", help=msg("CLI_UNDO_CHANGE_HELP"))(undo.undo)
-app.command(name="login", help=msg("CLI_LOGIN_HELP"))(login.login)
-app.command(name="ui", help=msg("CLI_UI_HELP"))(ui.ui)
-app.command(name="doctor", help=msg("CLI_DOCTOR_HELP"))(doctor.doctor)
-app.command(name="status", help=msg("CLI_STATUS_HELP"))(status.status)
+for _group in (executors, audit, approvals, pair, proposals, evolution, synt, mnestoma, tutor,
+               mail, schedule, workspace, trash):
+    app.add_typer(_group.app, name=_group.__name__.rsplit(".", 1)[-1])
+for _name, _command, _help in (("chat", chat.chat, "CLI_CHAT_HELP"),
+                               ("undo", undo.undo, "CLI_UNDO_CHANGE_HELP"),
+                               ("login", login.login, "CLI_LOGIN_HELP"),
+                               ("ui", ui.ui, "CLI_UI_HELP"),
+                               ("doctor", doctor.doctor, "CLI_DOCTOR_HELP"),
+                               ("status", status.status, "CLI_STATUS_HELP")):
+    app.command(name=_name, help=msg(_help))(_command)
 
 
 @app.command(help=msg("CLI_INIT_HELP"))
@@ -90,7 +81,6 @@ def init(
             return
     except MetnosError as exc:
         exit_with(exc)
-        return
     if as_json:
         echo_json({"home": str(report.home), "created": report.created})
     elif report.changed:
@@ -145,7 +135,6 @@ def serve() -> None:
             supervisor.stop()
     except MetnosError as exc:
         exit_with(exc)
-        return
     sys.exit(code)
 
 

@@ -10,7 +10,7 @@ import httpx
 import typer
 
 from metnos.cli._client import TIMEOUT_S, _target, api_call
-from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._common import JsonFlag, exit_with, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
 from metnos.cli._table import print_table
@@ -30,7 +30,7 @@ def show(
     png: Annotated[Path | None, typer.Option("--png", help=msg("CLI_MNESTOMA_PNG_HELP"))] = None,
     limit: Annotated[int, typer.Option("--limit", min=1, max=5000,
                                        help=msg("CLI_MNESTOMA_LIMIT_HELP"))] = 50,
-    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     settings = settings_or_exit()
     target = png or settings.home / "mnestoma.png"
@@ -39,7 +39,6 @@ def show(
         target.write_bytes(fetch_png(settings))
     except MetnosError as exc:
         exit_with(exc)
-        return
     if as_json:
         echo_json({**view, "png": str(target)})
         return

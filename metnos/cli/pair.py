@@ -11,35 +11,22 @@ from typing import Annotated, Any
 
 import typer
 
-from metnos.cli._client import api_call
-from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._common import JsonFlag, call_or_exit, rows_to_show, settings_or_exit, show_answer
 from metnos.cli._lang import msg
-from metnos.cli._out import echo, echo_json
 from metnos.cli._table import local_time, print_table
-from metnos.errors import MetnosError
 
 app = typer.Typer(help=msg("CLI_PAIR_HELP"), no_args_is_help=True)
 
-JsonFlag = Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))]
-
 
 def _call(method: str, path: str, body: dict[str, Any] | None = None) -> dict[str, Any]:
-    settings = settings_or_exit()
-    try:
-        return api_call(settings, method, path, body=body, timeout_s=30.0)
-    except MetnosError as exc:
-        exit_with(exc)
-        raise  # unreachable: exit_with raises
+    return call_or_exit(method, path, body=body, timeout_s=30.0)
 
 
 @app.command("list", help=msg("CLI_PAIR_LIST_HELP"))
 def list_cmd(as_json: JsonFlag = False) -> None:
     data = _call("GET", "/api/pairing")
-    if as_json:
-        echo_json(data)
-        return
-    if not data["pending"] and not data["paired"]:
-        echo(msg("MSG_PAIRING_NOTHING"))
+    if not rows_to_show(data["pending"] + data["paired"], as_json, "MSG_PAIRING_NOTHING",
+                        whole=data):
         return
     settings = settings_or_exit()
     if data["pending"]:
@@ -61,11 +48,7 @@ def approve_cmd(
     code: Annotated[str, typer.Argument(help=msg("CLI_PAIR_CODE_HELP"))],
     as_json: JsonFlag = False,
 ) -> None:
-    data = _call("POST", "/api/pairing/approve", {"code": code})
-    if as_json:
-        echo_json(data)
-    else:
-        echo(data["message"])
+    show_answer(_call("POST", "/api/pairing/approve", {"code": code}), as_json)
 
 
 @app.command("revoke", help=msg("CLI_PAIR_REVOKE_HELP"))
@@ -74,11 +57,8 @@ def revoke_cmd(
     sender_id: Annotated[str, typer.Argument(help=msg("CLI_PAIR_SENDER_HELP"))],
     as_json: JsonFlag = False,
 ) -> None:
-    data = _call("POST", "/api/pairing/revoke", {"channel": channel, "sender_id": sender_id})
-    if as_json:
-        echo_json(data)
-    else:
-        echo(data["message"])
+    show_answer(_call("POST", "/api/pairing/revoke", {"channel": channel, "sender_id": sender_id}),
+                as_json)
 
 
 @app.command("drop", help=msg("CLI_PAIR_DROP_HELP"))
@@ -90,8 +70,4 @@ def drop_cmd(
 ) -> None:
     body: dict[str, Any] = ({"all": True} if every
                             else {"channel": channel, "sender_id": sender_id})
-    data = _call("POST", "/api/pairing/drop", body)
-    if as_json:
-        echo_json(data)
-    else:
-        echo(data["message"])
+    show_answer(_call("POST", "/api/pairing/drop", body), as_json)

@@ -58,7 +58,6 @@ def _run(action: Callable[[LanguageAdmin], T]) -> T:
         return action(LanguageAdmin(settings))
     except MetnosError as exc:
         exit_with(exc, cli_lang())
-        raise
 
 
 def _say(key: str, **vars: Any) -> None:

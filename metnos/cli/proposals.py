@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from metnos.cli._common import call_or_exit, settings_or_exit
+from metnos.cli._common import call_or_exit, rows_to_show, settings_or_exit
 from metnos.cli._lang import msg
 from metnos.cli._out import echo, echo_json
 from metnos.cli._table import NONE, local_time, print_table, word
@@ -36,11 +36,7 @@ def list_(show_all: bool = typer.Option(False, "--all", help=msg("CLI_PROPOSALS_
     data = call_or_exit("GET", "/api/proposals",
                         params={"status": "all" if show_all else "delivered"})
     rows: list[dict[str, Any]] = data.get("proposals", [])
-    if as_json:
-        echo_json(rows)
-        return
-    if not rows:
-        echo(msg("MSG_PROPOSALS_NONE"))
+    if not rows_to_show(rows, as_json, "MSG_PROPOSALS_NONE"):
         return
     settings = settings_or_exit()
     headers = [msg(k) for k in ("CLI_COL_ID", "CLI_COL_PROPOSAL", "CLI_COL_STATUS",
@@ -72,11 +68,7 @@ def _answer(proposal_id: str, answer: str, as_json: bool) -> None:
 @app.command(help=msg("CLI_PROPOSALS_SILENT_HELP"))
 def silent(as_json: bool = _JSON) -> None:
     rows: list[dict[str, Any]] = call_or_exit("GET", "/api/proposals/silent").get("proposals", [])
-    if as_json:
-        echo_json(rows)
-        return
-    if not rows:
-        echo(msg("MSG_PROPOSALS_SILENT_NONE"))
+    if not rows_to_show(rows, as_json, "MSG_PROPOSALS_SILENT_NONE"):
         return
     settings = settings_or_exit()
     headers = [msg(k) for k in ("CLI_COL_ID", "CLI_COL_PROPOSAL", "CLI_COL_ALIGNMENT",

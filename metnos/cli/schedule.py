@@ -9,25 +9,18 @@ the owner then, its reply delivered to the preferred channel.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 
-from metnos.cli._common import call_or_exit, settings_or_exit
+from metnos.cli._common import call_or_exit, rows_to_show, run_alone, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
 from metnos.cli._table import local_time, print_table
 
 app = typer.Typer(help=msg("CLI_SCHEDULE_HELP"), invoke_without_command=True)
 _JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))
-_ALL = typer.Option(False, "--all", help=msg("CLI_SCHEDULE_ALL_HELP"))
-
-
-
-@app.callback()
-def main(ctx: typer.Context, as_json: bool = _JSON) -> None:
-    if ctx.invoked_subcommand is None:
-        list_(as_json, False)
+_ALL = Annotated[bool, typer.Option("--all", help=msg("CLI_SCHEDULE_ALL_HELP"))]
 
 
 def _whose(user_id: str) -> str:
@@ -35,14 +28,10 @@ def _whose(user_id: str) -> str:
 
 
 @app.command("list", help=msg("CLI_SCHEDULE_LIST_HELP"))
-def list_(as_json: bool = _JSON, every: bool = _ALL) -> None:
+def list_(as_json: bool = _JSON, every: _ALL = False) -> None:
     data = call_or_exit("GET", "/api/schedules", params={"all": "true"} if every else None)
     rows: list[dict[str, Any]] = data.get("schedules", [])
-    if as_json:
-        echo_json(data)
-        return
-    if not rows:
-        echo(msg("MSG_SCHEDULE_NONE"))
+    if not rows_to_show(rows, as_json, "MSG_SCHEDULE_NONE", whole=data):
         return
     settings = settings_or_exit()
     headers = [msg(k) for k in ("CLI_COL_ID", "CLI_COL_SCHEDULE_WHEN", "CLI_COL_SCHEDULE_CRON",
@@ -54,6 +43,9 @@ def list_(as_json: bool = _JSON, every: bool = _ALL) -> None:
         for row, r in zip(table, rows, strict=True):
             row.insert(1, _whose(str(r.get("user_id", ""))))
     print_table(headers, table)
+
+
+run_alone(app, list_)
 
 
 @app.command(help=msg("CLI_SCHEDULE_ADD_HELP"))

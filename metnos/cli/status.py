@@ -8,13 +8,13 @@ is said with how to start it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
 import httpx
 import typer
 
 from metnos.cli._client import api_call
-from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._common import JsonFlag, exit_with, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
 from metnos.errors import MetnosError
@@ -26,9 +26,7 @@ _PARTS = (("database", "MSG_STATUS_DATABASE"), ("prefect", "MSG_STATUS_PREFECT")
           ("runner", "MSG_STATUS_RUNNER"))
 
 
-def status(
-    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
-) -> None:
+def status(as_json: JsonFlag = False) -> None:
     """Exit code 0 when Metnos is running, 1 when it is not (or cannot be asked)."""
     settings = settings_or_exit()
     lang = cli_lang()
@@ -41,7 +39,6 @@ def status(
             echo_json({"gateway": "down", "url": url})
             raise typer.Exit(1) from exc
         exit_with(exc, lang)
-        return
     if as_json:
         echo_json({"gateway": "up", "url": url, "health": health, "model": model})
         return

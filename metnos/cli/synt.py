@@ -12,12 +12,10 @@ from urllib.parse import quote
 
 import typer
 
-from metnos.cli._client import api_call
-from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._common import call_or_exit, rows_to_show, show_answer
 from metnos.cli._lang import msg
 from metnos.cli._out import echo, echo_json
 from metnos.cli._table import print_table
-from metnos.errors import MetnosError
 
 app = typer.Typer(help=msg("CLI_SYNT_HELP"), no_args_is_help=True)
 _JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))
@@ -26,13 +24,9 @@ _NAME = typer.Argument(..., help=msg("CLI_SYNT_NAME_HELP"))
 
 @app.command("list", help=msg("CLI_SYNT_LIST_HELP"))
 def list_(as_json: bool = _JSON) -> None:
-    data = _call("GET", "/api/synt/candidates")
+    data = call_or_exit("GET", "/api/synt/candidates")
     rows: list[dict[str, Any]] = data.get("candidates", [])
-    if as_json:
-        echo_json(rows)
-        return
-    if not rows:
-        echo(msg("MSG_SYNT_NONE"))
+    if not rows_to_show(rows, as_json, "MSG_SYNT_NONE"):
         return
     headers = [msg(k) for k in ("SYNT_COL_NAME", "SYNT_COL_CAPABILITY", "SYNT_COL_TESTS",
                                 "SYNT_COL_COST")]
@@ -43,7 +37,7 @@ def list_(as_json: bool = _JSON) -> None:
 
 @app.command(help=msg("CLI_SYNT_REVIEW_HELP"))
 def review(name: str = _NAME, as_json: bool = _JSON) -> None:
-    data = _call("GET", f"/api/synt/candidates/{quote(name, safe='')}")
+    data = call_or_exit("GET", f"/api/synt/candidates/{quote(name, safe='')}")
     if as_json:
         echo_json(data)
         return
@@ -58,26 +52,12 @@ def review(name: str = _NAME, as_json: bool = _JSON) -> None:
 
 @app.command(help=msg("CLI_SYNT_SIGN_HELP"))
 def sign(name: str = _NAME, as_json: bool = _JSON) -> None:
-    data = _call("POST", f"/api/synt/candidates/{quote(name, safe='')}/sign")
-    if as_json:
-        echo_json(data)
-    else:
-        echo(msg("MSG_SYNT_SIGNED", name=name))
+    data = call_or_exit("POST", f"/api/synt/candidates/{quote(name, safe='')}/sign")
+    show_answer(data, as_json, msg("MSG_SYNT_SIGNED", name=name))
 
 
 @app.command(help=msg("CLI_SYNT_REJECT_HELP"))
 def reject(name: str = _NAME, as_json: bool = _JSON) -> None:
-    data = _call("POST", f"/api/synt/candidates/{quote(name, safe='')}/reject")
-    if as_json:
-        echo_json(data)
-    else:
-        echo(msg("MSG_SYNT_REJECTED", name=name, path=data.get("path", "")))
+    data = call_or_exit("POST", f"/api/synt/candidates/{quote(name, safe='')}/reject")
+    show_answer(data, as_json, msg("MSG_SYNT_REJECTED", name=name, path=data.get("path", "")))
 
-
-def _call(method: str, path: str) -> dict[str, Any]:
-    settings = settings_or_exit()
-    try:
-        return api_call(settings, method, path)
-    except MetnosError as exc:
-        exit_with(exc)
-        raise typer.Exit(1) from exc  # exit_with exits; this keeps the type checker honest

@@ -12,7 +12,7 @@ from typing import Annotated, Any
 
 import typer
 
-from metnos.cli._common import call_or_exit, settings_or_exit
+from metnos.cli._common import call_or_exit, run_alone, settings_or_exit, show_answer
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
 from metnos.cli._table import local_time, print_table
@@ -20,13 +20,6 @@ from metnos.turns.trash import size_words
 
 app = typer.Typer(help=msg("CLI_TRASH_HELP"), invoke_without_command=True)
 _JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))
-
-
-
-@app.callback()
-def main(ctx: typer.Context, as_json: bool = _JSON) -> None:
-    if ctx.invoked_subcommand is None:
-        list_(as_json)
 
 
 @app.command("list", help=msg("CLI_TRASH_LIST_HELP"))
@@ -56,7 +49,7 @@ def purge(
 ) -> None:
     body: dict[str, Any] = {"handle": handle, "older_than_days": older_than}
     data = call_or_exit("POST", "/api/trash/purge", body=body)
-    if as_json:
-        echo_json(data)
-    else:
-        echo(str(data.get("message", "")))
+    show_answer(data, as_json, str(data.get("message", "")))
+
+
+run_alone(app, list_)

@@ -9,11 +9,9 @@ reachable); gaps lists the reported gaps grouped, never a question's text.
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
-from metnos.cli._common import exit_with, settings_or_exit
+from metnos.cli._common import JsonFlag, exit_with, or_exit, settings_or_exit
 from metnos.cli._lang import msg
 from metnos.cli._out import echo, echo_json
 from metnos.errors import MetnosError
@@ -22,17 +20,10 @@ app = typer.Typer(help=msg("CLI_TUTOR_HELP"), no_args_is_help=True)
 
 
 @app.command("compile", help=msg("CLI_TUTOR_COMPILE_HELP"))
-def compile_(
-    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
-) -> None:
+def compile_(as_json: JsonFlag = False) -> None:
     from metnos.tutor.compile import compile_catalog
 
-    settings = settings_or_exit()
-    try:
-        report = compile_catalog(settings.home)
-    except MetnosError as exc:
-        exit_with(exc)
-        return
+    report = or_exit(compile_catalog, settings_or_exit().home)
     if as_json:
         echo_json({"sections": report.sections, "reused": report.reused,
                    "computed": report.computed, "version": report.version,
@@ -44,17 +35,10 @@ def compile_(
 
 
 @app.command("verify", help=msg("CLI_TUTOR_VERIFY_HELP"))
-def verify(
-    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
-) -> None:
+def verify(as_json: JsonFlag = False) -> None:
     from metnos.tutor.catalog import open_catalog
 
-    settings = settings_or_exit()
-    try:
-        catalog = open_catalog(settings.home)
-    except MetnosError as exc:
-        exit_with(exc)
-        return
+    catalog = or_exit(open_catalog, settings_or_exit().home)
     if as_json:
         echo_json({"version": catalog.version, "sections": len(catalog.sections),
                    "model": catalog.model.name, "model_version": catalog.model.version,
@@ -66,9 +50,7 @@ def verify(
 
 
 @app.command("feedback-check", help=msg("CLI_TUTOR_FEEDBACK_CHECK_HELP"))
-def feedback_check(
-    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
-) -> None:
+def feedback_check(as_json: JsonFlag = False) -> None:
     from metnos.tutor.catalog import open_catalog
     from metnos.tutor.feedback_report import check_instance
 
@@ -78,7 +60,6 @@ def feedback_check(
         report = check_instance(settings)
     except MetnosError as exc:
         exit_with(exc)
-        return
     assert report is not None
     if as_json:
         echo_json(report.to_dict())
@@ -88,9 +69,7 @@ def feedback_check(
 
 
 @app.command("gaps", help=msg("CLI_TUTOR_GAPS_HELP"))
-def gaps(
-    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
-) -> None:
+def gaps(as_json: JsonFlag = False) -> None:
     from metnos.db.engine import database_url, make_engine
     from metnos.tutor.feedback_report import gap_groups
 

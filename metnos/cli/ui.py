@@ -9,18 +9,15 @@ of that file, never the secret itself.
 from __future__ import annotations
 
 import os
-from typing import Annotated
 
 import typer
 
 from metnos import i18n
-from metnos.cli._common import settings_or_exit
+from metnos.cli._common import JsonFlag, settings_or_exit
 from metnos.cli._lang import cli_lang, msg
 from metnos.cli._out import echo, echo_json
 from metnos.errors import MetnosError
 from metnos.serve.prefect_access import CREDENTIAL_USER, credential_path, ui_url
-
-JsonFlag = Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))]
 
 
 def ui(as_json: JsonFlag = False) -> None:

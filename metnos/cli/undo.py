@@ -13,7 +13,7 @@ from urllib.parse import quote
 
 import typer
 
-from metnos.cli._common import call_or_exit
+from metnos.cli._common import JsonFlag, call_or_exit
 from metnos.cli._lang import msg
 from metnos.cli._out import echo, echo_json, echo_line
 
@@ -22,7 +22,7 @@ def undo(
     action_id: Annotated[str | None, typer.Argument(help=msg("CLI_UNDO_HANDLE_ARG_HELP"))] = None,
     as_list: Annotated[bool, typer.Option("--list", help=msg("CLI_UNDO_LIST_HELP"))] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help=msg("CLI_UNDO_YES_HELP"))] = False,
-    as_json: Annotated[bool, typer.Option("--json", help=msg("CLI_JSON_HELP"))] = False,
+    as_json: JsonFlag = False,
 ) -> None:
     """Undo a change; exit code 1 when it was refused or only partly done."""
     if as_list:

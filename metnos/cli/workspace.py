@@ -14,19 +14,13 @@ from typing import Annotated
 import typer
 
 from metnos import identity
-from metnos.cli._common import settings_or_exit
+from metnos.cli._common import run_alone, settings_or_exit
 from metnos.cli._lang import msg
 from metnos.cli._out import echo, echo_json, echo_line
 from metnos.workspace import FILES
 
 app = typer.Typer(help=msg("CLI_WORKSPACE_HELP"), invoke_without_command=True)
 _JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))
-
-
-@app.callback()
-def main(ctx: typer.Context, as_json: bool = _JSON) -> None:
-    if ctx.invoked_subcommand is None:
-        status(as_json)
 
 
 @app.command("status", help=msg("CLI_WORKSPACE_STATUS_HELP"))
@@ -47,6 +41,9 @@ def status(as_json: bool = _JSON) -> None:
     for name, sources in found.items():
         echo_line(msg("MSG_WORKSPACE_UNTRUSTED_ROW", file=name,
                       sources=identity.read_label(sources)))
+
+
+run_alone(app, status)
 
 
 @app.command("confirm", help=msg("CLI_WORKSPACE_CONFIRM_HELP"))

@@ -9,9 +9,10 @@ import re
 import tomllib
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -60,6 +61,13 @@ def _check_langs(table: dict[str, Any], what: str) -> dict[str, Any]:
     return table
 
 
+def _field_langs(table: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+    return _check_langs(table, str(info.field_name))
+
+
+LangTable = Annotated[dict[str, str], AfterValidator(_field_langs)]  # text per language
+
+
 def _localised(table: dict[str, Any], lang: str) -> Any:
     """`table[lang]`, else its base language (`pt-BR` → `pt`), else None."""
     if lang in table:
@@ -90,12 +98,7 @@ class InputSpec(_Model):
     # what the value is, beyond its JSON type ("pdf", "text", "image", "folder"...): the synt's
     # composition search chains an output of one kind into an input of the same kind
     kind: str | None = Field(default=None, pattern=KIND_RE.pattern)
-    description: dict[str, str]
-
-    @field_validator("description")
-    @classmethod
-    def _langs(cls, table: dict[str, str]) -> dict[str, str]:
-        return _check_langs(table, "description")
+    description: LangTable
 
     @model_validator(mode="after")
     def _coherent(self) -> InputSpec:
@@ -145,12 +148,7 @@ class OutputSpec(_Model):
     # the input whose value this output gives back (fs_write's `path`): checked on each run
     # to be that value, so it holds nothing the planner did not already say
     echo: str | None = Field(default=None, pattern=r"^[a-z][a-z0-9_]{0,40}$")
-    description: dict[str, str]
-
-    @field_validator("description")
-    @classmethod
-    def _langs(cls, table: dict[str, str]) -> dict[str, str]:
-        return _check_langs(table, "description")
+    description: LangTable
 
 
 class WishSpec(_Model):
@@ -161,12 +159,7 @@ class WishSpec(_Model):
     when: str = Field(pattern=r"^[a-z][a-z0-9_]{0,40}$")
     have: str = Field(pattern=KIND_RE.pattern)
     want: str = Field(pattern=KIND_RE.pattern)
-    why: dict[str, str]
-
-    @field_validator("why")
-    @classmethod
-    def _langs(cls, table: dict[str, str]) -> dict[str, str]:
-        return _check_langs(table, "why")
+    why: LangTable
 
 
 class Manifest(_Model):

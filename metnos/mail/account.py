@@ -12,7 +12,7 @@ audit or an exception message (`Account`'s repr leaves it out too).
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +20,7 @@ import tomlkit
 
 from metnos import durable
 from metnos.errors import AccountMissing, ConfigError
+from metnos.mail import imap
 from metnos.settings import Settings
 from metnos.settings.mail import MailSettings
 
@@ -33,24 +34,17 @@ class MailNotConfigured(AccountMissing):
 
 
 @dataclass(frozen=True)
-class Account:
-    host: str
-    port: int
-    security: str
-    username: str
-    password: str = field(repr=False)
-    timeout_s: float = 20.0
+class Account(imap.Account):
+    """The configured account: the fields the mail executors read back from the envelope
+    (`metnos.mail.imap.Account`; `egress` is the sandbox runner's to fill)."""
 
     def envelope(self) -> dict[str, Any]:
         """What a mail executor reads from its stdin envelope under `account`."""
-        return {"host": self.host, "port": self.port, "security": self.security,
-                "username": self.username, "password": self.password,
-                "timeout_s": self.timeout_s}
+        return {**self.public(), "password": self.password, "timeout_s": self.timeout_s}
 
     def public(self) -> dict[str, Any]:
         """The account without its password (`metnos mail show`, a before-record)."""
-        return {"host": self.host, "port": self.port, "security": self.security,
-                "username": self.username}
+        return {name: getattr(self, name) for name in ACCOUNT_FIELDS}
 
 
 def password_path(home: Path) -> Path:

@@ -12,9 +12,7 @@ from __future__ import annotations
 
 import base64
 import json
-import os
 import re
-import shutil
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -24,8 +22,8 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey,
 
 from metnos import durable
 from metnos.errors import MetnosError
-from metnos.fdpaths import DIR_FLAGS, rename_noreplace, split_rel
-from metnos.reversibility import PARTIAL_PREFIX, canonical, valid_action_id
+from metnos.fdpaths import split_rel
+from metnos.reversibility import canonical, valid_action_id, write_record
 
 RECORD_FILE = "remote.json"
 RECORD_VERSION = 1
@@ -87,21 +85,8 @@ def store(state_dir: Path, signed: dict[str, Any]) -> None:
     action_id = signed["manifest"]["action_id"]
     if not valid_action_id(action_id):
         raise RecordError(detail="action_id")
-    before = state_dir / "before"
-    durable.make_dir(before)
-    partial = before / f"{PARTIAL_PREFIX}{action_id}"
-    partial.mkdir(mode=0o700)
-    try:
-        durable.write_atomic(partial / RECORD_FILE, _json(signed))
-        fd = os.open(before, DIR_FLAGS)
-        try:
-            rename_noreplace(fd, partial.name, fd, action_id)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-    except BaseException:
-        shutil.rmtree(partial, ignore_errors=True)
-        raise
+    write_record(state_dir, action_id,
+                 lambda partial: durable.write_atomic(partial / RECORD_FILE, _json(signed)))
 
 
 def load(state_dir: Path, action_id: str) -> Any:

@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from metnos.i18n import FALLBACK_LANG
-from metnos.tutor.embedder import Embedder, default_embedder
+from metnos.tutor.embedder import Embedder, default_embedder, made_once
 
 INTENTS_DIR = Path(__file__).with_name("intents")
 CLASSES = ("explanation", "observation", "action")
@@ -210,16 +210,7 @@ def leans(scores: dict[str, float]) -> str:
     return max(scores.items(), key=lambda kv: kv[1])[0]
 
 
-_DEFAULT: Classifier | None = None
-_DEFAULT_LOCK = threading.Lock()
-
-
-def default_classifier() -> Classifier:
-    global _DEFAULT
-    with _DEFAULT_LOCK:
-        if _DEFAULT is None:
-            _DEFAULT = Classifier()
-        return _DEFAULT
+default_classifier = made_once(Classifier)  # the process's one, made at the first call
 
 
 def classify(text: str, lang: str) -> Classification:

@@ -11,9 +11,10 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 
@@ -71,6 +72,7 @@ def normalise(matrix: np.ndarray) -> np.ndarray:
 
 QUERY_BATCH = 4  # at most this many texts: encoded on one BLAS thread (and remembered)
 RECENT = 64  # question vectors kept: one turn encodes its question from four places
+T = TypeVar("T")
 
 class UseEmbedder:
     """USE multilingual v3 from `model_dir` (default: the installed package's resources)."""
@@ -139,14 +141,19 @@ class UseEmbedder:
         return out
 
 
-_DEFAULT: UseEmbedder | None = None
-_DEFAULT_LOCK = threading.Lock()
+def made_once(make: Callable[[], T]) -> Callable[[], T]:
+    """A function that returns what `make()` made at its first call (under a lock: two threads
+    never make two), then the same object every time."""
+    made: list[T] = []
+    lock = threading.Lock()
+
+    def get() -> T:
+        with lock:
+            if not made:
+                made.append(make())
+            return made[0]
+    return get
 
 
-def default_embedder() -> Embedder:
-    """The process's one USE embedder (created at the first call, then shared)."""
-    global _DEFAULT
-    with _DEFAULT_LOCK:
-        if _DEFAULT is None:
-            _DEFAULT = UseEmbedder()
-        return _DEFAULT
+# the process's one USE embedder, made at the first call and then shared
+default_embedder: Callable[[], Embedder] = made_once(UseEmbedder)

@@ -16,7 +16,6 @@ internal name.
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -24,7 +23,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from metnos import i18n
-from metnos.approvals.card import action_sentence
+from metnos.approvals.card import action_sentence, fill
 from metnos.approvals.models import Approval
 from metnos.db.engine import session as db_session
 from metnos.db.models import TurnStep
@@ -48,12 +47,13 @@ def line_text(line: Mapping[str, Any], executors: set[str],
     action = str(line.get("action") or "")
     if action in executors:
         return _step_text(line, action, steps, asked, lang)
-    values = {k: str(v) for k, v in line.items() if isinstance(v, str | int) and v != ""}
+    values = {k: phrases.quoted(str(v)) for k, v in line.items()
+              if isinstance(v, str | int) and v != ""}
     base = "ACTIVITY_" + _NOT_WORD.sub("_", action.upper()).strip("_")
     family = "ACTIVITY_" + _NOT_WORD.sub("_", re.split(r"[.:/]", action)[0].upper()).strip("_")
     outcome = _NOT_WORD.sub("_", str(line.get("outcome") or "").upper()).strip("_")
     for key in (f"{base}_{outcome}", base, f"{family}_{outcome}", family):
-        text = _fill(key, lang, values)
+        text = fill(key, lang, values)
         if text is not None:
             return text
     return i18n.get("ACTIVITY_GENERIC", lang)
@@ -94,13 +94,3 @@ def _context(engine: Engine, lines: Sequence[Mapping[str, Any]], executors: set[
 def _scalars(result: Mapping[str, Any]) -> dict[str, Any]:
     """The values of a result a sentence may name (each is quoted short when it does)."""
     return {k: v for k, v in result.items() if isinstance(v, str | int | list)}
-
-
-def _fill(key: str, lang: str, values: Mapping[str, str]) -> str | None:
-    raw = i18n.lookup(key, lang) or i18n.lookup(key, i18n.FALLBACK_LANG)
-    if not isinstance(raw, str):
-        return None
-    needed = {f for _, f, _, _ in string.Formatter().parse(raw) if f}
-    if not needed <= values.keys():
-        return None
-    return i18n.get(key, lang, **{f: phrases.quoted(values[f]) for f in needed})

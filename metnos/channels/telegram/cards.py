@@ -8,7 +8,7 @@ them is decided by the approval's binding, never by the button (`callbacks.py`).
 from __future__ import annotations
 
 from datetime import datetime, tzinfo
-from typing import Any
+from typing import Any, TypeVar
 
 from aiogram.filters.callback_data import CallbackData, CallbackDataException
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
@@ -25,6 +25,7 @@ CHANNEL = "telegram"
 CARD_ARGS_BUDGET = 2400  # characters shared by the shown argument values of one card
 SHOW_ALL_PART = 3500  # escaped characters of a value per "Show all" message (limit 4096)
 _DECISIONS = {"y": "approve", "n": "deny"}
+B = TypeVar("B", bound=CallbackData)
 
 
 class ApprovalButton(CallbackData, prefix="ap"):
@@ -58,25 +59,26 @@ def keyboard(approval_id: str, lang: str, *, decide: bool = True,
     return InlineKeyboardMarkup(inline_keyboard=rows) if rows else None
 
 
-def parse_show_all(data: str | None) -> str | None:
-    """The approval id of a "Show all" button's data; None when it is not one."""
+def unpack(kind: type[B], data: str | None) -> B | None:
+    """The `kind` button packed in a tap's `data`; None when it is not one."""
     try:
-        button = ShowAllButton.unpack(data or "")
+        return kind.unpack(data or "")
     except (CallbackDataException, ValueError, TypeError):
         return None
-    return button.id if button.id and len(button.id) <= 64 else None
+
+
+def parse_show_all(data: str | None) -> str | None:
+    """The approval id of a "Show all" button's data; None when it is not one."""
+    button = unpack(ShowAllButton, data)
+    return button.id if button is not None and button.id and len(button.id) <= 64 else None
 
 
 def parse_button(data: str | None) -> tuple[str, str] | None:
     """(approval id, "approve" | "deny") of a button's data; None when it is not ours."""
-    try:
-        button = ApprovalButton.unpack(data or "")
-    except (CallbackDataException, ValueError, TypeError):
+    button = unpack(ApprovalButton, data)
+    if button is None or button.d not in _DECISIONS or not button.id or len(button.id) > 64:
         return None
-    decision = _DECISIONS.get(button.d)
-    if decision is None or not button.id or len(button.id) > 64:
-        return None
-    return button.id, decision
+    return button.id, _DECISIONS[button.d]
 
 
 def card(approval: dict[str, Any], lang: str, outcome: str | None = None,

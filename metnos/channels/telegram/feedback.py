@@ -13,11 +13,11 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from aiogram.filters.callback_data import CallbackData, CallbackDataException
+from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
 
 from metnos import i18n
-from metnos.channels.telegram.cards import CHANNEL, paired_user
+from metnos.channels.telegram.cards import CHANNEL, paired_user, unpack
 from metnos.turns.language import ui_locale
 from metnos.tutor import feedback
 
@@ -67,12 +67,9 @@ def with_feedback(markup: InlineKeyboardMarkup | None, activity: list[dict[str, 
 
 def parse_feedback(data: str | None) -> tuple[str, str] | None:
     """(turn id, u | d | a cause's letter) of a feedback button's data; None otherwise."""
-    try:
-        button = FeedbackButton.unpack(data or "")
-    except (CallbackDataException, ValueError, TypeError):
-        return None
-    if not button.id or len(button.id) > 64 or (button.r not in CAUSES and
-                                                button.r not in ("u", "d")):
+    button = unpack(FeedbackButton, data)
+    if button is None or not button.id or len(button.id) > 64 or (
+            button.r not in CAUSES and button.r not in ("u", "d")):
         return None
     return button.id, button.r
 

@@ -21,12 +21,12 @@ import re
 from typing import TYPE_CHECKING
 
 from aiogram.enums import ParseMode
-from aiogram.filters.callback_data import CallbackData, CallbackDataException
+from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup, User
 
 from metnos import i18n, pairing
 from metnos.channels.render import render
-from metnos.channels.telegram.cards import CHANNEL, paired_user
+from metnos.channels.telegram.cards import CHANNEL, paired_user, unpack
 from metnos.db.engine import session as db_session
 from metnos.pairing import service as pairing_service
 from metnos.turns.language import ui_locale
@@ -48,11 +48,8 @@ class DropButton(CallbackData, prefix="pd"):
 
 def parse_drop(data: str | None) -> str | None:
     """The request id of a Drop button's data; None when it is not one."""
-    try:
-        button = DropButton.unpack(data or "")
-    except (CallbackDataException, ValueError, TypeError):
-        return None
-    return button.id if _ID.fullmatch(button.id) else None
+    button = unpack(DropButton, data)
+    return button.id if button is not None and _ID.fullmatch(button.id) else None
 
 
 def _owner_lang(ch: TelegramChannel) -> str:

@@ -13,11 +13,11 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING
 
-from aiogram.filters.callback_data import CallbackData, CallbackDataException
+from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
 
 from metnos import i18n
-from metnos.channels.telegram.cards import CHANNEL, paired_user
+from metnos.channels.telegram.cards import CHANNEL, paired_user, unpack
 from metnos.proposals import store
 from metnos.proposals.answer import ACTION, answer_proposal
 from metnos.proposals.models import PROPOSAL_STATUSES, Proposal
@@ -54,14 +54,10 @@ def keyboard(rows: list[Proposal], lang: str,
 
 def parse_proposal(data: str | None) -> tuple[str, str] | None:
     """(proposal id, "accept" | "dismiss") of a button's data; None when it is not one."""
-    try:
-        button = ProposalButton.unpack(data or "")
-    except (CallbackDataException, ValueError, TypeError):
+    button = unpack(ProposalButton, data)
+    if button is None or button.a not in _ANSWERS or not button.id or len(button.id) > 64:
         return None
-    answer = _ANSWERS.get(button.a)
-    if answer is None or not button.id or len(button.id) > 64:
-        return None
-    return button.id, answer
+    return button.id, _ANSWERS[button.a]
 
 
 async def handle_proposal(ch: TelegramChannel, query: CallbackQuery,

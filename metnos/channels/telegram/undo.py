@@ -15,13 +15,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from aiogram.enums import ParseMode
-from aiogram.filters.callback_data import CallbackData, CallbackDataException
+from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
 from sqlmodel import col, select
 
 from metnos import i18n
 from metnos.channels.bidi import marked
-from metnos.channels.telegram.cards import CHANNEL, paired_user
+from metnos.channels.telegram.cards import CHANNEL, paired_user, unpack
 from metnos.db.engine import session as db_session
 from metnos.db.models import Turn, TurnStep
 from metnos.reversibility import valid_action_id
@@ -53,11 +53,8 @@ class ReplyRef:
 
 def parse_undo(data: str | None) -> str | None:
     """The action id of an Undo button's data; None when it is not one."""
-    try:
-        button = UndoButton.unpack(data or "")
-    except (CallbackDataException, ValueError, TypeError):
-        return None
-    return button.id if valid_action_id(button.id) else None
+    button = unpack(UndoButton, data)
+    return button.id if button is not None and valid_action_id(button.id) else None
 
 
 def undo_buttons(service: Runtime, activity: list[dict[str, Any]] | None,
