@@ -177,3 +177,21 @@ def test_only_the_gateway_imports_the_gateway() -> None:
         f"{ {k: v for k, v in found.items() if k not in GATEWAY_IMPORTERS_LEFT} }; "
         f"no longer importing it (drop from GATEWAY_IMPORTERS_LEFT): "
         f"{sorted(GATEWAY_IMPORTERS_LEFT - set(found))}")
+
+
+# The turn service (the runtime with the features' hooks and the step checker and runner) is
+# the turn ring's own: faces hold the turn handle, features the runtime's parts. Outside
+# metnos/turns/ only the composition root builds it and the turn's Prefect edge runs it.
+TURN_SERVICE_OUTSIDE_THE_TURN = {"metnos/wiring.py", "flows/turn.py", "tasks/turn.py"}
+
+
+def test_only_the_turn_ring_imports_the_turn_service() -> None:
+    found = set()
+    for package in ("metnos", "flows", "tasks", "deployments"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            where = str(path.relative_to(ROOT))
+            if not where.startswith("metnos/turns/") and any(
+                    name == "metnos.turns.service.TurnService"
+                    for _, name in _imports(path, names=True)):
+                found.add(where)
+    assert found == TURN_SERVICE_OUTSIDE_THE_TURN

@@ -62,7 +62,7 @@ from metnos.settings import Settings
 from metnos.turns import gate, steps
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
-from metnos.turns.service import TurnService
+from metnos.turns.runtime import Runtime
 
 log = logging.getLogger(__name__)
 
@@ -98,15 +98,15 @@ class DigestResult:
 class DigestRun:
     """One run of the chain in one turn (`open` → `check` → `rest` → `close`)."""
 
-    service: TurnService
+    service: steps.OwnTurn
     ctx: TurnContext
     trace: dict[int, list[int]] = field(default_factory=dict)  # stage → its steps' seq
     news: list[state.FolderNews] = field(default_factory=list)
 
     @classmethod
-    async def open(cls, service: TurnService) -> DigestRun:
+    async def open(cls, service: steps.OwnTurn) -> DigestRun:
         await asyncio.to_thread(state.ensure_tables, service.engine)
-        ctx = await service.open_turn(
+        ctx = await service.record.open_turn(
             i18n.get("MSG_DIGEST_TURN_TEXT", service.settings.lang), session_id=SESSION,
             lang=None, channel=CHANNEL, sender=SENDER)
         return cls(service, ctx)
@@ -119,8 +119,9 @@ class DigestRun:
         seq = sum(len(v) for v in self.trace.values()) + 1
         seen = [s for st, seqs in self.trace.items() if st == stage - 1 for s in seqs]
         how = steps.Steps(steps.execute, gate.wait_in_db, CHANNEL, unattended=self._would_ask)
-        _, outcome, _ = await steps.one(self.service, run_ctx, PlanStep(executor, args), how,
-                                        seq=seq, think=stage, seen=seen, recorded_in=self.ctx)
+        _, outcome, _ = await self.service.one(run_ctx, PlanStep(executor, args), how,
+                                               seq=seq, think=stage, seen=seen,
+                                               recorded_in=self.ctx)
         if run_ctx is not self.ctx and run_ctx.tainted:  # what it read taints the turn
             self.ctx.tainted = True
             self.ctx.sources += [s for s in run_ctx.sources if s not in self.ctx.sources]
@@ -131,7 +132,7 @@ class DigestRun:
             raise DigestStepFailed("ERR_DIGEST_STEP_FAILED", executor=executor, reason=reason)
         return outcome
 
-    async def _would_ask(self, service: TurnService, ctx: TurnContext,
+    async def _would_ask(self, service: Runtime, ctx: TurnContext,
                          checked: CheckedStep) -> StepOutcome:
         """Nothing here waits for the owner: a step that would ask stops the run, and no
         approval is left pending."""
@@ -256,11 +257,11 @@ class DigestRun:
     async def close(self, result: DigestResult) -> None:
         reply = i18n.get(f"MSG_DIGEST_{result.outcome.upper()}", self.ctx.lang)
         self.service.record.publish(self.ctx, reply)
-        await self.service.close_turn(self.ctx, reply, "completed")
+        await self.service.record.close_turn(self.ctx, reply, "completed")
 
     async def fail(self, exc: BaseException) -> None:
         if not self.ctx.closed:
-            await self.service.fail_turn(self.ctx, exc)
+            await self.service.record.fail_turn(self.ctx, exc)
 
 
 def compose(lines: dict[int, list[str]], order: list[int], lang: str, *,
@@ -300,7 +301,7 @@ def recent(message: dict[str, Any], tz: Any) -> bool:
     return when >= datetime.now(UTC) - timedelta(days=FIRST_DAYS)
 
 
-async def run_digest(service: TurnService) -> DigestResult:
+async def run_digest(service: steps.OwnTurn) -> DigestResult:
     """The whole chain in one call (tests, the bench); the flow runs the same parts as tasks."""
     run = await DigestRun.open(service)
     try:

@@ -26,12 +26,13 @@ from metnos.errors import ModelRetryError
 from metnos.executors.registry import Registry
 from metnos.llm.tools import PlanStep, ToolSpec
 from metnos.mnestoma.record import WISH, invoked
+from metnos.turns.checker import refuse
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
 from metnos.turns.steps import Finished, Timed, recorded
 
 if TYPE_CHECKING:
-    from metnos.turns.service import TurnService
+    from metnos.turns.runtime import Runtime
 
 TOOL = WISH
 CAPABILITY_RE = re.compile(r"^[a-z][a-z0-9_]{1,39}$")  # lower_snake_case, at most 40
@@ -134,7 +135,7 @@ class WishTool:
     def spec(self, registry: Registry, lang: str) -> ToolSpec:
         return tool_spec(registry, lang)
 
-    def check(self, service: TurnService, ctx: TurnContext, step: PlanStep, *, seq: int,
+    def check(self, service: Runtime, ctx: TurnContext, step: PlanStep, *, seq: int,
               think: int, trace: Sequence[TurnStep]) -> CheckedStep:
         """A done outcome holding the stored wish, or a refusal of the malformed call (one
         audit line either way). Blocking."""
@@ -142,12 +143,12 @@ class WishTool:
                               think=think)
         if step.error:
             checked.malformed = True
-            return service.checker.refuse(ctx, checked, step.error, {"executor": TOOL})
+            return refuse(service, ctx, checked, step.error, {"executor": TOOL})
         try:
             wish = parse(step.args, kinds(service.registry), trace)
         except ModelRetryError as exc:
             checked.malformed = True
-            return service.checker.refuse(ctx, checked, exc.key, exc.vars)
+            return refuse(service, ctx, checked, exc.key, exc.vars)
         wish["why"] = scrub(wish["why"], service.guard.redact)
         audit_seq = service.record.audit_line(
             ctx, action=TOOL, decision="allow", outcome="done", args_digest=checked.args_digest,
@@ -156,7 +157,7 @@ class WishTool:
         checked.carried_out = True
         return checked
 
-    def finish(self, service: TurnService, ctx: TurnContext, checked: CheckedStep,
+    def finish(self, service: Runtime, ctx: TurnContext, checked: CheckedStep,
                timed: Timed, seen: list[int], warning: str | None) -> Finished:
         """Bookkeeping for the mnestoma, never shown: its step, no activity item; the model
         reads a short note, so it goes on and answers."""

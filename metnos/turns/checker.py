@@ -134,12 +134,18 @@ class StepChecker:
 
     def refuse(self, ctx: TurnContext, checked: CheckedStep, key: str, vars: dict[str, Any],
                *, decision: str = "deny") -> CheckedStep:
-        self.runtime.guard.release_run(checked)  # a refused step never runs: its run goes back
-        rec = self.runtime.record.audit_line(
-            ctx, action=checked.step.executor, decision=decision, reason=key,
-            outcome="refused", args_digest=checked.args_digest)
-        checked.malformed = checked.malformed or key in MALFORMED_KEYS
-        checked.outcome = StepOutcome(checked.step.executor, "refused", key=key, vars=vars,
-                                      audit_seq=rec)
-        return checked
+        return refuse(self.runtime, ctx, checked, key, vars, decision=decision)
+
+
+def refuse(runtime: Runtime, ctx: TurnContext, checked: CheckedStep, key: str,
+           vars: dict[str, Any], *, decision: str = "deny") -> CheckedStep:
+    """`checked` refused for `key`, with its audit line (a host tool's refusal too)."""
+    runtime.guard.release_run(checked)  # a refused step never runs: its run goes back
+    rec = runtime.record.audit_line(
+        ctx, action=checked.step.executor, decision=decision, reason=key,
+        outcome="refused", args_digest=checked.args_digest)
+    checked.malformed = checked.malformed or key in MALFORMED_KEYS
+    checked.outcome = StepOutcome(checked.step.executor, "refused", key=key, vars=vars,
+                                  audit_seq=rec)
+    return checked
 

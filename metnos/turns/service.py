@@ -23,9 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields
 
 from metnos import i18n
-from metnos.llm.tools import ToolSpec
+from metnos.llm.tools import PlanStep, ToolSpec
+from metnos.turns import steps
 from metnos.turns.checker import StepChecker
 from metnos.turns.context import CheckedStep, Published, TurnContext
+from metnos.turns.reply import StepOutcome
 from metnos.turns.runner import StepRunner
 from metnos.turns.runtime import (
     Account,
@@ -37,7 +39,7 @@ from metnos.turns.runtime import (
     Undoer,
     Watcher,
 )
-from metnos.turns.steps import HostTool
+from metnos.turns.steps import Finished, HostTool, Steps
 
 
 @dataclass(frozen=True, eq=False)
@@ -115,6 +117,14 @@ class TurnService(Runtime):
         """The same tools in each other active language (the embedded planner tries them)."""
         return {lang: self.tools(ctx, lang) for lang in self.settings.active_languages
                 if lang != ctx.lang}
+
+    async def one(self, ctx: TurnContext, step: PlanStep, how: Steps, *, seq: int,
+                  think: int = 0, seen: Sequence[int] = (),
+                  recorded_in: TurnContext | None = None
+                  ) -> tuple[CheckedStep, StepOutcome, Finished]:
+        """A whole step of a turn a feature runs itself (`steps.OwnTurn`: the digest)."""
+        return await steps.one(self, ctx, step, how, seq=seq, think=think, seen=seen,
+                               recorded_in=recorded_in)
 
     # -- what the channels call (the turn's record does the work) ---------------------------
     async def open_turn(self, text: str, *, session_id: str | None, lang: str | None,

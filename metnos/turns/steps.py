@@ -31,7 +31,14 @@ from metnos.turns.reply import StepOutcome, render_outcome, value_words
 from metnos.turns.runner import read_target
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Engine
+
     from metnos.executors.registry import Registry
+    from metnos.llm.port import LLMPort
+    from metnos.settings import Settings
+    from metnos.turns.guard import Guard
+    from metnos.turns.record import TurnRecord
+    from metnos.turns.runtime import Runtime
     from metnos.turns.service import TurnService
 
 ExecuteFn = Callable[["TurnService", TurnContext, CheckedStep], Awaitable[StepOutcome]]
@@ -151,7 +158,7 @@ def finish(service: TurnService, ctx: TurnContext, checked: CheckedStep, timed: 
     return recorded(service, ctx, checked, timed, seen, warning)
 
 
-def recorded(service: TurnService, ctx: TurnContext, checked: CheckedStep, timed: Timed,
+def recorded(service: Runtime, ctx: TurnContext, checked: CheckedStep, timed: Timed,
              seen: list[int], warning: str | None = None, *, shown: bool = True) -> Finished:
     """An executor's step recorded; `shown`: with its activity item."""
     outcome = timed[0]
@@ -159,6 +166,27 @@ def recorded(service: TurnService, ctx: TurnContext, checked: CheckedStep, timed
     service.record.record_step(ctx, row)
     item = activity_item(checked, outcome, ctx.lang) if shown else None
     return Finished(row, item, tool_content(outcome, ctx.lang, warning))
+
+
+class OwnTurn(Protocol):
+    """What a feature that runs a turn of its own sees (the mail digest): the runtime's parts
+    it reads and one whole step (`one`); the turn service is one."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def engine(self) -> Engine: ...
+    @property
+    def port(self) -> LLMPort | None: ...
+    @property
+    def guard(self) -> Guard: ...
+    @property
+    def record(self) -> TurnRecord: ...
+
+    async def one(self, ctx: TurnContext, step: PlanStep, how: Steps, *, seq: int,
+                  think: int = 0, seen: Sequence[int] = (),
+                  recorded_in: TurnContext | None = None
+                  ) -> tuple[CheckedStep, StepOutcome, Finished]: ...
 
 
 async def one(service: TurnService, ctx: TurnContext, step: PlanStep, how: Steps, *, seq: int,
