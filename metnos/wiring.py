@@ -19,11 +19,13 @@ from datetime import UTC, datetime
 from functools import partial
 from types import MappingProxyType
 
+from metnos.archiving import archive_destination
 from metnos.audit import open_audit_log
 from metnos.db.engine import database_url, make_engine, ping
 from metnos.errors import MetnosError, NotInitialisedError
 from metnos.executors.registry import load_registry
 from metnos.features import create_tables
+from metnos.lists_merge import check_list_name
 from metnos.llm.port import LLMPort, configured
 from metnos.llm.tools import ToolSpec
 from metnos.mail import summary
@@ -44,7 +46,9 @@ from metnos.reversal import EFFECT, FILES, MAILBOX, REMOTE, Effects, Files
 from metnos.sandbox import run_canary
 from metnos.schedules import effect as schedules
 from metnos.schedules import store as schedule_store
+from metnos.schedules.cadence import check_cadence
 from metnos.schedules.owner import Sync
+from metnos.schedules.planning import plan_timed
 from metnos.settings import Settings
 from metnos.synt import composition
 from metnos.turns import undo_tool
@@ -104,10 +108,12 @@ def _mail(rt: Runtime, edges: Edges) -> Hooks:
 
 
 def _schedules(rt: Runtime, edges: Edges) -> Hooks:
-    """"Every Monday at 8 …" from a chat, and its undo (without `sync`, the runner's next
-    start publishes the task)."""
+    """"Every Monday at 8 …" from a chat (its cadence checked, its time read before the
+    templates), and its undo (without `sync`, the runner's next start publishes the task)."""
     return Hooks(effects=MappingProxyType({schedules.EFFECT: schedules.effect(rt, edges.sync)}),
                  undoers=MappingProxyType({schedules.EFFECT: schedules.undoer(rt, edges.sync)}),
+                 host_checks=MappingProxyType({"cadence": check_cadence}),
+                 planners=(plan_timed,),
                  claims=(lambda action_id: schedule_store.by_action(rt.engine, action_id)
                          is not None,))
 
@@ -145,6 +151,13 @@ def _mnestoma(rt: Runtime, edges: Edges) -> Hooks:
                  hints=partial(composition.hints, rt.engine))
 
 
+def _lists(rt: Runtime, edges: Edges) -> Hooks:
+    """One household, one list: a list's name in any language is one file, and archiving's
+    destination is checked before it runs."""
+    return Hooks(host_checks=MappingProxyType({"list_name": check_list_name,
+                                               "archive_destination": archive_destination}))
+
+
 def _files(rt: Runtime, edges: Edges) -> Hooks:
     """The workspace's files: every action has their record, so their undo is asked last."""
     return Hooks(reversals=MappingProxyType({FILES: Files()}))
@@ -153,7 +166,7 @@ def _files(rt: Runtime, edges: Edges) -> Hooks:
 # every feature's hooks, registered here and nowhere else, in this order (the reversals are
 # asked in it whose action an undo is)
 FEATURES: tuple[Callable[[Runtime, Edges], Hooks], ...] = (
-    _undo, _notify, _mail, _schedules, _reminders, _remote, _mnestoma, _files)
+    _undo, _notify, _mail, _schedules, _reminders, _remote, _mnestoma, _lists, _files)
 
 
 async def build_runtime(settings: Settings, edges: Edges | None = None, *,

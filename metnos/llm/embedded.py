@@ -59,16 +59,6 @@ class FirstPlanner(Protocol):
                  now: dt.datetime | None = None) -> Plan | None: ...
 
 
-# added by `metnos.features`: the planner knows no feature
-FIRST_PLANNERS: list[FirstPlanner] = []
-
-
-def add_first_planner(planner: FirstPlanner) -> None:
-    """Try `planner` before the templates, after those added before it."""
-    if planner not in FIRST_PLANNERS:
-        FIRST_PLANNERS.append(planner)
-
-
 _TOKEN = re.compile(r"\w+")
 _SLOT_REF = re.compile(r"\{([^{}:]+)(?::[^{}]*)?\}")
 
@@ -95,13 +85,16 @@ class Understanding:
 def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
                   others: Mapping[str, Sequence[ToolSpec]] | None = None,
                   now: dt.datetime | None = None,
-                  speaks: Callable[[str], str] | None = None) -> Plan:
+                  speaks: Callable[[str], str] | None = None,
+                  first: Sequence[FirstPlanner] = ()) -> Plan:
     """Match `text` in the session language `lang` (its `tools`), else in the other active
     languages (`others`: language → the same tools described in it). One step or a household
     answer on a clear match, else two lines with a safe hint. `now` is the time the household
     intents tell (default: now in the instance's time zone). `speaks(matched)` is the
-    language to answer a match in (default: the one it matched in); `Plan.lang` says it."""
-    for planner in FIRST_PLANNERS:  # "ricordami ... alle 18"
+    language to answer a match in (default: the one it matched in); `Plan.lang` says it.
+    `first`: the features' readings tried before the templates, in order (the runtime's
+    `planners`: "ricordami ... alle 18")."""
+    for planner in first:
         early = planner(text, lang, tools, others=others, now=now)
         if early is not None:
             return early
@@ -118,8 +111,8 @@ def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
             return Plan(steps=(), text=i18n.get("MSG_HOUSEHOLD_CANNOT_SEE", code, what=what),
                         source="embedded", lang=code if code != _base_lang(lang) else lang)
     if found.intent is None:
-        first = "MSG_PLAN_AMBIGUOUS" if found.tied else "MSG_PLAN_NOT_UNDERSTOOD"
-        message = hints.not_understood(text, code, examples, first=first,
+        opening = "MSG_PLAN_AMBIGUOUS" if found.tied else "MSG_PLAN_NOT_UNDERSTOOD"
+        message = hints.not_understood(text, code, examples, first=opening,
                                        among=found.tied or None)
         return Plan(steps=(), text=message, source="embedded", understood=False,
                     lang=found.lang if found.tied else None)

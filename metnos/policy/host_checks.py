@@ -27,6 +27,7 @@ say again another way) with its i18n key.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 from metnos.policy.shell import check_command
@@ -50,22 +51,20 @@ def _url(settings: Settings, name: str, value: Any,
     return {name: check_url(str(value), allow_private=allow), "allow_private": allow}
 
 
-# the checks by name: policy's own here, a feature's added by `metnos.features`
-HOST_CHECKS: dict[str, HostCheck] = {"shell_command": _shell_command, "url": _url}
+# the policy's own checks by name; a feature's (`list_name`, `archive_destination`,
+# `cadence`) are the runtime's hooks (`metnos.wiring`): the policy ring knows no feature
+BUILTIN_CHECKS: Mapping[str, HostCheck] = MappingProxyType(
+    {"shell_command": _shell_command, "url": _url})
 
 
-def register_host_check(name: str, check: HostCheck) -> None:
-    """Add a feature's check (`list_name`, `archive_destination`, `cadence`): the policy ring
-    knows none of the features it checks for."""
-    HOST_CHECKS[name] = check
-
-
-def apply_host_checks(settings: Settings, checks: dict[str, str],
-                      args: dict[str, Any]) -> dict[str, Any]:
-    """`args` after every check its manifest declares (`checks`: input name → check name);
-    an input left out of `args` (optional, not given) is not checked."""
+def apply_host_checks(settings: Settings, checks: dict[str, str], args: dict[str, Any],
+                      features: Mapping[str, HostCheck] = BUILTIN_CHECKS) -> dict[str, Any]:
+    """`args` after every check its manifest declares (`checks`: input name → check name),
+    the policy's own or the `features'`; an input left out of `args` (optional, not given)
+    is not checked."""
     out = dict(args)
     for name, check in checks.items():
         if name in args:
-            out.update(HOST_CHECKS[check](settings, name, args[name], out))
+            run = BUILTIN_CHECKS.get(check) or features[check]
+            out.update(run(settings, name, args[name], out))
     return out

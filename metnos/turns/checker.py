@@ -80,7 +80,8 @@ class StepChecker:
         try:
             schema = manifest.input_schema()
             args = resolve_path_args(schema, validate_args(schema, step.args), self._resolve)
-            args = apply_host_checks(self.settings, manifest.host_checks(), args)
+            args = apply_host_checks(self.settings, manifest.host_checks(), args,
+                                     self.hooks.host_checks)
         except (ModelRetryError, PolicyDenied) as exc:
             checked.malformed = isinstance(exc, ModelRetryError)
             return self.refuse(ctx, checked, exc.key, {**exc.vars, "executor": step.executor})

@@ -263,7 +263,8 @@ async def _embedded(service: TurnService, ctx: TurnContext, how: steps.Steps,
         return language.plan_language(matched, ctx.text, ctx.lang, service.settings)
 
     plan = await asyncio.to_thread(plan_embedded, ctx.text, ctx.lang, service.tools(ctx),
-                                   others=service.other_tools(ctx), speaks=speaks)
+                                   others=service.other_tools(ctx), speaks=speaks,
+                                   first=service.hooks.planners)
     if said is not None:
         plan = replace(plan, text=said)
     ctx.understood = plan.understood

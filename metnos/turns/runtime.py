@@ -22,9 +22,11 @@ from sqlalchemy.engine import Engine
 from metnos.audit import AuditLog
 from metnos.errors import MetnosError
 from metnos.executors.registry import Registry, load_registry
+from metnos.llm.embedded import FirstPlanner
 from metnos.llm.health import ModelHealth
 from metnos.llm.port import LLMPort
 from metnos.llm.tools import ToolSpec
+from metnos.policy.host_checks import HostCheck
 from metnos.settings import Settings
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.events import TurnEvents
@@ -140,6 +142,9 @@ class Hooks:
       by the manifest), asked in this order whose action an undo is (the files last);
     - `host_tools`: Metnos's own tools, offered when a model plans (`turns.steps.HostTool`);
     - `accounts`: a manifest's `account` → the envelope's host-only block;
+    - `host_checks`: the checks a manifest may name beside the policy's own (`list_name`,
+      `archive_destination`, `cadence`); `planners`: the readings the embedded planner tries
+      before its templates (a reminder's or a scheduled task's time);
     - `claims`: whether an effect's own record was set by an action (what undo by words
       finds: `metnos.turns.undo_said`);
     - `archived`: whether the owner archived an executor (the mnestoma's lifecycle);
@@ -153,6 +158,8 @@ class Hooks:
     reversals: Mapping[str, Reversal] = field(default_factory=_empty)
     host_tools: Mapping[str, HostTool] = field(default_factory=_empty)
     accounts: Mapping[str, Account] = field(default_factory=_empty)
+    host_checks: Mapping[str, HostCheck] = field(default_factory=_empty)
+    planners: tuple[FirstPlanner, ...] = ()
     claims: tuple[Claim, ...] = ()
     archived: Callable[[str], bool] | None = None
     route: Router | None = None
@@ -175,6 +182,8 @@ class Hooks:
                    watchers=tuple(w for part in parts for w in part.watchers),
                    undoers=merged("undoers"), reversals=merged("reversals"),
                    host_tools=merged("host_tools"), accounts=merged("accounts"),
+                   host_checks=merged("host_checks"),
+                   planners=tuple(p for part in parts for p in part.planners),
                    claims=tuple(c for part in parts for c in part.claims),
                    archived=first("archived"), route=first("route"), hints=first("hints"),
                    precheck=first("precheck"), remote=first("remote"))

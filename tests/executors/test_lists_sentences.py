@@ -13,6 +13,7 @@ from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
 from metnos.llm.embedded import plan_embedded
 from metnos.llm.tools import ToolSpec
 from tests.executors.conftest import REPO_EXECUTORS
+from tests.llm.builtin_tools import FIRST
 
 _FOLDERS = sorted(p for p in REPO_EXECUTORS.iterdir() if (p / MANIFEST_FILE).is_file())
 
@@ -113,7 +114,7 @@ CASES = ([("it", *case) for case in IT] + [("en", *case) for case in EN]
 @pytest.mark.parametrize(("lang", "text", "action", "name", "items"), CASES)
 def test_list_sentences_map_to_the_lists_executor(
         lang: str, text: str, action: str, name: str, items: list[str] | str | None) -> None:
-    plan = plan_embedded(text, lang, _tools(lang))
+    plan = plan_embedded(text, lang, _tools(lang), first=FIRST)
     assert [s.executor for s in plan.steps] == ["lists"], (text, plan.text)
     args: dict[str, Any] = dict(plan.steps[0].args)
     assert args.pop("action", "add") == action  # the manifest's default action is "add"
@@ -137,7 +138,7 @@ def test_list_sentences_map_to_the_lists_executor(
     ("en", "write hello to notes/a.md", {"content": "hello", "path": "notes/a.md"}),
 ])
 def test_file_sentences_still_go_to_fs_write(lang: str, text: str, args: dict[str, str]) -> None:
-    plan = plan_embedded(text, lang, _tools(lang))
+    plan = plan_embedded(text, lang, _tools(lang), first=FIRST)
     assert [(s.executor, s.args) for s in plan.steps] == [("fs_write", args)]
 
 
@@ -148,7 +149,7 @@ def test_file_sentences_still_go_to_fs_write(lang: str, text: str, args: dict[st
 ])
 def test_a_sentence_that_names_no_list_item_is_not_a_list(lang: str, text: str,
                                                          args: None) -> None:
-    plan = plan_embedded(text, lang, _tools(lang))
+    plan = plan_embedded(text, lang, _tools(lang), first=FIRST)
     assert [s.executor for s in plan.steps] != ["lists"], (text, plan.steps)
 
 

@@ -29,6 +29,7 @@ from metnos.policy import shell
 from metnos.sandbox import SandboxRequest, SandboxResult, protocol, run_sandboxed
 from metnos.settings import PolicySettings, SandboxSettings
 from tests.executors.conftest import REPO_EXECUTORS
+from tests.llm.builtin_tools import FIRST
 from tests.sandbox._helpers import write_executor
 
 
@@ -336,5 +337,5 @@ def test_embedded_planner_recognises_them(lang: str, text: str, tool: str,
                                           args: dict[str, str]) -> None:
     folders = sorted(p.parent for p in REPO_EXECUTORS.glob(f"*/{MANIFEST_FILE}"))
     specs = [parse_manifest(folder / MANIFEST_FILE).tool_spec(lang) for folder in folders]
-    plan = plan_embedded(text, lang, specs)
+    plan = plan_embedded(text, lang, specs, first=FIRST)
     assert [(step.executor, step.args) for step in plan.steps] == [(tool, args)]

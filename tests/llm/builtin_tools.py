@@ -10,6 +10,10 @@ from metnos.executors.manifest import Manifest
 from metnos.executors.registry import discover
 from metnos.llm.tools import ToolSpec
 from metnos.paths import resources_path
+from metnos.schedules.planning import plan_timed
+
+# the embedded planner's first readings, as the runtime has them (`metnos.wiring`)
+FIRST = (plan_timed,)
 
 
 @lru_cache(maxsize=1)

@@ -19,14 +19,14 @@ from metnos.llm.household_hints import Example, danger, example_texts, hint
 from metnos.llm.tools import Plan
 from metnos.paths import resources_path
 from metnos.settings import get_settings
-from tests.llm.builtin_tools import builtin_tools, changes, manifests, others
+from tests.llm.builtin_tools import FIRST, builtin_tools, changes, manifests, others
 
 NOW = dt.datetime(2026, 12, 1, 15, 42, tzinfo=ZoneInfo("Europe/Rome"))
 needs_lists = pytest.mark.skipif("lists" not in manifests(), reason="no lists executor")
 
 
 def plan(text: str, lang: str) -> Plan:
-    return plan_embedded(text, lang, builtin_tools(lang), others=others(lang), now=NOW)
+    return plan_embedded(text, lang, builtin_tools(lang), others=others(lang), now=NOW, first=FIRST)
 
 
 @pytest.mark.parametrize(
@@ -57,7 +57,7 @@ def test_the_time_in_the_locale_of_the_language() -> None:
     answered = plan("what time is it?", "en")
     assert answered.text == f"It's {format_time(NOW, format='short', locale='en')}."
     assert "3:42" in (answered.text or "") and "PM" in (answered.text or "")
-    british = plan_embedded("what time is it?", "en-GB", builtin_tools("en"), now=NOW)
+    british = plan_embedded("what time is it?", "en-GB", builtin_tools("en"), now=NOW, first=FIRST)
     assert british.text == "It's 15:42." and british.lang == "en-GB"
 
 
@@ -73,7 +73,7 @@ def rome_then_tokyo(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 def test_the_time_is_told_in_the_instance_time_zone() -> None:
     zone = ZoneInfo("Asia/Tokyo")
     before = dt.datetime.now(zone)
-    told = plan_embedded("che ore sono", "it", builtin_tools("it")).text
+    told = plan_embedded("che ore sono", "it", builtin_tools("it"), first=FIRST).text
     after = dt.datetime.now(zone)
     assert told in {f"Sono le {moment:%H:%M}." for moment in (before, after)}
 
@@ -177,9 +177,10 @@ def test_a_tie_across_languages_goes_to_the_session_language() -> None:
 
 
 def test_a_language_without_household_sentences_finds_them_in_the_active_ones() -> None:
-    answered = plan_embedded("hello", "fr", builtin_tools("fr"), others=others("fr"), now=NOW)
+    answered = plan_embedded("hello", "fr", builtin_tools("fr"), others=others("fr"), now=NOW,
+                             first=FIRST)
     assert (answered.text, answered.lang) == ("Hello! How can I help?", "en")
-    alone = plan_embedded("bonjour", "fr", builtin_tools("fr"), now=NOW)
+    alone = plan_embedded("bonjour", "fr", builtin_tools("fr"), now=NOW, first=FIRST)
     assert alone.understood is False and alone.steps == ()
 
 
@@ -317,7 +318,7 @@ def test_a_third_language_is_a_data_file() -> None:
 ])
 def test_a_question_about_the_world_is_answered_in_one_plain_line(
         text: str, lang: str, topic: str) -> None:
-    plan = plan_embedded(text, lang, builtin_tools(lang), others=others(lang), now=NOW)
+    plan = plan_embedded(text, lang, builtin_tools(lang), others=others(lang), now=NOW, first=FIRST)
     assert plan.steps == () and plan.text is not None
     assert "\n" not in plan.text and topic in plan.text, plan.text
     assert plan.text == i18n.get("MSG_HOUSEHOLD_CANNOT_SEE", lang, what=topic)
@@ -325,7 +326,7 @@ def test_a_question_about_the_world_is_answered_in_one_plain_line(
 
 def test_a_request_that_names_a_topic_word_still_runs() -> None:
     plan = plan_embedded("add umbrella for the rain to the shopping list", "en",
-                         builtin_tools("en"), now=NOW)
+                         builtin_tools("en"), now=NOW, first=FIRST)
     assert [s.executor for s in plan.steps] == ["lists"]
 
 

@@ -15,7 +15,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 from metnos.llm.embedded import plan_embedded, understand
-from tests.llm.builtin_tools import builtin_tools, changes, manifests, others
+from tests.llm.builtin_tools import FIRST, builtin_tools, changes, manifests, others
 
 BANK_DIR = Path(__file__).parent
 LANGS = ("it", "en")
@@ -102,7 +102,7 @@ def run(lang: str, session: str | None = None) -> Report:
                for e in bank.get("sentence", ())]
     entries += [(text, NONE, {}, None) for text in bank.get("not_understood", ())]
     for text, intent, args, fallback in entries:
-        plan = plan_embedded(text, session, tools, others=elsewhere, now=NOW)
+        plan = plan_embedded(text, session, tools, others=elsewhere, now=NOW, first=FIRST)
         got, got_args = NONE, {}
         if plan.steps:
             got, got_args = plan.steps[0].executor, plan.steps[0].args

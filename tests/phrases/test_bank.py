@@ -12,7 +12,7 @@ import pytest
 from metnos import i18n
 from metnos.llm import household
 from metnos.llm.embedded import plan_embedded
-from tests.llm.builtin_tools import builtin_tools, others
+from tests.llm.builtin_tools import FIRST, builtin_tools, others
 from tests.phrases.bank import LANGS, NONE, NOW, load, run
 
 THRESHOLD = 0.9
@@ -47,7 +47,7 @@ def test_what_is_not_understood_runs_nothing_and_says_so_in_two_lines(lang: str)
         if outcome.expected != NONE or outcome.got != NONE:
             continue
         plan = plan_embedded(outcome.text, lang, builtin_tools(lang), others=others(lang),
-                             now=NOW)
+                             now=NOW, first=FIRST)
         assert plan.steps == () and plan.text is not None
         if household.unseen(outcome.text, lang) is not None:  # the weather, the news...
             assert plan.text.startswith(i18n.get("MSG_HOUSEHOLD_CANNOT_SEE", lang, what="")[:8])

@@ -11,6 +11,7 @@ from metnos.executors.manifest import parse_manifest
 from metnos.llm.embedded import plan_embedded
 from metnos.reminders import when
 from tests.executors.conftest import REPO_EXECUTORS
+from tests.llm.builtin_tools import FIRST
 
 ROME = ZoneInfo("Europe/Rome")
 NOW = datetime(2026, 12, 1, 16, 30, tzinfo=ROME)  # a Tuesday afternoon
@@ -85,7 +86,7 @@ def test_the_embedded_planner_sets_a_timed_reminder(sentence: str, lang: str, te
 ])
 def test_no_timed_reminder_without_a_time_or_a_reminder(sentence: str, lang: str) -> None:
     tool = parse_manifest(REPO_EXECUTORS / "reminder_set" / "manifest.toml").tool_spec(lang)
-    plan = plan_embedded(sentence, lang, [tool])
+    plan = plan_embedded(sentence, lang, [tool], first=FIRST)
     assert not plan.steps
 
 
@@ -102,7 +103,8 @@ def test_among_every_builtin(sentence: str, lang: str, executor: str,
                              expected: dict[str, object]) -> None:
     from tests.llm.builtin_tools import builtin_tools, others
 
-    plan = plan_embedded(sentence, lang, builtin_tools(lang), others=others(lang), now=NOW)
+    plan = plan_embedded(sentence, lang, builtin_tools(lang), others=others(lang), now=NOW,
+                         first=FIRST)
     assert [s.executor for s in plan.steps] == [executor], plan
     args = plan.steps[0].args
     assert {k: args.get(k) for k in expected} == expected, args

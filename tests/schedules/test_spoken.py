@@ -11,6 +11,7 @@ from metnos.executors.registry import load_registry
 from metnos.llm.embedded import plan_embedded
 from metnos.llm.tools import ToolSpec
 from metnos.schedules import cadence, spoken
+from tests.llm.builtin_tools import FIRST
 from tests.support.home import MakeHome
 
 
@@ -78,7 +79,7 @@ def test_what_it_runs_is_understood_by_the_embedded_planner(
     others = {k: v for k, v in tools.items() if k != lang}
     run = spoken.runnable(text, lang, tools[lang], others)
     assert run is not None
-    plan = plan_embedded(run, lang, tools[lang], others=others)
+    plan = plan_embedded(run, lang, tools[lang], others=others, first=FIRST)
     [step] = plan.steps
     assert step.executor == "lists" and step.args.get("action") == "show", plan
     assert step.args.get("list") in ("spesa", "shopping"), plan
@@ -93,7 +94,7 @@ def test_what_it_runs_is_understood_by_the_embedded_planner(
 def test_the_embedded_planner_asks_for_the_whole_task(
         tools: dict[str, list[ToolSpec]], text: str, lang: str, task: str) -> None:
     others = {k: v for k, v in tools.items() if k != lang}
-    plan = plan_embedded(text, lang, tools[lang], others=others)
+    plan = plan_embedded(text, lang, tools[lang], others=others, first=FIRST)
     [step] = plan.steps
     assert step.executor == "schedule_set"
     assert step.args["text"] == task and cadence.parse(step.args["when"], lang)
@@ -106,7 +107,7 @@ def test_the_embedded_planner_asks_for_the_whole_task(
 def test_a_task_it_cannot_read_is_refused_when_said_with_the_forms_it_reads(
         tools: dict[str, list[ToolSpec]], text: str, lang: str, form: str) -> None:
     others = {k: v for k, v in tools.items() if k != lang}
-    plan = plan_embedded(text, lang, tools[lang], others=others)
+    plan = plan_embedded(text, lang, tools[lang], others=others, first=FIRST)
     assert plan.steps == () and plan.text is not None
     assert form in plan.text, plan.text  # an example of what it reads, in the person's words
     assert "schedule_set" not in plan.text and "{" not in plan.text
