@@ -5,12 +5,13 @@ deployment runner runs the reminder's flow on the session's Prefect server."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
+from fastapi import FastAPI
 
 from flows.reminder import scheduler
 from flows.turn import resume_approval, run_turn
@@ -42,10 +43,12 @@ def telegram() -> Iterator[FakeTelegram]:
 
 
 @asynccontextmanager
-async def gateway(home: Home) -> AsyncIterator[httpx.AsyncClient]:
-    """The gateway with reminders (and Telegram, when the home has a token), as the owner."""
-    app = with_reminders(create_app(home.settings, runner=run_turn, resumer=resume_approval),
-                         scheduler(home.settings))
+async def gateway(home: Home, wrap: Callable[[FastAPI], FastAPI] = lambda app: app
+                  ) -> AsyncIterator[httpx.AsyncClient]:
+    """The gateway with reminders (and Telegram, when the home has a token), as the owner;
+    `wrap` composes more on top (the scheduled tasks)."""
+    app = wrap(with_reminders(create_app(home.settings, runner=run_turn,
+                                         resumer=resume_approval), scheduler(home.settings)))
     async with (LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager,
                 httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app),
                                   base_url=GATEWAY_BASE, headers=home.auth(),

@@ -17,7 +17,7 @@ import pytest
 from typer.testing import CliRunner
 
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
-from tests.approvals.test_approval_flow import wait_status
+from tests.approvals.test_approval_flow import answer
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import Home, MakeHome, gateway_client
 
@@ -35,18 +35,12 @@ def home(make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> Ho
     return make_home(llm=scripted_llm, lang="en", autonomy="Full")
 
 
-async def _asked(client: httpx.AsyncClient, text: str) -> tuple[str, dict[str, Any]]:
-    """Start a turn that must stop on exactly one approval: its id and that approval."""
+async def _asked(client: httpx.AsyncClient, text: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Start a turn that must stop on exactly one approval: the turn's body and that approval."""
     body = (await client.post("/api/turns", json={"text": text, "lang": "en"})).json()
     assert body["status"] == "awaiting_approval", body
     [pending] = body["approvals"]
-    return str(body["turn_id"]), pending
-
-
-async def _answer(client: httpx.AsyncClient, turn_id: str, pending: dict[str, Any],
-                  decision: str = "deny") -> None:
-    await client.post(f"/api/approvals/{pending['approval_id']}", json={"decision": decision})
-    await wait_status(client, turn_id, "completed")
+    return body, pending
 
 
 async def test_a_file_name_taints_the_turn(
@@ -58,11 +52,11 @@ async def test_a_file_name_taints_the_turn(
     scripted_llm.enqueue_tool_call("fs_write", {"path": "pwned.txt", "content": "pwned"})
     scripted_llm.enqueue_text("Done.")
     async with gateway_client(home) as client:
-        turn_id, pending = await _asked(client, "what is in docs?")
+        body, pending = await _asked(client, "what is in docs?")
         assert pending["executor"] == "fs_write"
         assert pending["reason_key"] == "ASK_LAW_UNTRUSTED_DATA"
         assert "fs_find" in _sources(pending)  # the card names the source
-        await _answer(client, turn_id, pending)
+        await answer(client, body, "deny")
     assert not (home.workspace / "pwned.txt").exists()
     assert (home.workspace / "docs" / "keep.md").exists()
 
@@ -77,11 +71,11 @@ async def test_a_list_item_a_member_added_taints_the_turn(
     scripted_llm.enqueue_tool_call("fs_delete", {"path": "notes.md"})
     scripted_llm.enqueue_text("Done.")
     async with gateway_client(home) as client:
-        turn_id, pending = await _asked(client, "show the shopping list")
+        body, pending = await _asked(client, "show the shopping list")
         assert pending["executor"] == "fs_delete"
         assert pending["reason_key"] == "ASK_LAW_UNTRUSTED_DATA"
         assert "lists" in _sources(pending)
-        await _answer(client, turn_id, pending)
+        await answer(client, body, "deny")
     assert (home.workspace / "notes.md").exists()
 
 
@@ -108,18 +102,18 @@ async def test_a_tainted_identity_write_stays_untrusted_until_the_owner_confirms
     scripted_llm.enqueue_tool_call("fs_write", {"path": "MEMORY.md", "content": LAUNDERED})
     scripted_llm.enqueue_text("Saved.")
     async with gateway_client(home) as client:
-        turn_id, pending = await _asked(client, "check the log")
+        body, pending = await _asked(client, "check the log")
         assert pending["executor"] == "fs_write"
         assert pending["args"]["content"] == LAUNDERED  # the whole text, never cut
         assert "logs/x.log" in _sources(pending)
-        await _answer(client, turn_id, pending, "approve")
+        await answer(client, body, "approve")
         assert (home.workspace / "MEMORY.md").read_text().strip() == LAUNDERED.strip()
 
         # a new session: the text is data, and reading it taints the turn
         first = len(scripted_llm.requests)
         scripted_llm.enqueue_tool_call("fs_delete", {"path": "victim3.md"})
         scripted_llm.enqueue_text("Done.")
-        turn_id, pending = await _asked(client, "tidy up")
+        body, pending = await _asked(client, "tidy up")
         system = _system(scripted_llm, first)
         assert ENVELOPE in system
         inside = system.split(ENVELOPE, 1)[1].split("</untrusted-data", 1)[0]
@@ -127,7 +121,7 @@ async def test_a_tainted_identity_write_stays_untrusted_until_the_owner_confirms
         assert pending["executor"] == "fs_delete"
         assert pending["reason_key"] == "ASK_LAW_UNTRUSTED_DATA"
         assert "MEMORY.md" in _sources(pending) and "logs/x.log" in _sources(pending)
-        await _answer(client, turn_id, pending)
+        await answer(client, body, "deny")
         assert (home.workspace / "victim3.md").exists()
 
         # the owner reads it and confirms it: plain again
@@ -161,9 +155,9 @@ async def test_an_identity_write_always_asks_even_in_full(
     scripted_llm.enqueue_tool_call(call.name, call.arguments)
     scripted_llm.enqueue_text("Done.")
     async with gateway_client(home) as client:
-        turn_id, pending = await _asked(client, "update my notes")
+        body, pending = await _asked(client, "update my notes")
         assert pending["reason_key"] == "ASK_IDENTITY_FILE"
-        await _answer(client, turn_id, pending)
+        await answer(client, body, "deny")
     assert {p.name: p.read_text() for p in home.workspace.glob("*.md")} == before
 
 
@@ -173,9 +167,9 @@ async def test_a_schedule_always_asks_even_in_full(
                                                     "text": "delete victim3.md"})
     scripted_llm.enqueue_text("Done.")
     async with gateway_client(home) as client:
-        turn_id, pending = await _asked(client, "remind me on mondays")
+        body, pending = await _asked(client, "remind me on mondays")
         assert pending["reason_key"] == "ASK_OWNER_SCHEDULE"
         assert pending["args"]["text"] == "delete victim3.md"
-        await _answer(client, turn_id, pending)
+        await answer(client, body, "deny")
     denials = [ln["reason"] for ln in audit_lines(home.path) if ln["decision"] == "deny"]
     assert denials  # the owner's no is on record
