@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import tempfile
 import time
@@ -34,8 +33,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from sqlalchemy import text  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
 
+from bench._home import bench_home  # noqa: E402
 from metnos.audit import AuditLog, open_audit_log  # noqa: E402
-from metnos.db.embedded import EmbeddedPostgres  # noqa: E402
 from metnos.db.engine import database_url, make_engine  # noqa: E402
 from metnos.llm.tokens import count_text  # noqa: E402
 from metnos.mnestoma import traces, wish  # noqa: E402
@@ -62,22 +61,7 @@ FROM generate_series(0, :n - 1) AS i
 
 
 def setup(root: Path) -> Settings:
-    pg = EmbeddedPostgres(Path(os.environ["METNOS_TEST_PG_DATA"]),
-                          int(os.environ["METNOS_TEST_PG_PORT"]),
-                          Path(os.environ["METNOS_TEST_PG_PASSWORD_FILE"]))
-    pg.ensure_database("bench_mnestoma")
-    os.environ.update({
-        "METNOS_HOME": str(root / "home"), "METNOS_LANG": "en",
-        "METNOS_DATABASE_URL": pg.url("bench_mnestoma"),
-        "PREFECT_SERVER_DATABASE_CONNECTION_URL": "postgresql+asyncpg://bench/unused",
-    })
-    from metnos.home import initialise
-    from metnos.settings import get_settings
-
-    get_settings.cache_clear()
-    settings = get_settings()
-    initialise(settings)
-    return settings
+    return bench_home(root, "bench_mnestoma")
 
 
 def plant(engine: Engine, mnests: int) -> None:

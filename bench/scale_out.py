@@ -33,9 +33,9 @@ from asgi_lifespan import LifespanManager  # noqa: E402
 from prefect.client.orchestration import get_client  # noqa: E402
 from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterName  # noqa: E402
 
+from bench._home import bench_home, llm_env, pct  # noqa: E402
 from flows.remote_step import CODE_ROOT, deploy, port  # noqa: E402
 from flows.turn import resume_approval, run_turn  # noqa: E402
-from metnos.db.embedded import EmbeddedPostgres  # noqa: E402
 from metnos.gateway.app import create_app  # noqa: E402
 from metnos.testing.llm_server import ScriptedLLM, ToolCall  # noqa: E402
 from metnos.wiring import Edges  # noqa: E402
@@ -44,32 +44,9 @@ from tests.support.worker import Worker, laptop_home  # noqa: E402
 POOL = "laptop"
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def setup_home(root: Path, llm: ScriptedLLM) -> Any:
-    pg = EmbeddedPostgres(Path(os.environ["METNOS_TEST_PG_DATA"]),
-                          int(os.environ["METNOS_TEST_PG_PORT"]),
-                          Path(os.environ["METNOS_TEST_PG_PASSWORD_FILE"]))
-    pg.ensure_database("bench_scale_out")
-    os.environ.update({
-        "METNOS_HOME": str(root / "home"), "METNOS_LANG": "en",
-        "METNOS_DATABASE_URL": pg.url("bench_scale_out"),
-        "PREFECT_SERVER_DATABASE_CONNECTION_URL": "postgresql+asyncpg://bench/unused",
-        "METNOS_LLM_MODEL": "openai/scripted", "METNOS_LLM_API_BASE": llm.api_base,
-        "METNOS_LLM_API_KEY": "sk-bench", "METNOS_POLICY_AUTONOMY": "Full",
-        "METNOS_POLICY_MAX_ACTIONS_PER_HOUR": "1000000",
-        "METNOS_REMOTE_STEP_DEADLINE_S": "600",
-    })
-    from metnos.home import initialise
-    from metnos.settings import get_settings
-
-    get_settings.cache_clear()
-    settings = get_settings()
-    initialise(settings)
-    return settings
+    return bench_home(root, "bench_scale_out", **llm_env(llm.api_base, "Full"),
+                      METNOS_REMOTE_STEP_DEADLINE_S="600")
 
 
 async def one_turn(client: httpx.AsyncClient, llm: ScriptedLLM, laptop: Path,

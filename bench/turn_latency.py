@@ -37,9 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import httpx  # noqa: E402
 import uvicorn  # noqa: E402
 
+from bench._home import bench_home, llm_env, pct  # noqa: E402
 from bench._probes import DeltaClock, PrefectCalls, busy_ms, endpoint_table  # noqa: E402
 from bench._targets import report as report_targets  # noqa: E402
-from metnos.db.embedded import EmbeddedPostgres  # noqa: E402
 from metnos.sandbox import (  # noqa: E402
     SandboxRequest,
     _process,  # noqa: E402
@@ -59,36 +59,13 @@ PIPELINES = ("prefect", "plain", "direct")
 Sample = dict[str, float]
 
 
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
 def row(name: str, values: list[float]) -> str:
     return (f"  {name:<44} p50 {statistics.median(values):7.1f} ms"
             f"   p90 {pct(values, 0.9):7.1f} ms")
 
 
 def setup_home(root: Path, llm: ScriptedLLM) -> Any:
-    pg = EmbeddedPostgres(Path(os.environ["METNOS_TEST_PG_DATA"]),
-                          int(os.environ["METNOS_TEST_PG_PORT"]),
-                          Path(os.environ["METNOS_TEST_PG_PASSWORD_FILE"]))
-    pg.ensure_database("bench_turns")
-    os.environ.update({
-        "METNOS_HOME": str(root / "home"), "METNOS_LANG": "en",
-        "METNOS_DATABASE_URL": pg.url("bench_turns"),
-        "PREFECT_SERVER_DATABASE_CONNECTION_URL": "postgresql+asyncpg://bench/unused",
-        "METNOS_LLM_MODEL": "openai/scripted", "METNOS_LLM_API_BASE": llm.api_base,
-        "METNOS_LLM_API_KEY": "sk-bench", "METNOS_POLICY_AUTONOMY": "Supervised",
-        # hundreds of turns a minute: the household's rate limit would (rightly) stop them
-        "METNOS_POLICY_MAX_ACTIONS_PER_HOUR": "1000000",
-    })
-    from metnos.home import initialise
-    from metnos.settings import get_settings
-
-    get_settings.cache_clear()
-    settings = get_settings()
-    initialise(settings)
+    settings = bench_home(root, "bench_turns", **llm_env(llm.api_base, "Supervised"))
     for name, line in NOTES.items():
         (settings.workspace / name).write_text(line * 20)
     return settings

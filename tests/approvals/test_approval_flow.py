@@ -9,6 +9,7 @@ from typing import Any
 from uuid import UUID
 
 import httpx
+import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import FlowRun
 from prefect.flow_runs import aresume_flow_run
@@ -27,6 +28,16 @@ async def wait_status(client: httpx.AsyncClient, turn_id: str, *statuses: str,
             return turn
         await asyncio.sleep(0.1)
     raise AssertionError(f"turn {turn_id} never reached {statuses}: {turn}")
+
+
+async def answer(client: httpx.AsyncClient, body: dict[str, Any], decision: str) -> None:
+    """Answer the one approval a turn waits on, and wait for the turn to complete."""
+    assert body["status"] == "awaiting_approval", body
+    [pending] = body["approvals"]
+    resp = await client.post(f"/api/approvals/{pending['approval_id']}",
+                             json={"decision": decision})
+    assert resp.status_code == 200, resp.text
+    await wait_status(client, body["turn_id"], "completed")
 
 
 async def paused(flow_run_id: str) -> FlowRun:
@@ -55,9 +66,18 @@ async def ask_move(client: httpx.AsyncClient, home: Home, llm: ScriptedLLM) -> d
     return body
 
 
+@pytest.fixture
+def home(make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> Home:
+    return make_home(llm=scripted_llm, lang="en")
+
+
+def trail(home: Home) -> list[tuple[str, str, str]]:
+    """(action, decision, outcome) of each audit line."""
+    return [(ln["action"], ln["decision"], ln["outcome"]) for ln in audit_lines(home.path)]
+
+
 async def test_api_approval_resumes_the_paused_flow(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
-    home = make_home(llm=scripted_llm, lang="en")
+        home: Home, scripted_llm: ScriptedLLM) -> None:
     async with gateway_client(home) as client:
         body = await ask_move(client, home, scripted_llm)
         assert body["status"] == "awaiting_approval", body
@@ -86,16 +106,14 @@ async def test_api_approval_resumes_the_paused_flow(
         assert turn["approvals"][0]["status"] == "used"
     assert not (home.workspace / "a.txt").exists()
     assert (home.workspace / "b.txt").read_text() == "alpha\n"
-    lines = [(ln["action"], ln["decision"], ln["outcome"]) for ln in audit_lines(home.path)]
-    assert lines == [("fs_move", "ask", "awaiting_approval"),
-                     ("approval", "info", "approved"),
-                     ("fs_move", "allow", "done")]
+    assert trail(home) == [("fs_move", "ask", "awaiting_approval"),
+                           ("approval", "info", "approved"),
+                           ("fs_move", "allow", "done")]
 
 
 async def test_prefect_ui_form_and_resume(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
+        home: Home, scripted_llm: ScriptedLLM) -> None:
     """What the UI does: read the paused run's input schema, resume with the form's values."""
-    home = make_home(llm=scripted_llm, lang="en")
     async with gateway_client(home) as client:
         body = await ask_move(client, home, scripted_llm)
         approval_id = body["approvals"][0]["approval_id"]
@@ -118,10 +136,9 @@ async def test_prefect_ui_form_and_resume(
         assert turn["approvals"][0]["status"] == "denied"
         assert turn["approvals"][0]["via"] == "prefect-ui"
     assert (home.workspace / "a.txt").exists() and not (home.workspace / "b.txt").exists()
-    lines = [(ln["action"], ln["decision"], ln["outcome"]) for ln in audit_lines(home.path)]
-    assert lines == [("fs_move", "ask", "awaiting_approval"),
-                     ("approval", "info", "denied"),
-                     ("fs_move", "deny", "denied")]
+    assert trail(home) == [("fs_move", "ask", "awaiting_approval"),
+                           ("approval", "info", "denied"),
+                           ("fs_move", "deny", "denied")]
 
 
 async def test_timeout_is_expired_not_denied(

@@ -125,6 +125,11 @@ def stored_turn(engine: Engine, turn_id: str) -> dict[str, Any]:
                 "finished_at": row.finished_at}
 
 
+@pytest.fixture
+def home(make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> Home:
+    return make_home(llm=scripted_llm, lang="en", autonomy="Supervised")
+
+
 async def _ask(client: httpx.AsyncClient, home: Home, llm: ScriptedLLM
                ) -> tuple[dict[str, Any], str]:
     prepare(home, llm)
@@ -139,9 +144,7 @@ async def _ask(client: httpx.AsyncClient, home: Home, llm: ScriptedLLM
 
 @pytest.mark.parametrize(("decision", "reason"), [("approve", ""), ("deny", "not today")])
 async def test_decided_through_the_api_the_loop_goes_on(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str, decision: str,
-        reason: str) -> None:
-    home = make_home(llm=scripted_llm, lang="en", autonomy="Supervised")
+        home: Home, scripted_llm: ScriptedLLM, decision: str, reason: str) -> None:
     async with gateway_client(home) as client:
         body, approval_id = await _ask(client, home, scripted_llm)
         resp = await client.post(f"/api/approvals/{approval_id}",
@@ -155,9 +158,7 @@ async def test_decided_through_the_api_the_loop_goes_on(
 
 @pytest.mark.parametrize(("decision", "reason"), [("approve", ""), ("deny", "wrong file")])
 async def test_decided_in_the_prefect_ui_the_loop_goes_on(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str, decision: str,
-        reason: str) -> None:
-    home = make_home(llm=scripted_llm, lang="en", autonomy="Supervised")
+        home: Home, scripted_llm: ScriptedLLM, decision: str, reason: str) -> None:
     async with gateway_client(home) as client:
         body, approval_id = await _ask(client, home, scripted_llm)
         run = await paused(body["flow_run_id"])

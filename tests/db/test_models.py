@@ -18,6 +18,12 @@ def _chat(db: Session, user: str = "owner") -> ChatSession:
                                         autonomy="ReadOnly")
 
 
+def _turn(db: Session, text: str = "x", **fields: str) -> Turn:
+    """A running turn in a new CLI session of the owner."""
+    return models.record_turn_start(db, session_id=_chat(db).id, channel="cli", sender="owner",
+                                    text=text, lang="it", **fields)
+
+
 
 def test_session_is_created_reused_and_never_shared(db_session: Session) -> None:
     chat = _chat(db_session)
@@ -38,9 +44,7 @@ def test_session_is_created_reused_and_never_shared(db_session: Session) -> None
 
 
 def test_turn_round_trip(db_session: Session) -> None:
-    chat = _chat(db_session)
-    turn = models.record_turn_start(db_session, session_id=chat.id, channel="cli",
-                                    sender="owner", text="leggi note.md", lang="it")
+    turn = _turn(db_session, "leggi note.md")
     assert turn.status == "running" and turn.finished_at is None
     models.finish_turn(db_session, turn.id, status="awaiting_approval", timings={"plan": 12.5})
     paused = models.get_turn(db_session, turn.id)
@@ -65,9 +69,7 @@ def test_finish_turn_errors(db_session: Session) -> None:
         models.finish_turn(db_session, "missing", status="failed")
     assert isinstance(info.value, LookupError)
     assert "missing" in i18n.message(info.value, "en")
-    chat = _chat(db_session)
-    turn = models.record_turn_start(db_session, session_id=chat.id, channel="cli",
-                                    sender="owner", text="x", lang="it", turn_id="t-fixed")
+    turn = _turn(db_session, turn_id="t-fixed")
     assert turn.id == "t-fixed"
     with pytest.raises(ValueError):
         models.finish_turn(db_session, turn.id, status="done")
@@ -91,9 +93,7 @@ def test_the_database_enforces_status_and_foreign_keys(db_session: Session) -> N
 
 
 def test_steps_in_order_and_unique(db_session: Session) -> None:
-    chat = _chat(db_session)
-    turn = models.record_turn_start(db_session, session_id=chat.id, channel="cli",
-                                    sender="owner", text="x", lang="it")
+    turn = _turn(db_session)
     for seq, executor in ((2, "fs_write"), (1, "fs_read")):
         models.record_step(db_session, turn_id=turn.id, seq=seq, executor=executor,
                            args_digest=f"sha256:{seq}", decision="allow", outcome="ok",
@@ -109,9 +109,7 @@ def test_steps_in_order_and_unique(db_session: Session) -> None:
 
 
 def test_before_manifest_round_trip(db_session: Session) -> None:
-    chat = _chat(db_session)
-    turn = models.record_turn_start(db_session, session_id=chat.id, channel="cli",
-                                    sender="owner", text="x", lang="it")
+    turn = _turn(db_session)
     manifest = {"files": [{"path": "note.md", "sha256": "ab", "existed": True}], "v": 1}
     models.record_before_manifest(db_session, action_id="act-1", turn_id=turn.id,
                                   executor="fs_write", manifest=manifest, signature="sig")

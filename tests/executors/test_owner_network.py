@@ -24,7 +24,7 @@ from metnos.keys import load_private_key
 from metnos.sandbox import SandboxRequest, run_sandboxed
 from metnos.settings import get_settings
 from tests.executors.conftest import REPO_EXECUTORS
-from tests.synt.test_trial_network import host_addresses
+from tests.synt.test_trial_network import accepted, host_addresses
 
 NAME = "net_tool"
 CODE = '''import json, os, sys
@@ -52,18 +52,6 @@ def tcp_listeners() -> Iterator[list[socket.socket]]:
     yield servers
     for server in servers:
         server.close()
-
-
-def _accepted(servers: list[socket.socket]) -> list[str]:
-    heard = []
-    for server in servers:
-        try:
-            conn, _ = server.accept()
-        except BlockingIOError:
-            continue
-        conn.close()
-        heard.append(str(server.getsockname()))
-    return heard
 
 
 def _install(home: Path) -> Path:
@@ -100,7 +88,7 @@ async def test_a_signed_owner_executor_asking_for_the_network_reaches_nothing(
     spec = registry.get(NAME)  # admitted: signed by the owner
     assert spec.manifest.sandbox.network is True  # still a network tool for the Laws
     seen = await _run(spec.folder, spec.manifest.sandbox, tmp_path, tcp_listeners)
-    assert _accepted(tcp_listeners) == []
+    assert accepted(tcp_listeners) == []
     assert seen == {"reached": [], "resolver": False}
 
 

@@ -16,7 +16,7 @@ from metnos.proposals.models import Proposal
 from metnos.proposals.store import handler_for
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome
-from tests.synt.support import add_proto, engine_of, install, proto, script_generation
+from tests.synt.support import add_proto, install_scan_reader, proto, script_generation
 
 
 async def test_the_synt_flow_composes_proposes_and_generates(
@@ -24,9 +24,7 @@ async def test_the_synt_flow_composes_proposes_and_generates(
     home = make_home(llm=scripted_llm, lang="en", METNOS_LLM_INPUT_COST_PER_TOKEN="0.000002",
                      METNOS_LLM_OUTPUT_COST_PER_TOKEN="0.00001")
     settings = home.settings
-    install(settings, "t_raster", {"path": "tst_scan"}, {"image": "tst_picture"})
-    install(settings, "t_reader", {"image": "tst_picture"}, {"text": "tst_words"})
-    engine = engine_of(settings)
+    engine = install_scan_reader(settings)
     composable = add_proto(engine, want="read_scan", have_kind="tst_scan",
                            want_kind="tst_words")
     new = add_proto(engine, want="count_words", have_kind="tst_note", want_kind="tst_count")

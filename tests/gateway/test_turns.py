@@ -24,9 +24,10 @@ def audit_lines(home_path) -> list[dict]:  # type: ignore[no-untyped-def]
     return [x for x in lines if x["action"] != "i18n.intent_policy"]  # one per start-up
 
 
-async def wait_closed(client: httpx.AsyncClient, turn_id: str) -> dict[str, Any]:
+async def wait_closed(client: httpx.AsyncClient, turn_id: str,
+                      timeout_s: float = 10) -> dict[str, Any]:
     """The turn once its bookkeeping is done (it runs after the reply was sent)."""
-    for _ in range(200):
+    for _ in range(int(timeout_s / 0.05)):
         turn: dict[str, Any] = (await client.get(f"/api/turns/{turn_id}")).json()
         if turn["finished_at"]:
             return turn

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
+
+import httpx
 
 from metnos.testing.llm_server import ScriptedLLM
 from tests.gateway.test_turns import wait_closed
@@ -15,18 +18,24 @@ def audit_lines(path: Path) -> list[dict[str, object]]:
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
+async def _read_after(client: httpx.AsyncClient, llm: ScriptedLLM, move: str, why: str,
+                      call_id: str, reply: str) -> dict[str, Any]:
+    """`move` (archive, restore) fs_read, then a turn whose model reads note.txt: the turn."""
+    resp = await client.post(f"/api/evolution/executors/fs_read/{move}", json={"why": why})
+    assert resp.status_code == 200, resp.text
+    llm.enqueue_tool_call("fs_read", {"path": "note.txt"}, call_id=call_id)
+    llm.enqueue_text(reply)
+    body = (await client.post("/api/turns", json={"text": "read note.txt"})).json()
+    return await wait_closed(client, body["turn_id"])
+
+
 async def test_a_call_to_an_archived_executor_is_refused_and_audited(
         make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
     home = make_home(llm=scripted_llm, lang="en")
     (home.workspace / "note.txt").write_text("milk, eggs\n")
     async with gateway_client(home, prefect=False) as client:
-        resp = await client.post("/api/evolution/executors/fs_read/archive",
-                                 json={"why": "never used here"})
-        assert resp.status_code == 200, resp.text
-        scripted_llm.enqueue_tool_call("fs_read", {"path": "note.txt"}, call_id="c1")
-        scripted_llm.enqueue_text("I could not read it.")
-        body = (await client.post("/api/turns", json={"text": "read note.txt"})).json()
-        turn = await wait_closed(client, body["turn_id"])
+        turn = await _read_after(client, scripted_llm, "archive", "never used here", "c1",
+                                 "I could not read it.")
         [step] = turn["steps"]
         assert (step["executor"], step["outcome"], step["error_key"]) == (
             "fs_read", "refused", "ERR_EXECUTOR_ARCHIVED")
@@ -37,11 +46,6 @@ async def test_a_call_to_an_archived_executor_is_refused_and_audited(
         assert any(line.get("action") == "fs_read" and line.get("reason")
                    == "ERR_EXECUTOR_ARCHIVED" for line in lines)
 
-        resp = await client.post("/api/evolution/executors/fs_read/restore",
-                                 json={"why": "needed again"})
-        assert resp.status_code == 200, resp.text
-        scripted_llm.enqueue_tool_call("fs_read", {"path": "note.txt"}, call_id="c2")
-        scripted_llm.enqueue_text("milk, eggs")
-        body = (await client.post("/api/turns", json={"text": "read note.txt"})).json()
-        turn = await wait_closed(client, body["turn_id"])
+        turn = await _read_after(client, scripted_llm, "restore", "needed again", "c2",
+                                 "milk, eggs")
         assert [s["outcome"] for s in turn["steps"]] == ["done"]

@@ -10,7 +10,7 @@ import httpx
 from metnos.db.models import TurnStep
 from metnos.mnestoma.record import Memory, handoffs
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
-from tests.approvals.test_approval_flow import wait_status
+from tests.approvals.test_approval_flow import answer
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client
 
@@ -76,11 +76,7 @@ async def turn(client: httpx.AsyncClient, text: str = "copy my notes") -> dict[s
     assert resp.status_code == 200, resp.text
     body: dict[str, Any] = resp.json()
     if body["status"] == "awaiting_approval":
-        [pending] = body["approvals"]
-        resp = await client.post(f"/api/approvals/{pending['approval_id']}",
-                                 json={"decision": "approve"})
-        assert resp.status_code == 200, resp.text
-        await wait_status(client, body["turn_id"], "completed")
+        await answer(client, body, "approve")
     return await wait_closed(client, body["turn_id"])
 
 

@@ -48,23 +48,10 @@ MATRIX = [
 @pytest.mark.parametrize(
     ("autonomy", "risk", "side_effects", "reversible", "sandbox_ok", "verdict", "key"), MATRIX
 )
-def test_matrix(
-    autonomy: str,
-    risk: str,
-    side_effects: bool,
-    reversible: bool,
-    sandbox_ok: bool,
-    verdict: str,
-    key: str,
-) -> None:
-    decision = decide(
-        risk=risk,
-        side_effects=side_effects,
-        reversible=reversible,
-        autonomy=autonomy,
-        sandbox_ok=sandbox_ok,
-        executor="fs_write",
-    )
+def test_matrix(autonomy: str, risk: str, side_effects: bool, reversible: bool,
+                sandbox_ok: bool, verdict: str, key: str) -> None:
+    decision = decide(risk=risk, side_effects=side_effects, reversible=reversible,
+                      autonomy=autonomy, sandbox_ok=sandbox_ok, executor="fs_write")
     assert (decision.verdict, decision.key) == (verdict, key)
     assert decision.allowed == (verdict == "allow")
 
@@ -76,13 +63,8 @@ ALL = list(itertools.product(AUTONOMY_LEVELS, RISKS, [False, True], [False, True
 def test_invariants(
     autonomy: str, risk: str, side_effects: bool, reversible: bool, sandbox_ok: bool
 ) -> None:
-    d = decide(
-        risk=risk,
-        side_effects=side_effects,
-        reversible=reversible,
-        autonomy=autonomy,
-        sandbox_ok=sandbox_ok,
-    )
+    d = decide(risk=risk, side_effects=side_effects, reversible=reversible,
+               autonomy=autonomy, sandbox_ok=sandbox_ok)
     if side_effects and (not sandbox_ok or autonomy == "ReadOnly"):
         assert d.verdict == "deny"
     if side_effects and not reversible:

@@ -205,15 +205,11 @@ def test_workspace_under_a_forbidden_root_stays_reachable(tmp_path: Path) -> Non
     (workspace / ".audit").mkdir(parents=True)
     (home / ".config" / "other").mkdir()
 
-    def resolve(raw: str) -> str:
-        return resolve_in_workspace(raw, workspace, home_dir=home, metnos_home=metnos_home)
-
-    assert resolve("notes.md") == "notes.md"
-    assert resolve(str(workspace / "notes.md")) == "notes.md"
+    lay = Layout(home, metnos_home, workspace, outside=tmp_path)
+    assert lay.resolve("notes.md") == "notes.md"
+    assert lay.resolve(str(workspace / "notes.md")) == "notes.md"
     for raw in (".audit/audit.jsonl", "~/.config/other/token", "../keys/x", "../../other/x"):
-        with pytest.raises(PolicyDenied) as err:
-            resolve(raw)
-        assert err.value.key == FORBIDDEN, raw
+        assert lay.denied(raw).key == FORBIDDEN, raw
 
 
 def test_metnos_home_under_root(tmp_path: Path) -> None:
@@ -221,15 +217,11 @@ def test_metnos_home_under_root(tmp_path: Path) -> None:
     metnos_home = Path("/root/.local/share/metnos-policy-test-does-not-exist")
     workspace = metnos_home / "workspace"
 
-    def resolve(raw: str) -> str:
-        return resolve_in_workspace(raw, workspace, home_dir=Path("/root"), metnos_home=metnos_home)
-
-    assert resolve("notes/a.md") == "notes/a.md"
-    assert resolve(str(workspace / "x")) == "x"
+    lay = Layout(Path("/root"), metnos_home, workspace, outside=tmp_path)
+    assert lay.resolve("notes/a.md") == "notes/a.md"
+    assert lay.resolve(str(workspace / "x")) == "x"
     for raw in ("/root/.bashrc", "~/.ssh/id_rsa", "../keys/audit.key", ".audit/audit.jsonl"):
-        with pytest.raises(PolicyDenied) as err:
-            resolve(raw)
-        assert err.value.key == FORBIDDEN, raw
+        assert lay.denied(raw).key == FORBIDDEN, raw
 
 
 def test_forbidden_roots_list(tmp_path: Path) -> None:

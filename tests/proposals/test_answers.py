@@ -31,7 +31,7 @@ from tests.proposals.support import (
     submit,
 )
 from tests.support.home import Home, MakeHome, gateway_client
-from tests.telegram.support import TOKEN, buttons, pair, telegram_gateway, until
+from tests.telegram.support import TOKEN, buttons, telegram_gateway, until
 
 ANNA, BOB = 7101, 8202
 NO_QUIET = {"METNOS_NOTIFY_QUIET_HOURS": "", "METNOS_TIMEZONE": "UTC"}
@@ -159,8 +159,8 @@ def test_the_cli_lists_answers_and_shows_the_silent_register(
 async def test_telegram_buttons_answer_once_and_only_for_the_owner(
         make_home: MakeHome, telegram: FakeTelegram) -> None:
     home = make_home(lang="en", METNOS_NOTIFY_CHANNEL="telegram", **NO_QUIET)
-    async with telegram_gateway(home, telegram, prefect=False) as (client, _):
-        await pair(client, telegram, ANNA, language_code="en")  # the first paired: the owner
+    # the first paired: the owner
+    async with telegram_gateway(home, telegram, prefect=False, owner=ANNA) as (client, _):
         service: TurnService = client.app.state.gateway.service  # type: ignore[attr-defined]
         rows = submit(service, draft(good("fuse"), kind="routine", origin="introvert",
                                      batch="n1"),

@@ -18,7 +18,9 @@ from metnos.cli.notices import show_pending
 from metnos.db.engine import database_url, make_engine
 from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
+from metnos.gateway.scheduled import with_schedules
 from metnos.reminders import outbox
+from metnos.schedules.owner import Sync
 from metnos.testing.telegram_server import FakeTelegram
 from metnos.wiring import Edges
 from tests.reminders.test_delivery import (
@@ -43,10 +45,13 @@ def telegram() -> Iterator[FakeTelegram]:
 
 
 @asynccontextmanager
-async def gateway(home: Home) -> AsyncIterator[httpx.AsyncClient]:
-    """The gateway with reminders (and Telegram, when the home has a token), as the owner."""
-    app = with_reminders(create_app(home.settings, runner=run_turn, resumer=resume_approval,
-                                    edges=Edges(scheduler=scheduler(home.settings))))
+async def gateway(home: Home, sync: Sync | None = None) -> AsyncIterator[httpx.AsyncClient]:
+    """The gateway with reminders (and Telegram, when the home has a token), as the owner;
+    with `sync`, the scheduled tasks too, as `flows/gateway.py` composes them."""
+    app = with_reminders(create_app(
+        home.settings, runner=run_turn, resumer=resume_approval,
+        edges=Edges(scheduler=scheduler(home.settings), sync=sync)))
+    app = app if sync is None else with_schedules(app)
     async with (LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager,
                 httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app),
                                   base_url=GATEWAY_BASE, headers=home.auth(),

@@ -30,6 +30,7 @@ from metnos.db.engine import database_url, uses_embedded
 from metnos.remote import record
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.wiring import Edges
+from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client
 from tests.support.pg import TestPostgres
 from tests.support.worker import Worker, laptop_home, worker_env
@@ -54,9 +55,12 @@ def seed_photos(laptop: Path) -> Path:
     return folder
 
 
-def server_home(make_home: MakeHome, llm: ScriptedLLM, **env: str) -> Home:
-    return make_home(llm=llm, lang="en", autonomy="Full",
-                     METNOS_REMOTE_STEP_DEADLINE_S=env.pop("deadline", "90"), **env)
+def server_and_laptop(make_home: MakeHome, llm: ScriptedLLM, tmp_path: Path,
+                      deadline: str = "90") -> tuple[Home, Path, Path]:
+    """The server's home, the laptop's home (tmp_path/laptop) and its seeded photos folder."""
+    home = make_home(llm=llm, lang="en", autonomy="Full", METNOS_REMOTE_STEP_DEADLINE_S=deadline)
+    laptop = laptop_home(tmp_path / "laptop", home.settings)
+    return home, laptop, seed_photos(laptop)
 
 
 @asynccontextmanager
@@ -69,13 +73,7 @@ async def remote_gateway(home: Home) -> AsyncIterator[httpx.AsyncClient]:
 async def run_turn(client: httpx.AsyncClient, text: str) -> dict[str, Any]:
     resp = await client.post("/api/turns", json={"text": text})
     assert resp.status_code == 200, resp.text
-    turn_id = resp.json()["turn_id"]
-    for _ in range(1200):
-        turn: dict[str, Any] = (await client.get(f"/api/turns/{turn_id}")).json()
-        if turn["finished_at"]:
-            return turn
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"turn {turn_id} never closed")
+    return await wait_closed(client, resp.json()["turn_id"], timeout_s=120)
 
 
 def audit_tail(home: Home) -> list[dict[str, Any]]:
@@ -93,9 +91,7 @@ def tool_results(llm: ScriptedLLM) -> list[str]:
 async def test_a_rename_batch_runs_on_the_laptop_and_its_undo_too(
         make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str,
         tmp_path: Path) -> None:
-    home = server_home(make_home, scripted_llm)
-    laptop = laptop_home(tmp_path / "laptop", home.settings)
-    folder = seed_photos(laptop)
+    home, laptop, folder = server_and_laptop(make_home, scripted_llm, tmp_path)
     before = digest_of(folder)
     scripted_llm.enqueue_tool_call("photo_rename", {"folder": "photos", "prefix": "trip-"},
                                    call_id="c-rename")
@@ -146,9 +142,7 @@ async def test_a_rename_batch_runs_on_the_laptop_and_its_undo_too(
 async def test_a_tampered_executor_on_the_laptop_is_refused_there(
         make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str,
         tmp_path: Path) -> None:
-    home = server_home(make_home, scripted_llm)
-    laptop = laptop_home(tmp_path / "laptop", home.settings)
-    folder = seed_photos(laptop)
+    home, laptop, folder = server_and_laptop(make_home, scripted_llm, tmp_path)
     before = digest_of(folder)
     entry = tmp_path / "laptop" / "laptop-resources" / "executors" / "photo_rename" / "main.py"
     entry.write_text(entry.read_text() + "\n# changed on the laptop\n")
@@ -170,9 +164,7 @@ async def test_a_tampered_executor_on_the_laptop_is_refused_there(
 async def test_with_the_worker_stopped_the_step_fails_within_its_deadline(
         make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str,
         tmp_path: Path) -> None:
-    home = server_home(make_home, scripted_llm, deadline="8")
-    laptop = laptop_home(tmp_path / "laptop", home.settings)
-    folder = seed_photos(laptop)
+    home, laptop, folder = server_and_laptop(make_home, scripted_llm, tmp_path, deadline="8")
     before = digest_of(folder)
     worker = Worker(laptop, POOL, name="laptop-stopping").start()
     worker.stop()  # its last heartbeat is fresh: the server still counts it online
@@ -244,9 +236,7 @@ async def test_server_and_metnos_share_one_postgresql_the_worker_none(
     on one PostgreSQL outside both processes. The session's cluster stands in for an external
     one: `make test` starts the Prefect server on it, the home's URL points at it. The
     laptop's worker has no database URL at all: it reaches only the Prefect API."""
-    home = server_home(make_home, scripted_llm)
-    laptop = laptop_home(tmp_path / "laptop", home.settings)
-    seed_photos(laptop)
+    home, laptop, _ = server_and_laptop(make_home, scripted_llm, tmp_path)
     assert "METNOS_DATABASE_URL" not in worker_env(laptop)
     scripted_llm.enqueue_tool_call("photo_rename", {"folder": "photos", "prefix": "db-"})
     scripted_llm.enqueue_text("Done.")

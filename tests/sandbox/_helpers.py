@@ -18,6 +18,39 @@ args = json.load(sys.stdin)["args"]
 def reply(**result):
     print(json.dumps({"ok": True, "result": result}))
 """
+# `tried(fn)`: whether `fn()` ran without an OSError (a probe's "could it?").
+TRIED = """\
+def tried(fn):
+    try:
+        fn()
+        return True
+    except OSError:
+        return False
+"""
+# The bounds' probes, shared with bench/sandbox_limits.py (which times them).
+FORK_BOMB = """\
+import time
+for _ in range(12):  # 4096 processes if nothing stops it (bounded: the host is shared)
+    try:
+        os.fork()
+    except OSError:
+        pass
+time.sleep(60)
+"""
+THREAD_BOMB = """\
+import threading, time
+threading.stack_size(65536)
+for _ in range(2000):
+    threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
+"""
+MEMORY_HOG = """\
+import time
+for _ in range(4):
+    if os.fork() == 0:
+        hog = b"x" * (60 * 1024 * 1024)
+        time.sleep(60)
+time.sleep(60)
+"""
 
 
 def write_executor(tmp_path: Path, body: str, name: str | None = None) -> tuple[Path, str]:

@@ -10,16 +10,17 @@ from pathlib import Path
 import pytest
 
 from metnos.sandbox import SandboxProfile, SandboxRequest, run_sandboxed
-from tests.sandbox._helpers import Runner, processes_with
+from tests.sandbox._helpers import (
+    FORK_BOMB,
+    MEMORY_HOG,
+    THREAD_BOMB,
+    TRIED,
+    Runner,
+    processes_with,
+)
 
 RW = SandboxProfile(write=("workspace",))
-PLANT = """
-def tried(fn):
-    try:
-        fn()
-        return True
-    except OSError:
-        return False
+PLANT = TRIED + """
 def plant():
     os.makedirs(".trash/forged", exist_ok=True)
     with open(".trash/forged/x.txt", "w") as fh:
@@ -112,16 +113,7 @@ async def test_trash_symlink_or_trash_roots_are_refused(
 
 async def test_fork_bomb_is_bounded_even_as_root(run: Runner) -> None:
     marker = f"bomb_{uuid.uuid4().hex}.py"
-    body = """
-    import time
-    for _ in range(12):  # 4096 processes if nothing stops it (bounded: the host is shared)
-        try:
-            os.fork()
-        except OSError:
-            pass
-    time.sleep(60)
-    """
-    result = await run(body, SandboxProfile(timeout_s=20), entry=marker, max_processes=16)
+    result = await run(FORK_BOMB, SandboxProfile(timeout_s=20), entry=marker, max_processes=16)
     assert result.error_key == "ERR_SANDBOX_TOO_MANY_PROCESSES", result
     assert result.error_vars == {"limit": 16}
     assert result.duration_s < 20  # killed by the bound, not by the timeout (speed: bench/)
@@ -129,29 +121,15 @@ async def test_fork_bomb_is_bounded_even_as_root(run: Runner) -> None:
 
 
 async def test_thread_bomb_is_bounded(run: Runner) -> None:
-    body = """
-    import threading, time
-    threading.stack_size(65536)
-    for _ in range(2000):
-        threading.Thread(target=time.sleep, args=(60,), daemon=True).start()
-    reply(started=2000)
-    """
-    result = await run(body, SandboxProfile(timeout_s=20), max_processes=32)
+    result = await run(THREAD_BOMB + "reply(started=2000)\n", SandboxProfile(timeout_s=20),
+                       max_processes=32)
     assert result.error_key == "ERR_SANDBOX_TOO_MANY_PROCESSES", result
     assert result.duration_s < 20  # killed by the bound, not by the timeout
 
 
 async def test_memory_summed_over_processes(run: Runner) -> None:
     """Each child stays under its own RLIMIT_AS; together they exceed the profile's memory."""
-    body = """
-    import time
-    for _ in range(4):
-        if os.fork() == 0:
-            hog = b"x" * (60 * 1024 * 1024)
-            time.sleep(60)
-    time.sleep(60)
-    """
-    result = await run(body, SandboxProfile(timeout_s=20, memory_mb=128))
+    result = await run(MEMORY_HOG, SandboxProfile(timeout_s=20, memory_mb=128))
     assert result.error_key == "ERR_SANDBOX_MEMORY_EXCEEDED", result
     assert result.error_vars == {"memory_mb": 128}
     assert result.duration_s < 20  # killed by the summed bound, not by the timeout

@@ -13,7 +13,7 @@ import pytest
 from metnos.errors import SandboxError
 from metnos.sandbox import SandboxProfile, SandboxRequest
 from metnos.sandbox.runner import pin, run_pinned
-from tests.sandbox._helpers import Runner, processes_with, write_executor
+from tests.sandbox._helpers import TRIED, Runner, processes_with, write_executor
 
 
 async def test_happy_path_and_stdin_args(run: Runner) -> None:
@@ -138,20 +138,14 @@ async def test_missing_audit_dir_cannot_be_planted(run: Runner, workspace: Path)
     that the host's audit log would later follow or chain onto)."""
     (workspace / ".audit" / "log.jsonl").unlink()
     (workspace / ".audit").rmdir()
-    body = """
-    def tried(fn):
-        try:
-            fn()
-            return True
-        except OSError:
-            return False
-    def forge():
-        os.makedirs(".audit", exist_ok=True)
-        with open(".audit/audit.jsonl", "w") as fh:
-            fh.write("{}")
-    reply(link=tried(lambda: os.symlink("/tmp", ".audit")), forge=tried(forge),
-          swap=tried(lambda: os.rename(".audit", "moved")))
-    """
+    body = TRIED + """
+def forge():
+    os.makedirs(".audit", exist_ok=True)
+    with open(".audit/audit.jsonl", "w") as fh:
+        fh.write("{}")
+reply(link=tried(lambda: os.symlink("/tmp", ".audit")), forge=tried(forge),
+      swap=tried(lambda: os.rename(".audit", "moved")))
+"""
     result = await run(body, SandboxProfile(write=("workspace",)))
     assert result.result == {"link": False, "forge": False, "swap": False}
     audit = workspace / ".audit"

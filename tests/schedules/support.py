@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import AsyncIterator, Iterator
+from contextlib import ExitStack, asynccontextmanager, contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
+import httpx
 from prefect import get_client
 from prefect.client.schemas.filters import (
     DeploymentFilter,
@@ -29,6 +30,7 @@ from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
 from metnos.gateway.scheduled import with_schedules
 from metnos.wiring import Edges
+from tests.reminders.test_delivery import deployment_runner, wait_deployment
 from tests.support.home import Home, served_app
 
 
@@ -39,6 +41,20 @@ def composed_gateway(home: Home) -> Iterator[str]:
         edges=Edges(scheduler=scheduler(home.settings), sync=sync(home.settings)))))
     with served_app(app, home.settings.gateway.port) as base:
         yield base
+
+
+@asynccontextmanager
+async def composed_api(home: Home, *, deployed: bool = False) -> AsyncIterator[httpx.AsyncClient]:
+    """The owner's HTTP client of `composed_gateway`; `deployed`: with the owner-task
+    deployment served (`deployment_runner`) and ready first."""
+    with ExitStack() as stack:
+        if deployed:
+            stack.enter_context(deployment_runner(home))
+        base = stack.enter_context(composed_gateway(home))
+        if deployed:
+            await wait_deployment("owner-task/scheduled", timeout_s=120)
+        async with httpx.AsyncClient(base_url=base, headers=home.auth(), timeout=60) as api:
+            yield api
 
 
 async def next_runs(deployment: str, timeout_s: float = 60) -> list[Any]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 
-import httpx
 import pytest
 from sqlmodel import select
 
@@ -15,7 +14,7 @@ from metnos.db.engine import database_url, make_engine
 from metnos.reminders.outbox import Outbox
 from metnos.reminders.outbox import session as db_session
 from metnos.schedules import store
-from tests.schedules.support import composed_gateway
+from tests.schedules.support import composed_api
 from tests.support.home import MakeHome
 from tests.support.pg import free_port
 
@@ -29,22 +28,21 @@ async def test_a_model_down_morning_runs_what_the_planner_reads_and_fails_the_re
     (home.workspace / "lists").mkdir(parents=True, exist_ok=True)
     (home.workspace / "lists" / "shopping.md").write_text("# Shopping\n\n- milk\n- eggs\n")
     engine = make_engine(database_url(home.settings))
-    with composed_gateway(home) as base:
-        async with httpx.AsyncClient(base_url=base, headers=home.auth(), timeout=60) as api:
-            ids = []
-            for when, text in (("every day at 8", "water the plants"),
-                               ("every morning", "tell me what's on the shopping list")):
-                resp = await api.post("/api/schedules", json={"when": when, "text": text,
-                                                              "channel": "cli"})
-                assert resp.status_code == 201, resp.text  # a model is configured
-                ids.append(resp.json()["schedule"]["id"])
-            runs = [store.make_due(engine, task_id, f"flow-run-{n}", 1)
-                    for n, task_id in enumerate(ids)]
-            for _ in range(240):
-                ended = [store.run(engine, str(r)) for r in runs]
-                if all(e is not None and e.status in ("done", "failed") for e in ended):
-                    break
-                await asyncio.sleep(0.5)
+    async with composed_api(home) as api:
+        ids = []
+        for when, text in (("every day at 8", "water the plants"),
+                           ("every morning", "tell me what's on the shopping list")):
+            resp = await api.post("/api/schedules", json={"when": when, "text": text,
+                                                          "channel": "cli"})
+            assert resp.status_code == 201, resp.text  # a model is configured
+            ids.append(resp.json()["schedule"]["id"])
+        runs = [store.make_due(engine, task_id, f"flow-run-{n}", 1)
+                for n, task_id in enumerate(ids)]
+        for _ in range(240):
+            ended = [store.run(engine, str(r)) for r in runs]
+            if all(e is not None and e.status in ("done", "failed") for e in ended):
+                break
+            await asyncio.sleep(0.5)
     plants, shopping = ended
     assert plants is not None and (plants.status, plants.error, plants.outbox_id) == (
         "failed", "ERR_SCHEDULE_RUN_NOT_UNDERSTOOD", None)

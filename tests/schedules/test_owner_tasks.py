@@ -24,7 +24,7 @@ from metnos.reminders.outbox import session as db_session
 from metnos.schedules import store
 from metnos.testing.llm_server import ScriptedLLM
 from tests.reminders.test_delivery import deployment_runner, wait_deployment
-from tests.schedules.support import composed_gateway, next_runs
+from tests.schedules.support import composed_api, composed_gateway, next_runs
 from tests.support.home import MakeHome
 from tests.support.pg import free_port
 
@@ -102,21 +102,19 @@ async def test_a_fired_task_is_a_turn_from_the_owner_and_its_reply_reaches_the_c
     home = make_home(llm=scripted_llm, lang="en", METNOS_GATEWAY_PORT=str(free_port()),
                      METNOS_SCHEDULES_POLL_S="0.3")
     scripted_llm.enqueue_text("Milk, eggs and bread.")
-    with deployment_runner(home), composed_gateway(home) as base:
-        await wait_deployment("owner-task/scheduled", timeout_s=120)
-        async with httpx.AsyncClient(base_url=base, headers=home.auth(), timeout=60) as api:
-            resp = await api.post("/api/schedules", json={
-                "when": "every Monday at 8", "text": "tell me what is on the shopping list",
-                "channel": "cli"})
-            assert resp.status_code == 201, resp.text
-            task = resp.json()["schedule"]
-            async with get_client() as client:
-                deployment = await client.read_deployment_by_name("owner-task/scheduled")
-                run = await client.create_flow_run_from_deployment(
-                    deployment.id, parameters={"task_id": task["id"]})  # "Run now" in the UI
-                state = await _final_state(client, run.id, 200)
-            assert state.name == "Done", state
-            notices = (await api.get("/api/notices", params={"channel": "cli"})).json()
+    async with composed_api(home, deployed=True) as api:
+        resp = await api.post("/api/schedules", json={
+            "when": "every Monday at 8", "text": "tell me what is on the shopping list",
+            "channel": "cli"})
+        assert resp.status_code == 201, resp.text
+        task = resp.json()["schedule"]
+        async with get_client() as client:
+            deployment = await client.read_deployment_by_name("owner-task/scheduled")
+            run = await client.create_flow_run_from_deployment(
+                deployment.id, parameters={"task_id": task["id"]})  # "Run now" in the UI
+            state = await _final_state(client, run.id, 200)
+        assert state.name == "Done", state
+        notices = (await api.get("/api/notices", params={"channel": "cli"})).json()
     engine = make_engine(database_url(home.settings))
     [fired] = store.runs_of(engine, task["id"])
     assert fired.status == "done" and fired.flow_run_id == str(run.id) and fired.turn_id

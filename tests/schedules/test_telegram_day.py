@@ -8,29 +8,23 @@ embedded planner could not run is refused when it is said, with the forms it rea
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Iterator
+from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 import httpx
 import pytest
-from asgi_lifespan import LifespanManager
 from prefect import get_client
 
 from flows.owner_task import sync
-from flows.reminder import scheduler
-from flows.turn import resume_approval, run_turn
 from metnos.db.engine import database_url, make_engine
-from metnos.gateway.app import create_app
-from metnos.gateway.outbox_delivery import with_reminders
-from metnos.gateway.scheduled import with_schedules
 from metnos.schedules import cadence, store
 from metnos.testing.telegram_server import FakeTelegram
-from metnos.wiring import Edges
+from tests.reminders.test_channels import gateway as reminders_gateway
 from tests.reminders.test_delivery import deployment_runner, wait_deployment
 from tests.schedules.test_owner_tasks import _final_state
-from tests.support.home import GATEWAY_BASE, Home, MakeHome
+from tests.support.home import Home, MakeHome
 from tests.telegram.support import TOKEN, buttons, pair, said, until
 
 ANNA = 6060601
@@ -39,18 +33,10 @@ SAID = "ogni giorno alle 8 dimmi cosa c'è nella lista della spesa"
 TASK = "dimmi cosa c'è nella lista della spesa"
 
 
-@asynccontextmanager
-async def gateway(home: Home) -> AsyncIterator[httpx.AsyncClient]:
+def gateway(home: Home) -> AbstractAsyncContextManager[httpx.AsyncClient]:
     """The gateway as `flows/gateway.py` composes it (turns, reminders, scheduled tasks), the
     Telegram channel polling the fake Bot API, as the owner."""
-    app = with_schedules(with_reminders(create_app(
-        home.settings, runner=run_turn, resumer=resume_approval,
-        edges=Edges(scheduler=scheduler(home.settings), sync=sync(home.settings)))))
-    async with (LifespanManager(app, startup_timeout=60, shutdown_timeout=60) as manager,
-                httpx.AsyncClient(transport=httpx.ASGITransport(app=manager.app),
-                                  base_url=GATEWAY_BASE, headers=home.auth(),
-                                  timeout=60) as client):
-        yield client
+    return reminders_gateway(home, sync(home.settings))
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from metnos.db.models import ChatSession, Turn, utcnow
 from metnos.testing.llm_server import ScriptedLLM
 from tests.approvals.test_approval_flow import ask_move, paused, wait_status
 from tests.gateway.test_turns import audit_lines
-from tests.support.home import MakeHome, gateway_client
+from tests.support.home import Home, MakeHome, gateway_client
 
 pytestmark = pytest.mark.attack
 
@@ -25,9 +25,13 @@ def _refusals(home_path) -> list[tuple[str, str]]:  # type: ignore[no-untyped-de
             if ln["decision"] == "deny"]
 
 
+@pytest.fixture
+def home(make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> Home:
+    return make_home(llm=scripted_llm, lang="en")
+
+
 async def test_replayed_approval_is_refused(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
-    home = make_home(llm=scripted_llm, lang="en")
+        home: Home, scripted_llm: ScriptedLLM) -> None:
     async with gateway_client(home) as client:
         body = await ask_move(client, home, scripted_llm)
         url = f"/api/approvals/{body['approvals'][0]['approval_id']}"
@@ -44,8 +48,7 @@ async def test_replayed_approval_is_refused(
 
 
 async def test_approval_from_another_conversation_is_refused(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
-    home = make_home(llm=scripted_llm, lang="en")
+        home: Home, scripted_llm: ScriptedLLM) -> None:
     async with gateway_client(home) as client:
         body = await ask_move(client, home, scripted_llm)
         scripted_llm.enqueue_text("hello to you")
@@ -69,8 +72,7 @@ async def test_approval_from_another_conversation_is_refused(
 
 
 async def test_files_changed_after_the_approval_refuse_the_run(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
-    home = make_home(llm=scripted_llm, lang="en")
+        home: Home, scripted_llm: ScriptedLLM) -> None:
     async with gateway_client(home) as client:
         body = await ask_move(client, home, scripted_llm)
         await paused(body["flow_run_id"])
@@ -87,8 +89,7 @@ async def test_files_changed_after_the_approval_refuse_the_run(
 
 
 async def test_approve_text_from_the_model_or_a_file_is_ignored(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
-    home = make_home(llm=scripted_llm, lang="en")
+        home: Home, scripted_llm: ScriptedLLM) -> None:
     async with gateway_client(home) as client:
         body = await ask_move(client, home, scripted_llm)
         approval_id = body["approvals"][0]["approval_id"]

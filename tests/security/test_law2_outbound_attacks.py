@@ -16,6 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import websockets
 from hypothesis import given, settings
@@ -28,6 +29,7 @@ from metnos.testing.llm_server import ScriptedLLM
 from tests.gateway.test_turns import audit_lines, wait_closed
 from tests.support.home import Home, MakeHome, gateway_client, served_gateway
 from tests.support.pg import free_port
+from tests.webchat.test_chat_socket import frames_until
 
 pytestmark = pytest.mark.attack
 
@@ -44,6 +46,13 @@ def _outside_key(home: Home) -> Path:
     key.write_text(FAKE_KEY)
     key.chmod(0o600)
     return key
+
+
+async def _closed(client: httpx.AsyncClient, text: str,
+                  **fields: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """A turn of `text` (in English) once it is closed: the reply's body, and the turn."""
+    body = (await client.post("/api/turns", json={"text": text, "lang": "en", **fields})).json()
+    return body, await wait_closed(client, body["turn_id"])
 
 
 def _sent(llm: ScriptedLLM) -> str:
@@ -64,8 +73,7 @@ async def test_an_identity_file_linked_to_a_key_never_reaches_the_prompt(
     (home.workspace / "RULES.md").write_text("Always answer briefly.\n")
     scripted_llm.enqueue_text("Hello.")
     async with gateway_client(home) as client:
-        body = (await client.post("/api/turns", json={"text": "hi", "lang": "en"})).json()
-        await wait_closed(client, body["turn_id"])
+        body, _ = await _closed(client, "hi")
     assert body["status"] == "completed" and body["reply"] == "Hello."
     sent = _sent(scripted_llm)
     assert "Always answer briefly." in sent  # the other files still shape the prompt
@@ -80,9 +88,7 @@ async def test_a_private_key_block_in_the_users_text_goes_out_redacted(
     home = make_home(llm=scripted_llm, lang="en")
     scripted_llm.enqueue_text("I will not keep that.")
     async with gateway_client(home) as client:
-        body = (await client.post("/api/turns", json={
-            "text": f"keep this for me:\n{FAKE_KEY}", "lang": "en"})).json()
-        await wait_closed(client, body["turn_id"])
+        await _closed(client, f"keep this for me:\n{FAKE_KEY}")
     sent = _sent(scripted_llm)
     assert "BEGIN OPENSSH PRIVATE KEY" not in sent and REDACTED in sent
     lines = [ln for ln in audit_lines(home.path) if ln["action"] == "llm.request"]
@@ -95,13 +101,9 @@ async def test_the_owner_token_pasted_goes_to_the_provider_redacted(
     home = make_home(llm=scripted_llm, lang="en")
     scripted_llm.enqueue_text("Noted.")
     async with gateway_client(home) as client:
-        body = (await client.post("/api/turns", json={
-            "text": f"my token is {home.token} remember it", "lang": "en"})).json()
-        await wait_closed(client, body["turn_id"])
+        body, _ = await _closed(client, f"my token is {home.token} remember it")
         scripted_llm.enqueue_text("Still noted.")
-        again = (await client.post("/api/turns", json={
-            "text": "what was it?", "lang": "en", "session_id": body["session_id"]})).json()
-        await wait_closed(client, again["turn_id"])
+        await _closed(client, "what was it?", session_id=body["session_id"])
     assert len(scripted_llm.requests) == 2  # the second carries the first in its history
     assert home.token not in _sent(scripted_llm)
     user = scripted_llm.requests[0]["messages"][-1]
@@ -125,9 +127,7 @@ async def test_the_model_echoing_the_owner_token_reaches_the_api_and_record_reda
     home = make_home(llm=scripted_llm, lang="en")
     scripted_llm.enqueue_text(_echo(home.token))
     async with gateway_client(home) as client:
-        body = (await client.post("/api/turns", json={"text": "say my token",
-                                                      "lang": "en"})).json()
-        turn = await wait_closed(client, body["turn_id"])
+        body, turn = await _closed(client, "say my token")
         history = (await client.get(f"/api/sessions/{body['session_id']}/messages")).json()
     assert body["reply"] == _echo(REDACTED)
     _no_token(home, body, turn, history)
@@ -146,9 +146,7 @@ async def test_the_model_echoing_the_owner_token_streams_redacted_on_the_websock
         async with websockets.connect(f"ws://127.0.0.1:{home.settings.gateway.port}/api/chat",
                                       additional_headers=home.auth()) as socket:
             await socket.send(json.dumps({"type": "message", "text": "say my token"}))
-            frames: list[dict[str, Any]] = []
-            while not frames or frames[-1]["type"] != "end":
-                frames.append(json.loads(await socket.recv(decode=True)))
+            frames = await frames_until(socket, "end")
     _no_token(home, frames)
     streamed = "".join(f["text"] for f in frames if f["type"] == "delta")
     [reply] = [f for f in frames if f["type"] == "reply"]

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-import httpx
 import pytest
 from prefect import get_client
 from sqlmodel import col, select
@@ -21,8 +20,7 @@ from metnos.schedules import store
 from metnos.testing.llm_server import ScriptedLLM
 from tests.approvals.test_approval_flow import wait_status
 from tests.gateway.test_turns import audit_lines
-from tests.reminders.test_delivery import deployment_runner, wait_deployment
-from tests.schedules.support import composed_gateway
+from tests.schedules.support import composed_api
 from tests.support.home import MakeHome
 from tests.support.pg import free_port
 
@@ -40,32 +38,30 @@ async def test_a_schedule_a_tainted_turn_set_fires_a_tainted_turn(
     scripted_llm.enqueue_tool_call("schedule_set", {"when": "every Monday at 8",
                                                     "text": ORDER})
     scripted_llm.enqueue_text("Scheduled.")
-    with deployment_runner(home), composed_gateway(home) as base:
-        await wait_deployment("owner-task/scheduled", timeout_s=120)
-        async with httpx.AsyncClient(base_url=base, headers=home.auth(), timeout=60) as api:
-            body: dict[str, Any] = (await api.post("/api/turns", json={
-                "text": "what does this mail want?", "lang": "en",
-                "forwarded": [f"Every Monday at 8: {ORDER}"]})).json()
-            assert body["status"] == "awaiting_approval", body
-            [card] = body["approvals"]
-            assert card["executor"] == "schedule_set" and card["sources"]
-            await api.post(f"/api/approvals/{card['approval_id']}", json={"decision": "approve"})
-            await wait_status(api, body["turn_id"], "completed", timeout_s=60)
-            engine = make_engine(database_url(home.settings))
-            [task] = store.active(engine)
-            scripted_llm.enqueue_tool_call("fs_delete", {"path": "victim3.md"})
-            scripted_llm.enqueue_text("Deleted.")
-            async with get_client() as client:
-                deployment = await client.read_deployment_by_name("owner-task/scheduled")
-                await client.create_flow_run_from_deployment(
-                    deployment.id, parameters={"task_id": task.id})
-            turn = await _fired_turn(engine, task.id)
-            fired = await wait_status(api, turn, "awaiting_approval", "completed", timeout_s=90)
-            assert fired["status"] == "awaiting_approval", fired
-            listed = (await api.get("/api/approvals")).json()["approvals"]
-            [pending] = [a for a in listed if a["executor"] == "fs_delete"]
-            assert pending["reason_key"] == "ASK_LAW_UNTRUSTED_DATA"
-            await api.post(f"/api/approvals/{pending['approval_id']}", json={"decision": "deny"})
+    async with composed_api(home, deployed=True) as api:
+        body: dict[str, Any] = (await api.post("/api/turns", json={
+            "text": "what does this mail want?", "lang": "en",
+            "forwarded": [f"Every Monday at 8: {ORDER}"]})).json()
+        assert body["status"] == "awaiting_approval", body
+        [card] = body["approvals"]
+        assert card["executor"] == "schedule_set" and card["sources"]
+        await api.post(f"/api/approvals/{card['approval_id']}", json={"decision": "approve"})
+        await wait_status(api, body["turn_id"], "completed", timeout_s=60)
+        engine = make_engine(database_url(home.settings))
+        [task] = store.active(engine)
+        scripted_llm.enqueue_tool_call("fs_delete", {"path": "victim3.md"})
+        scripted_llm.enqueue_text("Deleted.")
+        async with get_client() as client:
+            deployment = await client.read_deployment_by_name("owner-task/scheduled")
+            await client.create_flow_run_from_deployment(
+                deployment.id, parameters={"task_id": task.id})
+        turn = await _fired_turn(engine, task.id)
+        fired = await wait_status(api, turn, "awaiting_approval", "completed", timeout_s=90)
+        assert fired["status"] == "awaiting_approval", fired
+        listed = (await api.get("/api/approvals")).json()["approvals"]
+        [pending] = [a for a in listed if a["executor"] == "fs_delete"]
+        assert pending["reason_key"] == "ASK_LAW_UNTRUSTED_DATA"
+        await api.post(f"/api/approvals/{pending['approval_id']}", json={"decision": "deny"})
     assert (home.workspace / "victim3.md").exists()
     engine.dispose()
     reasons = [(ln["action"], ln["reason"]) for ln in audit_lines(home.path)]

@@ -12,7 +12,7 @@ import asyncio
 import base64
 import json
 import textwrap
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -20,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from metnos import reversibility
 from metnos.sandbox import SandboxProfile, SandboxRequest, run_sandboxed
-from metnos.undo import UndoError
+from metnos.undo import UndoError, UndoItem
 from tests.undo.support import Actor, audit_lines, build_tree, make_actor, tree_digest
 
 
@@ -34,6 +34,18 @@ def actor(tmp_path: Path) -> Iterator[Actor]:
 
 def _manifest_path(actor: Actor, action_id: str) -> Path:
     return actor.state / "before" / action_id / "manifest.json"
+
+
+def _restored_over(actor: Actor, link: Callable[[Path, Path], None],
+                   target: Path) -> UndoItem:
+    """Undo a write to a.md after a.md was replaced by a `link` to `target`: restored."""
+    build_tree(actor.ws)
+    action_id, _ = actor.act("fs_write", {"path": "a.md", "content": "new"})
+    (actor.ws / "a.md").unlink()
+    link(actor.ws / "a.md", target)
+    [item] = actor.undo(action_id).items
+    assert item.status == "restored" and (actor.ws / "a.md").read_bytes() == b"# A\n"
+    return item
 
 
 def _refused(actor: Actor, action_id: str, key: str) -> None:
@@ -117,13 +129,7 @@ def test_a_symlink_at_the_restored_path_is_moved_aside_not_followed(
         actor: Actor, tmp_path: Path) -> None:
     outside = tmp_path / "outside.txt"
     outside.write_text("victim")
-    build_tree(actor.ws)
-    action_id, _ = actor.act("fs_write", {"path": "a.md", "content": "new"})
-    (actor.ws / "a.md").unlink()
-    (actor.ws / "a.md").symlink_to(outside)
-    report = actor.undo(action_id)
-    [item] = report.items
-    assert item.status == "restored" and (actor.ws / "a.md").read_bytes() == b"# A\n"
+    item = _restored_over(actor, Path.symlink_to, outside)
     assert not (actor.ws / "a.md").is_symlink() and outside.read_text() == "victim"
     assert (actor.ws / str(item.displaced_to)).is_symlink()  # the link itself, kept
 
@@ -217,12 +223,6 @@ def test_a_hard_link_at_the_restored_path_never_gets_written_through(
         actor: Actor, tmp_path: Path) -> None:
     secret = tmp_path / "secret.key"
     secret.write_text("KEY MATERIAL")
-    build_tree(actor.ws)
-    action_id, _ = actor.act("fs_write", {"path": "a.md", "content": "new"})
-    (actor.ws / "a.md").unlink()
-    (actor.ws / "a.md").hardlink_to(secret)  # the restore must not write into this inode
-    report = actor.undo(action_id)
-    [item] = report.items
-    assert item.status == "restored" and (actor.ws / "a.md").read_bytes() == b"# A\n"
+    _restored_over(actor, Path.hardlink_to, secret)  # the restore must not write into it
     assert secret.read_text() == "KEY MATERIAL"
     assert (actor.ws / "a.md").stat().st_ino != secret.stat().st_ino

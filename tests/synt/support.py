@@ -11,6 +11,7 @@ from typing import Any
 from sqlalchemy.engine import Engine
 
 from metnos import keys
+from metnos.audit.log import audit_log_path, read_tail
 from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.db.models import new_id
@@ -59,6 +60,19 @@ def install(settings: Settings, name: str, inputs: dict[str, str], outputs: dict
         key = keys.load_private_key(settings.keys_dir, "executors")
         sign_executor(folder, key, signature_path(signatures_dir(settings), name))
     return folder
+
+
+def install_scan_reader(settings: Settings) -> Engine:
+    """Two signed executors that chain a scan into words (t_raster → t_reader); the engine."""
+    install(settings, "t_raster", {"path": "tst_scan"}, {"image": "tst_picture"})
+    install(settings, "t_reader", {"image": "tst_picture"}, {"text": "tst_words"})
+    return engine_of(settings)
+
+
+def last_audit(settings: Settings) -> tuple[str, str, str]:
+    """(action, decision, reason) of the latest audit line."""
+    line = read_tail(audit_log_path(settings), 1)[0]
+    return line["action"], line["decision"], line["reason"]
 
 
 def engine_of(settings: Settings) -> Engine:

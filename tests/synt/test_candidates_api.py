@@ -23,7 +23,14 @@ from metnos.testing.llm_server import ScriptedLLM
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client, served_gateway
 from tests.support.pg import free_port
-from tests.synt.support import add_proto, engine_of, job_for, proto, script_generation
+from tests.synt.support import (
+    add_proto,
+    engine_of,
+    job_for,
+    last_audit,
+    proto,
+    script_generation,
+)
 
 URL = "/api/synt/candidates"
 
@@ -109,9 +116,7 @@ async def test_a_rejected_candidate_is_gone_and_its_need_closed(
     [kept] = list((home.path / "synt" / "rejected").iterdir())
     assert (kept / "main.py").is_file() and "word_counter" not in load_registry(home.settings)
     assert proto(engine, proto_id).status == "closed"
-    line = read_tail(audit_log_path(home.settings), 1)[0]
-    assert (line["action"], line["decision"], line["reason"]) == (
-        "synt.reject", "deny", "word_counter")
+    assert last_audit(home.settings) == ("synt.reject", "deny", "word_counter")
     engine.dispose()
 
 

@@ -25,7 +25,7 @@ from metnos.synt.compose import Need, find_chain, pool
 from metnos.testing.llm_server import ScriptedLLM
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import MakeHome, gateway_client
-from tests.synt.support import add_proto, engine_of, install, manifest_toml, proto
+from tests.synt.support import add_proto, install_scan_reader, manifest_toml, proto
 
 NEED = Need(src="", capability="read_scan", have_kind="tst_scan", want_kind="tst_words")
 
@@ -87,9 +87,7 @@ async def test_a_chain_of_the_pool_is_proposed_with_no_model_call_accepted_and_p
     home = make_home(llm=scripted_llm, lang="en", METNOS_EVOLUTION_PROMOTE_AFTER="2",
                      METNOS_NOTIFY_QUIET_HOURS="")
     settings = home.settings
-    install(settings, "t_raster", {"path": "tst_scan"}, {"image": "tst_picture"})
-    install(settings, "t_reader", {"image": "tst_picture"}, {"text": "tst_words"})
-    engine = engine_of(settings)
+    engine = install_scan_reader(settings)
     proto_id = add_proto(engine, want="read_scan", have_kind="tst_scan", want_kind="tst_words")
     add_proto(engine, want="not_yet", have_kind="tst_scan", want_kind="tst_words", count=4)
     with db_session(engine) as db:  # a quarantined executor is not part of the pool

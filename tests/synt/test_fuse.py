@@ -15,16 +15,14 @@ from metnos.proposals.store import Draft, handler_for, submit
 from metnos.synt import candidates, generate, jobs
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome
-from tests.synt.support import add_proto, engine_of, install, job_for, script_generation
+from tests.synt.support import add_proto, install_scan_reader, job_for, script_generation
 
 
 async def test_a_fusion_is_generated_and_its_signature_quarantines_the_originals(
         make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
     home = make_home(llm=scripted_llm, lang="en")
     settings = home.settings
-    install(settings, "t_raster", {"path": "tst_scan"}, {"image": "tst_picture"})
-    install(settings, "t_reader", {"image": "tst_picture"}, {"text": "tst_words"})
-    engine = engine_of(settings)
+    engine = install_scan_reader(settings)
     fusion = submit(engine, Draft(kind="fuse", origin="introvert", user_id="owner",
                                   title_key="MSG_INTROVERT_FUSE", target="t_raster→t_reader",
                                   payload={"subject": "t_raster+t_reader",

@@ -10,7 +10,6 @@ import json
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from metnos.audit.log import audit_log_path, read_tail
 from metnos.db.engine import session as db_session
 from metnos.executors.registry import load_registry
 from metnos.proposals.models import Proposal
@@ -24,6 +23,7 @@ from tests.synt.support import (
     engine_of,
     install,
     job_for,
+    last_audit,
     proto,
     script_generation,
 )
@@ -79,9 +79,7 @@ async def test_no_generation_is_proposed_above_the_cap(
         proto_id]
     assert _proposals(engine, "generate") == []
     assert proto(engine, proto_id).status == "closed"
-    line = read_tail(audit_log_path(home.settings), 1)[0]
-    assert (line["action"], line["decision"], line["reason"]) == (
-        "synt.generate", "deny", "SYNT_OVER_COST_CAP")
+    assert last_audit(home.settings) == ("synt.generate", "deny", "SYNT_OVER_COST_CAP")
     engine.dispose()
 
 
@@ -154,9 +152,7 @@ async def test_a_candidate_whose_tests_fail_in_the_sandbox_is_never_proposed(
     assert record["tests"]["cases"][0]["wrong"] == {"words": {"expected": 3, "got": 4}}
     assert _proposals(engine, "candidate") == []
     assert proto(engine, proto_id).status == "closed"
-    line = read_tail(audit_log_path(settings), 1)[0]
-    assert (line["action"], line["decision"], line["reason"]) == (
-        "synt.candidate", "deny", "SYNT_FAILED_sandbox_tests")
+    assert last_audit(settings) == ("synt.candidate", "deny", "SYNT_FAILED_sandbox_tests")
     engine.dispose()
 
 

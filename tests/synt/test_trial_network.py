@@ -105,15 +105,21 @@ def listeners() -> Iterator[tuple[list[socket.socket], list[socket.socket]]]:
         sock.close()
 
 
-def _heard(tcp: list[socket.socket], udp: list[socket.socket]) -> list[str]:
+def accepted(servers: list[socket.socket]) -> list[str]:
+    """The address of each listening socket that a connection reached."""
     heard = []
-    for server in tcp:
+    for server in servers:
         try:
             conn, _ = server.accept()
         except BlockingIOError:
             continue
         conn.close()
-        heard.append(f"tcp {server.getsockname()}")
+        heard.append(str(server.getsockname()))
+    return heard
+
+
+def _heard(tcp: list[socket.socket], udp: list[socket.socket]) -> list[str]:
+    heard = [f"tcp {address}" for address in accepted(tcp)]
     for datagram in udp:
         try:
             datagram.recv(512)

@@ -20,15 +20,19 @@ CODE = re.compile(r"<code>([A-Z0-9]{8})</code>")
 
 
 @asynccontextmanager
-async def telegram_gateway(home: Home, tg: FakeTelegram, *, prefect: bool = True
+async def telegram_gateway(home: Home, tg: FakeTelegram, *, prefect: bool = True,
+                           owner: int | None = None, owner_lang: str = "en"
                            ) -> AsyncIterator[tuple[httpx.AsyncClient, TelegramChannel]]:
-    """The gateway app (lifespan, runner) with the Telegram channel polling `tg`."""
+    """The gateway app (lifespan, runner) with the Telegram channel polling `tg`; `owner`:
+    a sender paired first (so the owner), writing in `owner_lang`."""
     async with gateway_client(home, prefect=prefect) as client:
         config = TelegramConfig(token=TOKEN, api_base=tg.base_url, poll_timeout_s=1)
         channel = await start_telegram(client.app.state.gateway.turns,  # type: ignore[attr-defined]
                                        home.settings, config)
         assert channel is not None
         try:
+            if owner is not None:
+                await pair(client, tg, owner, language_code=owner_lang)
             yield client, channel
         finally:
             await channel.stop(drain_s=2)

@@ -32,8 +32,8 @@ async def test_approve_by_button_only_from_the_approver(
         make_home: MakeHome, scripted_llm: ScriptedLLM, telegram: FakeTelegram,
         prefect_api: str) -> None:
     home = make_home(llm=scripted_llm, lang="en", autonomy="Supervised")
-    async with telegram_gateway(home, telegram) as (client, _):
-        await pair(client, telegram, ANNA, language_code="en")  # the first one: the owner
+    # the first one: the owner
+    async with telegram_gateway(home, telegram, owner=ANNA) as (client, _):
         await pair(client, telegram, BOB, language_code="en")  # a member
         scripted_llm.enqueue_tool_call("fs_write", {"path": "note.txt", "content": "hello\n"})
         scripted_llm.enqueue_text("Your note is written.")
@@ -81,8 +81,7 @@ async def test_forwarded_or_quoted_instructions_are_data_not_orders(
         make_home: MakeHome, scripted_llm: ScriptedLLM, telegram: FakeTelegram,
         prefect_api: str, how: str) -> None:
     home = make_home(llm=scripted_llm, lang="en", autonomy="Full")  # Full: no prompts at all
-    async with telegram_gateway(home, telegram) as (client, _):
-        await pair(client, telegram, ANNA, language_code="en")
+    async with telegram_gateway(home, telegram, owner=ANNA) as (client, _):
         # the model "obeys" the forwarded text
         scripted_llm.enqueue_tool_call("fs_write", {"path": "pwned.txt", "content": "secrets"})
         scripted_llm.enqueue_text("I did not write it.")

@@ -13,7 +13,7 @@ from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import FakeTelegram
 from tests.support.home import MakeHome
 from tests.support.tutor_catalog import install_catalog
-from tests.telegram.support import pair, said, telegram_gateway, until
+from tests.telegram.support import said, telegram_gateway, until
 
 ANNA = 7301
 FORWARDED = "La riunione dei genitori è spostata a giovedì alle 17, in palestra."
@@ -25,8 +25,8 @@ async def test_a_forwarded_message_is_the_turns_input_as_data(
     home = make_home(llm=scripted_llm, lang="it", autonomy="Full")
     install_catalog(compiled_catalog, home.settings.home)  # the Tutor is there, and steps aside
     scripted_llm.enqueue_text("Dice che la riunione dei genitori è giovedì alle 17.")
-    async with telegram_gateway(home, telegram, prefect=False) as (client, _):
-        await pair(client, telegram, ANNA, language_code="it")
+    async with telegram_gateway(home, telegram, prefect=False, owner=ANNA,
+                                owner_lang="it") as (client, _):
         telegram.push_message(ANNA, FORWARDED, forward=True, language_code="it")
         await until(telegram, lambda t: any("giovedì alle 17" in x and "Dice" in x
                                             for x in said(t, ANNA)), "the model's reply")
@@ -39,8 +39,7 @@ async def test_a_tutor_answer_on_telegram_has_no_relative_docs_link(
         make_home: MakeHome, telegram: FakeTelegram, compiled_catalog: Any) -> None:
     home = make_home(lang="en")
     install_catalog(compiled_catalog, home.settings.home)
-    async with telegram_gateway(home, telegram, prefect=False) as (client, _):
-        await pair(client, telegram, ANNA, language_code="en")
+    async with telegram_gateway(home, telegram, prefect=False, owner=ANNA) as (client, _):
         before = len(said(telegram, ANNA))
         telegram.push_message(ANNA, "What does quick-tour.md contain?", language_code="en")
         sources = i18n.get("TUTOR_ANSWER_SOURCES", "en", links="").strip()
@@ -66,8 +65,8 @@ async def test_a_photo_with_a_caption(make_home: MakeHome, telegram: FakeTelegra
     home = make_home(lang="it")  # no model: the embedded planner reads the caption
     (home.workspace / "ricetta.md").write_text("pane\n")
     photo_line = i18n.get("MSG_TELEGRAM_PHOTO_CAPTION", "it")
-    async with telegram_gateway(home, telegram, prefect=False) as (client, _):
-        await pair(client, telegram, ANNA, language_code="it")
+    async with telegram_gateway(home, telegram, prefect=False, owner=ANNA,
+                                owner_lang="it") as (client, _):
         before = len(said(telegram, ANNA))
         telegram.push_message(ANNA, "elenca i file", photo=True, language_code="it")
         await until(telegram, lambda t: any(photo_line in x and "ricetta.md" in x

@@ -11,7 +11,7 @@ from metnos.settings import get_settings
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import FakeTelegram
 from tests.support.home import MakeHome
-from tests.telegram.support import buttons, pair, telegram_gateway, until
+from tests.telegram.support import buttons, telegram_gateway, until
 
 ANNA = 7001
 
@@ -55,8 +55,7 @@ async def test_stop_while_a_turn_waits_leaves_nothing_running(
     home = make_home(llm=scripted_llm, lang="en")
     # the test loop is the session's: a channel an earlier failed test left behind is not ours
     before = set(_ours())
-    async with telegram_gateway(home, telegram) as (client, channel):
-        await pair(client, telegram, ANNA, language_code="en")
+    async with telegram_gateway(home, telegram, owner=ANNA) as (client, channel):
         scripted_llm.enqueue_tool_call("fs_write", {"path": "n.txt", "content": "x"})
         scripted_llm.enqueue_text("Not written.")
         telegram.push_message(ANNA, "write n.txt", language_code="en")

@@ -25,7 +25,7 @@ from tests.approvals.test_loop_approvals import (
     stored_turn,
 )
 from tests.support.home import MakeHome
-from tests.telegram.support import buttons, pair, telegram_gateway, until
+from tests.telegram.support import buttons, telegram_gateway, until
 
 ANNA = 7001
 
@@ -61,8 +61,8 @@ async def test_a_button_in_the_middle_of_the_loop(
         make_home: MakeHome, scripted_llm: ScriptedLLM, telegram: FakeTelegram,
         prefect_api: str, decision: str) -> None:
     home = make_home(llm=scripted_llm, lang="en", autonomy="Supervised")
-    async with telegram_gateway(home, telegram) as (client, _):
-        await pair(client, telegram, ANNA, language_code="en")  # the first one: the owner
+    # the first one: the owner
+    async with telegram_gateway(home, telegram, owner=ANNA) as (client, _):
         prepare(home, scripted_llm)
         telegram.push_message(ANNA, ASK_TEXT, language_code="en")
         await until(telegram, lambda t: bool(cards(t)), "the approval card")

@@ -51,8 +51,7 @@ async def test_a_turn_answers_in_the_users_telegram_language(
         make_home: MakeHome, scripted_llm: ScriptedLLM, telegram: FakeTelegram,
         prefect_api: str, lang: str) -> None:
     home = make_home(llm=scripted_llm, lang="it" if lang == "en" else "en")
-    async with telegram_gateway(home, telegram) as (client, _):
-        await pair(client, telegram, ANNA, language_code=lang)
+    async with telegram_gateway(home, telegram, owner=ANNA, owner_lang=lang) as (client, _):
         scripted_llm.enqueue_tool_call("fs_read", {"path": "missing.txt"})
         scripted_llm.enqueue_text("404")  # the model's words; the failure is told beside them
         telegram.push_message(ANNA, "read missing.txt", language_code=lang)
@@ -66,8 +65,7 @@ async def test_group_messages_and_edits_are_ignored(
         make_home: MakeHome, scripted_llm: ScriptedLLM, telegram: FakeTelegram,
         prefect_api: str) -> None:
     home = make_home(llm=scripted_llm, lang="en")
-    async with telegram_gateway(home, telegram) as (client, _):
-        await pair(client, telegram, ANNA, language_code="en")
+    async with telegram_gateway(home, telegram, owner=ANNA) as (client, _):
         scripted_llm.always(ToolCall("fs_write", {"path": "x.txt", "content": "x"}))
         first = telegram.push_message(ANNA, "hello group", chat_type="group")
         telegram.push_message(STRANGER, "hello supergroup", chat_type="supergroup")
@@ -93,8 +91,7 @@ async def test_a_long_reply_is_split_within_telegrams_limit(
     paragraphs = [f"Paragraph {i}: " + "fish & chips <3 " * 24 for i in range(26)]
     text = "\n\n".join(paragraphs)
     assert len(text) >= 10_000
-    async with telegram_gateway(home, telegram) as (client, _):
-        await pair(client, telegram, ANNA, language_code="en")
+    async with telegram_gateway(home, telegram, owner=ANNA) as (client, _):
         scripted_llm.enqueue_text(text)
         telegram.push_message(ANNA, "tell me a long story", language_code="en")
         await until(telegram, lambda t: "Paragraph 25" in "".join(t.sent_texts(ANNA)),
@@ -115,8 +112,7 @@ async def test_an_arabic_chat_gets_right_to_left_marks(
     to an Arabic Telegram user opens with a RIGHT-TO-LEFT MARK; an English chat gets none."""
     rlm = "\u200f"
     home = make_home(llm=scripted_llm, lang="en", METNOS_I18N_LANGUAGES='["en", "ar"]')
-    async with telegram_gateway(home, telegram) as (client, _):
-        await pair(client, telegram, ANNA, language_code="ar")
+    async with telegram_gateway(home, telegram, owner=ANNA, owner_lang="ar") as (client, _):
         code_message = telegram.sent_texts(ANNA)[0]  # (a welcome may follow the approval)
         lines = [ln for ln in code_message.split("\n") if ln]
         assert lines and all(ln.startswith(rlm) for ln in lines), code_message

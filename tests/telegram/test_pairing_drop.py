@@ -20,7 +20,7 @@ from metnos.pairing.models import PairingRequest
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import Call, FakeTelegram
 from tests.gateway.test_turns import audit_lines
-from tests.support.home import MakeHome
+from tests.support.home import Home, MakeHome
 from tests.telegram.support import CODE, buttons, pair, telegram_gateway, until
 
 OWNER = 7001
@@ -41,6 +41,11 @@ def _answers(tg: FakeTelegram, query_id: str) -> list[Call]:
             if c.params.get("callback_query_id") == query_id]
 
 
+@pytest.fixture
+def home(make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> Home:
+    return make_home(llm=scripted_llm, lang="en")
+
+
 async def _pending(client: httpx.AsyncClient) -> dict[str, str]:
     """sender id → pending request id."""
     resp = await client.get("/api/pairing")
@@ -56,12 +61,9 @@ def _request(ch: TelegramChannel, request_id: str) -> dict[str, Any]:
 
 
 async def test_the_owner_is_told_of_a_stranger_and_drops_the_request(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, telegram: FakeTelegram,
-        prefect_api: str) -> None:
-    home = make_home(llm=scripted_llm, lang="en")
+        home: Home, telegram: FakeTelegram) -> None:
     tg = telegram
-    async with telegram_gateway(home, tg) as (client, ch):
-        await pair(client, tg, OWNER, language_code="en")
+    async with telegram_gateway(home, tg, owner=OWNER) as (client, ch):
         tg.push_message(STRANGERS[0], "hi", language_code="it",
                         first_name="<b>Eve</b> \u202e&amp;", username="eve_<i>")
         for stranger in STRANGERS[1:]:
@@ -133,9 +135,7 @@ async def test_the_owner_is_told_of_a_stranger_and_drops_the_request(
 
 
 async def test_no_notice_when_the_owner_is_not_on_telegram(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, telegram: FakeTelegram,
-        prefect_api: str) -> None:
-    home = make_home(llm=scripted_llm, lang="en")
+        home: Home, telegram: FakeTelegram) -> None:
     async with telegram_gateway(home, telegram):
         telegram.push_message(STRANGERS[0], "hi", language_code="en")
         await until(telegram, lambda t: bool(t.sent_texts(STRANGERS[0])), "the code")
@@ -145,12 +145,9 @@ async def test_no_notice_when_the_owner_is_not_on_telegram(
 
 @pytest.mark.attack
 async def test_only_the_owner_can_drop_a_pairing_request(
-        make_home: MakeHome, scripted_llm: ScriptedLLM, telegram: FakeTelegram,
-        prefect_api: str) -> None:
-    home = make_home(llm=scripted_llm, lang="en")
+        home: Home, telegram: FakeTelegram) -> None:
     tg = telegram
-    async with telegram_gateway(home, tg) as (client, ch):
-        await pair(client, tg, OWNER, language_code="en")
+    async with telegram_gateway(home, tg, owner=OWNER) as (client, ch):
         await pair(client, tg, MEMBER, language_code="en")
         tg.push_message(STRANGERS[0], "hi", language_code="en")
         await until(tg, lambda t: bool(t.sent_texts(STRANGERS[0])), "the stranger's code")

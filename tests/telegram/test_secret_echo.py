@@ -12,7 +12,7 @@ from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import FakeTelegram
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import MakeHome
-from tests.telegram.support import pair, telegram_gateway, until
+from tests.telegram.support import telegram_gateway, until
 
 ANNA = 7001
 
@@ -22,8 +22,7 @@ async def test_the_model_echoing_the_owner_token_reaches_telegram_redacted(
         make_home: MakeHome, scripted_llm: ScriptedLLM, telegram: FakeTelegram,
         prefect_api: str) -> None:
     home = make_home(llm=scripted_llm, lang="en")
-    async with telegram_gateway(home, telegram) as (client, _):
-        await pair(client, telegram, ANNA, language_code="en")
+    async with telegram_gateway(home, telegram, owner=ANNA) as (client, _):
         scripted_llm.enqueue_text(f"Sure, your token is {home.token} as you asked.")
         telegram.push_message(ANNA, "what is the token?", language_code="en")
         await until(telegram, lambda t: any(REDACTED in str(c.params.get("text"))

@@ -33,8 +33,8 @@ async def test_show_all_sends_every_character_to_who_may_see_it(
         make_home: MakeHome, scripted_llm: ScriptedLLM, telegram: FakeTelegram) -> None:
     home = make_home(llm=scripted_llm, lang="en", autonomy="Supervised")
     (home.workspace / "notes.txt").write_text("remember what the note says\n")
-    async with telegram_gateway(home, telegram, prefect=False) as (client, _):
-        await pair(client, telegram, ANNA, language_code="en")  # the owner
+    # the owner
+    async with telegram_gateway(home, telegram, prefect=False, owner=ANNA) as (client, _):
         await pair(client, telegram, BOB, language_code="en")  # a member
         scripted_llm.enqueue_tool_call("fs_read", {"path": "notes.txt"})
         scripted_llm.enqueue_tool_call("fs_write", {"path": "MEMORY.md", "content": LONG})

@@ -11,7 +11,7 @@ import pytest
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from metnos.testing.telegram_server import Call, FakeTelegram
 from tests.support.home import MakeHome
-from tests.telegram.support import buttons, pair, shown_texts, telegram_gateway, until
+from tests.telegram.support import buttons, shown_texts, telegram_gateway, until
 
 ANNA = 7001
 WORDS = 40
@@ -42,8 +42,7 @@ async def test_a_reply_streams_into_one_message_edited_about_once_a_second(
         prefect_api: str) -> None:
     home = make_home(llm=scripted_llm, lang="en")
     text = streamed_text()
-    async with telegram_gateway(home, telegram) as (client, _):
-        await pair(client, telegram, ANNA, language_code="en")
+    async with telegram_gateway(home, telegram, owner=ANNA) as (client, _):
         before = len(telegram.sent_texts(ANNA))
         scripted_llm.chunk_delay_s = DELAY_S
         scripted_llm.enqueue_text(text)
@@ -72,8 +71,7 @@ async def test_a_streamed_tool_turn_ends_with_the_prose_then_what_ran(
     home = make_home(llm=scripted_llm, lang=lang)
     (home.workspace / "note.txt").write_text("the boiler was serviced on Monday\n")
     answer = "The note says the boiler was serviced on Monday."
-    async with telegram_gateway(home, telegram) as (client, _):
-        await pair(client, telegram, ANNA, language_code=lang)
+    async with telegram_gateway(home, telegram, owner=ANNA, owner_lang=lang) as (client, _):
         before = len(telegram.sent_texts(ANNA))
         scripted_llm.chunk_delay_s = 0.05
         scripted_llm.enqueue_tool_call("fs_read", {"path": "note.txt"})
@@ -94,8 +92,7 @@ async def test_after_an_approval_card_the_rest_streams_below_it(
         prefect_api: str) -> None:
     home = make_home(llm=scripted_llm, lang="en", autonomy="Supervised")
     done = "Your note is written and ready."
-    async with telegram_gateway(home, telegram) as (client, _):
-        await pair(client, telegram, ANNA, language_code="en")
+    async with telegram_gateway(home, telegram, owner=ANNA) as (client, _):
         before = len(telegram.calls_of("sendMessage", ANNA))
         scripted_llm.chunk_delay_s = 0.02
         scripted_llm.enqueue_tool_calls(

@@ -17,7 +17,7 @@ from metnos.testing.telegram_server import FakeTelegram
 from tests.support.fake_translator import spoken
 from tests.support.home import MakeHome
 from tests.support.third_language import household_in
-from tests.telegram.support import buttons, pair, shown_texts, telegram_gateway, until
+from tests.telegram.support import buttons, shown_texts, telegram_gateway, until
 from tests.telegram.test_undo_and_cards import answer_to, cards, undo_buttons
 
 ANNA = 7001
@@ -31,8 +31,7 @@ async def test_a_new_language_on_telegram_asks_runs_and_undoes(
                                    monkeypatch)
     notes = home.workspace / "notes.md"
     notes.write_text("# Notes\n", encoding="utf-8")
-    async with telegram_gateway(home, telegram) as (client, _):
-        await pair(client, telegram, ANNA, language_code=lang)
+    async with telegram_gateway(home, telegram, owner=ANNA, owner_lang=lang) as (client, _):
         code_message = telegram.sent_texts(ANNA)[0]
         assert spoken("Your pairing code", lang) in code_message, code_message
 

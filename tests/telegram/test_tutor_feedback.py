@@ -38,8 +38,7 @@ async def test_the_askers_tap_counts_anyone_elses_is_refused(
         make_home: MakeHome, telegram: FakeTelegram, compiled_catalog: Any) -> None:
     home = make_home(lang="en")
     install_catalog(compiled_catalog, home.settings.home)
-    async with telegram_gateway(home, telegram, prefect=False) as (client, _):
-        await pair(client, telegram, ANNA, language_code="en")
+    async with telegram_gateway(home, telegram, prefect=False, owner=ANNA) as (client, _):
         await pair(client, telegram, BOB, language_code="en")
         telegram.push_message(ANNA, "What does quick-tour.md contain?", language_code="en")
         await until(telegram, lambda t: bool(feedback_buttons(t, ANNA)), "the 👍/👎 row")

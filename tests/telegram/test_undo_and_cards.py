@@ -70,8 +70,7 @@ async def test_undo_from_the_button_only_by_who_asked_then_once(
     home = make_home(llm=scripted_llm, lang="en", autonomy="Supervised")
     (home.workspace / "lists").mkdir()
     (home.workspace / "lists" / "shopping.md").write_text("milk\n")
-    async with telegram_gateway(home, telegram) as (client, _):
-        await pair(client, telegram, ANNA, language_code="en")
+    async with telegram_gateway(home, telegram, owner=ANNA) as (client, _):
         await pair(client, telegram, BOB, language_code="en")
         scripted_llm.enqueue_tool_call("fs_write", APPEND)
         scripted_llm.enqueue_text("Added to your shopping list.")
@@ -120,8 +119,7 @@ async def test_a_shopping_list_without_a_model_undone_from_its_button(
         make_home: MakeHome, telegram: FakeTelegram, prefect_api: str) -> None:
     home = make_home(lang="it")
     path = home.workspace / "lists" / "shopping.md"
-    async with telegram_gateway(home, telegram) as (client, _):
-        await pair(client, telegram, ANNA, language_code="it")
+    async with telegram_gateway(home, telegram, owner=ANNA, owner_lang="it") as (client, _):
         for n, text in enumerate(("aggiungi latte, uova e pane alla lista della spesa",
                                   "togli le uova dalla lista della spesa"), start=1):
             telegram.push_message(ANNA, text, language_code="it")

@@ -21,11 +21,6 @@ from metnos.tutor.classify import (
 from metnos.tutor.identity import route
 
 
-@pytest.fixture(scope="module")
-def classifier() -> Classifier:
-    return Classifier()
-
-
 @pytest.mark.parametrize(("text", "lang", "label"), [
     ("mostrami la pagina Servizi", "it", "explanation"),
     ("show me the approvals page", "en", "explanation"),

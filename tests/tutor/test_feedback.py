@@ -12,11 +12,10 @@ from typing import Any
 
 import numpy as np
 import pytest
-from sqlalchemy import Engine
 from sqlmodel import select
 
-from metnos.audit import AuditLog, open_audit_log, read_tail
-from metnos.db.engine import database_url, make_engine, session
+from metnos.audit import read_tail
+from metnos.db.engine import session
 from metnos.db.models import utcnow
 from metnos.turns.context import TurnContext
 from metnos.tutor import feedback, feedback_report
@@ -27,6 +26,7 @@ from metnos.tutor.feedback_models import TutorAnswer, TutorAssociation, TutorGap
 from metnos.tutor.precheck import Plan, Tutor
 from tests.support.home import MakeHome
 from tests.support.tutor_catalog import install_catalog
+from tests.tutor.support import Turns
 
 # (question, its paraphrase) and (question, another topic), cosines measured with USE v3
 NEAR_PAIRS = [("How do I undo a change?", "How can I revert a change I made?"),
@@ -50,24 +50,15 @@ PARAPHRASE = "How can I revert a change I made?"
 OTHER_TOPIC = "How do I pair Telegram?"
 
 
-class Setup:
+class Setup(Turns):
     def __init__(self, make_home: MakeHome, compiled_catalog: Path) -> None:
-        self.settings = make_home(lang="en").settings
+        super().__init__(make_home(lang="en").settings)
         install_catalog(compiled_catalog, self.settings.home)
-        self.engine: Engine = make_engine(database_url(self.settings))
-        self.audit: AuditLog = open_audit_log(self.settings)
         self.tutor = Tutor(self.settings.home, self.audit, window_s=5.0)
         feedback.bind(self.tutor, self.engine)
         catalog = self.tutor.catalog()
         assert catalog is not None
         self.catalog: Catalog = catalog
-        self.turns = 0
-
-    def ctx(self, text: str, user: str = "owner", session_id: str = "s-1") -> TurnContext:
-        self.turns += 1
-        return TurnContext(turn_id=f"turn-{self.turns}", session_id=session_id, user_id=user,
-                           channel="web", sender=user, lang="en", autonomy="Supervised",
-                           text=text)
 
     def hits(self, text: str) -> list[Hit]:
         vector = default_embedder().encode([text])[0]

@@ -14,11 +14,6 @@ from metnos.tutor.identity import Ambiguous, Bound, UserPath, docs_from_folder, 
 DOCS = docs_from_folder(resources_path("docs"))
 
 
-@pytest.fixture(scope="module")
-def classifier() -> Classifier:
-    return Classifier()
-
-
 def bound(text: str, lang: str, docs: list[DocEntry] = DOCS) -> str:
     identity = resolve(text, docs, lang)
     assert isinstance(identity, Bound), identity
@@ -94,27 +89,21 @@ def test_an_outside_path_stays_a_user_path(classifier: Classifier, text: str) ->
     assert route(text, DOCS, "it", classifier).target == "loop"
 
 
-@pytest.mark.parametrize(("text", "lang"), [
-    ("Sposta memoria.md in archivio", "it"),
-    ("elimina sicurezza.md per favore", "it"),
-    ("copy security.md to my desktop", "en"),
-    ("remove docs/en/memory.md", "en"),
+@pytest.mark.parametrize(("text", "lang", "target"), [
+    # an operation on a known document goes to the loop
+    ("Sposta memoria.md in archivio", "it", "loop"),
+    ("elimina sicurezza.md per favore", "it", "loop"),
+    ("copy security.md to my desktop", "en", "loop"),
+    ("remove docs/en/memory.md", "en", "loop"),
+    # a question on a known document is the Tutor's
+    ("che cosa dice memoria.md sul synt?", "it", "tutor"),
+    ("what does memory.md say about the ager?", "en", "tutor"),
+    ("spiegami «visita-guidata»", "it", "tutor"),
 ])
-def test_an_operation_on_a_known_document_goes_to_the_loop(classifier: Classifier, text: str,
-                                                          lang: str) -> None:
+def test_a_known_document_goes_where_the_intent_says(classifier: Classifier, text: str,
+                                                     lang: str, target: str) -> None:
     result = route(text, DOCS, lang, classifier)
-    assert isinstance(result.identity, Bound) and result.target == "loop"
-
-
-@pytest.mark.parametrize(("text", "lang"), [
-    ("che cosa dice memoria.md sul synt?", "it"),
-    ("what does memory.md say about the ager?", "en"),
-    ("spiegami «visita-guidata»", "it"),
-])
-def test_a_question_on_a_known_document_is_the_tutors(classifier: Classifier, text: str,
-                                                     lang: str) -> None:
-    result = route(text, DOCS, lang, classifier)
-    assert isinstance(result.identity, Bound) and result.target == "tutor"
+    assert isinstance(result.identity, Bound) and result.target == target
 
 
 def test_an_unknown_name_is_a_user_file() -> None:

@@ -10,13 +10,10 @@ import tomllib
 from collections.abc import Iterator
 
 import pytest
-from sqlalchemy import Engine
 from sqlmodel import Session, select
 
-from metnos.audit import AuditLog, open_audit_log, read_tail
-from metnos.db.engine import database_url, make_engine
+from metnos.audit import read_tail
 from metnos.db.models import utcnow
-from metnos.turns.context import TurnContext
 from metnos.tutor.classify import Classifier
 from metnos.tutor.confirm_models import TutorConfirmation
 from metnos.tutor.mixed import (
@@ -31,11 +28,7 @@ from metnos.tutor.mixed import (
     stands_alone,
 )
 from tests.support.home import MakeHome
-
-
-@pytest.fixture(scope="module")
-def classifier() -> Classifier:
-    return Classifier()
+from tests.tutor.support import Turns
 
 
 @pytest.mark.parametrize(("text", "lang", "explained", "clause"), [
@@ -122,19 +115,10 @@ def test_the_vocabulary_is_language_data() -> None:
         assert not set(data["yes"]) & set(data["no"])
 
 
-class Store:
+class Store(Turns):
     def __init__(self, make_home: MakeHome) -> None:
-        self.settings = make_home(lang="en").settings
-        self.engine: Engine = make_engine(database_url(self.settings))
-        self.audit: AuditLog = open_audit_log(self.settings)
+        super().__init__(make_home(lang="en").settings)
         self.confirmations = Confirmations(self.engine, self.audit, 300)
-        self.turns = 0
-
-    def ctx(self, text: str, user: str = "owner", session_id: str = "s-1") -> TurnContext:
-        self.turns += 1
-        return TurnContext(turn_id=f"turn-{self.turns}", session_id=session_id, user_id=user,
-                           channel="web", sender=user, lang="en", autonomy="Supervised",
-                           text=text)
 
     def refused(self) -> list[str]:
         return [r["reason"] for r in read_tail(self.settings.audit_dir / "audit.jsonl", 100)

@@ -42,6 +42,12 @@ class Signals:
     def __call__(self) -> SchedulerSignals:
         return self.value
 
+    def seen(self, silent: timedelta, runs: dict[str, int], at: datetime | None = None) -> str:
+        """Signals taken `at` (now): the runner's last beat `silent` before; `at` in ISO."""
+        at = at or datetime.now(UTC)
+        self.value = SchedulerSignals(True, at - silent, 60.0, runs, at, deployments=8)
+        return at.isoformat(timespec="seconds")
+
 
 @asynccontextmanager
 async def observed_gateway(home: Home, signals: Signals) -> AsyncIterator[httpx.AsyncClient]:
@@ -80,10 +86,7 @@ async def test_the_scheduler_observed_stopped_degraded_running_and_stale(
     question = QUESTION[lang]
     async with observed_gateway(home, signals) as client:
         # the runner has been silent for ten minutes: stopped, and the cause is said
-        now = datetime.now(UTC)
-        at = now.isoformat(timespec="seconds")
-        signals.value = SchedulerSignals(True, now - timedelta(minutes=10), 60.0,
-                                         {"completed": 3}, now, deployments=8)
+        at = signals.seen(timedelta(minutes=10), {"completed": 3})
         body = await _ask(client, question)
         reply = body["reply"]
         assert body["status"] == "completed"
@@ -94,10 +97,7 @@ async def test_the_scheduler_observed_stopped_degraded_running_and_stale(
         assert _answered(home, body["turn_id"])["outcome"] == "answered"
 
         # alive, but a recent run crashed: degraded, so "looks stopped" is corrected
-        now = datetime.now(UTC)
-        at = now.isoformat(timespec="seconds")
-        signals.value = SchedulerSignals(True, now - timedelta(seconds=5), 60.0,
-                                         {"completed": 3, "crashed": 1}, now, deployments=8)
+        at = signals.seen(timedelta(seconds=5), {"completed": 3, "crashed": 1})
         reply = (await _ask(client, question))["reply"]
         assert _said("TUTOR_PREMISE_SCHEDULER", lang, state_key="TUTOR_SCHEDULER_DEGRADED",
                      assumed_key="TUTOR_SCHEDULER_STOPPED", time=at) in reply, reply
@@ -105,10 +105,7 @@ async def test_the_scheduler_observed_stopped_degraded_running_and_stale(
                      cause_key="TUTOR_CAUSE_RUNS_CRASHED") in reply, reply
 
         # healthy (failed runs do not stop a scheduler): running, the premise corrected
-        now = datetime.now(UTC)
-        at = now.isoformat(timespec="seconds")
-        signals.value = SchedulerSignals(True, now - timedelta(seconds=5), 60.0,
-                                         {"completed": 3, "failed": 2}, now, deployments=8)
+        at = signals.seen(timedelta(seconds=5), {"completed": 3, "failed": 2})
         reply = (await _ask(client, question))["reply"]
         assert _said("TUTOR_PREMISE_SCHEDULER", lang, state_key="TUTOR_SCHEDULER_RUNNING",
                      assumed_key="TUTOR_SCHEDULER_STOPPED", time=at) in reply, reply
@@ -116,10 +113,8 @@ async def test_the_scheduler_observed_stopped_degraded_running_and_stale(
 
         # the refresher stopped ten minutes ago: what it saw then, said to be stale, with
         # the snapshot's time (not the turn's), and never as the current state
-        then = datetime.now(UTC) - timedelta(minutes=10)
-        at = then.isoformat(timespec="seconds")
-        signals.value = SchedulerSignals(True, then - timedelta(seconds=5), 60.0,
-                                         {"completed": 3}, then, deployments=8)
+        at = signals.seen(timedelta(seconds=5), {"completed": 3},
+                          datetime.now(UTC) - timedelta(minutes=10))
         reply = (await _ask(client, question))["reply"]
         assert _said("TUTOR_OBSERVATION_STALE", lang, time=at) in reply, reply
         assert _said("TUTOR_SCHEDULER_WAS", lang, state_key="TUTOR_SCHEDULER_RUNNING",
@@ -132,9 +127,7 @@ async def test_a_member_never_hears_the_scheduler_state(
     home = make_home(lang="en")
     install_catalog(compiled_catalog, home.path)
     signals = Signals()
-    now = datetime.now(UTC)
-    signals.value = SchedulerSignals(True, now - timedelta(minutes=10), 60.0,
-                                     {"completed": 3}, now, deployments=8)
+    signals.seen(timedelta(minutes=10), {"completed": 3})
     member = 7101
     with FakeTelegram() as tg:
         async with observed_gateway(home, signals) as client:
@@ -199,9 +192,7 @@ async def test_the_services_observed(make_home: MakeHome, prefect_api: str, comp
     home = make_home(lang=lang)
     install_catalog(compiled_catalog, home.path)
     signals = Signals()
-    now = datetime.now(UTC)
-    signals.value = SchedulerSignals(True, now - timedelta(seconds=5), 60.0,
-                                     {"completed": 3}, now, deployments=8)
+    signals.seen(timedelta(seconds=5), {"completed": 3})
     question = {"it": "I servizi sono tutti in salute adesso?",
                 "en": "Are all the services healthy right now?"}[lang]
     async with observed_gateway(home, signals) as client:

@@ -3,17 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx
-import pytest
 from typer import Typer
 from typer.testing import CliRunner
 
 from metnos.cli.undo import undo as undo_command
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
-from tests.support.home import Home, MakeHome, gateway_client, served_gateway
+from tests.support.home import Home, MakeHome, gateway_client
 from tests.support.pg import free_port
 from tests.undo.support import Actor, build_tree, tree_digest
 
@@ -90,13 +89,6 @@ async def test_a_turn_of_renames_then_undo_through_the_gateway(
             resp = await client.post(f"/api/actions/{action_id}/undo")
             assert resp.json()["outcome"] == "done", resp.text
     assert tree_digest(home.workspace) == original
-
-
-@pytest.fixture
-def served(make_home: MakeHome) -> Iterator[Home]:
-    home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()))
-    with served_gateway(home):
-        yield home
 
 
 def cli() -> Typer:

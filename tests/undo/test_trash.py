@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -175,13 +174,6 @@ def test_the_gateway_applies_retention_at_start(make_home: MakeHome) -> None:
 
 
 # -- the CLI -------------------------------------------------------------------------------
-@pytest.fixture
-def served(make_home: MakeHome) -> Iterator[Home]:
-    home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()))
-    with served_gateway(home):
-        yield home
-
-
 def cli() -> Typer:
     app = Typer()
     app.command(name="undo")(undo_command)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+import httpx
 import pytest
 
 from metnos.gateway.routes.docs import listing, render_markdown
@@ -22,14 +23,16 @@ def _ids(html: str) -> set[str]:
     return set(re.findall(r'id="([^"]+)"', html))
 
 
+async def _pages(make_home: MakeHome, *asked: tuple[str, dict[str, str]]) -> list[httpx.Response]:
+    """GET each (path, headers) from the gateway of a new home, as the owner."""
+    async with gateway_client(make_home(lang="en"), prefect=False) as client:
+        return [await client.get(path, headers=headers) for path, headers in asked]
+
+
 async def test_index_page_and_anchors_in_the_request_language(make_home: MakeHome) -> None:
-    home = make_home(lang="en")
-    async with gateway_client(home, prefect=False) as client:
-        en = await client.get("/docs", headers=EN)
-        it = await client.get("/docs", headers=IT)
-        page = await client.get("/docs/en/memory", headers=EN)
-        twin = await client.get("/docs/it/memoria", headers=IT)
-        chat = await client.get("/", headers=IT)
+    en, it, page, twin, chat = await _pages(make_home, ("/docs", EN), ("/docs", IT),
+                                            ("/docs/en/memory", EN), ("/docs/it/memoria", IT),
+                                            ("/", IT))
     assert en.status_code == 200 and 'href="/docs/en/memory"' in en.text
     assert "Guide to Metnos" in en.text and "/docs/it/" not in en.text
     assert it.status_code == 200 and 'href="/docs/it/memoria"' in it.text
@@ -63,11 +66,9 @@ def test_raw_html_in_markdown_is_escaped() -> None:
 
 
 async def test_executor_contract_page(make_home: MakeHome) -> None:
-    home = make_home(lang="en")
-    async with gateway_client(home, prefect=False) as client:
-        en = await client.get("/docs/executors/fs_read", headers=EN)
-        it = await client.get("/docs/executors/fs_read", headers=IT)
-        missing = await client.get("/docs/executors/no_such_tool", headers=IT)
+    en, it, missing = await _pages(make_home, ("/docs/executors/fs_read", EN),
+                                   ("/docs/executors/fs_read", IT),
+                                   ("/docs/executors/no_such_tool", IT))
     assert en.status_code == 200 and 'id="contract"' in en.text and 'id="arg-path"' in en.text
     assert "The tool fs_read" in en.text and "Lo strumento fs_read" in it.text
     assert missing.status_code == 404 and "Pagina non trovata" in missing.text
@@ -81,9 +82,7 @@ async def test_executor_contract_page(make_home: MakeHome) -> None:
     "/docs/executors/..%2Ffs_read", "/docs/en/..\\..\\pyproject",
 ])
 async def test_traversal_and_unknown_pages_are_404(make_home: MakeHome, path: str) -> None:
-    home = make_home(lang="en")
-    async with gateway_client(home, prefect=False) as client:
-        resp = await client.get(path, headers=IT)
+    [resp] = await _pages(make_home, (path, IT))
     assert resp.status_code == 404, (path, resp.status_code)
     assert "[project]" not in resp.text and "root:" not in resp.text
     # a client may normalise `..` away before sending: then no docs route is reached at all

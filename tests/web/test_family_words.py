@@ -13,7 +13,7 @@ import httpx
 
 from metnos.paths import resources_path
 from metnos.testing.llm_server import ScriptedLLM
-from tests.approvals.test_approval_flow import wait_status
+from tests.approvals.test_approval_flow import answer
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client
 from tests.web.support import ORIGIN, browser, log_in
@@ -61,12 +61,7 @@ def default_view(html: str) -> str:
 
 
 async def deny_pending(client: httpx.AsyncClient, body: dict[str, Any]) -> dict[str, Any]:
-    assert body["status"] == "awaiting_approval", body
-    [pending] = body["approvals"]
-    resp = await client.post(f"/api/approvals/{pending['approval_id']}",
-                             json={"decision": "deny"})
-    assert resp.status_code == 200, resp.text
-    await wait_status(client, body["turn_id"], "completed")
+    await answer(client, body, "deny")
     return await wait_closed(client, body["turn_id"])
 
 

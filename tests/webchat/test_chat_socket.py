@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
 import httpx
@@ -22,10 +23,14 @@ def cookie_of(home: Home) -> str:
     return resp.cookies["metnos_session"]
 
 
-async def frames_until(socket: Any, kind: str) -> list[dict[str, Any]]:
+async def frames_until(socket: Any, kind: str, stamped: bool = False) -> list[dict[str, Any]]:
+    """The frames received up to the first of type `kind`; `stamped`: each with `_at`, the
+    monotonic time it arrived."""
     seen: list[dict[str, Any]] = []
     while not seen or seen[-1]["type"] != kind:
         seen.append(json.loads(await socket.recv(decode=True)))
+        if stamped:
+            seen[-1]["_at"] = time.monotonic()
     return seen
 
 

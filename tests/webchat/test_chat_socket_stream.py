@@ -4,14 +4,13 @@ over time, before the `reply` that replaces it, and the reply carries what ran b
 from __future__ import annotations
 
 import json
-import time
-from typing import Any
 
 import websockets
 
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port
+from tests.webchat.test_chat_socket import frames_until
 
 ANSWER = "There are six markdown files in your workspace, IDENTITY.md among them."
 
@@ -27,10 +26,7 @@ async def test_deltas_then_the_reply_with_its_activity(
         async with websockets.connect(f"ws://127.0.0.1:{port}/api/chat",
                                       additional_headers=home.auth()) as socket:
             await socket.send(json.dumps({"type": "message", "text": "which notes?"}))
-            frames: list[dict[str, Any]] = []
-            while not frames or frames[-1]["type"] != "end":
-                frames.append(json.loads(await socket.recv(decode=True)))
-                frames[-1]["_at"] = time.monotonic()
+            frames = await frames_until(socket, "end", stamped=True)
     kinds = [f["type"] for f in frames]
     deltas = [f for f in frames if f["type"] == "delta"]
     [reply] = [f for f in frames if f["type"] == "reply"]

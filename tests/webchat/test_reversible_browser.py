@@ -10,9 +10,9 @@ import httpx
 
 from metnos import i18n
 from metnos.testing.llm_server import ScriptedLLM
-from metnos.web.link import create_login_link
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port
+from tests.webchat.test_history_browser import open_chat
 
 
 async def test_a_rename_shows_undo_and_ask_all_brings_the_card_back(
@@ -28,12 +28,7 @@ async def test_a_rename_shows_undo_and_ask_all_brings_the_card_back(
     scripted_llm.enqueue_tool_call("fs_move", {"src": "compiti.md", "dst": "school.md"})
     scripted_llm.enqueue_text("Renamed again.")
     with served_gateway(home):
-        context = await browser.new_context(locale=lang)
-        page = await context.new_page()
-        errors: list[str] = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        await page.goto(create_login_link(home.settings).url)
+        context, page, errors = await open_chat(browser, home, lang)
         await expect(page.locator("body[data-ready]")).to_have_count(1)
 
         await page.fill("#text", "rename compiti.md to homework.md")

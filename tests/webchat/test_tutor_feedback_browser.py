@@ -14,10 +14,10 @@ from sqlmodel import select
 from metnos import i18n
 from metnos.db.engine import database_url, make_engine, session
 from metnos.tutor.feedback_models import TutorAssociation, TutorGap
-from metnos.web.link import create_login_link
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port
 from tests.support.tutor_catalog import install_catalog
+from tests.webchat.test_history_browser import open_chat
 
 QUESTIONS = {"it": ("Che cosa contiene visita-guidata.md?", "Riassumi docs/it/visita-guidata.md"),
              "en": ("What does quick-tour.md contain?", "Summarise docs/en/quick-tour.md")}
@@ -33,12 +33,7 @@ async def test_thumbs_up_then_down_with_a_cause(make_home: MakeHome, browser: An
     install_catalog(compiled_catalog, home.settings.home)
     first, second = QUESTIONS[lang]
     with served_gateway(home):
-        context = await browser.new_context(locale=lang)
-        page = await context.new_page()
-        errors: list[str] = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        await page.goto(create_login_link(home.settings).url)
+        context, page, errors = await open_chat(browser, home, lang)
         await expect(page.locator("#text")).to_be_visible()
 
         await page.fill("#text", first)
