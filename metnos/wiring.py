@@ -27,7 +27,6 @@ from metnos.executors.registry import load_registry
 from metnos.features import create_tables
 from metnos.lists_merge import check_list_name
 from metnos.llm.port import LLMPort, configured
-from metnos.llm.tools import ToolSpec
 from metnos.mail import summary
 from metnos.mail.account import load_account
 from metnos.mail.undo import Mailbox
@@ -142,11 +141,7 @@ def _remote(rt: Runtime, edges: Edges) -> Hooks:
 def _mnestoma(rt: Runtime, edges: Edges) -> Hooks:
     """What the traces say: the tools routed to the model, an archived executor refused,
     and the synt's accepted compositions as lines of the system prompt."""
-    book, evolution = routing.RouteBook(rt.engine), rt.settings.evolution
-
-    def route(ctx: TurnContext, tools: list[ToolSpec]) -> list[ToolSpec]:
-        return book.routed(ctx.turn_id, tools, lambda traces, states: routing.route(
-            tools, ctx.text, ctx.lang, traces=traces, states=states, settings=evolution))
+    route = routing.Router(routing.RouteBook(rt.engine), rt.settings.evolution)
     return Hooks(archived=partial(archived, rt.engine), route=route,
                  hints=partial(composition.hints, rt.engine))
 

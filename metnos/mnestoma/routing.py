@@ -43,6 +43,7 @@ from metnos.llm.tools import ToolSpec
 from metnos.mnestoma.models import ExecutorUse, Trace
 from metnos.mnestoma.traces import current
 from metnos.settings.evolution import EvolutionSettings
+from metnos.turns.context import TurnContext
 
 WISH = "wish"  # the built-in tool of proto-mnests (metnos.mnestoma.wish): always offered
 ALWAYS = frozenset({WISH, "undo_last"})  # and "undo that" (metnos.turns.undo_tool): always offered
@@ -153,3 +154,16 @@ class RouteBook:
             self._traces = current(self.engine) if generation is not None else []
             self._generation = generation
             self.queries += 1
+
+
+@dataclass
+class Router:
+    """The turn's `route` hook (`metnos.turns.runtime.Router`, registered by
+    `metnos.wiring`): the tools the traces let reach the model, read once per turn (`book`)."""
+
+    book: RouteBook
+    settings: EvolutionSettings
+
+    def __call__(self, ctx: TurnContext, tools: list[ToolSpec]) -> list[ToolSpec]:
+        return self.book.routed(ctx.turn_id, tools, lambda traces, states: route(
+            tools, ctx.text, ctx.lang, traces=traces, states=states, settings=self.settings))

@@ -12,7 +12,6 @@ from metnos.mnestoma.routing import RouteBook, route
 from metnos.paths import resources_path
 from metnos.settings.evolution import EvolutionSettings
 from metnos.testing.llm_server import ScriptedLLM
-from metnos.turns import thinking
 from tests.gateway.test_turns import wait_closed
 from tests.mnestoma.traces_fixture import engine_of, plant
 from tests.support.home import MakeHome, gateway_client
@@ -113,7 +112,7 @@ async def test_a_turn_offers_the_routed_tools_and_reads_the_database_once(
                                  json={"text": "open the file report.txt", "lang": "en"})
         assert resp.json()["status"] == "completed", resp.text
         await wait_closed(client, resp.json()["turn_id"])
-        book = thinking._BOOKS[client.app.state.gateway.service]  # type: ignore[attr-defined]
+        book = client.app.state.gateway.service.hooks.route.book  # type: ignore[attr-defined]
     for request in scripted_llm.requests:  # both model calls: the core and fs_read's trace
         offered = {t["function"]["name"] for t in request["tools"]}
         assert {"fs_find", "fs_read", "fs_write"} <= offered  # not fs_move, web_fetch...
