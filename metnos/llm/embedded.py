@@ -45,6 +45,7 @@ from metnos.llm import arguments, household
 from metnos.llm import household_hints as hints
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.settings import get_settings
+from metnos.system_lang import Lang
 
 log = logging.getLogger(__name__)
 
@@ -54,8 +55,8 @@ class FirstPlanner(Protocol):
     """A feature's reading of a sentence, tried before the templates (a reminder's time, a
     scheduled task's cadence: `metnos.reminders.planning.plan_timed`): a plan, or None."""
 
-    def __call__(self, text: str, lang: str, tools: Sequence[ToolSpec], *,
-                 others: Mapping[str, Sequence[ToolSpec]] | None = None,
+    def __call__(self, text: str, lang: Lang, tools: Sequence[ToolSpec], *,
+                 others: Mapping[Lang, Sequence[ToolSpec]] | None = None,
                  now: dt.datetime | None = None) -> Plan | None: ...
 
 
@@ -75,7 +76,7 @@ _SLOT_REF = re.compile(r"\{([^{}:]+)(?::[^{}]*)?\}")
 # (tool name, utterances, ((slot, ((phrase, value as JSON), ...)), ...))
 _ToolKey = tuple[str, tuple[str, ...], tuple[tuple[str, tuple[tuple[str, str], ...]], ...]]
 # language, its tools, the results, the text they match (without greetings, "please")
-_Match = tuple[str, list[ToolSpec], list[RecognizeResult], str]
+_Match = tuple[Lang, list[ToolSpec], list[RecognizeResult], str]
 
 
 @dataclass(frozen=True)
@@ -83,19 +84,19 @@ class Understanding:
     """What the matcher made of a sentence, before any reply is written.
 
     `intent`: the executor or `household.<name>` matched, None for no match or a tie (`tied`:
-    the intents that tied). `lang`: the language it was matched in (the session's tag when
-    that is the one, else the other active language's code)."""
+    the intents that tied). `lang`: the language it was matched in (the session's or another
+    active language)."""
 
     intent: str | None
     args: dict[str, Any]
-    lang: str
+    lang: Lang
     tied: frozenset[str] = frozenset()
 
 
-def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
-                  others: Mapping[str, Sequence[ToolSpec]] | None = None,
+def plan_embedded(text: str, lang: Lang, tools: Sequence[ToolSpec], *,
+                  others: Mapping[Lang, Sequence[ToolSpec]] | None = None,
                   now: dt.datetime | None = None,
-                  speaks: Callable[[str], str] | None = None) -> Plan:
+                  speaks: Callable[[Lang], Lang] | None = None) -> Plan:
     """Match `text` in the session language `lang` (its `tools`), else in the other active
     languages (`others`: language → the same tools described in it). One step or a household
     answer on a clear match, else two lines with a safe hint. `now` is the time the household
@@ -106,9 +107,8 @@ def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
         if early is not None:
             return early
     found = understand(text, lang, tools, others=others)
-    reply = speaks(found.lang) if speaks is not None and found.intent else found.lang
-    code = _base_lang(reply)
-    specs = list(tools) if code == _base_lang(lang) else _in(code, others)
+    code = speaks(found.lang) if speaks is not None and found.intent else found.lang
+    specs = list(tools) if code == lang else list((others or {}).get(code, ()))
     examples = _examples(code, specs)
     if found.intent is None and not found.tied:
         world = _unseen(text, lang, others)  # "will it rain today?": one plain line
@@ -116,7 +116,7 @@ def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
             code, topic = world
             what = i18n.get(f"MSG_HOUSEHOLD_WORLD_{topic}", code)
             return Plan(steps=(), text=i18n.get("MSG_HOUSEHOLD_CANNOT_SEE", code, what=what),
-                        source="embedded", lang=code if code != _base_lang(lang) else lang)
+                        source="embedded", lang=code)
     if found.intent is None:
         first = "MSG_PLAN_AMBIGUOUS" if found.tied else "MSG_PLAN_NOT_UNDERSTOOD"
         message = hints.not_understood(text, code, examples, first=first,
@@ -125,22 +125,20 @@ def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
                     lang=found.lang if found.tied else None)
     if household.is_household(found.intent):
         when = now or dt.datetime.now(get_settings().tz)
-        answer = household.answer(found.intent, reply, when, hints.items(examples, code))
-        return Plan(steps=(), text=answer, source="embedded", lang=reply)
+        answer = household.answer(found.intent, code, when, hints.items(examples, code))
+        return Plan(steps=(), text=answer, source="embedded", lang=code)
     step = PlanStep(executor=found.intent, args=found.args)
-    return Plan(steps=(step,), text=None, source="embedded", lang=reply)
+    return Plan(steps=(step,), text=None, source="embedded", lang=code)
 
 
-def understand(text: str, lang: str, tools: Sequence[ToolSpec], *,
-               others: Mapping[str, Sequence[ToolSpec]] | None = None) -> Understanding:
+def understand(text: str, lang: Lang, tools: Sequence[ToolSpec], *,
+               others: Mapping[Lang, Sequence[ToolSpec]] | None = None) -> Understanding:
     """The intent of `text`: the session language's match wins, else the best match among
     the other active languages (an equal score: the one named first)."""
     original = household.calm(unicodedata.normalize("NFC", text))
     folded = fold(original)
-    base = _base_lang(lang)
-    languages = [(base, list(tools))]
-    languages += [(code, list(specs)) for tag, specs in (others or {}).items()
-                  if (code := _base_lang(tag)) not in {c for c, _ in languages}]
+    languages = [(lang, list(tools))]
+    languages += [(code, list(specs)) for code, specs in (others or {}).items() if code != lang]
     matched: _Match | None = None
     for code, specs in languages:
         said, results = original, _recognise(folded, code, specs)
@@ -148,7 +146,7 @@ def understand(text: str, lang: str, tools: Sequence[ToolSpec], *,
             results = _recognise(fold(said), code, specs)  # "ciao, che ore sono?"
         if not results:
             continue
-        if code == base:
+        if code == lang:
             matched = (code, specs, results, said)
             break
         if matched is None or _score(results[0]) < _score(matched[2][0]):
@@ -158,22 +156,21 @@ def understand(text: str, lang: str, tools: Sequence[ToolSpec], *,
     if matched is None:
         return Understanding(intent=None, args={}, lang=lang)
     code, specs, results, original = matched
-    found_lang = lang if code == base else code
     best = results[0]
     rivals = {r.intent.name for r in results[1:]
               if r.intent.name != best.intent.name and _score(r) == _score(best)}
     if rivals:
-        return Understanding(intent=None, args={}, lang=found_lang,
+        return Understanding(intent=None, args={}, lang=code,
                              tied=frozenset({best.intent.name, *rivals}))
     name = best.intent.name
     if household.is_household(name):
-        return Understanding(intent=name, args={}, lang=found_lang)
+        return Understanding(intent=name, args={}, lang=code)
     tool = {t.name: t for t in specs}[name]
     filled = arguments.fill(best, original, tool, code)
-    return Understanding(intent=name, args=filled, lang=found_lang)
+    return Understanding(intent=name, args=filled, lang=code)
 
 
-def _unnamed_list(original: str, languages: list[tuple[str, list[ToolSpec]]]) -> _Match | None:
+def _unnamed_list(original: str, languages: list[tuple[Lang, list[ToolSpec]]]) -> _Match | None:
     """A request that names no list ("aggiungi latte", "add bread"), read as if it ended with
     the lexicon's `[unnamed_list] ending` ("alla lista della spesa"): only for its verbs, when
     the ending is matched as it is (never taken into an argument) and no argument holds a
@@ -197,20 +194,15 @@ def _within(result: RecognizeResult, said: str, lang: str) -> bool:
                for e in result.entities_list if e.is_wildcard)
 
 
-def _unseen(text: str, lang: str,
-            others: Mapping[str, Sequence[ToolSpec]] | None) -> tuple[str, str] | None:
+def _unseen(text: str, lang: Lang,
+            others: Mapping[Lang, Sequence[ToolSpec]] | None) -> tuple[Lang, str] | None:
     """(language, topic) of a question about the world Metnos cannot see (the session's
     language first)."""
-    for code in dict.fromkeys([_base_lang(lang), *(_base_lang(t) for t in others or {})]):
+    for code in dict.fromkeys([lang, *(others or {})]):
         topic = household.unseen(text, code)
         if topic is not None:
             return code, topic
     return None
-
-
-def _in(code: str, others: Mapping[str, Sequence[ToolSpec]] | None) -> list[ToolSpec]:
-    return next((list(specs) for tag, specs in (others or {}).items()
-                 if _base_lang(tag) == code), [])
 
 
 def fold(text: str) -> str:
@@ -390,7 +382,3 @@ def _not_an_argument(result: RecognizeResult, tool: ToolSpec, lang: str) -> bool
 def _literal_words(utterances: tuple[str, ...]) -> frozenset[str]:
     text = fold(" ".join(_SLOT_REF.sub(" ", u) for u in utterances)).casefold()
     return frozenset(_TOKEN.findall(text))
-
-
-def _base_lang(lang: str) -> str:
-    return lang.replace("_", "-").split("-")[0].lower() or "en"

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from metnos.system_lang import Lang
+
 
 @dataclass(frozen=True)
 class ToolSpec:
@@ -67,4 +69,4 @@ class Plan:
     source: str
     understood: bool = True
     cost_usd: float = 0.0
-    lang: str | None = None
+    lang: Lang | None = None

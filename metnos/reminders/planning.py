@@ -22,6 +22,7 @@ from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.reminders import when
 from metnos.schedules import cadence, spoken
 from metnos.settings import get_settings
+from metnos.system_lang import Lang
 
 _SPACES = re.compile(r"\s+")
 
@@ -33,8 +34,8 @@ def timed_inputs(tool: ToolSpec, lang: str) -> list[str]:
     return [name] if isinstance(name, str) and name in props else []
 
 
-def plan_timed(text: str, lang: str, tools: Sequence[ToolSpec], *,
-               others: Mapping[str, Sequence[ToolSpec]] | None = None,
+def plan_timed(text: str, lang: Lang, tools: Sequence[ToolSpec], *,
+               others: Mapping[Lang, Sequence[ToolSpec]] | None = None,
                tz: ZoneInfo | None = None, now: datetime | None = None) -> Plan | None:
     """One step of a timed executor when `text` holds a time and, once the time is taken
     out, matches one of its templates (the session language `lang` first, then `others`);
@@ -50,7 +51,7 @@ def plan_timed(text: str, lang: str, tools: Sequence[ToolSpec], *,
     return None
 
 
-def _timed_in(text: str, lang: str, tools: Sequence[ToolSpec], now: datetime) -> Plan | None:
+def _timed_in(text: str, lang: Lang, tools: Sequence[ToolSpec], now: datetime) -> Plan | None:
     templates = when.words(lang).get("templates", {})
     timed = [(tool, names) for tool in tools
              if (names := timed_inputs(tool, lang)) and templates.get(tool.name)]

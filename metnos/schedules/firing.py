@@ -32,8 +32,10 @@ from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox
 from metnos.schedules import spoken, store
 from metnos.schedules.models import TaskRun
+from metnos.system_lang import Lang, lang_code
 from metnos.turns.context import TurnContext
 from metnos.turns.handle import TurnHandle
+from metnos.turns.language import ui_locale
 from metnos.turns.service import TurnService
 
 log = logging.getLogger(__name__)
@@ -50,10 +52,11 @@ async def fire(turns: TurnHandle, run: TaskRun) -> None:
     if task is None or not task.active:
         await asyncio.to_thread(store.finish, engine, run.id, "done", error="inactive")
         return
-    said = await asyncio.to_thread(_said, service, task.text, task.lang)
+    said = await asyncio.to_thread(_said, service, task.text, lang_code(task.lang))
+    locale = ui_locale(task.lang, None, service.settings)  # the task's language, if active
     try:
         ctx = await turns.start(
-            said, session_id=task.address, lang=task.lang, channel=CHANNEL, sender=task.user_id,
+            said, session_id=task.address, lang=locale, channel=CHANNEL, sender=task.user_id,
             prepare=lambda ctx: _taint_if_outside(service, ctx, task.id, task.text))
     except MetnosError as exc:
         await asyncio.to_thread(store.finish, engine, run.id, "failed", error=exc.key)
@@ -76,7 +79,7 @@ async def fire(turns: TurnHandle, run: TaskRun) -> None:
                             outbox_id=row.id)
 
 
-def _said(service: TurnService, text: str, lang: str) -> str:
+def _said(service: TurnService, text: str, lang: Lang) -> str:
     """What the task's turn says: the form of its text the embedded planner reads ("dimmi
     cosa c'è nella lista della spesa" → "cosa c'è nella lista della spesa"), so a morning
     without the model runs it too; the text itself when the planner reads no form of it."""

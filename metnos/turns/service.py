@@ -34,6 +34,7 @@ from metnos.mnestoma import wish
 from metnos.reminders import effect as reminders
 from metnos.reversal import Reversal, Undoer
 from metnos.settings import Settings
+from metnos.system_lang import Lang
 from metnos.turns.checker import StepChecker
 from metnos.turns.context import CheckedStep, Published, TurnContext
 from metnos.turns.events import TurnEvents
@@ -116,20 +117,19 @@ class TurnService:
         self._tools = {}
         return self.registry
 
-    def other_tools(self, ctx: TurnContext) -> dict[str, list[ToolSpec]]:
+    def other_tools(self, ctx: TurnContext) -> dict[Lang, list[ToolSpec]]:
         """The same tools in each other active language (the embedded planner tries them)."""
         return {lang: self.tools(ctx, lang) for lang in self.settings.active_languages
                 if lang != ctx.lang}
 
     # -- what the channels call (the turn's record does the work) ---------------------------
-    async def open_turn(self, text: str, *, session_id: str | None, lang: str | None,
+    async def open_turn(self, text: str, *, session_id: str | None, lang: Lang | None,
                         channel: str, sender: str,
                         untrusted: Sequence[tuple[str, str]] = (),
-                        accept_language: str | None = None,
                         ask_all: bool = False) -> TurnContext:
         return await self.record.open_turn(text, session_id=session_id, lang=lang,
                                            channel=channel, sender=sender, untrusted=untrusted,
-                                           accept_language=accept_language, ask_all=ask_all)
+                                           ask_all=ask_all)
 
     async def wait_reply(self, turn_id: str, timeout_s: float) -> Published | None:
         return await self.record.wait_reply(turn_id, timeout_s)
