@@ -45,7 +45,7 @@ from metnos.llm import arguments, household
 from metnos.llm import household_hints as hints
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.settings import get_settings
-from metnos.system_lang import Lang
+from metnos.system_lang import Lang, lang_code
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ class FirstPlanner(Protocol):
     """A feature's reading of a sentence, tried before the templates (a reminder's time, a
     scheduled task's cadence: `metnos.reminders.planning.plan_timed`): a plan, or None."""
 
-    def __call__(self, text: str, lang: Lang, tools: Sequence[ToolSpec], *,
+    def __call__(self, text: str, lang: str, tools: Sequence[ToolSpec], *,
                  others: Mapping[Lang, Sequence[ToolSpec]] | None = None,
                  now: dt.datetime | None = None) -> Plan | None: ...
 
@@ -84,19 +84,19 @@ class Understanding:
     """What the matcher made of a sentence, before any reply is written.
 
     `intent`: the executor or `household.<name>` matched, None for no match or a tie (`tied`:
-    the intents that tied). `lang`: the language it was matched in (the session's or another
-    active language)."""
+    the intents that tied). `lang`: the language it was matched in (the session's tag when
+    that is the one, else the other active language's code)."""
 
     intent: str | None
     args: dict[str, Any]
-    lang: Lang
+    lang: str
     tied: frozenset[str] = frozenset()
 
 
-def plan_embedded(text: str, lang: Lang, tools: Sequence[ToolSpec], *,
+def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
                   others: Mapping[Lang, Sequence[ToolSpec]] | None = None,
                   now: dt.datetime | None = None,
-                  speaks: Callable[[Lang], Lang] | None = None) -> Plan:
+                  speaks: Callable[[str], str] | None = None) -> Plan:
     """Match `text` in the session language `lang` (its `tools`), else in the other active
     languages (`others`: language → the same tools described in it). One step or a household
     answer on a clear match, else two lines with a safe hint. `now` is the time the household
@@ -107,8 +107,9 @@ def plan_embedded(text: str, lang: Lang, tools: Sequence[ToolSpec], *,
         if early is not None:
             return early
     found = understand(text, lang, tools, others=others)
-    code = speaks(found.lang) if speaks is not None and found.intent else found.lang
-    specs = list(tools) if code == lang else list((others or {}).get(code, ()))
+    reply = speaks(found.lang) if speaks is not None and found.intent else found.lang
+    code = _base_lang(reply)
+    specs = list(tools) if code == _base_lang(lang) else list((others or {}).get(code, ()))
     examples = _examples(code, specs)
     if found.intent is None and not found.tied:
         world = _unseen(text, lang, others)  # "will it rain today?": one plain line
@@ -116,7 +117,7 @@ def plan_embedded(text: str, lang: Lang, tools: Sequence[ToolSpec], *,
             code, topic = world
             what = i18n.get(f"MSG_HOUSEHOLD_WORLD_{topic}", code)
             return Plan(steps=(), text=i18n.get("MSG_HOUSEHOLD_CANNOT_SEE", code, what=what),
-                        source="embedded", lang=code)
+                        source="embedded", lang=code if code != _base_lang(lang) else lang)
     if found.intent is None:
         first = "MSG_PLAN_AMBIGUOUS" if found.tied else "MSG_PLAN_NOT_UNDERSTOOD"
         message = hints.not_understood(text, code, examples, first=first,
@@ -125,20 +126,21 @@ def plan_embedded(text: str, lang: Lang, tools: Sequence[ToolSpec], *,
                     lang=found.lang if found.tied else None)
     if household.is_household(found.intent):
         when = now or dt.datetime.now(get_settings().tz)
-        answer = household.answer(found.intent, code, when, hints.items(examples, code))
-        return Plan(steps=(), text=answer, source="embedded", lang=code)
+        answer = household.answer(found.intent, reply, when, hints.items(examples, code))
+        return Plan(steps=(), text=answer, source="embedded", lang=reply)
     step = PlanStep(executor=found.intent, args=found.args)
-    return Plan(steps=(step,), text=None, source="embedded", lang=code)
+    return Plan(steps=(step,), text=None, source="embedded", lang=reply)
 
 
-def understand(text: str, lang: Lang, tools: Sequence[ToolSpec], *,
+def understand(text: str, lang: str, tools: Sequence[ToolSpec], *,
                others: Mapping[Lang, Sequence[ToolSpec]] | None = None) -> Understanding:
     """The intent of `text`: the session language's match wins, else the best match among
     the other active languages (an equal score: the one named first)."""
     original = household.calm(unicodedata.normalize("NFC", text))
     folded = fold(original)
-    languages = [(lang, list(tools))]
-    languages += [(code, list(specs)) for code, specs in (others or {}).items() if code != lang]
+    base = _base_lang(lang)
+    languages = [(base, list(tools))]
+    languages += [(code, list(specs)) for code, specs in (others or {}).items() if code != base]
     matched: _Match | None = None
     for code, specs in languages:
         said, results = original, _recognise(folded, code, specs)
@@ -146,7 +148,7 @@ def understand(text: str, lang: Lang, tools: Sequence[ToolSpec], *,
             results = _recognise(fold(said), code, specs)  # "ciao, che ore sono?"
         if not results:
             continue
-        if code == lang:
+        if code == base:
             matched = (code, specs, results, said)
             break
         if matched is None or _score(results[0]) < _score(matched[2][0]):
@@ -156,18 +158,19 @@ def understand(text: str, lang: Lang, tools: Sequence[ToolSpec], *,
     if matched is None:
         return Understanding(intent=None, args={}, lang=lang)
     code, specs, results, original = matched
+    found_lang = lang if code == base else code
     best = results[0]
     rivals = {r.intent.name for r in results[1:]
               if r.intent.name != best.intent.name and _score(r) == _score(best)}
     if rivals:
-        return Understanding(intent=None, args={}, lang=code,
+        return Understanding(intent=None, args={}, lang=found_lang,
                              tied=frozenset({best.intent.name, *rivals}))
     name = best.intent.name
     if household.is_household(name):
-        return Understanding(intent=name, args={}, lang=code)
+        return Understanding(intent=name, args={}, lang=found_lang)
     tool = {t.name: t for t in specs}[name]
     filled = arguments.fill(best, original, tool, code)
-    return Understanding(intent=name, args=filled, lang=code)
+    return Understanding(intent=name, args=filled, lang=found_lang)
 
 
 def _unnamed_list(original: str, languages: list[tuple[Lang, list[ToolSpec]]]) -> _Match | None:
@@ -194,11 +197,11 @@ def _within(result: RecognizeResult, said: str, lang: str) -> bool:
                for e in result.entities_list if e.is_wildcard)
 
 
-def _unseen(text: str, lang: Lang,
+def _unseen(text: str, lang: str,
             others: Mapping[Lang, Sequence[ToolSpec]] | None) -> tuple[Lang, str] | None:
     """(language, topic) of a question about the world Metnos cannot see (the session's
     language first)."""
-    for code in dict.fromkeys([lang, *(others or {})]):
+    for code in dict.fromkeys([_base_lang(lang), *(others or {})]):
         topic = household.unseen(text, code)
         if topic is not None:
             return code, topic
@@ -382,3 +385,9 @@ def _not_an_argument(result: RecognizeResult, tool: ToolSpec, lang: str) -> bool
 def _literal_words(utterances: tuple[str, ...]) -> frozenset[str]:
     text = fold(" ".join(_SLOT_REF.sub(" ", u) for u in utterances)).casefold()
     return frozenset(_TOKEN.findall(text))
+
+
+def _base_lang(lang: str) -> Lang:
+    """The code of the session's tag (the planner takes a regional tag: `en-GB` tells the
+    time as 15:42)."""
+    return lang_code(lang) or lang_code("en")

@@ -5,8 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from metnos.system_lang import Lang
-
 
 @dataclass(frozen=True)
 class ToolSpec:
@@ -69,4 +67,4 @@ class Plan:
     source: str
     understood: bool = True
     cost_usd: float = 0.0
-    lang: Lang | None = None
+    lang: str | None = None

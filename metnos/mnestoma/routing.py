@@ -43,7 +43,6 @@ from metnos.llm.tools import ToolSpec
 from metnos.mnestoma.models import ExecutorUse, Trace
 from metnos.mnestoma.traces import current
 from metnos.settings.evolution import EvolutionSettings
-from metnos.system_lang import Lang
 
 WISH = "wish"  # the built-in tool of proto-mnests (metnos.mnestoma.wish): always offered
 ALWAYS = frozenset({WISH, "undo_last"})  # and "undo that" (metnos.undo_tool): always offered
@@ -54,7 +53,7 @@ RELATIVE = 3  # a seed scores at least 1/RELATIVE of the best
 _MIN_STEM, _MAX_TAIL = 4, 3
 
 
-def route(tools: Sequence[ToolSpec], text: str, lang: Lang, *, traces: Sequence[Trace],
+def route(tools: Sequence[ToolSpec], text: str, lang: str, *, traces: Sequence[Trace],
           states: Mapping[str, str], settings: EvolutionSettings) -> list[ToolSpec]:
     """The tools to offer the model for `text` (see the module)."""
     pool = [t for t in tools if t.name not in ALWAYS]
@@ -72,7 +71,7 @@ def route(tools: Sequence[ToolSpec], text: str, lang: Lang, *, traces: Sequence[
             and states.get(t.name) not in ("quarantined", "archived")]
 
 
-def relevant(tools: Sequence[ToolSpec], text: str, lang: Lang) -> list[str]:
+def relevant(tools: Sequence[ToolSpec], text: str, lang: str) -> list[str]:
     """The names of the (at most `SEEDS`) tools most relevant to `text`, the best first."""
     words = household.content_words(text, lang)
     found = embedded.understand(text, lang, tools)

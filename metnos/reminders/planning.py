@@ -34,7 +34,7 @@ def timed_inputs(tool: ToolSpec, lang: str) -> list[str]:
     return [name] if isinstance(name, str) and name in props else []
 
 
-def plan_timed(text: str, lang: Lang, tools: Sequence[ToolSpec], *,
+def plan_timed(text: str, lang: str, tools: Sequence[ToolSpec], *,
                others: Mapping[Lang, Sequence[ToolSpec]] | None = None,
                tz: ZoneInfo | None = None, now: datetime | None = None) -> Plan | None:
     """One step of a timed executor when `text` holds a time and, once the time is taken
@@ -51,7 +51,7 @@ def plan_timed(text: str, lang: Lang, tools: Sequence[ToolSpec], *,
     return None
 
 
-def _timed_in(text: str, lang: Lang, tools: Sequence[ToolSpec], now: datetime) -> Plan | None:
+def _timed_in(text: str, lang: str, tools: Sequence[ToolSpec], now: datetime) -> Plan | None:
     templates = when.words(lang).get("templates", {})
     timed = [(tool, names) for tool in tools
              if (names := timed_inputs(tool, lang)) and templates.get(tool.name)]

@@ -32,7 +32,6 @@ from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox
 from metnos.schedules import spoken, store
 from metnos.schedules.models import TaskRun
-from metnos.system_lang import Lang, lang_code
 from metnos.turns.context import TurnContext
 from metnos.turns.handle import TurnHandle
 from metnos.turns.language import ui_locale
@@ -52,7 +51,7 @@ async def fire(turns: TurnHandle, run: TaskRun) -> None:
     if task is None or not task.active:
         await asyncio.to_thread(store.finish, engine, run.id, "done", error="inactive")
         return
-    said = await asyncio.to_thread(_said, service, task.text, lang_code(task.lang))
+    said = await asyncio.to_thread(_said, service, task.text, task.lang)
     locale = ui_locale(task.lang, None, service.settings)  # the task's language, if active
     try:
         ctx = await turns.start(
@@ -79,7 +78,7 @@ async def fire(turns: TurnHandle, run: TaskRun) -> None:
                             outbox_id=row.id)
 
 
-def _said(service: TurnService, text: str, lang: Lang) -> str:
+def _said(service: TurnService, text: str, lang: str) -> str:
     """What the task's turn says: the form of its text the embedded planner reads ("dimmi
     cosa c'è nella lista della spesa" → "cosa c'è nella lista della spesa"), so a morning
     without the model runs it too; the text itself when the planner reads no form of it."""

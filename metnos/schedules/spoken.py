@@ -26,7 +26,7 @@ from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.reminders import when
 from metnos.schedules import cadence
 from metnos.schedules.owner import ScheduleError
-from metnos.system_lang import Lang
+from metnos.system_lang import Lang, lang_code
 
 EXECUTOR = "schedule_set"
 EXAMPLES = 3  # tasks shown in a refusal
@@ -99,7 +99,7 @@ def without_tell(text: str, lang: str) -> str:
     return text
 
 
-def runnable(text: str, lang: Lang, tools: Sequence[ToolSpec],
+def runnable(text: str, lang: str, tools: Sequence[ToolSpec],
              others: Mapping[Lang, Sequence[ToolSpec]] | None = None) -> str | None:
     """The form of a task's `text` the embedded planner reads (the text without its "tell
     me" words first: "tell me what's on the list" is the list; then the text itself), or
@@ -111,20 +111,20 @@ def runnable(text: str, lang: Lang, tools: Sequence[ToolSpec],
     return None
 
 
-def refusal(text: str, lang: Lang, tools: Sequence[ToolSpec]) -> str:
+def refusal(text: str, lang: str, tools: Sequence[ToolSpec]) -> str:
     """Why the task `text` cannot be scheduled without a model, and what can."""
     key, values = _refused(text, lang, tools)
     return i18n.get(key, lang, **values)
 
 
-def _refused(text: str, lang: Lang, tools: Sequence[ToolSpec]) -> tuple[str, dict[str, str]]:
+def _refused(text: str, lang: str, tools: Sequence[ToolSpec]) -> tuple[str, dict[str, str]]:
     form = str(cadence.words(lang).get("example", "")) or str(cadence.words("en")["example"])
     shown = [f"• {form} {example}" for example in examples(lang, tools)]
     key = "ERR_SCHEDULE_TEXT_NOT_UNDERSTOOD" if shown else "ERR_SCHEDULE_TEXT_NOT_UNDERSTOOD_BARE"
     return key, {"text": " ".join(text.split())[:120], "examples": "\n".join(shown)}
 
 
-def require_runnable(text: str, lang: Lang, tools_of: Callable[[str], Sequence[ToolSpec]],
+def require_runnable(text: str, lang: str, tools_of: Callable[[str], Sequence[ToolSpec]],
                      langs: Sequence[Lang]) -> str:
     """The form of `text` the embedded planner runs (blocking). Raises ScheduleError
     ERR_SCHEDULE_TEXT_NOT_UNDERSTOOD, its message the forms it reads in `lang`."""
@@ -137,7 +137,7 @@ def require_runnable(text: str, lang: Lang, tools_of: Callable[[str], Sequence[T
     return found
 
 
-def examples(lang: Lang, tools: Sequence[ToolSpec]) -> list[str]:
+def examples(lang: str, tools: Sequence[ToolSpec]) -> list[str]:
     """Capability examples that only read, which the embedded planner reads now."""
     found: list[str] = []
     for _capability, _key, text, _expected in hints.example_texts(lang):
@@ -152,7 +152,7 @@ def examples(lang: Lang, tools: Sequence[ToolSpec]) -> list[str]:
     return found
 
 
-def plan_scheduled(text: str, lang: Lang, tools: Sequence[ToolSpec], *,
+def plan_scheduled(text: str, lang: str, tools: Sequence[ToolSpec], *,
                    others: Mapping[Lang, Sequence[ToolSpec]] | None = None) -> Plan | None:
     """The embedded planner's reading of a scheduled task said in one sentence: one
     `schedule_set` step with the cadence and the task's whole text, or the refusal when the
@@ -165,7 +165,8 @@ def plan_scheduled(text: str, lang: Lang, tools: Sequence[ToolSpec], *,
         if found is None:
             continue
         span, what = found
-        rest = {k: v for k, v in [(lang, tools), *(others or {}).items()] if k != code}
+        rest = {k: v for k, v in [(lang_code(lang), tools), *(others or {}).items()]
+                if k != lang_code(code)}
         if runnable(what, code, specs, rest) is None:
             return Plan(steps=(), text=refusal(what, code, specs), source="embedded",
                         lang=code)

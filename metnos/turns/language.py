@@ -112,16 +112,17 @@ def turn_language(text: str, session_lang: Lang, settings: Settings) -> TurnLang
     return TurnLanguage(found, found, confidence)
 
 
-def plan_language(plan_lang: Lang | None, text: str, session_lang: Lang,
+def plan_language(plan_lang: str | None, text: str, session_lang: Lang,
                   settings: Settings) -> Lang:
-    """The turn's language once the embedded planner understood `text` in `plan_lang`: that
-    language under the soft intent when the message says enough (MIN_WORDS words: "ciao" or
-    "ok" match Italian templates but are no evidence), else the session's."""
+    """The turn's language once the embedded planner understood `text` in `plan_lang` (the
+    session's or another active language, as the planner's tag): that language under the soft
+    intent when the message says enough (MIN_WORDS words: "ciao" or "ok" match Italian
+    templates but are no evidence), else the session's."""
     if not plan_lang or not follows_message(settings):
         return session_lang
     from metnos.i18n.lint import mask
 
-    return plan_lang if len(mask(text).split()) >= MIN_WORDS else session_lang
+    return lang_code(plan_lang) if len(mask(text).split()) >= MIN_WORDS else session_lang
 
 
 def follows_message(settings: Settings) -> bool:

@@ -256,7 +256,7 @@ async def _embedded(service: TurnService, ctx: TurnContext, how: steps.Steps,
             ctx.lang = spoken[1]
         return await asyncio.to_thread(undo_said.answer, service, ctx, spoken[0])
 
-    def speaks(matched: Lang) -> Lang:  # another active language, with words enough to tell
+    def speaks(matched: str) -> Lang:  # another active language, with words enough to tell
         return language.plan_language(matched, ctx.text, ctx.lang, service.settings)
 
     plan = await asyncio.to_thread(plan_embedded, ctx.text, ctx.lang, service.tools(ctx),

@@ -7,7 +7,6 @@ import pytest
 from metnos.llm import embedded
 from metnos.llm.embedded import plan_embedded
 from metnos.llm.tools import PlanStep, ToolSpec
-from metnos.system_lang import lang_code
 from tests.llm.tools_fixture import tools_en, tools_it
 
 
@@ -43,7 +42,7 @@ def test_italian_matches(text: str, executor: str, args: dict[str, object]) -> N
     ],
 )
 def test_english_matches(text: str, executor: str, args: dict[str, object]) -> None:
-    plan = plan_embedded(text, lang_code("en-GB"), tools_en())  # the face's Lang of en-GB
+    plan = plan_embedded(text, "en-GB", tools_en())
     assert plan.steps == (PlanStep(executor=executor, args=args),)
 
 

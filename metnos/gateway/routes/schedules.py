@@ -28,7 +28,6 @@ from metnos.notify.effect import Destination, destination, last_written
 from metnos.schedules import owner, spoken
 from metnos.schedules.notices import FALLBACK
 from metnos.schedules.owner import ScheduleError, Sync
-from metnos.system_lang import lang_code
 from metnos.turns.service import TurnService
 
 router = APIRouter(prefix="/api/schedules", tags=["schedules"])
@@ -81,7 +80,7 @@ async def add_schedule(body: ScheduleCreate, request: Request, service: ServiceD
                        owner_id: OwnerDep, lang: LangDep) -> dict[str, Any]:
     """A new task: in the database, then in Prefect (`in_prefect` says whether it is there
     already; if not, the runner's next start puts it in)."""
-    task_lang = lang_code(body.lang if body.lang in service.settings.active_languages else lang)
+    task_lang = body.lang if body.lang in service.settings.active_languages else lang
     engine, settings = service.engine, service.settings
     found = await asyncio.to_thread(_where, engine, settings, owner_id, body.channel)
     try:
