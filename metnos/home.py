@@ -97,7 +97,7 @@ def _layout(settings: Settings, report: InitReport) -> None:
 
 
 def _workspace_files(settings: Settings, report: InitReport) -> None:
-    lang = settings.lang.split("-")[0].lower()
+    lang = settings.active_languages[0]  # METNOS_LANG's, checked when the settings loaded
     folders = [settings.resources_root / "i18n" / code / "workspace" for code in (lang, "en")]
     for name in WORKSPACE_FILES:
         target = settings.workspace / name

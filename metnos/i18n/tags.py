@@ -8,12 +8,14 @@ Resources (prompt folders, catalog columns, manifest tables) are keyed by the ba
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 import langcodes
 
 from metnos.errors import ConfigError
 
 MAX_TAG_CHARS = 35
+Supported = TypeVar("Supported", bound=str)  # a supported language: a `Lang`, a catalog's code
 
 
 class LanguageTagError(ConfigError):
@@ -49,16 +51,16 @@ def is_valid(tag: str) -> bool:
     return True
 
 
-def match_language(tag: str | None, supported: Sequence[str]) -> str | None:
-    """The supported language closest to `tag` (`it-CH` → `it`), None when none is close or
-    the tag is invalid; never raises, so request headers cannot break a reply."""
+def match_language(tag: str | None, supported: Sequence[Supported]) -> Supported | None:
+    """The one of `supported` closest to `tag` (`it-CH` → `it`), None when none is close or
+    the tag is invalid; never raises, so request headers cannot break a reply. Matched
+    against the active languages, it is how a face checks a tag into a `Lang`."""
     if not tag or not supported:
         return None
     try:
         wanted = normalise_tag(tag)
     except LanguageTagError:
         return None
-    if wanted in supported:
-        return wanted
-    found = langcodes.closest_supported_match(wanted, list(supported))
-    return str(found) if found else None
+    found = wanted if wanted in supported else langcodes.closest_supported_match(
+        wanted, list(supported))
+    return next((code for code in supported if code == found), None)

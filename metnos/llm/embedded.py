@@ -45,6 +45,7 @@ from metnos.llm import arguments, household
 from metnos.llm import household_hints as hints
 from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.settings import get_settings
+from metnos.system_lang import Lang, lang_code
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +56,7 @@ class FirstPlanner(Protocol):
     scheduled task's cadence: `metnos.schedules.planning.plan_timed`): a plan, or None."""
 
     def __call__(self, text: str, lang: str, tools: Sequence[ToolSpec], *,
-                 others: Mapping[str, Sequence[ToolSpec]] | None = None,
+                 others: Mapping[Lang, Sequence[ToolSpec]] | None = None,
                  now: dt.datetime | None = None) -> Plan | None: ...
 
 
@@ -65,7 +66,7 @@ _SLOT_REF = re.compile(r"\{([^{}:]+)(?::[^{}]*)?\}")
 # (tool name, utterances, ((slot, ((phrase, value as JSON), ...)), ...))
 _ToolKey = tuple[str, tuple[str, ...], tuple[tuple[str, tuple[tuple[str, str], ...]], ...]]
 # language, its tools, the results, the text they match (without greetings, "please")
-_Match = tuple[str, list[ToolSpec], list[RecognizeResult], str]
+_Match = tuple[Lang, list[ToolSpec], list[RecognizeResult], str]
 
 
 @dataclass(frozen=True)
@@ -83,7 +84,7 @@ class Understanding:
 
 
 def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
-                  others: Mapping[str, Sequence[ToolSpec]] | None = None,
+                  others: Mapping[Lang, Sequence[ToolSpec]] | None = None,
                   now: dt.datetime | None = None,
                   speaks: Callable[[str], str] | None = None,
                   first: Sequence[FirstPlanner] = ()) -> Plan:
@@ -101,7 +102,7 @@ def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
     found = understand(text, lang, tools, others=others)
     reply = speaks(found.lang) if speaks is not None and found.intent else found.lang
     code = _base_lang(reply)
-    specs = list(tools) if code == _base_lang(lang) else _in(code, others)
+    specs = list(tools) if code == _base_lang(lang) else list((others or {}).get(code, ()))
     examples = _examples(code, specs)
     if found.intent is None and not found.tied:
         world = _unseen(text, lang, others)  # "will it rain today?": one plain line
@@ -125,15 +126,14 @@ def plan_embedded(text: str, lang: str, tools: Sequence[ToolSpec], *,
 
 
 def understand(text: str, lang: str, tools: Sequence[ToolSpec], *,
-               others: Mapping[str, Sequence[ToolSpec]] | None = None) -> Understanding:
+               others: Mapping[Lang, Sequence[ToolSpec]] | None = None) -> Understanding:
     """The intent of `text`: the session language's match wins, else the best match among
     the other active languages (an equal score: the one named first)."""
     original = household.calm(unicodedata.normalize("NFC", text))
     folded = fold(original)
     base = _base_lang(lang)
     languages = [(base, list(tools))]
-    languages += [(code, list(specs)) for tag, specs in (others or {}).items()
-                  if (code := _base_lang(tag)) not in {c for c, _ in languages}]
+    languages += [(code, list(specs)) for code, specs in (others or {}).items() if code != base]
     matched: _Match | None = None
     for code, specs in languages:
         said, results = original, _recognise(folded, code, specs)
@@ -166,7 +166,7 @@ def understand(text: str, lang: str, tools: Sequence[ToolSpec], *,
     return Understanding(intent=name, args=filled, lang=found_lang)
 
 
-def _unnamed_list(original: str, languages: list[tuple[str, list[ToolSpec]]]) -> _Match | None:
+def _unnamed_list(original: str, languages: list[tuple[Lang, list[ToolSpec]]]) -> _Match | None:
     """A request that names no list ("aggiungi latte", "add bread"), read as if it ended with
     the lexicon's `[unnamed_list] ending` ("alla lista della spesa"): only for its verbs, when
     the ending is matched as it is (never taken into an argument) and no argument holds a
@@ -191,19 +191,14 @@ def _within(result: RecognizeResult, said: str, lang: str) -> bool:
 
 
 def _unseen(text: str, lang: str,
-            others: Mapping[str, Sequence[ToolSpec]] | None) -> tuple[str, str] | None:
+            others: Mapping[Lang, Sequence[ToolSpec]] | None) -> tuple[Lang, str] | None:
     """(language, topic) of a question about the world Metnos cannot see (the session's
     language first)."""
-    for code in dict.fromkeys([_base_lang(lang), *(_base_lang(t) for t in others or {})]):
+    for code in dict.fromkeys([_base_lang(lang), *(others or {})]):
         topic = household.unseen(text, code)
         if topic is not None:
             return code, topic
     return None
-
-
-def _in(code: str, others: Mapping[str, Sequence[ToolSpec]] | None) -> list[ToolSpec]:
-    return next((list(specs) for tag, specs in (others or {}).items()
-                 if _base_lang(tag) == code), [])
 
 
 def fold(text: str) -> str:
@@ -385,5 +380,7 @@ def _literal_words(utterances: tuple[str, ...]) -> frozenset[str]:
     return frozenset(_TOKEN.findall(text))
 
 
-def _base_lang(lang: str) -> str:
-    return lang.replace("_", "-").split("-")[0].lower() or "en"
+def _base_lang(lang: str) -> Lang:
+    """The code of the session's tag (the planner takes a regional tag: `en-GB` tells the
+    time as 15:42)."""
+    return lang_code(lang) or lang_code("en")

@@ -35,6 +35,7 @@ from metnos.schedules import spoken, store
 from metnos.schedules.models import TaskRun
 from metnos.turns.context import TurnContext
 from metnos.turns.handle import TurnHandle
+from metnos.turns.language import ui_locale
 from metnos.turns.runtime import Runtime
 
 log = logging.getLogger(__name__)
@@ -52,9 +53,10 @@ async def fire(turns: TurnHandle, run: TaskRun) -> None:
         await asyncio.to_thread(store.finish, engine, run.id, "done", error="inactive")
         return
     said = await asyncio.to_thread(_said, service, task.text, task.lang)
+    locale = ui_locale(task.lang, None, service.settings)  # the task's language, if active
     try:
         ctx = await turns.start(
-            said, session_id=task.address, lang=task.lang, channel=CHANNEL, sender=task.user_id,
+            said, session_id=task.address, lang=locale, channel=CHANNEL, sender=task.user_id,
             prepare=lambda ctx: _taint_if_outside(service, ctx, task.id, task.text))
     except MetnosError as exc:
         await asyncio.to_thread(store.finish, engine, run.id, "failed", error=exc.key)

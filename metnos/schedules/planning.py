@@ -22,6 +22,7 @@ from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.reminders import when
 from metnos.schedules import cadence, spoken
 from metnos.settings import get_settings
+from metnos.system_lang import Lang
 
 _SPACES = re.compile(r"\s+")
 
@@ -34,7 +35,7 @@ def timed_inputs(tool: ToolSpec, lang: str) -> list[str]:
 
 
 def plan_timed(text: str, lang: str, tools: Sequence[ToolSpec], *,
-               others: Mapping[str, Sequence[ToolSpec]] | None = None,
+               others: Mapping[Lang, Sequence[ToolSpec]] | None = None,
                tz: ZoneInfo | None = None, now: datetime | None = None) -> Plan | None:
     """One step of a timed executor when `text` holds a time and, once the time is taken
     out, matches one of its templates (the session language `lang` first, then `others`);

@@ -26,6 +26,7 @@ from metnos.llm.tools import Plan, PlanStep, ToolSpec
 from metnos.reminders import when
 from metnos.schedules import cadence
 from metnos.schedules.owner import ScheduleError
+from metnos.system_lang import Lang, lang_code
 
 EXECUTOR = "schedule_set"
 EXAMPLES = 3  # tasks shown in a refusal
@@ -99,7 +100,7 @@ def without_tell(text: str, lang: str) -> str:
 
 
 def runnable(text: str, lang: str, tools: Sequence[ToolSpec],
-             others: Mapping[str, Sequence[ToolSpec]] | None = None) -> str | None:
+             others: Mapping[Lang, Sequence[ToolSpec]] | None = None) -> str | None:
     """The form of a task's `text` the embedded planner reads (the text without its "tell
     me" words first: "tell me what's on the list" is the list; then the text itself), or
     None when it reads neither. A task that schedules a task is none."""
@@ -124,7 +125,7 @@ def _refused(text: str, lang: str, tools: Sequence[ToolSpec]) -> tuple[str, dict
 
 
 def require_runnable(text: str, lang: str, tools_of: Callable[[str], Sequence[ToolSpec]],
-                     langs: Sequence[str]) -> str:
+                     langs: Sequence[Lang]) -> str:
     """The form of `text` the embedded planner runs (blocking). Raises ScheduleError
     ERR_SCHEDULE_TEXT_NOT_UNDERSTOOD, its message the forms it reads in `lang`."""
     tools = tools_of(lang)
@@ -152,7 +153,7 @@ def examples(lang: str, tools: Sequence[ToolSpec]) -> list[str]:
 
 
 def plan_scheduled(text: str, lang: str, tools: Sequence[ToolSpec], *,
-                   others: Mapping[str, Sequence[ToolSpec]] | None = None) -> Plan | None:
+                   others: Mapping[Lang, Sequence[ToolSpec]] | None = None) -> Plan | None:
     """The embedded planner's reading of a scheduled task said in one sentence: one
     `schedule_set` step with the cadence and the task's whole text, or the refusal when the
     planner could not run that text; None when `text` is no such sentence (or the tool is
@@ -164,7 +165,8 @@ def plan_scheduled(text: str, lang: str, tools: Sequence[ToolSpec], *,
         if found is None:
             continue
         span, what = found
-        rest = {k: v for k, v in [(lang, tools), *(others or {}).items()] if k != code}
+        rest = {k: v for k, v in [(lang_code(lang), tools), *(others or {}).items()]
+                if k != lang_code(code)}
         if runnable(what, code, specs, rest) is None:
             return Plan(steps=(), text=refusal(what, code, specs), source="embedded",
                         lang=code)

@@ -39,7 +39,7 @@ from metnos.settings.sandbox import SandboxSettings
 from metnos.settings.schedules import ScheduleSettings
 from metnos.settings.trash import TrashSettings
 from metnos.settings.tutor import TutorSettings
-from metnos.system_lang import system_lang
+from metnos.system_lang import Lang, lang_code, system_lang
 from metnos.timezone import known_zone, system_timezone
 
 
@@ -153,14 +153,10 @@ class Settings(BaseSettings):
         return self.home / "i18n.sqlite"
 
     @property
-    def active_languages(self) -> tuple[str, ...]:
-        """Languages sessions may use: the process language first, then `i18n.languages`."""
-        found: list[str] = []
-        for tag in (self.lang, *self.i18n.languages):
-            base = tag.split("-")[0].lower()
-            if base not in found:
-                found.append(base)
-        return tuple(found)
+    def active_languages(self) -> tuple[Lang, ...]:
+        """Languages sessions may use: the process language first, then `i18n.languages`
+        (each tag checked when the settings loaded, here as its `Lang`)."""
+        return tuple(dict.fromkeys(lang_code(tag) for tag in (self.lang, *self.i18n.languages)))
 
     @property
     def workspace_language(self) -> str:

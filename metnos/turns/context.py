@@ -14,6 +14,7 @@ from metnos.llm.tools import PlanStep
 from metnos.policy.decide import Decision
 from metnos.policy.limits import Reservation
 from metnos.sandbox import SandboxRequest
+from metnos.system_lang import Lang
 from metnos.turns.reply import StepOutcome
 
 
@@ -33,7 +34,7 @@ class TurnContext:
     user_id: str
     channel: str
     sender: str
-    lang: str
+    lang: Lang
     autonomy: str
     text: str
     timings: dict[str, float] = field(default_factory=dict)

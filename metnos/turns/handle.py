@@ -18,6 +18,7 @@ from typing import Any
 
 from metnos.approvals.models import Approval
 from metnos.approvals.resume import Resumer, decide_and_resume
+from metnos.system_lang import Lang
 from metnos.turns.context import Published, TurnContext
 from metnos.turns.events import TurnEvent
 from metnos.turns.pipeline import run_pipeline
@@ -38,18 +39,18 @@ class TurnHandle:
     launch: Launch
     resumer: Resumer | None = None
 
-    async def start(self, text: str, *, session_id: str | None, lang: str | None,
+    async def start(self, text: str, *, session_id: str | None, lang: Lang | None,
                     channel: str, sender: str, untrusted: Sequence[tuple[str, str]] = (),
-                    accept_language: str | None = None, ask_all: bool = False,
+                    ask_all: bool = False,
                     prepare: Callable[[TurnContext], None] | None = None) -> TurnContext:
-        """Open a turn (MetnosError when it is refused: too long, an unknown language...) and
-        run it in the background. `prepare` sees the opened turn first (blocking: in a
-        worker thread). A turn that cannot be launched is closed failed: once the turn has
-        its row, the caller gets that turn, never an error."""
+        """Open a turn (MetnosError when it is refused: too long...) and run it in the
+        background. `lang` is the request's UI locale, checked by the face where the request
+        entered (`metnos.turns.language.ui_locale`). `prepare` sees the opened turn first
+        (blocking: in a worker thread). A turn that cannot be launched is closed failed:
+        once the turn has its row, the caller gets that turn, never an error."""
         ctx = await self.service.open_turn(text, session_id=session_id, lang=lang,
                                            channel=channel, sender=sender,
-                                           untrusted=untrusted,
-                                           accept_language=accept_language, ask_all=ask_all)
+                                           untrusted=untrusted, ask_all=ask_all)
         if prepare is not None:
             await asyncio.to_thread(prepare, ctx)
         if not ctx.closed:

@@ -27,6 +27,7 @@ from metnos.i18n import intents
 from metnos.i18n.tags import match_language
 from metnos.policy.decide import Decision
 from metnos.settings import Settings
+from metnos.system_lang import Lang, lang_code
 
 log = logging.getLogger(__name__)
 
@@ -65,9 +66,10 @@ def accept_languages(header: str | None) -> list[str]:
     return [tag for _, _, tag in sorted(weighted)]
 
 
-def ui_locale(lang: str | None, accept_language: str | None, settings: Settings) -> str:
+def ui_locale(lang: str | None, accept_language: str | None, settings: Settings) -> Lang:
     """The request's UI locale among the active languages: the client's `lang`, else its
-    Accept-Language, else METNOS_LANG (else the first active language)."""
+    Accept-Language, else METNOS_LANG (else the first active language). A face calls it once,
+    where the request enters, and hands the turn this `Lang`."""
     active = settings.active_languages
     for tag in (lang, *accept_languages(accept_language), settings.lang):
         found = match_language(tag, active)
@@ -76,7 +78,7 @@ def ui_locale(lang: str | None, accept_language: str | None, settings: Settings)
     return active[0]
 
 
-def legacy_language(settings: Settings) -> str:
+def legacy_language(settings: Settings) -> Lang:
     """The language pinned on a session that has none: the workspace language (ADR: never the
     browser's), as an active language."""
     active = settings.active_languages
@@ -90,36 +92,37 @@ class TurnLanguage:
     """The language a turn speaks: `lang`; `detected` with its `confidence` when the message
     itself chose it (None: the session's language holds)."""
 
-    lang: str
-    detected: str | None = None
+    lang: Lang
+    detected: Lang | None = None
     confidence: float = 0.0
 
-    def audit_reason(self, session_lang: str) -> str:
+    def audit_reason(self, session_lang: Lang) -> str:
         return (f"comm={self.lang}/soft basis=message session={session_lang} "
                 f"confidence={self.confidence:.2f}")
 
 
-def turn_language(text: str, session_lang: str, settings: Settings) -> TurnLanguage:
+def turn_language(text: str, session_lang: Lang, settings: Settings) -> TurnLanguage:
     """The turn's language: the message's when it is clearly another active language than the
     session's (and the communication intent is soft and follows the user), else the session's."""
     if not follows_message(settings):
         return TurnLanguage(session_lang)
     found, confidence = message_language(text, settings.active_languages)
-    if found is None or found == session_lang.split("-")[0].lower():
+    if found is None or found == session_lang:
         return TurnLanguage(session_lang)
     return TurnLanguage(found, found, confidence)
 
 
-def plan_language(plan_lang: str | None, text: str, session_lang: str,
-                  settings: Settings) -> str:
-    """The turn's language once the embedded planner understood `text` in `plan_lang`: that
-    language under the soft intent when the message says enough (MIN_WORDS words: "ciao" or
-    "ok" match Italian templates but are no evidence), else the session's."""
+def plan_language(plan_lang: str | None, text: str, session_lang: Lang,
+                  settings: Settings) -> Lang:
+    """The turn's language once the embedded planner understood `text` in `plan_lang` (the
+    session's or another active language, as the planner's tag): that language under the soft
+    intent when the message says enough (MIN_WORDS words: "ciao" or "ok" match Italian
+    templates but are no evidence), else the session's."""
     if not plan_lang or not follows_message(settings):
         return session_lang
     from metnos.i18n.lint import mask
 
-    return plan_lang if len(mask(text).split()) >= MIN_WORDS else session_lang
+    return lang_code(plan_lang) if len(mask(text).split()) >= MIN_WORDS else session_lang
 
 
 def follows_message(settings: Settings) -> bool:
@@ -130,7 +133,7 @@ def follows_message(settings: Settings) -> bool:
             and comm.language == intents.AUTO_USER_PROFILE)
 
 
-def message_language(text: str, active: Sequence[str]) -> tuple[str | None, float]:
+def message_language(text: str, active: Sequence[Lang]) -> tuple[Lang | None, float]:
     """The active language `text` is clearly written in, with lingua's confidence; None for
     a message too short to tell (under MIN_WORDS words or MIN_LETTERS letters, code, paths
     and IDs not counted) or below CONFIDENCE_FLOOR."""
@@ -145,7 +148,7 @@ def message_language(text: str, active: Sequence[str]) -> tuple[str | None, floa
         return None, 0.0
     if found is None or confidence < CONFIDENCE_FLOOR:
         return None, confidence
-    return found, confidence
+    return lang_code(found), confidence  # the detector's code, as a `Lang`
 
 
 # -- the hard artifact intent ----------------------------------------------------------------
@@ -222,7 +225,7 @@ def _check_one(settings: Settings, session_lang: str, path: str,
 
 
 def _candidates(settings: Settings, extra: str) -> list[str]:
-    found = list(settings.active_languages)
+    found: list[str] = list(settings.active_languages)
     base = extra.split("-")[0].lower()
     return found if base in found else [*found, base]
 

@@ -28,6 +28,7 @@ from metnos import i18n, identity
 from metnos.errors import LLMError
 from metnos.llm.embedded import plan_embedded
 from metnos.llm.port import LLMReply
+from metnos.system_lang import Lang
 from metnos.turns import degraded, gate, history, language, steps, undo_said
 from metnos.turns.budget import Budget
 from metnos.turns.context import TurnContext
@@ -255,11 +256,11 @@ async def _embedded(service: TurnService, ctx: TurnContext, how: steps.Steps,
         undo_said.said, ctx.text, [ctx.lang, *service.settings.active_languages])
     if spoken is not None:
         ctx.understood = True
-        if spoken[1] != i18n.normalise_lang(ctx.lang):  # said in another active language
+        if spoken[1] != ctx.lang:  # said in another active language
             ctx.lang = spoken[1]
         return await asyncio.to_thread(undo_said.answer, service, ctx, spoken[0])
 
-    def speaks(matched: str) -> str:  # another active language, with words enough to tell
+    def speaks(matched: str) -> Lang:  # another active language, with words enough to tell
         return language.plan_language(matched, ctx.text, ctx.lang, service.settings)
 
     plan = await asyncio.to_thread(plan_embedded, ctx.text, ctx.lang, service.tools(ctx),

@@ -23,6 +23,7 @@ from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError
 from metnos.i18n import phrases
 from metnos.settings import Settings
+from metnos.system_lang import Lang
 from metnos.turns import gate, language
 from metnos.turns.context import CheckedStep, Published, TurnContext
 from metnos.turns.events import TurnEvents
@@ -53,14 +54,14 @@ class TurnRecord:
         self._replies: dict[str, asyncio.Future[Published]] = {}
 
     # -- opening ------------------------------------------------------------------------
-    async def open_turn(self, text: str, *, session_id: str | None, lang: str | None,
+    async def open_turn(self, text: str, *, session_id: str | None, lang: Lang | None,
                         channel: str, sender: str,
                         untrusted: Sequence[tuple[str, str]] = (),
-                        accept_language: str | None = None,
                         ask_all: bool = False) -> TurnContext:
         """Record the turn (and its session) before anything runs; nothing is lost on a crash.
-        `lang` (else `accept_language`) is the client's UI locale: it names the language of a
-        session this turn creates, never of one it resumes (SPEC §9.6).
+        `lang` is the client's UI locale, checked where the request entered
+        (`language.ui_locale`; None: METNOS_LANG's): it names the language of a session this
+        turn creates, never of one it resumes (SPEC §9.6).
         `untrusted` is content from outside as (source, text): data for the model, never
         orders, and it makes every acting step of the turn ask first (Law 3).
         `ask_all` switches the session's "ask for everything" on (it stays on; only
@@ -69,7 +70,7 @@ class TurnRecord:
         for piece in (text, *(t for _, t in untrusted)):
             if len(piece) > limit:
                 raise MetnosError("ERR_MESSAGE_TOO_LONG", length=len(piece), limit=limit)
-        locale = language.ui_locale(lang, accept_language, self.settings)
+        locale = lang or language.ui_locale(None, None, self.settings)
         ctx, failed = await asyncio.to_thread(self._record_open, text, session_id, locale,
                                               channel, sender, ask_all)
         ctx.untrusted = tuple(untrusted)
@@ -81,7 +82,7 @@ class TurnRecord:
             await self.fail_turn(ctx, failed)
         return ctx
 
-    def _record_open(self, text: str, session_id: str | None, locale: str, channel: str,
+    def _record_open(self, text: str, session_id: str | None, locale: Lang, channel: str,
                      sender: str, ask_all: bool = False
                      ) -> tuple[TurnContext, Exception | None]:
         """The turn's row and context, and what failed once the row existed (the caller
@@ -96,7 +97,8 @@ class TurnRecord:
             if switched:  # the session asks before every change from now on
                 chat.ask_all, chat.updated_at = True, models.utcnow()
                 db.add(chat)
-            lang = chat.interaction_language or locale  # set: created, kept or pinned above
+            # set: created from a `Lang`, kept, or pinned from `legacy_language` above
+            lang = Lang(chat.interaction_language or locale)
             # a message clearly in another active language is answered in it, this turn only
             spoken = language.turn_language(text, lang, self.settings)
             turn = models.record_turn_start(db, session_id=chat.id, channel=channel,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field, fields
 
 from metnos import i18n
 from metnos.llm.tools import PlanStep, ToolSpec
+from metnos.system_lang import Lang
 from metnos.turns import steps
 from metnos.turns.checker import StepChecker
 from metnos.turns.context import CheckedStep, Published, TurnContext
@@ -113,7 +114,7 @@ class TurnService(Runtime):
             return specs
         return [*specs, *(tool.spec(self.registry, lang) for tool in self.host_tools.values())]
 
-    def other_tools(self, ctx: TurnContext) -> dict[str, list[ToolSpec]]:
+    def other_tools(self, ctx: TurnContext) -> dict[Lang, list[ToolSpec]]:
         """The same tools in each other active language (the embedded planner tries them)."""
         return {lang: self.tools(ctx, lang) for lang in self.settings.active_languages
                 if lang != ctx.lang}
@@ -127,14 +128,13 @@ class TurnService(Runtime):
                                recorded_in=recorded_in)
 
     # -- what the channels call (the turn's record does the work) ---------------------------
-    async def open_turn(self, text: str, *, session_id: str | None, lang: str | None,
+    async def open_turn(self, text: str, *, session_id: str | None, lang: Lang | None,
                         channel: str, sender: str,
                         untrusted: Sequence[tuple[str, str]] = (),
-                        accept_language: str | None = None,
                         ask_all: bool = False) -> TurnContext:
         return await self.record.open_turn(text, session_id=session_id, lang=lang,
                                            channel=channel, sender=sender, untrusted=untrusted,
-                                           accept_language=accept_language, ask_all=ask_all)
+                                           ask_all=ask_all)
 
     async def wait_reply(self, turn_id: str, timeout_s: float) -> Published | None:
         return await self.record.wait_reply(turn_id, timeout_s)

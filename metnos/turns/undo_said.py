@@ -21,6 +21,7 @@ import json
 import re
 import tomllib
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from functools import lru_cache
@@ -35,6 +36,7 @@ from metnos.db.models import Turn, TurnStep, utcnow
 from metnos.i18n.formatting import date as i18n_date
 from metnos.i18n.lexicon import lexicon_key
 from metnos.reversibility import valid_action_id
+from metnos.system_lang import Lang
 from metnos.undo import PURGED_MARKER, UNDONE_MARKER, UndoError, UndoReport
 
 if TYPE_CHECKING:
@@ -83,13 +85,14 @@ def _words(key: tuple[str, int]) -> Words:
                  data.get("confirm", [])), tuple(p for p in polite if p))
 
 
-def said(text: str, langs: list[str], root: Path | None = None) -> tuple[str, str] | None:
+def said(text: str, langs: Sequence[Lang], root: Path | None = None
+         ) -> tuple[str, Lang] | None:
     """("undo" | "confirm", the language) when `text` is one of the lexicon's sentences in
     one of `langs` (the session's first), else None."""
     folded = fold(text)
     if len(folded) > 80:  # a sentence of its own, not a request to undo
         return None
-    for lang in dict.fromkeys(x.split("-")[0].lower() for x in langs if x):
+    for lang in dict.fromkeys(langs):
         found = words(lang, root)
         bare = _strip(folded, found.polite)
         if bare in found.undo:

@@ -74,7 +74,7 @@ async def handle_message(ch: TelegramChannel, message: Message) -> None:
     text, untrusted = content
     try:
         ctx = await ch.turns.start(
-            text, session_id=f"telegram-{message.chat.id}", lang=message.from_user.language_code,
+            text, session_id=f"telegram-{message.chat.id}", lang=lang,
             channel=CHANNEL, sender=admission.user_id, untrusted=untrusted)
     except MetnosError as exc:
         await send_html(ch, message.chat.id, render(CHANNEL, "reply", lang,

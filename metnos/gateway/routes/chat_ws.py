@@ -35,6 +35,7 @@ from metnos.gateway.deps import authenticate, gateway_state, get_turns
 from metnos.gateway.drain import KEY as DRAINING_KEY
 from metnos.gateway.drain import draining
 from metnos.i18n.tags import match_language
+from metnos.system_lang import Lang
 from metnos.turns.handle import TurnHandle
 from metnos.turns.language import ui_locale
 
@@ -125,7 +126,7 @@ async def _handle(socket: _Socket, raw: str) -> None:
         return
     try:
         if frame["type"] == "message":
-            await _turn(socket, frame)
+            await _turn(socket, frame, locale)
         else:
             await turns.decide(str(frame.get("approval_id", ""))[:64],
                                str(frame.get("decision", "")), user_id=owner, channel=channel,
@@ -134,7 +135,7 @@ async def _handle(socket: _Socket, raw: str) -> None:
         await _error(socket, exc, locale)
 
 
-async def _turn(socket: _Socket, frame: dict[str, Any]) -> None:
+async def _turn(socket: _Socket, frame: dict[str, Any], locale: Lang) -> None:
     websocket, turns = socket.websocket, socket.turns
     text = frame.get("text")
     if not isinstance(text, str):
@@ -148,9 +149,8 @@ async def _turn(socket: _Socket, frame: dict[str, Any]) -> None:
         raise MetnosError("ERR_LANG_UNKNOWN", value=lang[:35], active=", ".join(active))
     if draining(gateway_state(websocket)):  # stopping: no turn, the client may send it again
         raise MetnosError(DRAINING_KEY)
-    ctx = await turns.start(text, session_id=session_id, lang=lang, channel=socket.channel,
-                            sender=socket.owner,
-                            accept_language=websocket.headers.get("accept-language"))
+    ctx = await turns.start(text, session_id=session_id, lang=locale, channel=socket.channel,
+                            sender=socket.owner)
     await socket.send({"type": "turn", "turn_id": ctx.turn_id, "session_id": ctx.session_id})
     socket.stream(ctx.turn_id)
 

@@ -67,9 +67,8 @@ async def create_turn(body: TurnCreate, request: Request, turns: TurnsDep,
     if draining(gateway_state(request)):  # stopping: no turn row, come back after the restart
         raise refusal(locale)
     try:
-        ctx = await turns.start(body.text, session_id=body.session_id, lang=body.lang,
-                                channel=_channel(request), sender=owner,
-                                accept_language=accept, ask_all=body.ask_all,
+        ctx = await turns.start(body.text, session_id=body.session_id, lang=locale,
+                                channel=_channel(request), sender=owner, ask_all=body.ask_all,
                                 untrusted=[("forwarded", t) for t in body.forwarded])
     except MetnosError as exc:
         code = 413 if exc.key == "ERR_MESSAGE_TOO_LONG" else 400
