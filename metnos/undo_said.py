@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from sqlmodel import col, select
 
 from metnos import i18n
+from metnos.db.engine import in_session
 from metnos.db.engine import session as db_session
 from metnos.db.models import Turn, TurnStep, utcnow
 from metnos.i18n.formatting import date as i18n_date
@@ -157,8 +158,8 @@ def _claimed(service: TurnService, action_id: str) -> bool:
     from metnos.reminders import outbox
     from metnos.schedules import store
 
-    return (outbox.by_action(service.engine, action_id) is not None
-            or store.by_action(service.engine, action_id) is not None)
+    return (in_session(service.engine, outbox.by_action, action_id) is not None
+            or in_session(service.engine, store.by_action, action_id) is not None)
 
 
 # -- doing it ------------------------------------------------------------------------------

@@ -353,10 +353,11 @@ def report_failure(settings: Settings, reason: str) -> str:
     note = notify.Notification(uuid.uuid4().hex, text, i18n.get("MSG_DIGEST_TITLE", lang))
     engine = make_engine(database_url(settings))
     try:
-        where = notify.destination(engine, settings, SENDER, notify.Destination("cli", SESSION))
-        row = notify.notification_row(note, where, settings=settings, user_id=SENDER,
-                                      lang=lang, now=utcnow(), action_id=None, turn_id=None)
-        outbox.add(engine, row)
+        with db_session(engine) as db:
+            where = notify.destination(db, settings, SENDER, notify.Destination("cli", SESSION))
+            row = notify.notification_row(note, where, settings=settings, user_id=SENDER,
+                                          lang=lang, now=utcnow(), action_id=None, turn_id=None)
+            outbox.add(db, row)
     finally:
         engine.dispose()
     return row.id
