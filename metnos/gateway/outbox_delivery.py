@@ -120,7 +120,7 @@ class Delivery:
         """The Vaglio on new proposals, ignored ones decayed, queued ones to the outbox."""
         service = self.service
         engine, settings = service.engine, service.settings
-        if await asyncio.to_thread(store.of_status, engine, "new", 1):
+        if await asyncio.to_thread(in_session, engine, store.of_status, "new", 1):
             target = await asyncio.to_thread(in_session, engine, proposals.preferred, settings,
                                              OWNER_USER_ID)
             judges = vaglio.Judges(service.registry, service.guard.scanner, service.port,
@@ -140,7 +140,7 @@ class Delivery:
             return
         markup = None
         if row.kind == proposals.KIND:
-            open_ = await asyncio.to_thread(store.listing, self.service.engine,
+            open_ = await asyncio.to_thread(in_session, self.service.engine, store.listing,
                                             user_id=row.user_id, statuses=store.OPEN,
                                             outbox_id=row.id)
             markup = keyboard(open_[::-1], row.lang)

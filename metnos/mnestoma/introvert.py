@@ -36,6 +36,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from metnos.audit import AuditLog
+from metnos.db.engine import in_session
 from metnos.db.engine import session as db_session
 from metnos.db.models import ChatMessage, TurnStep, new_id
 from metnos.executors.manifest import Manifest
@@ -87,9 +88,9 @@ def run(engine: Engine, settings: Settings, manifests: Mapping[str, Manifest], *
         if (draft.kind, payload["subject"]) in made:
             report.repeated += 1
             continue
-        row = submit(engine, Draft(kind=draft.kind, origin=ORIGIN, user_id=OWNER,
-                                   title_key=draft.title_key, target=draft.target,
-                                   vars=draft.vars, payload=payload))
+        row = in_session(engine, submit, Draft(kind=draft.kind, origin=ORIGIN, user_id=OWNER,
+                                               title_key=draft.title_key, target=draft.target,
+                                               vars=draft.vars, payload=payload))
         if row is not None:
             report.proposals.append(row)
     system_audit(settings, audit, AUDIT_ACTION, batch=report.batch, proposals=report.kinds(),

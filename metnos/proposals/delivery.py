@@ -19,6 +19,7 @@ from sqlmodel import Session, col, select
 from metnos import i18n
 from metnos.audit import AuditLog
 from metnos.db.engine import in_session
+from metnos.db.engine import session as db_session
 from metnos.db.models import ChatSession, utcnow
 from metnos.notify.effect import Destination, destination
 from metnos.notify.quiet import quiet_until
@@ -106,14 +107,17 @@ def place(engine: Engine, settings: Settings, *, audit: AuditLog | None = None,
     if quiet_until(settings, now) is not None:
         return []
     placed: list[outbox.Outbox] = []
-    for rows in batches(store.of_status(engine, "queued")):
-        target = in_session(engine, preferred, settings, rows[0].user_id)
-        row = in_session(engine, outbox.add, outbox.Outbox(
-            kind=KIND, user_id=rows[0].user_id, channel=target.channel,
-            address=target.address, text=message(rows, target), lang=target.lang, due_at=now))
-        taken = store.mark_delivered(engine, [r.id for r in rows], row.id, now)
-        if not taken:  # another round placed them first
-            in_session(engine, outbox.cancel, row.id)
+    for rows in batches(in_session(engine, store.of_status, "queued")):
+        with db_session(engine) as db:  # one message: its row and its proposals together
+            target = preferred(db, settings, rows[0].user_id)
+            row = outbox.add(db, outbox.Outbox(
+                kind=KIND, user_id=rows[0].user_id, channel=target.channel,
+                address=target.address, text=message(rows, target), lang=target.lang,
+                due_at=now))
+            taken = store.mark_delivered(db, [r.id for r in rows], row.id, now)
+            if not taken:  # another round placed them first
+                outbox.cancel(db, row.id)
+        if not taken:
             continue
         placed.append(row)
         for proposal_id in taken:
@@ -124,7 +128,7 @@ def place(engine: Engine, settings: Settings, *, audit: AuditLog | None = None,
 def expire(engine: Engine, settings: Settings, *, audit: AuditLog | None = None,
            now: datetime | None = None) -> list[Proposal]:
     """Delivered and unanswered past `ignore_after_h`: ignored (one audit line each)."""
-    gone = store.expire(engine, settings, now)
+    gone = in_session(engine, store.expire, settings, now)
     for row in gone:
         _audit(audit, "proposal.ignored", row.id, "ignored", "metnos")
     return gone

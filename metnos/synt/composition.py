@@ -19,6 +19,7 @@ from sqlmodel import col, select
 
 from metnos import i18n
 from metnos.audit import open_audit_log
+from metnos.db.engine import in_session
 from metnos.db.engine import session as db_session
 from metnos.db.models import TurnStep
 from metnos.mnestoma import moves
@@ -41,7 +42,7 @@ def propose(engine: Engine, proto: ProtoMnest, chain: Chain) -> Proposal | None:
                   title_key="PROPOSAL_SYNT_COMPOSE", target=proto.want,
                   vars={"capability": proto.want, "chain": chain.label()},
                   payload={"chain": list(chain.executors), "proto": proto.id})
-    row = submit(engine, draft)
+    row = in_session(engine, submit, draft)
     _common.set_status(engine, proto.id, "proposed")
     return row
 
@@ -131,7 +132,7 @@ def observe(engine: Engine, settings: Settings,
                             "cost": cost.shown()},
                       payload={"chain": chain, "proto": proto.id if proto else None,
                                "move": move.id, "cost_usd": cost.cost_usd})
-        if (row := submit(engine, draft)) is not None:
+        if (row := in_session(engine, submit, draft)) is not None:
             made.append(row)
     return made
 

@@ -20,6 +20,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from metnos.db.engine import in_session
 from metnos.errors import ManifestError
 from metnos.executors.manifest import MANIFEST_FILE, Manifest, parse_manifest
 from metnos.executors.registry import Registry
@@ -67,7 +68,7 @@ def propose(settings: Settings, engine: Engine, proto: ProtoMnest,
                   target=proto.want, vars={"capability": proto.want, "cost": cost.shown()},
                   payload={"proto": proto.id, "cost_usd": cost.cost_usd, "model": cost.model,
                            "chain": chain or []})
-    row = submit(engine, draft)
+    row = in_session(engine, submit, draft)
     _common.set_status(engine, proto.id, "proposed")
     return row
 
@@ -102,10 +103,10 @@ async def generate(settings: Settings, engine: Engine, registry: Registry,
     jobs.finish(settings, job, ok=True)
     _common.audit(settings, "synt.candidate", outcome="written", reason=name,
                   cost_usd=stager.spent_usd)
-    submit(engine, Draft(kind="candidate", origin="proto_mnest", user_id=_common.OWNER,
-                         title_key="PROPOSAL_SYNT_CANDIDATE", target=name,
-                         vars={"name": name, "capability": need.capability},
-                         payload={"name": name, "proto": job.proto}))
+    in_session(engine, submit, Draft(kind="candidate", origin="proto_mnest", user_id=_common.OWNER,
+                                     title_key="PROPOSAL_SYNT_CANDIDATE", target=name,
+                                     vars={"name": name, "capability": need.capability},
+                                     payload={"name": name, "proto": job.proto}))
     return Outcome(True, name, target)
 
 
