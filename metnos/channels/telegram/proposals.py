@@ -71,7 +71,7 @@ async def handle_proposal(ch: TelegramChannel, query: CallbackQuery,
     service = ch.service
     lang = ui_locale(query.from_user.language_code, None, service.settings)
     sender = str(query.from_user.id)
-    user_id = await asyncio.to_thread(paired_user, service.engine, sender)
+    user_id = await asyncio.to_thread(in_session, service.engine, paired_user, sender)
     found = await asyncio.to_thread(in_session, service.engine, store.get, proposal_id)
     if user_id is None or found is None or found.user_id != user_id:
         await asyncio.to_thread(service.audit.append, sender=sender, channel=CHANNEL,
