@@ -73,7 +73,7 @@ def run(engine: Engine, settings: Settings, manifests: Mapping[str, Manifest], *
         audit: AuditLog | None = None) -> IntrovertReport:
     """One night's introvert steps over the admitted pool's `manifests` (name → manifest)."""
     report = IntrovertReport(batch=new_id())
-    traces = current(engine)
+    traces = in_session(engine, current)
     active = _active(engine, manifests)
     weights = _weights(engine)
     drafts: list[Draft] = []
