@@ -21,7 +21,7 @@ from types import MappingProxyType
 
 from metnos.archiving import archive_destination
 from metnos.audit import open_audit_log
-from metnos.db.engine import database_url, make_engine, ping
+from metnos.db.engine import database_url, in_session, make_engine, ping
 from metnos.errors import MetnosError, NotInitialisedError
 from metnos.executors.registry import load_registry
 from metnos.features import create_tables
@@ -113,15 +113,16 @@ def _schedules(rt: Runtime, edges: Edges) -> Hooks:
                  undoers=MappingProxyType({schedules.EFFECT: schedules.undoer(rt, edges.sync)}),
                  host_checks=MappingProxyType({"cadence": check_cadence}),
                  planners=(plan_timed,),
-                 claims=(lambda action_id: schedule_store.by_action(rt.engine, action_id)
-                         is not None,))
+                 claims=(lambda action_id: in_session(rt.engine, schedule_store.by_action,
+                                                      action_id) is not None,))
 
 
 def _reminders(rt: Runtime, edges: Edges) -> Hooks:
     """A reminder's Prefect run: only where there is a way to schedule it; its undo (the
     row cancelled) everywhere."""
     undoers = MappingProxyType({reminders.EFFECT: reminders.undoer(rt)})
-    claims = (lambda action_id: outbox.by_action(rt.engine, action_id) is not None,)
+    claims = (lambda action_id: in_session(rt.engine, outbox.by_action, action_id)
+              is not None,)
     if edges.scheduler is None:
         return Hooks(undoers=undoers, claims=claims)
     return Hooks(effects=MappingProxyType(

@@ -14,7 +14,7 @@ from prefect.client.schemas.objects import State
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.executors.registry import load_registry
 from metnos.mnestoma import ager, introvert, traces
 from metnos.settings import Settings, get_settings
@@ -36,8 +36,8 @@ def with_engine(work: Callable[[Engine, Settings], T]) -> T:
       retry_delay_seconds=10)
 async def traces_due_task() -> bool:
     """Whether a new detection is due (`[evolution] traces_every_days`): one query."""
-    return await asyncio.to_thread(
-        with_engine, lambda engine, settings: traces.due(engine, settings, datetime.now(UTC)))
+    return await asyncio.to_thread(with_engine, lambda engine, settings: in_session(
+        engine, traces.due, settings, datetime.now(UTC)))
 
 
 # a retry detects again: at worst one more generation, the newest is what counts

@@ -7,7 +7,7 @@ import asyncio
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.reminders import outbox
 from metnos.settings import get_settings
 
@@ -15,7 +15,7 @@ from metnos.settings import get_settings
 def _mark_due(outbox_id: str) -> bool:
     engine = make_engine(database_url(get_settings()))
     try:
-        return outbox.mark_due(engine, outbox_id)
+        return in_session(engine, outbox.mark_due, outbox_id)
     finally:
         engine.dispose()
 

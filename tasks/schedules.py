@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
+from metnos.db.engine import in_session
 from metnos.errors import MetnosError
 from metnos.schedules import notices, store
 from tasks.evolution import with_engine
@@ -19,8 +20,8 @@ from tasks.evolution import with_engine
       retry_delay_seconds=[1, 5, 20])
 async def make_due_task(task_id: str, flow_run_id: str, attempt: int) -> str | None:
     """The firing's run id (the gateway turns it into a turn); None: the task was removed."""
-    return await asyncio.to_thread(with_engine, lambda engine, _: store.make_due(
-        engine, task_id, flow_run_id, attempt))
+    return await asyncio.to_thread(with_engine, lambda engine, _: in_session(
+        engine, store.make_due, task_id, flow_run_id, attempt))
 
 
 @task(name="wait-for-turn", cache_policy=NO_CACHE, persist_result=False)
@@ -30,7 +31,7 @@ async def wait_end_task(run_id: str) -> str:
     deadline = None
     while True:
         found = await asyncio.to_thread(with_engine, lambda engine, settings: (
-            store.run(engine, run_id), settings.schedules.run_timeout_s))
+            in_session(engine, store.run, run_id), settings.schedules.run_timeout_s))
         run, timeout = found
         deadline = deadline or time.monotonic() + timeout
         if run is not None and run.status == "done":

@@ -70,13 +70,13 @@ def feedback_check(as_json: JsonFlag = False) -> None:
 
 @app.command("gaps", help=msg("CLI_TUTOR_GAPS_HELP"))
 def gaps(as_json: JsonFlag = False) -> None:
-    from metnos.db.engine import database_url, make_engine
+    from metnos.db.engine import database_url, in_session, make_engine
     from metnos.tutor.feedback_report import gap_groups
 
     settings = settings_or_exit()
     engine = make_engine(database_url(settings))
     try:
-        groups = gap_groups(engine)
+        groups = in_session(engine, gap_groups)
     finally:
         engine.dispose()
     if as_json:

@@ -9,8 +9,9 @@ Nothing here connects at import time: callers build the engine with `make_engine
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from typing import Concatenate, ParamSpec, TypeVar
 
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.exc import SQLAlchemyError
@@ -22,6 +23,8 @@ from metnos.errors import DatabaseError
 from metnos.settings import Settings
 
 PREFECT_URL_ENV = "PREFECT_SERVER_DATABASE_CONNECTION_URL"
+P = ParamSpec("P")
+T = TypeVar("T")
 
 
 def embedded_postgres(settings: Settings) -> EmbeddedPostgres:
@@ -107,10 +110,12 @@ def _migrate(engine: Engine) -> None:
 
 @contextmanager
 def session(engine: Engine) -> Iterator[Session]:
-    """A session that commits on a clean exit and rolls back on an exception.
+    """One unit of work: a session that commits on a clean exit and rolls back on an exception.
 
-    Objects stay readable after the commit (expire_on_commit=False), so a caller may use what a
-    helper returned once the block is closed.
+    Store functions take the `Session` and never open or commit one; the caller (a use-case, a
+    route, a CLI command, a task) opens the unit here and passes it to every store call that
+    belongs together. Objects stay readable after the commit (expire_on_commit=False), so a
+    caller may use what a store function returned once the block is closed.
     """
     with Session(engine, expire_on_commit=False) as db:
         try:
@@ -119,6 +124,14 @@ def session(engine: Engine) -> Iterator[Session]:
         except BaseException:
             db.rollback()
             raise
+
+
+def in_session(engine: Engine, work: Callable[Concatenate[Session, P], T],
+               *args: P.args, **kwargs: P.kwargs) -> T:
+    """`work(db, *args, **kwargs)` in one unit of work: `session` for a single store call,
+    e.g. `await asyncio.to_thread(in_session, engine, outbox.pending)`."""
+    with session(engine) as db:
+        return work(db, *args, **kwargs)
 
 
 def _with_psycopg(url: str) -> str:

@@ -38,6 +38,7 @@ from fastapi import FastAPI
 from metnos.channels.bidi import marked
 from metnos.channels.telegram.config import load_config
 from metnos.channels.telegram.proposals import keyboard
+from metnos.db.engine import in_session
 from metnos.gateway.state import state_of
 from metnos.pairing.service import OWNER_USER_ID
 from metnos.proposals import delivery as proposals
@@ -96,7 +97,7 @@ class Delivery:
             await self.propose()
         except Exception:  # a failing Vaglio round must not hold up reminders and notices
             log.warning("proposals.round_failed", exc_info=True)
-        rows = await asyncio.to_thread(outbox.pending, engine)
+        rows = await asyncio.to_thread(in_session, engine, outbox.pending)
         if any(row.channel == "web" for row in rows):
             for wake in self._web:
                 wake.set()
@@ -106,20 +107,20 @@ class Delivery:
                     await self._to_telegram(row)
                 except (TelegramForbiddenError, TelegramBadRequest) as exc:  # never will
                     log.warning("outbox.telegram_refused id=%s: %s", row.id, exc)
-                    await asyncio.to_thread(outbox.cancel, engine, row.id)
+                    await asyncio.to_thread(in_session, engine, outbox.cancel, row.id)
                 except TelegramNetworkError as exc:  # tried again at the next round
                     log.warning("outbox.telegram_unreachable id=%s: %s", row.id, exc)
         if self.scheduler is not None:
-            for row in await asyncio.to_thread(outbox.runs_to_close, engine):
+            for row in await asyncio.to_thread(in_session, engine, outbox.runs_to_close):
                 await self.scheduler.cancel(str(row.flow_run_id))
-                await asyncio.to_thread(outbox.close_run, engine, row.id)
+                await asyncio.to_thread(in_session, engine, outbox.close_run, row.id)
 
     async def propose(self, now: datetime | None = None) -> None:
         """The Vaglio on new proposals, ignored ones decayed, queued ones to the outbox."""
         service = self.service
         engine, settings = service.engine, service.settings
-        if await asyncio.to_thread(store.of_status, engine, "new", 1):
-            target = await asyncio.to_thread(proposals.preferred, engine, settings,
+        if await asyncio.to_thread(in_session, engine, store.of_status, "new", 1):
+            target = await asyncio.to_thread(in_session, engine, proposals.preferred, settings,
                                              OWNER_USER_ID)
             judges = vaglio.Judges(service.registry, service.guard.scanner, service.port,
                                    service.audit)
@@ -134,16 +135,16 @@ class Delivery:
         chat = row.address.removeprefix("telegram-")
         if not chat.lstrip("-").isdigit():  # never deliverable: not retried every round
             log.warning("outbox.bad_address id=%s", row.id)
-            await asyncio.to_thread(outbox.cancel, self.service.engine, row.id)
+            await asyncio.to_thread(in_session, self.service.engine, outbox.cancel, row.id)
             return
         markup = None
         if row.kind == proposals.KIND:
-            open_ = await asyncio.to_thread(store.listing, self.service.engine,
+            open_ = await asyncio.to_thread(in_session, self.service.engine, store.listing,
                                             user_id=row.user_id, statuses=store.OPEN,
                                             outbox_id=row.id)
             markup = keyboard(open_[::-1], row.lang)
         await self.telegram.send(int(chat), marked(row.text, row.lang), markup)
-        await asyncio.to_thread(outbox.claim, self.service.engine, [row.id])
+        await asyncio.to_thread(in_session, self.service.engine, outbox.claim, [row.id])
 
 
 def notice(row: Outbox) -> dict[str, Any]:

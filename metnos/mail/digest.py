@@ -47,7 +47,7 @@ from typing import Any
 
 from metnos import approvals, i18n
 from metnos.audit import open_audit_log
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
 from metnos.errors import MetnosError
@@ -158,7 +158,7 @@ class DigestRun:
         mail = self.service.settings.mail
         status = await self.step("imap_status", {"folders": list(mail.digest_folders)})
         now = state.status_folders(status.result)
-        seen = await asyncio.to_thread(state.load_seen, self.service.engine, now)
+        seen = await asyncio.to_thread(in_session, self.service.engine, state.load_seen, now)
         self.news = state.compare(now, seen)
         return any(n.verdict == "new" for n in self.news)
 
@@ -168,10 +168,10 @@ class DigestRun:
         new = [n for n in self.news if n.verdict == "new"]
         first = [n for n in self.news if n.verdict == "baseline"]
         if not new and not first:
-            await asyncio.to_thread(state.save_seen, engine, self.news)
+            await asyncio.to_thread(in_session, engine, state.save_seen, self.news)
             await asyncio.to_thread(self.audit, "info", "MSG_DIGEST_NOTHING_NEW", "done")
             return DigestResult("nothing_new", turn_id)
-        sent = await asyncio.to_thread(state.sent_today, engine, settings.tz)
+        sent = await asyncio.to_thread(in_session, engine, state.sent_today, settings.tz)
         if sent >= settings.mail.digest_max_per_day:  # tomorrow's digest takes them in
             await asyncio.to_thread(self.audit, "deny", "MSG_DIGEST_QUOTA_SPENT", "refused",
                                     args={"sent_today": sent,
@@ -188,7 +188,7 @@ class DigestRun:
             messages += [m for m in await self._fetch(item.folder, since, unseen=True)
                          if recent(m, settings.tz)]
         if not new and not messages:
-            await asyncio.to_thread(state.save_seen, engine, self.news)
+            await asyncio.to_thread(in_session, engine, state.save_seen, self.news)
             await asyncio.to_thread(self.audit, "info", "MSG_DIGEST_BASELINE", "done")
             return DigestResult("baseline", turn_id)
         labels = await classify(messages, port=self.service.port, guard=self.service.guard,
@@ -205,7 +205,7 @@ class DigestRun:
         else:
             await asyncio.to_thread(self.audit, "info", "MSG_DIGEST_NOTHING_WORTH", "done",
                                     args=labels.counts())
-        await asyncio.to_thread(state.save_seen, engine, self.news)
+        await asyncio.to_thread(in_session, engine, state.save_seen, self.news)
         result.tainted = self.ctx.tainted
         return result
 
@@ -235,7 +235,7 @@ class DigestRun:
             "MSG_DIGEST_TITLE", self.ctx.lang)}, ctx=await self._untainted("notify"))
         note = (said.result or {}).get("notification") or {}
         outbox_id = str(note.get("id")) if note.get("id") else None
-        await asyncio.to_thread(state.record_sent, self.service.engine,
+        await asyncio.to_thread(in_session, self.service.engine, state.record_sent,
                                 turn_id=self.ctx.turn_id, outbox_id=outbox_id,
                                 messages=len(told))
         return outbox_id
@@ -325,10 +325,11 @@ def report_failure(settings: Settings, reason: str) -> str:
     note = notify.Notification(uuid.uuid4().hex, text, i18n.get("MSG_DIGEST_TITLE", lang))
     engine = make_engine(database_url(settings))
     try:
-        where = notify.destination(engine, settings, SENDER, notify.Destination("cli", SESSION))
-        row = notify.notification_row(note, where, settings=settings, user_id=SENDER,
-                                      lang=lang, now=utcnow(), action_id=None, turn_id=None)
-        outbox.add(engine, row)
+        with db_session(engine) as db:
+            where = notify.destination(db, settings, SENDER, notify.Destination("cli", SESSION))
+            row = notify.notification_row(note, where, settings=settings, user_id=SENDER,
+                                          lang=lang, now=utcnow(), action_id=None, turn_id=None)
+            outbox.add(db, row)
     finally:
         engine.dispose()
     return row.id

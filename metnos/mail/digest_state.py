@@ -18,9 +18,8 @@ from zoneinfo import ZoneInfo
 
 from sqlalchemy import BigInteger, DateTime, func
 from sqlalchemy.engine import Engine
-from sqlmodel import Field, SQLModel, col, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
-from metnos.db.engine import session as db_session
 from metnos.db.models import new_id, utcnow
 
 
@@ -96,36 +95,32 @@ def compare(now: Mapping[str, tuple[int, int]],
     return news
 
 
-def load_seen(engine: Engine, folders: Iterable[str]) -> dict[str, tuple[int, int]]:
+def load_seen(db: Session, folders: Iterable[str]) -> dict[str, tuple[int, int]]:
     names = list(folders)
-    with db_session(engine) as db:
-        rows = db.exec(select(MailFolderSeen).where(col(MailFolderSeen.folder).in_(names)))
-        return {r.folder: (r.uidvalidity, r.uidnext) for r in rows}
+    rows = db.exec(select(MailFolderSeen).where(col(MailFolderSeen.folder).in_(names)))
+    return {r.folder: (r.uidvalidity, r.uidnext) for r in rows}
 
 
-def save_seen(engine: Engine, news: Iterable[FolderNews]) -> None:
+def save_seen(db: Session, news: Iterable[FolderNews]) -> None:
     """Remember the folders' current state (after a run that took them into account)."""
-    with db_session(engine) as db:
-        for item in news:
-            row = db.get(MailFolderSeen, item.folder)
-            if row is None:
-                row = MailFolderSeen(folder=item.folder, uidvalidity=item.uidvalidity,
-                                     uidnext=item.uidnext)
-            row.uidvalidity, row.uidnext, row.updated_at = item.uidvalidity, item.uidnext, utcnow()
-            db.add(row)
+    for item in news:
+        row = db.get(MailFolderSeen, item.folder)
+        if row is None:
+            row = MailFolderSeen(folder=item.folder, uidvalidity=item.uidvalidity,
+                                 uidnext=item.uidnext)
+        row.uidvalidity, row.uidnext, row.updated_at = item.uidvalidity, item.uidnext, utcnow()
+        db.add(row)
 
 
-def sent_today(engine: Engine, tz: ZoneInfo, now: datetime | None = None) -> int:
+def sent_today(db: Session, tz: ZoneInfo, now: datetime | None = None) -> int:
     """Digest messages queued since midnight in the instance's time zone."""
     local = (now or datetime.now(UTC)).astimezone(tz)
     midnight = datetime.combine(local.date(), time(0), tzinfo=tz).astimezone(UTC)
-    with db_session(engine) as db:
-        count = db.exec(select(func.count()).select_from(MailDigestSent).where(
-            col(MailDigestSent.sent_at) >= midnight,
-            col(MailDigestSent.sent_at) < midnight + timedelta(days=1))).one()
+    count = db.exec(select(func.count()).select_from(MailDigestSent).where(
+        col(MailDigestSent.sent_at) >= midnight,
+        col(MailDigestSent.sent_at) < midnight + timedelta(days=1))).one()
     return int(count)
 
 
-def record_sent(engine: Engine, *, turn_id: str, outbox_id: str | None, messages: int) -> None:
-    with db_session(engine) as db:
-        db.add(MailDigestSent(turn_id=turn_id, outbox_id=outbox_id, messages=messages))
+def record_sent(db: Session, *, turn_id: str, outbox_id: str | None, messages: int) -> None:
+    db.add(MailDigestSent(turn_id=turn_id, outbox_id=outbox_id, messages=messages))

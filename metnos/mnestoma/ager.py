@@ -30,7 +30,7 @@ from sqlalchemy import Engine, text
 
 from metnos import i18n
 from metnos.audit import AuditLog, open_audit_log
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.mnestoma.lifecycle import decay, move_executor, move_many
 from metnos.mnestoma.moves import Actor, EvolutionError
 from metnos.pairing.service import OWNER_USER_ID
@@ -157,7 +157,7 @@ def _propose_archiving(engine: Engine, settings: Settings, report: AgerReport) -
             "WHERE state = 'quarantined' AND :c - state_clock >= :after ORDER BY name"),
             {"c": report.clock, "after": settings.evolution.archive_after}).all()
     for name, since, idle in rows:
-        proposal = submit(engine, Draft(
+        proposal = in_session(engine, submit, Draft(
             kind="archive", origin="ager", user_id=OWNER_USER_ID,
             title_key="MSG_EVOLUTION_PROPOSE_ARCHIVE", target=name,
             vars={"name": name, "uses": int(idle)},

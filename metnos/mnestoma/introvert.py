@@ -36,6 +36,7 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
 from metnos.audit import AuditLog
+from metnos.db.engine import in_session
 from metnos.db.engine import session as db_session
 from metnos.db.models import ChatMessage, TurnStep, new_id
 from metnos.executors.manifest import Manifest
@@ -72,7 +73,7 @@ def run(engine: Engine, settings: Settings, manifests: Mapping[str, Manifest], *
         audit: AuditLog | None = None) -> IntrovertReport:
     """One night's introvert steps over the admitted pool's `manifests` (name → manifest)."""
     report = IntrovertReport(batch=new_id())
-    traces = current(engine)
+    traces = in_session(engine, current)
     active = _active(engine, manifests)
     weights = _weights(engine)
     drafts: list[Draft] = []
@@ -87,9 +88,9 @@ def run(engine: Engine, settings: Settings, manifests: Mapping[str, Manifest], *
         if (draft.kind, payload["subject"]) in made:
             report.repeated += 1
             continue
-        row = submit(engine, Draft(kind=draft.kind, origin=ORIGIN, user_id=OWNER,
-                                   title_key=draft.title_key, target=draft.target,
-                                   vars=draft.vars, payload=payload))
+        row = in_session(engine, submit, Draft(kind=draft.kind, origin=ORIGIN, user_id=OWNER,
+                                               title_key=draft.title_key, target=draft.target,
+                                               vars=draft.vars, payload=payload))
         if row is not None:
             report.proposals.append(row)
     system_audit(settings, audit, AUDIT_ACTION, batch=report.batch, proposals=report.kinds(),

@@ -38,6 +38,7 @@ from sqlalchemy import func
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
+from metnos.db.engine import in_session
 from metnos.llm import embedded, household
 from metnos.llm.tools import ToolSpec
 from metnos.mnestoma.models import ExecutorUse, Trace
@@ -151,7 +152,7 @@ class RouteBook:
                 .where(col(ExecutorUse.state) != "active")).all())
         self.queries += 2
         if generation != self._generation:
-            self._traces = current(self.engine) if generation is not None else []
+            self._traces = in_session(self.engine, current) if generation is not None else []
             self._generation = generation
             self.queries += 1
 

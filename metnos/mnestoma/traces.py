@@ -23,9 +23,10 @@ from typing import Any
 import networkx as nx
 from sqlalchemy import func, insert
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from metnos.audit import AuditLog, open_audit_log
+from metnos.db.engine import in_session
 from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
 from metnos.mnestoma.models import ExecutorUse, Mnest, Trace
@@ -99,21 +100,19 @@ def detect(engine: Engine, settings: Settings, *, seed: int = 0,
             db.execute(insert(Trace), rows)
     system_audit(settings, audit, AUDIT_ACTION, generation=generation, traces=len(rows),
            modularity=round(modularity, 6), nodes=g.number_of_nodes(), edges=g.number_of_edges())
-    return current(engine) if rows else []
+    return in_session(engine, current) if rows else []
 
 
-def current(engine: Engine) -> list[Trace]:
+def current(db: Session) -> list[Trace]:
     """The traces of the newest generation, the heaviest first ([] before any detection)."""
-    with db_session(engine) as db:
-        newest = select(func.max(col(Trace.generation))).scalar_subquery()
-        return list(db.exec(select(Trace).where(col(Trace.generation) == newest)
-                            .order_by(col(Trace.weight).desc(), col(Trace.label))).all())
+    newest = select(func.max(col(Trace.generation))).scalar_subquery()
+    return list(db.exec(select(Trace).where(col(Trace.generation) == newest)
+                        .order_by(col(Trace.weight).desc(), col(Trace.label))).all())
 
 
-def due(engine: Engine, settings: Settings, now: datetime) -> bool:
+def due(db: Session, settings: Settings, now: datetime) -> bool:
     """True when no traces exist yet, or the newest are older than `traces_every_days`."""
-    with db_session(engine) as db:
-        last = db.exec(select(func.max(col(Trace.detected_at)))).one()
+    last = db.exec(select(func.max(col(Trace.detected_at)))).one()
     if last is None:
         return True
     return bool(now - last >= timedelta(days=settings.evolution.traces_every_days))

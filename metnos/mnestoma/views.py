@@ -6,33 +6,30 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy.engine import Engine
-from sqlmodel import col, func, select
+from sqlmodel import Session, col, func, select
 
-from metnos.db.engine import session as db_session
 from metnos.executors.registry import Registry
 from metnos.mnestoma.models import ExecutorUse, Mnest, ProtoMnest, Trace, UseClock
 
 MAX_MNESTS = 5000
 
 
-def snapshot(engine: Engine, registry: Registry, limit: int = 200) -> dict[str, Any]:
+def snapshot(db: Session, registry: Registry, limit: int = 200) -> dict[str, Any]:
     """The mnestoma now: at most `limit` mnests (the heaviest, then the most recent), every
     admitted or used executor, the proto-mnests (most counted first), the newest traces."""
     limit = max(1, min(limit, MAX_MNESTS))
-    with db_session(engine) as db:
-        clock = db.get(UseClock, 1)
-        total = db.exec(select(func.count()).select_from(Mnest)).one()
-        mnests = db.exec(select(Mnest).order_by(col(Mnest.weight).desc(),
-                                                 col(Mnest.clock).desc(), col(Mnest.src),
-                                                 col(Mnest.dst)).limit(limit)).all()
-        uses = {row.name: row for row in db.exec(select(ExecutorUse)).all()}
-        protos = db.exec(select(ProtoMnest).order_by(col(ProtoMnest.count).desc(),
-                                                     col(ProtoMnest.src),
-                                                     col(ProtoMnest.want))).all()
-        newest = db.exec(select(func.max(Trace.generation))).one()
-        traces = db.exec(select(Trace).where(col(Trace.generation) == newest)
-                         .order_by(col(Trace.weight).desc())).all() if newest is not None else []
+    clock = db.get(UseClock, 1)
+    total = db.exec(select(func.count()).select_from(Mnest)).one()
+    mnests = db.exec(select(Mnest).order_by(col(Mnest.weight).desc(),
+                                             col(Mnest.clock).desc(), col(Mnest.src),
+                                             col(Mnest.dst)).limit(limit)).all()
+    uses = {row.name: row for row in db.exec(select(ExecutorUse)).all()}
+    protos = db.exec(select(ProtoMnest).order_by(col(ProtoMnest.count).desc(),
+                                                 col(ProtoMnest.src),
+                                                 col(ProtoMnest.want))).all()
+    newest = db.exec(select(func.max(Trace.generation))).one()
+    traces = db.exec(select(Trace).where(col(Trace.generation) == newest)
+                     .order_by(col(Trace.weight).desc())).all() if newest is not None else []
     names = sorted({*registry.names(), *uses})
     return {
         "clock": clock.clock if clock is not None else 0,

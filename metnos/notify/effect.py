@@ -21,11 +21,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.engine import Engine
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from metnos import i18n
-from metnos.db.engine import session
+from metnos.db.engine import in_session
 from metnos.db.models import ChatSession, Turn
 from metnos.i18n.formatting import spoken_time
 from metnos.notify.quiet import quiet_until
@@ -81,7 +80,7 @@ def checked_result(result: dict[str, Any]) -> Notification:
     return Notification(note_id, text.strip(), title.strip() if title else None)
 
 
-def last_written(engine: Engine, user_id: str, channel: str | None = None) -> Destination | None:
+def last_written(db: Session, user_id: str, channel: str | None = None) -> Destination | None:
     """Where `user_id` last wrote from (their latest own turn), on `channel` only if given."""
     turn_channels = [t for t, c in TURN_CHANNELS.items() if channel is None or c == channel]
     query = (select(Turn.channel, Turn.session_id)
@@ -89,8 +88,7 @@ def last_written(engine: Engine, user_id: str, channel: str | None = None) -> De
              .where(ChatSession.user_id == user_id, Turn.sender == user_id,
                     col(Turn.channel).in_(turn_channels))
              .order_by(col(Turn.created_at).desc()).limit(1))
-    with session(engine) as db:
-        row = db.exec(query).first()
+    row = db.exec(query).first()
     return None if row is None else Destination(TURN_CHANNELS[row[0]], row[1])
 
 
@@ -98,26 +96,25 @@ def last_written(engine: Engine, user_id: str, channel: str | None = None) -> De
 AUTO_ORDER = ("telegram", "web", "cli")
 
 
-def telegram_chat(engine: Engine, user_id: str) -> Destination | None:
+def telegram_chat(db: Session, user_id: str) -> Destination | None:
     """The chat the user last wrote from on Telegram, else their paired Telegram chat (a
     private chat's id is the sender's)."""
-    found = last_written(engine, user_id, "telegram")
+    found = last_written(db, user_id, "telegram")
     if found is not None:
         return found
-    with session(engine) as db:
-        paired = paired_user(db, "telegram", user_id)
+    paired = paired_user(db, "telegram", user_id)
     return Destination("telegram", f"telegram-{paired.sender_id}") if paired else None
 
 
-def destination(engine: Engine, settings: Settings, user_id: str,
+def destination(db: Session, settings: Settings, user_id: str,
                 fallback: Destination) -> Destination:
     """The preferred channel's chat: `[notify] channel`; with "auto" the first of
     `AUTO_ORDER` the user has (a paired or used Telegram chat, then the web chat they last
     wrote from, then the terminal); `fallback` (the turn's own chat) when none is known."""
     preferred = settings.notify.channel
     for channel in AUTO_ORDER if preferred == "auto" else (preferred,):
-        found = (telegram_chat(engine, user_id) if channel == "telegram"
-                 else last_written(engine, user_id, channel))
+        found = (telegram_chat(db, user_id) if channel == "telegram"
+                 else last_written(db, user_id, channel))
         if found is not None:
             return found
     if preferred != "auto":
@@ -169,12 +166,12 @@ async def send_notification(service: Runtime, ctx: TurnContext, outcome: StepOut
                            action_id=outcome.action_id)
     fallback = Destination(outbox.channel_of(ctx.channel), ctx.session_id)
     settings = service.settings
-    where = await asyncio.to_thread(destination, service.engine, settings, ctx.user_id,
-                                    fallback)
+    where = await asyncio.to_thread(in_session, service.engine, destination, settings,
+                                    ctx.user_id, fallback)
     row = notification_row(note, where, settings=settings, user_id=ctx.user_id,
                            lang=ctx.lang, now=now, action_id=outcome.action_id,
                            turn_id=ctx.turn_id)
-    await asyncio.to_thread(outbox.add, service.engine, row)
+    await asyncio.to_thread(in_session, service.engine, outbox.add, row)
     later = row.scheduled_for
     result.update(reply="deferred" if later else "done", text=note.text,
                   channel=i18n.get(f"MSG_NOTIFY_CHANNEL_{where.channel}", ctx.lang),

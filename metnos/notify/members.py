@@ -12,11 +12,11 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from metnos import i18n, pairing
 from metnos.approvals.card import action_sentence
-from metnos.db.engine import session as db_session
+from metnos.db.engine import in_session
 from metnos.notify.effect import Destination, destination
 from metnos.policy.approver import OWNER_USER_ID
 from metnos.reminders import outbox
@@ -44,32 +44,32 @@ def watcher(service: Runtime) -> Watcher:
         if not (spec.manifest.side_effects or spec.manifest.sandbox.network):
             return
         args = checked.request.args if checked.request is not None else checked.step.args
-        await asyncio.to_thread(tell_owner, service.engine, service.settings, ctx.user_id,
-                                checked.step.executor, args, ctx.turn_id, checked.action_id)
+        await asyncio.to_thread(in_session, service.engine, tell_owner, service.settings,
+                                ctx.user_id, checked.step.executor, args, ctx.turn_id,
+                                checked.action_id)
     return watch
 
 
-def tell_owner(engine: Engine, settings: Settings, asker: str, executor: str,
+def tell_owner(db: Session, settings: Settings, asker: str, executor: str,
                args: Mapping[str, Any], turn_id: str | None = None,
                action_id: str | None = None) -> Outbox:
     """One notice to the owner: `asker` had `executor` run with `args`."""
-    where = owner_destination(engine, settings)
+    where = owner_destination(db, settings)
     lang = settings.lang
     text = i18n.get("MSG_APPROVAL_MEMBER_CHANGED", lang, asker=asker,
                     action=action_sentence(executor, args, lang))
-    return outbox.add(engine, Outbox(kind=KIND, user_id=OWNER_USER_ID, channel=where.channel,
-                                     address=where.address, text=text, lang=lang,
-                                     due_at=datetime.now(UTC), turn_id=turn_id))
+    return outbox.add(db, Outbox(kind=KIND, user_id=OWNER_USER_ID, channel=where.channel,
+                                 address=where.address, text=text, lang=lang,
+                                 due_at=datetime.now(UTC), turn_id=turn_id))
 
 
-def owner_destination(engine: Engine, settings: Settings) -> Destination:
+def owner_destination(db: Session, settings: Settings) -> Destination:
     """The owner's preferred chat (`[notify] channel`, or the one they last wrote from);
     their Telegram chat, else the CLI's notices, when none is known."""
-    return destination(engine, settings, OWNER_USER_ID, _owner_chat(engine) or FALLBACK)
+    return destination(db, settings, OWNER_USER_ID, _owner_chat(db) or FALLBACK)
 
 
-def _owner_chat(engine: Engine) -> Destination | None:
+def _owner_chat(db: Session) -> Destination | None:
     """The owner's Telegram chat when they paired there (a private chat's id is theirs)."""
-    with db_session(engine) as db:
-        found = pairing.paired_user(db, "telegram", OWNER_USER_ID)
+    found = pairing.paired_user(db, "telegram", OWNER_USER_ID)
     return Destination("telegram", f"telegram-{found.sender_id}") if found else None

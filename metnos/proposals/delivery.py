@@ -14,10 +14,11 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from metnos import i18n
 from metnos.audit import AuditLog
+from metnos.db.engine import in_session
 from metnos.db.engine import session as db_session
 from metnos.db.models import ChatSession, utcnow
 from metnos.notify.effect import Destination, destination
@@ -38,31 +39,29 @@ class Target:
     lang: str
 
 
-def preferred(engine: Engine, settings: Settings, user_id: str) -> Target:
+def preferred(db: Session, settings: Settings, user_id: str) -> Target:
     """Where `user_id` gets what Metnos says on its own: the lookup `notify` uses
     (`metnos.notify.effect.destination`: `[notify] channel`, or where the user last wrote
     from); when it knows no such chat, the paired Telegram chat (channel `telegram`), the
     latest conversation, else the CLI. The language is that conversation's."""
-    where = destination(engine, settings, user_id, _fallback(engine, settings, user_id))
-    with db_session(engine) as db:
-        chat = db.get(ChatSession, where.address)
-        lang = (chat.interaction_language if chat is not None else None) or settings.lang
+    where = destination(db, settings, user_id, _fallback(db, settings, user_id))
+    chat = db.get(ChatSession, where.address)
+    lang = (chat.interaction_language if chat is not None else None) or settings.lang
     return Target(where.channel, where.address, lang)
 
 
-def _fallback(engine: Engine, settings: Settings, user_id: str) -> Destination:
+def _fallback(db: Session, settings: Settings, user_id: str) -> Destination:
     wanted = settings.notify.channel
-    with db_session(engine) as db:
-        if wanted == "telegram":
-            paired = db.exec(select(PairedSender).where(
-                PairedSender.user_id == user_id, PairedSender.channel == "telegram",
-                col(PairedSender.revoked_at).is_(None))).first()
-            if paired is not None:
-                return Destination("telegram", f"telegram-{paired.sender_id}")
-        query = select(ChatSession).where(ChatSession.user_id == user_id)
-        if wanted == "web":
-            query = query.where(ChatSession.channel == "web")
-        last = db.exec(query.order_by(col(ChatSession.updated_at).desc()).limit(1)).first()
+    if wanted == "telegram":
+        paired = db.exec(select(PairedSender).where(
+            PairedSender.user_id == user_id, PairedSender.channel == "telegram",
+            col(PairedSender.revoked_at).is_(None))).first()
+        if paired is not None:
+            return Destination("telegram", f"telegram-{paired.sender_id}")
+    query = select(ChatSession).where(ChatSession.user_id == user_id)
+    if wanted == "web":
+        query = query.where(ChatSession.channel == "web")
+    last = db.exec(query.order_by(col(ChatSession.updated_at).desc()).limit(1)).first()
     if wanted == "web":
         return Destination("web", last.id if last else "web")
     if wanted == "cli" or last is None:
@@ -108,14 +107,17 @@ def place(engine: Engine, settings: Settings, *, audit: AuditLog | None = None,
     if quiet_until(settings, now) is not None:
         return []
     placed: list[outbox.Outbox] = []
-    for rows in batches(store.of_status(engine, "queued")):
-        target = preferred(engine, settings, rows[0].user_id)
-        row = outbox.add(engine, outbox.Outbox(
-            kind=KIND, user_id=rows[0].user_id, channel=target.channel,
-            address=target.address, text=message(rows, target), lang=target.lang, due_at=now))
-        taken = store.mark_delivered(engine, [r.id for r in rows], row.id, now)
-        if not taken:  # another round placed them first
-            outbox.cancel(engine, row.id)
+    for rows in batches(in_session(engine, store.of_status, "queued")):
+        with db_session(engine) as db:  # one message: its row and its proposals together
+            target = preferred(db, settings, rows[0].user_id)
+            row = outbox.add(db, outbox.Outbox(
+                kind=KIND, user_id=rows[0].user_id, channel=target.channel,
+                address=target.address, text=message(rows, target), lang=target.lang,
+                due_at=now))
+            taken = store.mark_delivered(db, [r.id for r in rows], row.id, now)
+            if not taken:  # another round placed them first
+                outbox.cancel(db, row.id)
+        if not taken:
             continue
         placed.append(row)
         for proposal_id in taken:
@@ -126,7 +128,7 @@ def place(engine: Engine, settings: Settings, *, audit: AuditLog | None = None,
 def expire(engine: Engine, settings: Settings, *, audit: AuditLog | None = None,
            now: datetime | None = None) -> list[Proposal]:
     """Delivered and unanswered past `ignore_after_h`: ignored (one audit line each)."""
-    gone = store.expire(engine, settings, now)
+    gone = in_session(engine, store.expire, settings, now)
     for row in gone:
         _audit(audit, "proposal.ignored", row.id, "ignored", "metnos")
     return gone

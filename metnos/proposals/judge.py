@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from metnos import prompts
-from metnos.db.engine import session as db_session
+from metnos.db.engine import in_session
 from metnos.errors import LLMError
 from metnos.i18n.lexicon import lexicon_key
 from metnos.policy import limits
@@ -139,7 +140,7 @@ async def by_model(port: LLMPort, settings: Settings, engine: Engine, telos: Tel
         return None
     if model is None:
         return None
-    slot = await asyncio.to_thread(_reserve, engine, settings)
+    slot = await asyncio.to_thread(in_session, engine, _reserve, settings)
     if isinstance(slot, Decision):
         log.info("vaglio.judge_no_budget key=%s", slot.key)
         return None
@@ -151,7 +152,7 @@ async def by_model(port: LLMPort, settings: Settings, engine: Engine, telos: Tel
         log.warning("vaglio.judge_failed key=%s", exc.key)
         return None
     finally:
-        await asyncio.to_thread(_settle, engine, slot, user_id, model, reply)
+        await asyncio.to_thread(in_session, engine, _settle, slot, user_id, model, reply)
     per_aim = parse_answer(reply.text, len(telos.aims))
     if per_aim is None:
         log.warning("vaglio.judge_malformed answer=%r", (reply.text or "")[:200])
@@ -159,21 +160,19 @@ async def by_model(port: LLMPort, settings: Settings, engine: Engine, telos: Tel
     return Judgement(weighted(telos, per_aim), per_aim, "model", reply.cost_usd)
 
 
-def _reserve(engine: Engine, settings: Settings) -> limits.Reservation | Decision:
+def _reserve(db: Session, settings: Settings) -> limits.Reservation | Decision:
     policy = settings.policy
-    with db_session(engine) as db:
-        return limits.reserve_llm(db, cap_usd_per_day=policy.max_llm_cost_per_day_usd,
-                                  estimate_usd=policy.llm_call_reserve_usd)
+    return limits.reserve_llm(db, cap_usd_per_day=policy.max_llm_cost_per_day_usd,
+                              estimate_usd=policy.llm_call_reserve_usd)
 
 
-def _settle(engine: Engine, slot: limits.Reservation, user_id: str, model: str,
+def _settle(db: Session, slot: limits.Reservation, user_id: str, model: str,
             reply: LLMReply | None) -> None:
-    with db_session(engine) as db:
-        if reply is None:
-            limits.release(db, slot)
-        else:
-            limits.settle_llm(db, slot, turn_id=None, user_id=user_id,
-                              model=reply.model or model, cost_usd=reply.cost_usd)
+    if reply is None:
+        limits.release(db, slot)
+    else:
+        limits.settle_llm(db, slot, turn_id=None, user_id=user_id,
+                          model=reply.model or model, cost_usd=reply.cost_usd)
 
 
 def as_json(judgement: Judgement) -> dict[str, Any]:

@@ -18,9 +18,10 @@ from typing import Any
 
 from sqlalchemy import update
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from metnos import i18n
+from metnos.db.engine import in_session
 from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
 from metnos.errors import MetnosError
@@ -56,24 +57,23 @@ class Draft:
         return hashlib.sha256(body.encode()).hexdigest()[:32]
 
 
-def submit(engine: Engine, draft: Draft) -> Proposal | None:
+def submit(db: Session, draft: Draft) -> Proposal | None:
     """Store `draft` as a `new` proposal; None when the same one was made before."""
     if draft.origin not in ORIGINS:
         raise ValueError(f"unknown proposal origin {draft.origin!r}")
     fingerprint = draft.fingerprint()
-    with db_session(engine) as db:
-        seen = db.exec(select(Proposal.id).where(
-            col(Proposal.fingerprint) == fingerprint).limit(1)).first()
-        if seen is not None:
-            return None
-        row = Proposal(kind=draft.kind, origin=draft.origin, fingerprint=fingerprint,
-                       user_id=draft.user_id, title_key=draft.title_key, vars=dict(draft.vars),
-                       payload=dict(draft.payload), action=draft.action,
-                       scheduled=draft.scheduled)
-        db.add(row)
-        db.commit()
-        db.refresh(row)
-        return row
+    seen = db.exec(select(Proposal.id).where(
+        col(Proposal.fingerprint) == fingerprint).limit(1)).first()
+    if seen is not None:
+        return None
+    row = Proposal(kind=draft.kind, origin=draft.origin, fingerprint=fingerprint,
+                   user_id=draft.user_id, title_key=draft.title_key, vars=dict(draft.vars),
+                   payload=dict(draft.payload), action=draft.action,
+                   scheduled=draft.scheduled)
+    db.add(row)
+    db.flush()
+    db.refresh(row)
+    return row
 
 
 def on_accept(kind: str, handler: Handler) -> None:
@@ -98,65 +98,58 @@ def text(proposal: Proposal, lang: str | None) -> str:
     return i18n.get(proposal.title_key, lang, **proposal.vars)
 
 
-def get(engine: Engine, proposal_id: str) -> Proposal | None:
-    with db_session(engine) as db:
-        return db.get(Proposal, proposal_id)
+def get(db: Session, proposal_id: str) -> Proposal | None:
+    return db.get(Proposal, proposal_id)
 
 
-def listing(engine: Engine, *, user_id: str, statuses: tuple[str, ...],
+def listing(db: Session, *, user_id: str, statuses: tuple[str, ...],
             outbox_id: str | None = None, limit: int = 100) -> list[Proposal]:
     """The user's proposals in `statuses`, newest first (those of one message, when given)."""
     query = select(Proposal).where(Proposal.user_id == user_id,
                                    col(Proposal.status).in_(statuses))
     if outbox_id is not None:
         query = query.where(Proposal.outbox_id == outbox_id)
-    with db_session(engine) as db:
-        return list(db.exec(query.order_by(col(Proposal.created_at).desc()).limit(limit)))
+    return list(db.exec(query.order_by(col(Proposal.created_at).desc()).limit(limit)))
 
 
-def of_status(engine: Engine, status: str, limit: int = 50) -> list[Proposal]:
+def of_status(db: Session, status: str, limit: int = 50) -> list[Proposal]:
     """Proposals in `status`, oldest first."""
-    with db_session(engine) as db:
-        return list(db.exec(select(Proposal).where(Proposal.status == status)
-                            .order_by(col(Proposal.created_at)).limit(limit)))
+    return list(db.exec(select(Proposal).where(Proposal.status == status)
+                        .order_by(col(Proposal.created_at)).limit(limit)))
 
 
-def settle(engine: Engine, proposal_id: str, status: str, **fields: Any) -> bool:
+def settle(db: Session, proposal_id: str, status: str, fields: dict[str, Any]) -> bool:
     """The Vaglio's verdict on a `new` proposal; False when it was settled already."""
-    with db_session(engine) as db:
-        done = db.execute(update(Proposal).where(
-            col(Proposal.id) == proposal_id, col(Proposal.status) == "new")
-            .values(status=status, decided_at=utcnow() if status != "queued" else None,
-                    **fields))
-        return bool(done.rowcount)  # type: ignore[attr-defined]
+    done = db.execute(update(Proposal).where(
+        col(Proposal.id) == proposal_id, col(Proposal.status) == "new")
+        .values(status=status, decided_at=utcnow() if status != "queued" else None,
+                **fields))
+    return bool(done.rowcount)  # type: ignore[attr-defined]
 
 
-def mark_delivered(engine: Engine, proposal_ids: list[str], outbox_id: str,
+def mark_delivered(db: Session, proposal_ids: list[str], outbox_id: str,
                    now: datetime | None = None) -> list[str]:
     """Queued proposals now placed in the outbox row `outbox_id`; the ids that were queued."""
-    with db_session(engine) as db:
-        taken = db.execute(update(Proposal).where(
-            col(Proposal.id).in_(proposal_ids), col(Proposal.status) == "queued")
-            .values(status="delivered", delivered_at=now or utcnow(), outbox_id=outbox_id)
-            .returning(col(Proposal.id)))
-        return [str(row[0]) for row in taken]
+    taken = db.execute(update(Proposal).where(
+        col(Proposal.id).in_(proposal_ids), col(Proposal.status) == "queued")
+        .values(status="delivered", delivered_at=now or utcnow(), outbox_id=outbox_id)
+        .returning(col(Proposal.id)))
+    return [str(row[0]) for row in taken]
 
 
-def delivered_since(engine: Engine, user_id: str, since: datetime, *,
+def delivered_since(db: Session, user_id: str, since: datetime, *,
                     scheduled: bool) -> list[Proposal]:
     """The user's proposals delivered since `since` (scheduled runs or ad-hoc ones)."""
-    with db_session(engine) as db:
-        return list(db.exec(select(Proposal).where(
-            Proposal.user_id == user_id, col(Proposal.delivered_at).is_not(None),
-            col(Proposal.delivered_at) >= since, Proposal.scheduled == scheduled)))
+    return list(db.exec(select(Proposal).where(
+        Proposal.user_id == user_id, col(Proposal.delivered_at).is_not(None),
+        col(Proposal.delivered_at) >= since, Proposal.scheduled == scheduled)))
 
 
-def queued_count(engine: Engine, user_id: str, *, scheduled: bool) -> int:
+def queued_count(db: Session, user_id: str, *, scheduled: bool) -> int:
     """The user's proposals that passed the Vaglio and wait to be delivered."""
-    with db_session(engine) as db:
-        return len(db.exec(select(Proposal.id).where(
-            Proposal.user_id == user_id, Proposal.status == "queued",
-            Proposal.scheduled == scheduled)).all())
+    return len(db.exec(select(Proposal.id).where(
+        Proposal.user_id == user_id, Proposal.status == "queued",
+        Proposal.scheduled == scheduled)).all())
 
 
 def decide(engine: Engine, proposal_id: str, answer: str, *, user_id: str) -> Proposal:
@@ -164,7 +157,7 @@ def decide(engine: Engine, proposal_id: str, answer: str, *, user_id: str) -> Pr
     accepted; `dismiss` dismisses it. ProposalError when it is not the user's, not open, or
     (accept) its kind has no handler or the handler failed: then it stays delivered."""
     status = ANSWERS[answer]
-    found = get(engine, proposal_id)
+    found = in_session(engine, get, proposal_id)
     if found is None:
         raise ProposalError("ERR_PROPOSAL_NOT_FOUND", id=proposal_id[:64])
     if found.user_id != user_id:
@@ -188,19 +181,17 @@ def decide(engine: Engine, proposal_id: str, answer: str, *, user_id: str) -> Pr
                            .values(status="delivered", decided_at=None))
             raise ProposalError("ERR_PROPOSAL_ACCEPT_FAILED", id=proposal_id,
                                 detail=str(exc)[:200]) from exc
-    return get(engine, proposal_id) or found
+    return in_session(engine, get, proposal_id) or found
 
 
-def expire(engine: Engine, settings: Settings, now: datetime | None = None) -> list[Proposal]:
+def expire(db: Session, settings: Settings, now: datetime | None = None) -> list[Proposal]:
     """Delivered proposals unanswered for `ignore_after_h`: ignored, their weight decayed."""
     evolution = settings.evolution
     before = (now or utcnow()) - timedelta(hours=evolution.ignore_after_h)
-    with db_session(engine) as db:
-        rows = db.execute(update(Proposal).where(
-            col(Proposal.status) == "delivered", col(Proposal.delivered_at) < before)
-            .values(status="ignored", decided_at=now or utcnow(),
-                    weight=col(Proposal.weight) * evolution.bother_factor)
-            .returning(col(Proposal.id)))
-        ids = [str(row[0]) for row in rows]
-    with db_session(engine) as db:
-        return list(db.exec(select(Proposal).where(col(Proposal.id).in_(ids))))
+    rows = db.execute(update(Proposal).where(
+        col(Proposal.status) == "delivered", col(Proposal.delivered_at) < before)
+        .values(status="ignored", decided_at=now or utcnow(),
+                weight=col(Proposal.weight) * evolution.bother_factor)
+        .returning(col(Proposal.id)))
+    ids = [str(row[0]) for row in rows]
+    return list(db.exec(select(Proposal).where(col(Proposal.id).in_(ids))))

@@ -28,7 +28,9 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
+from metnos.db.engine import in_session
 from metnos.db.models import utcnow
 from metnos.executors.registry import Registry
 from metnos.notify.quiet import quiet_until
@@ -91,16 +93,16 @@ def guard(proposal: Proposal, judges: Judges) -> Decision | None:
     return None
 
 
-def budget(engine: Engine, settings: Settings, proposal: Proposal,
+def budget(db: Session, settings: Settings, proposal: Proposal,
            now: datetime) -> tuple[float, str | None]:
     """(the multiplier of the bother budget, the reason when the budget alone silences it)."""
     evolution = settings.evolution
     since = now - timedelta(hours=evolution.bother_window_h)
     if proposal.scheduled:
-        runs = len(store.delivered_since(engine, proposal.user_id, since, scheduled=True))
-        runs += store.queued_count(engine, proposal.user_id, scheduled=True)
+        runs = len(store.delivered_since(db, proposal.user_id, since, scheduled=True))
+        runs += store.queued_count(db, proposal.user_id, scheduled=True)
         return (1.0, None) if runs < evolution.schedule_quota else (0.0, REASON_QUOTA)
-    recent = store.delivered_since(engine, proposal.user_id, since, scheduled=False)
+    recent = store.delivered_since(db, proposal.user_id, since, scheduled=False)
     unheard = sum(1 for p in recent if p.status in ("delivered", "dismissed", "ignored"))
     factor = evolution.bother_factor ** unheard
     return factor, (REASON_BOTHER if factor < evolution.threshold else None)
@@ -112,7 +114,7 @@ async def judge_round(engine: Engine, settings: Settings, judges: Judges, *, lan
     now = now or utcnow()
     quiet = quiet_until(settings, now) is not None
     outcomes: list[Outcome] = []
-    for proposal in await asyncio.to_thread(store.of_status, engine, "new"):
+    for proposal in await asyncio.to_thread(in_session, engine, store.of_status, "new"):
         outcome = await _one(engine, settings, judges, proposal, lang=lang, now=now,
                              quiet=quiet)
         outcomes.append(outcome)
@@ -128,7 +130,7 @@ async def _one(engine: Engine, settings: Settings, judges: Judges, proposal: Pro
         return Outcome(proposal.id, "refused", law_key=law.key)
     if quiet:
         return Outcome(proposal.id, "new")
-    factor, reason = await asyncio.to_thread(budget, engine, settings, proposal, now)
+    factor, reason = await asyncio.to_thread(in_session, engine, budget, settings, proposal, now)
     if reason is not None:
         return Outcome(proposal.id, "silent", score=0.0 if factor == 0 else round(factor, 4),
                        reason=reason)
@@ -150,7 +152,8 @@ async def _settle(engine: Engine, judges: Judges, proposal: Proposal, outcome: O
     fields: dict[str, Any] = {"law_key": outcome.law_key, "alignment": outcome.alignment,
                               "score": outcome.score, "judge": outcome.judge,
                               "reason": outcome.reason}
-    if not await asyncio.to_thread(store.settle, engine, proposal.id, outcome.status, **fields):
+    if not await asyncio.to_thread(in_session, engine, store.settle, proposal.id,
+                                   outcome.status, fields):
         return  # another round settled it first
     if judges.audit is None:
         return

@@ -14,6 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from metnos import i18n
+from metnos.db.engine import in_session
 from metnos.i18n.formatting import spoken_time
 from metnos.reminders import outbox
 from metnos.reminders.outbox import Outbox, channel_of
@@ -85,7 +86,7 @@ async def schedule_reminder(service: Runtime, scheduler: Scheduler, ctx: TurnCon
                  text=i18n.get("MSG_REMINDER_NOTICE", ctx.lang, text=text),
                  lang=ctx.lang, scheduled_for=at.astimezone(UTC),
                  action_id=outcome.action_id, turn_id=ctx.turn_id)
-    await asyncio.to_thread(outbox.add, service.engine, row)
+    await asyncio.to_thread(in_session, service.engine, outbox.add, row)
     wait = max(0.0, (at - now).total_seconds()) * service.settings.reminders.time_scale
     tags = ["reminder", f"channel:{row.channel}", f"user:{ctx.user_id}"]
     try:
@@ -93,9 +94,9 @@ async def schedule_reminder(service: Runtime, scheduler: Scheduler, ctx: TurnCon
                                           f"reminder-{row.id[:8]}", tags)
     except Exception as exc:  # the Prefect API down, the deployment not served: say so
         log.warning("reminder.schedule_failed id=%s: %s", row.id, exc, exc_info=True)
-        await asyncio.to_thread(outbox.cancel, service.engine, row.id)
+        await asyncio.to_thread(in_session, service.engine, outbox.cancel, row.id)
         return await _not_scheduled(service, ctx, outcome)
-    await asyncio.to_thread(outbox.set_run, service.engine, row.id, run_id)
+    await asyncio.to_thread(in_session, service.engine, outbox.set_run, row.id, run_id)
     result["when"] = spoken_time(at, ctx.lang, service.settings.tz, now)
     return StepOutcome(EXECUTOR, "done", result=result, audit_seq=outcome.audit_seq,
                        action_id=outcome.action_id)
@@ -133,11 +134,11 @@ def cancel_reminder(service: Runtime, action_id: str, *, sender: str,
     """Undo a reminder (blocking): its row is cancelled at once (the flow run then sends
     nothing; the gateway cancels the run too). None when `action_id` set no reminder.
     Raises UndoError ERR_REMINDER_ALREADY_SENT / ERR_UNDO_ALREADY_DONE."""
-    row = outbox.by_action(service.engine, action_id)
+    row = in_session(service.engine, outbox.by_action, action_id)
     if row is None:
         return None
     audit_line = audit_undo(service.audit, action_id, sender, channel)
-    if not outbox.cancel(service.engine, row.id):
+    if not in_session(service.engine, outbox.cancel, row.id):
         key = "ERR_UNDO_ALREADY_DONE" if row.cancelled_at is not None else \
             "ERR_REMINDER_ALREADY_SENT"
         audit_line(decision="deny", reason=key, outcome="refused")

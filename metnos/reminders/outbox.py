@@ -13,10 +13,8 @@ from __future__ import annotations
 from datetime import datetime
 
 from sqlalchemy import CheckConstraint, Index, update
-from sqlalchemy.engine import Engine
-from sqlmodel import Field, SQLModel, col, select
+from sqlmodel import Field, Session, SQLModel, col, select
 
-from metnos.db.engine import session
 from metnos.db.models import _stamp, new_id, utcnow
 
 CHANNELS = ("web", "telegram", "cli")
@@ -52,47 +50,41 @@ def channel_of(turn_channel: str) -> str:
     return {"telegram": "telegram", "web": "web"}.get(turn_channel, "cli")
 
 
-def add(engine: Engine, row: Outbox) -> Outbox:
-    with session(engine) as db:
-        db.add(row)
+def add(db: Session, row: Outbox) -> Outbox:
+    db.add(row)
     return row
 
 
-def get(engine: Engine, outbox_id: str) -> Outbox | None:
-    with session(engine) as db:
-        return db.get(Outbox, outbox_id)
+def get(db: Session, outbox_id: str) -> Outbox | None:
+    return db.get(Outbox, outbox_id)
 
 
-def by_action(engine: Engine, action_id: str) -> Outbox | None:
-    with session(engine) as db:
-        return db.exec(select(Outbox).where(Outbox.action_id == action_id)).first()
+def by_action(db: Session, action_id: str) -> Outbox | None:
+    return db.exec(select(Outbox).where(Outbox.action_id == action_id)).first()
 
 
-def set_run(engine: Engine, outbox_id: str, flow_run_id: str) -> None:
-    with session(engine) as db:
-        db.execute(update(Outbox).where(col(Outbox.id) == outbox_id)
-                   .values(flow_run_id=flow_run_id))
+def set_run(db: Session, outbox_id: str, flow_run_id: str) -> None:
+    db.execute(update(Outbox).where(col(Outbox.id) == outbox_id)
+               .values(flow_run_id=flow_run_id))
 
 
-def mark_due(engine: Engine, outbox_id: str) -> bool:
+def mark_due(db: Session, outbox_id: str) -> bool:
     """The reminder's time has come: due now, unless it was cancelled (or is due already)."""
-    with session(engine) as db:
-        done = db.execute(update(Outbox).where(
-            col(Outbox.id) == outbox_id, col(Outbox.cancelled_at).is_(None),
-            col(Outbox.due_at).is_(None)).values(due_at=utcnow()))
-        return bool(done.rowcount)  # type: ignore[attr-defined]
+    done = db.execute(update(Outbox).where(
+        col(Outbox.id) == outbox_id, col(Outbox.cancelled_at).is_(None),
+        col(Outbox.due_at).is_(None)).values(due_at=utcnow()))
+    return bool(done.rowcount)  # type: ignore[attr-defined]
 
 
-def cancel(engine: Engine, outbox_id: str) -> bool:
+def cancel(db: Session, outbox_id: str) -> bool:
     """Cancel a row not delivered yet; False when it was delivered or cancelled already."""
-    with session(engine) as db:
-        done = db.execute(update(Outbox).where(
-            col(Outbox.id) == outbox_id, col(Outbox.cancelled_at).is_(None),
-            col(Outbox.delivered_at).is_(None)).values(cancelled_at=utcnow()))
-        return bool(done.rowcount)  # type: ignore[attr-defined]
+    done = db.execute(update(Outbox).where(
+        col(Outbox.id) == outbox_id, col(Outbox.cancelled_at).is_(None),
+        col(Outbox.delivered_at).is_(None)).values(cancelled_at=utcnow()))
+    return bool(done.rowcount)  # type: ignore[attr-defined]
 
 
-def pending(engine: Engine, *, channel: str | None = None, user_id: str | None = None,
+def pending(db: Session, *, channel: str | None = None, user_id: str | None = None,
             limit: int = 50) -> list[Outbox]:
     """Due rows (due now or earlier: a notice held past quiet hours waits) not delivered nor
     cancelled, oldest first."""
@@ -104,30 +96,26 @@ def pending(engine: Engine, *, channel: str | None = None, user_id: str | None =
         query = query.where(Outbox.channel == channel)
     if user_id is not None:
         query = query.where(Outbox.user_id == user_id)
-    with session(engine) as db:
-        return list(db.exec(query.order_by(col(Outbox.due_at)).limit(limit)))
+    return list(db.exec(query.order_by(col(Outbox.due_at)).limit(limit)))
 
 
-def claim(engine: Engine, outbox_ids: list[str]) -> list[str]:
+def claim(db: Session, outbox_ids: list[str]) -> list[str]:
     """Mark these rows delivered; the ids that were still undelivered (one taker each)."""
     if not outbox_ids:
         return []
-    with session(engine) as db:
-        taken = db.execute(update(Outbox).where(
-            col(Outbox.id).in_(outbox_ids), col(Outbox.delivered_at).is_(None),
-            col(Outbox.cancelled_at).is_(None)).values(delivered_at=utcnow())
-            .returning(col(Outbox.id)))
-        return [str(row[0]) for row in taken]
+    taken = db.execute(update(Outbox).where(
+        col(Outbox.id).in_(outbox_ids), col(Outbox.delivered_at).is_(None),
+        col(Outbox.cancelled_at).is_(None)).values(delivered_at=utcnow())
+        .returning(col(Outbox.id)))
+    return [str(row[0]) for row in taken]
 
 
-def runs_to_close(engine: Engine) -> list[Outbox]:
+def runs_to_close(db: Session) -> list[Outbox]:
     """Cancelled rows whose Prefect run may still be scheduled."""
-    with session(engine) as db:
-        return list(db.exec(select(Outbox).where(
-            col(Outbox.cancelled_at).is_not(None), col(Outbox.flow_run_id).is_not(None),
-            col(Outbox.run_closed).is_(False))))
+    return list(db.exec(select(Outbox).where(
+        col(Outbox.cancelled_at).is_not(None), col(Outbox.flow_run_id).is_not(None),
+        col(Outbox.run_closed).is_(False))))
 
 
-def close_run(engine: Engine, outbox_id: str) -> None:
-    with session(engine) as db:
-        db.execute(update(Outbox).where(col(Outbox.id) == outbox_id).values(run_closed=True))
+def close_run(db: Session, outbox_id: str) -> None:
+    db.execute(update(Outbox).where(col(Outbox.id) == outbox_id).values(run_closed=True))

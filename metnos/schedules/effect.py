@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from babel.dates import format_datetime
 
 from metnos import i18n, identity
+from metnos.db.engine import in_session
 from metnos.i18n.formatting import locale_for
 from metnos.reminders.outbox import channel_of
 from metnos.schedules import cadence, owner, store
@@ -138,11 +139,11 @@ def remove_task(service: Runtime, sync: Sync | None, action_id: str, *, sender: 
     """Undo the task `action_id` set: the row is deactivated at once (a firing of it then
     does nothing), then its Prefect schedule is dropped (a Prefect that does not answer
     drops it at the runner's next start). Raises UndoError ERR_UNDO_ALREADY_DONE."""
-    task = store.by_action(service.engine, action_id)
+    task = in_session(service.engine, store.by_action, action_id)
     if task is None:
         return None
     audit_line = audit_undo(service.audit, action_id, sender, channel)
-    if not store.deactivate(service.engine, task.id):
+    if not in_session(service.engine, store.deactivate, task.id):
         audit_line(decision="deny", reason="ERR_UNDO_ALREADY_DONE", outcome="refused")
         raise UndoError("ERR_UNDO_ALREADY_DONE", action_id=action_id, undo_id="-")
     if sync is not None:

@@ -27,6 +27,7 @@ import logging
 from collections.abc import Callable
 
 from metnos import i18n, identity
+from metnos.db.engine import in_session
 from metnos.db.models import utcnow
 from metnos.errors import MetnosError
 from metnos.reminders import outbox
@@ -48,9 +49,9 @@ async def fire(turns: TurnHandle, run: TaskRun) -> None:
     """Run `run`'s task as a turn and deliver its reply; the run ends done or failed."""
     service = turns.service
     engine = service.engine
-    task = await asyncio.to_thread(store.get, engine, run.task_id)
+    task = await asyncio.to_thread(in_session, engine, store.get, run.task_id)
     if task is None or not task.active:
-        await asyncio.to_thread(store.finish, engine, run.id, "done", error="inactive")
+        await asyncio.to_thread(in_session, engine, store.finish, run.id, "done", error="inactive")
         return
     said = await asyncio.to_thread(_said, service, task.text, task.lang)
     locale = ui_locale(task.lang, None, service.settings)  # the task's language, if active
@@ -59,7 +60,7 @@ async def fire(turns: TurnHandle, run: TaskRun) -> None:
             said, session_id=task.address, lang=locale, channel=CHANNEL, sender=task.user_id,
             prepare=lambda ctx: _taint_if_outside(service, ctx, task.id, task.text))
     except MetnosError as exc:
-        await asyncio.to_thread(store.finish, engine, run.id, "failed", error=exc.key)
+        await asyncio.to_thread(in_session, engine, store.finish, run.id, "failed", error=exc.key)
         return
     answered = await turns.reply(ctx.turn_id, service.settings.schedules.run_timeout_s)
     if answered is None or answered.status == "failed" or not ctx.understood:
@@ -68,14 +69,14 @@ async def fire(turns: TurnHandle, run: TaskRun) -> None:
         key = "ERR_SCHEDULE_RUN_TIMEOUT" if answered is None else (
             "ERR_SCHEDULE_RUN_FAILED" if answered.status == "failed"
             else "ERR_SCHEDULE_RUN_NOT_UNDERSTOOD")
-        await asyncio.to_thread(store.finish, engine, run.id, "failed", turn_id=ctx.turn_id,
-                                error=key)
+        await asyncio.to_thread(in_session, engine, store.finish, run.id, "failed",
+                                turn_id=ctx.turn_id, error=key)
         return
     text = i18n.get("MSG_SCHEDULE_REPLY", task.lang, when=task.when_text, reply=answered.reply)
-    row = await asyncio.to_thread(outbox.add, engine, Outbox(
+    row = await asyncio.to_thread(in_session, engine, outbox.add, Outbox(
         kind=KIND, user_id=task.user_id, channel=task.channel, address=task.address,
         text=text, lang=task.lang, due_at=utcnow(), turn_id=ctx.turn_id))
-    await asyncio.to_thread(store.finish, engine, run.id, "done", turn_id=ctx.turn_id,
+    await asyncio.to_thread(in_session, engine, store.finish, run.id, "done", turn_id=ctx.turn_id,
                             outbox_id=row.id)
 
 
@@ -110,7 +111,8 @@ async def loop(turns: TurnHandle, stopping: Callable[[], bool]) -> None:
     service = turns.service
     while True:
         try:
-            runs = [] if stopping() else await asyncio.to_thread(store.claim_due, service.engine)
+            runs = [] if stopping() else await asyncio.to_thread(
+                in_session, service.engine, store.claim_due)
             for run in runs:
                 turns.launch(fire(turns, run))
         except Exception:  # the loop's boundary: a bad round must not end the firing

@@ -19,8 +19,11 @@ from typing import Any
 
 from babel.dates import format_datetime
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from metnos import i18n
+from metnos.db.engine import in_session
+from metnos.db.engine import session as db_session
 from metnos.i18n.formatting import locale_for
 from metnos.notify.effect import Destination, destination
 from metnos.pairing.service import OWNER_USER_ID
@@ -50,7 +53,7 @@ class Plan:
 
 def plan(runs: list[MissedRun], engine: Engine) -> Plan:
     """What to do with missed runs not reported yet: the latest of each runs late."""
-    seen = store.reported(engine, [r.flow_run_id for r in runs], "missed")
+    seen = in_session(engine, store.reported, [r.flow_run_id for r in runs], "missed")
     groups: dict[tuple[str, str | None], list[MissedRun]] = {}
     for run in sorted((r for r in runs if r.flow_run_id not in seen), key=lambda r: r.due_at):
         groups.setdefault((run.deployment, run.task_id), []).append(run)
@@ -59,8 +62,8 @@ def plan(runs: list[MissedRun], engine: Engine) -> Plan:
     return Plan(late, skip)
 
 
-def _name(engine: Engine, deployment: str, task_id: str | None, lang: str) -> str:
-    task = store.get(engine, task_id) if task_id else None
+def _name(db: Session, deployment: str, task_id: str | None, lang: str) -> str:
+    task = store.get(db, task_id) if task_id else None
     if task is None:
         return deployment
     return i18n.get("MSG_SCHEDULE_TASK_NAME", lang, when=task.when_text, text=task.text[:80])
@@ -79,30 +82,31 @@ def report_missed(engine: Engine, settings: Settings, found: Plan,
     at = (now or datetime.now(UTC)).astimezone(UTC)
     before = at - timedelta(seconds=settings.schedules.missed_grace_s)
     chats: dict[Destination, tuple[str, list[str]]] = {}
-    for run in found.run_late:
-        task = store.get(engine, run.task_id) if run.task_id else None
-        if task is None or run.deployment != settings.schedules.deployment:
-            continue  # not a task of the family's: nobody asked for it
-        earlier = sum(1 for s in found.skip if (s.deployment, s.task_id) ==
-                      (run.deployment, run.task_id))
-        if not earlier and run.due_at > before:
-            continue  # on time, give or take a moment
-        where = Destination(task.channel, task.address)
-        lang, lines = chats.setdefault(where, (task.lang, []))
-        key = "MSG_SCHEDULE_MISSED_LINE_SKIPPED" if earlier else "MSG_SCHEDULE_MISSED_LINE"
-        lines.append(i18n.get(key, lang, name=_name(engine, run.deployment, run.task_id, lang),
-                              when=_when(run.due_at, settings, lang), skipped=earlier))
-    rows = [_send(engine, where, i18n.get("MSG_SCHEDULE_MISSED", lang, lines="\n".join(lines)),
-                  lang, [], at) for where, (lang, lines) in chats.items()]
-    by_chat = {(row.channel, row.address): row.id for row in rows}
-    records = []
-    for run in [*found.run_late, *found.skip]:
-        task = store.get(engine, run.task_id) if run.task_id else None
-        outbox_id = by_chat.get((task.channel, task.address)) if task is not None else None
-        records.append(ScheduleNotice(flow_run_id=run.flow_run_id, kind="missed",
-                                      deployment=run.deployment, due_at=run.due_at,
-                                      outbox_id=outbox_id))
-    store.record_reported(engine, records)
+    with db_session(engine) as db:
+        for run in found.run_late:
+            task = store.get(db, run.task_id) if run.task_id else None
+            if task is None or run.deployment != settings.schedules.deployment:
+                continue  # not a task of the family's: nobody asked for it
+            earlier = sum(1 for s in found.skip if (s.deployment, s.task_id) ==
+                          (run.deployment, run.task_id))
+            if not earlier and run.due_at > before:
+                continue  # on time, give or take a moment
+            where = Destination(task.channel, task.address)
+            lang, lines = chats.setdefault(where, (task.lang, []))
+            key = "MSG_SCHEDULE_MISSED_LINE_SKIPPED" if earlier else "MSG_SCHEDULE_MISSED_LINE"
+            lines.append(i18n.get(key, lang, name=_name(db, run.deployment, run.task_id, lang),
+                                  when=_when(run.due_at, settings, lang), skipped=earlier))
+        rows = [_send(db, where, i18n.get("MSG_SCHEDULE_MISSED", lang, lines="\n".join(lines)),
+                      lang, [], at) for where, (lang, lines) in chats.items()]
+        by_chat = {(row.channel, row.address): row.id for row in rows}
+        records = []
+        for run in [*found.run_late, *found.skip]:
+            task = store.get(db, run.task_id) if run.task_id else None
+            outbox_id = by_chat.get((task.channel, task.address)) if task is not None else None
+            records.append(ScheduleNotice(flow_run_id=run.flow_run_id, kind="missed",
+                                          deployment=run.deployment, due_at=run.due_at,
+                                          outbox_id=outbox_id))
+        store.record_reported(db, records)
     return rows
 
 
@@ -110,27 +114,29 @@ def report_failed(engine: Engine, settings: Settings, *, flow_run_id: str, deplo
                   attempts: int, task_id: str | None = None,
                   due_at: datetime | None = None) -> Outbox | None:
     """The notice of a run that failed after its retries; None when told already."""
-    if store.reported(engine, [flow_run_id], "failed"):
-        return None
-    lang = settings.lang
-    where = destination(engine, settings, OWNER_USER_ID, FALLBACK)
-    task = store.get(engine, task_id) if task_id else None
-    if task is not None:
-        where = Destination(task.channel, task.address)
-    text = i18n.get("MSG_SCHEDULE_FAILED", lang, attempts=attempts,
-                    name=_name(engine, deployment, task_id, lang))
-    return _send(engine, where, text, lang, [ScheduleNotice(
-        flow_run_id=flow_run_id, kind="failed", deployment=deployment, due_at=due_at)], None)
+    with db_session(engine) as db:
+        if store.reported(db, [flow_run_id], "failed"):
+            return None
+        lang = settings.lang
+        where = destination(db, settings, OWNER_USER_ID, FALLBACK)
+        task = store.get(db, task_id) if task_id else None
+        if task is not None:
+            where = Destination(task.channel, task.address)
+        text = i18n.get("MSG_SCHEDULE_FAILED", lang, attempts=attempts,
+                        name=_name(db, deployment, task_id, lang))
+        return _send(db, where, text, lang, [ScheduleNotice(
+            flow_run_id=flow_run_id, kind="failed", deployment=deployment, due_at=due_at)],
+            None)
 
 
-def _send(engine: Engine, where: Destination, text: str, lang: str,
+def _send(db: Session, where: Destination, text: str, lang: str,
           records: list[ScheduleNotice], now: datetime | None) -> Outbox:
     at = (now or datetime.now(UTC)).astimezone(UTC)
-    row = outbox.add(engine, Outbox(kind=KIND, user_id=OWNER_USER_ID, channel=where.channel,
-                                    address=where.address, text=text, lang=lang, due_at=at))
+    row = outbox.add(db, Outbox(kind=KIND, user_id=OWNER_USER_ID, channel=where.channel,
+                                address=where.address, text=text, lang=lang, due_at=at))
     for record in records:
         record.outbox_id = row.id
-    store.record_reported(engine, records)
+    store.record_reported(db, records)
     return row
 
 

@@ -17,6 +17,8 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from metnos.db.engine import in_session
+from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError
 from metnos.schedules import cadence, store
 from metnos.schedules.models import ScheduledTask
@@ -60,14 +62,15 @@ def new_task(engine: Engine, settings: Settings, *, when: str, text: str, user_i
     """The row of a new task, written (blocking); `spoken`: how the owner said `when`, when
     `when` is the cron read from it already. Raises ScheduleError."""
     found, what = checked(settings, when, text, lang)
-    if len(store.active(engine, user_id)) >= settings.schedules.max_tasks:
-        raise ScheduleError("ERR_SCHEDULE_TOO_MANY", limit=settings.schedules.max_tasks)
-    task = ScheduledTask(user_id=user_id, cron=found.cron, timezone=settings.timezone,
-                         when_text=spoken or found.spoken, text=what, channel=channel,
-                         address=address, lang=lang, action_id=action_id)
-    if task_id:
-        task.id = task_id
-    return store.add(engine, task)
+    with db_session(engine) as db:
+        if len(store.active(db, user_id)) >= settings.schedules.max_tasks:
+            raise ScheduleError("ERR_SCHEDULE_TOO_MANY", limit=settings.schedules.max_tasks)
+        task = ScheduledTask(user_id=user_id, cron=found.cron, timezone=settings.timezone,
+                             when_text=spoken or found.spoken, text=what, channel=channel,
+                             address=address, lang=lang, action_id=action_id)
+        if task_id:
+            task.id = task_id
+        return store.add(db, task)
 
 
 async def publish(sync: Sync, task: ScheduledTask) -> bool:
@@ -85,9 +88,9 @@ async def remove(engine: Engine, sync: Sync, task_id: str, user_id: str | None
                  ) -> ScheduledTask:
     """Deactivate the task and drop its schedule; `user_id` None: whoever owns it (the
     owner removes any task of the household). Raises ScheduleError ERR_SCHEDULE_NOT_FOUND."""
-    task = await asyncio.to_thread(store.get, engine, task_id)
+    task = await asyncio.to_thread(in_session, engine, store.get, task_id)
     if task is None or (user_id is not None and task.user_id != user_id) or \
-            not await asyncio.to_thread(store.deactivate, engine, task_id):
+            not await asyncio.to_thread(in_session, engine, store.deactivate, task_id):
         raise ScheduleError("ERR_SCHEDULE_NOT_FOUND", task_id=task_id[:40])
     try:
         await sync.remove(task_id)
@@ -100,7 +103,7 @@ async def listing(engine: Engine, sync: Sync | None, user_id: str | None
                   ) -> list[dict[str, Any]]:
     """The user's active tasks (`user_id` None: everybody's), each with its next run as
     Prefect has it (else from the cron, marked `in_prefect: false`)."""
-    tasks = await asyncio.to_thread(store.active, engine, user_id)
+    tasks = await asyncio.to_thread(in_session, engine, store.active, user_id)
     runs: dict[str, datetime] = {}
     if sync is not None:
         try:
@@ -125,7 +128,7 @@ def public(task: ScheduledTask) -> dict[str, Any]:
 
 def wanted_schedules(engine: Engine) -> list[ScheduledTask]:
     """What the served deployment's schedules must be (blocking): every active task."""
-    return store.active(engine)
+    return in_session(engine, store.active)
 
 
 def stale_slugs(existing: list[str | None], wanted: list[ScheduledTask]) -> list[str | None]:

@@ -16,6 +16,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from metnos import i18n
 from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import session as db_session
 from metnos.errors import MetnosError
 from metnos.notify.members import owner_destination
 from metnos.policy.approver import OWNER_USER_ID
@@ -45,8 +46,9 @@ def tell_owner_restarted(settings: Settings, name: str, died_at: datetime) -> bo
         log.exception("serve.notice_failed name=%s", name)
         return False
     try:
-        where = owner_destination(engine, settings)
-        outbox.add(engine, Outbox(kind=KIND, user_id=OWNER_USER_ID, channel=where.channel,
+        with db_session(engine) as db:
+            where = owner_destination(db, settings)
+            outbox.add(db, Outbox(kind=KIND, user_id=OWNER_USER_ID, channel=where.channel,
                                   address=where.address, text=text, lang=settings.lang,
                                   due_at=datetime.now(UTC)))
         return True

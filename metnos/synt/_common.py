@@ -6,9 +6,9 @@ import logging
 from typing import Any
 
 from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from metnos.audit import open_audit_log
-from metnos.db.engine import session as db_session
 from metnos.mnestoma import moves
 from metnos.mnestoma.models import ProtoMnest
 from metnos.pairing import OWNER_USER_ID
@@ -37,13 +37,12 @@ def inactive(engine: Engine) -> set[str]:
     return {name for name, state in moves.states(engine).items() if state != "active"}
 
 
-def set_status(engine: Engine, proto_id: str, status: str) -> ProtoMnest | None:
+def set_status(db: Session, proto_id: str, status: str) -> ProtoMnest | None:
     """Move a proto-mnest to `status`; returns the row as it was before (None: no such row)."""
-    with db_session(engine) as db:
-        row = db.get(ProtoMnest, proto_id)
-        if row is None:
-            return None
-        before = ProtoMnest.model_validate(row.model_dump())
-        row.status = status
-        db.add(row)
-        return before
+    row = db.get(ProtoMnest, proto_id)
+    if row is None:
+        return None
+    before = ProtoMnest.model_validate(row.model_dump())
+    row.status = status
+    db.add(row)
+    return before

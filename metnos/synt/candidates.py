@@ -24,6 +24,7 @@ from sqlalchemy.engine import Engine
 
 from metnos import i18n
 from metnos.audit import open_audit_log
+from metnos.db.engine import in_session
 from metnos.db.engine import session as db_session
 from metnos.errors import ManifestError, MetnosError, SignatureError
 from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
@@ -104,7 +105,7 @@ def sign(settings: Settings, engine: Engine, name: str) -> SignedFacts:
         shutil.move(str(kept), folder / CANDIDATE_FILE)  # still a candidate
         raise
     if proto := record.get("need", {}).get("proto"):
-        _common.set_status(engine, str(proto), "closed")
+        in_session(engine, _common.set_status, str(proto), "closed")
     _common.audit(settings, "synt.sign", outcome="signed", reason=name,
                   args={"name": name, "code_sha256": facts.code_sha256})
     if fuses := [str(n) for n in record.get("fuses", [])]:
@@ -138,7 +139,7 @@ def reject(settings: Settings, engine: Engine, name: str) -> Path:
     target.parent.mkdir(parents=True, exist_ok=True)
     shutil.move(str(folder), target)
     if proto := record.get("need", {}).get("proto"):
-        _common.set_status(engine, str(proto), "closed")
+        in_session(engine, _common.set_status, str(proto), "closed")
     _common.audit(settings, "synt.reject", decision="deny", outcome="rejected", reason=name)
     return target
 

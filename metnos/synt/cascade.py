@@ -8,10 +8,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.executors.registry import Registry, load_registry
 from metnos.mnestoma.models import ProtoMnest
 from metnos.settings import Settings
@@ -30,24 +29,23 @@ class Round:
                 "skipped": self.skipped}
 
 
-def due(engine: Engine, threshold: int) -> list[ProtoMnest]:
+def due(db: Session, threshold: int) -> list[ProtoMnest]:
     """Open proto-mnests that recurred at least `threshold` times, most frequent first."""
-    with db_session(engine) as db:
-        rows = db.exec(select(ProtoMnest).where(
-            col(ProtoMnest.status) == "open", col(ProtoMnest.count) >= threshold)
-            .order_by(col(ProtoMnest.count).desc(), col(ProtoMnest.id)))
-        return list(rows.all())
+    rows = db.exec(select(ProtoMnest).where(
+        col(ProtoMnest.status) == "open", col(ProtoMnest.count) >= threshold)
+        .order_by(col(ProtoMnest.count).desc(), col(ProtoMnest.id)))
+    return list(rows.all())
 
 
 def check(settings: Settings, engine: Engine, registry: Registry) -> Round:
     """Compose or propose a generation for each due proto-mnest."""
     result = Round()
     manifests = pool(registry, _common.inactive(engine))
-    for proto in due(engine, settings.evolution.proto_threshold):
+    for proto in in_session(engine, due, settings.evolution.proto_threshold):
         need = Need(proto.src, proto.want, proto.have_kind, proto.want_kind)
         chain = find_chain(need, manifests)
         if chain is not None:
-            made = composition.propose(engine, proto, chain)
+            made = in_session(engine, composition.propose, proto, chain)
             (result.composed if made else result.skipped).append(proto.id)
             continue
         made = generate.propose(settings, engine, proto)

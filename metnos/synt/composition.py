@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 from sqlalchemy.engine import Engine
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from metnos import i18n
 from metnos.audit import open_audit_log
@@ -35,14 +35,14 @@ KIND = "compose"
 SEP = " → "
 
 
-def propose(engine: Engine, proto: ProtoMnest, chain: Chain) -> Proposal | None:
+def propose(db: Session, proto: ProtoMnest, chain: Chain) -> Proposal | None:
     """Submit the compose proposal of `proto` and mark it "proposed"."""
     draft = Draft(kind=KIND, origin="proto_mnest", user_id=_common.OWNER,
                   title_key="PROPOSAL_SYNT_COMPOSE", target=proto.want,
                   vars={"capability": proto.want, "chain": chain.label()},
                   payload={"chain": list(chain.executors), "proto": proto.id})
-    row = submit(engine, draft)
-    _common.set_status(engine, proto.id, "proposed")
+    row = submit(db, draft)
+    _common.set_status(db, proto.id, "proposed")
     return row
 
 
@@ -68,26 +68,26 @@ def accept(engine: Engine, proposal: Proposal) -> None:
         audit.close()
 
 
-def active(engine: Engine) -> list[EvolutionMove]:
+def active(db: Session) -> list[EvolutionMove]:
     """The accepted compositions not taken back, oldest first."""
-    with db_session(engine) as db:
-        rows = db.exec(select(EvolutionMove).where(
-            col(EvolutionMove.kind) == KIND, col(EvolutionMove.undone_by).is_(None))
-            .order_by(col(EvolutionMove.created_at)))
-        return list(rows.all())
+    rows = db.exec(select(EvolutionMove).where(
+        col(EvolutionMove.kind) == KIND, col(EvolutionMove.undone_by).is_(None))
+        .order_by(col(EvolutionMove.created_at)))
+    return list(rows.all())
 
 
 def hints(engine: Engine, offered: Iterable[str], lang: str) -> list[str]:
     """One line for the system prompt per composition whose executors are all `offered`."""
     names = set(offered)
     lines = []
-    for move in active(engine):
-        chain = chain_of(move)
-        if chain and set(chain) <= names:
-            proto = _proto_of(engine, move)
-            lines.append(i18n.get("SYNT_COMPOSE_HINT", lang, chain=move.target,
-                                  have=proto.have_kind if proto else "-",
-                                  want=proto.want_kind if proto else "-"))
+    with db_session(engine) as db:
+        for move in active(db):
+            chain = chain_of(move)
+            if chain and set(chain) <= names:
+                proto = _proto_of(db, move)
+                lines.append(i18n.get("SYNT_COMPOSE_HINT", lang, chain=move.target,
+                                      have=proto.have_kind if proto else "-",
+                                      want=proto.want_kind if proto else "-"))
     return lines
 
 
@@ -95,13 +95,12 @@ def chain_of(move: EvolutionMove) -> list[str]:
     return [name for name in move.target.split(SEP) if name]
 
 
-def _proto_of(engine: Engine, move: EvolutionMove) -> ProtoMnest | None:
+def _proto_of(db: Session, move: EvolutionMove) -> ProtoMnest | None:
     """The proto-mnest the composition closed (the row its move changed)."""
     rows = move.after.get("proto_mnest", {}).get("rows", [])
     if not rows:
         return None
-    with db_session(engine) as db:
-        return db.get(ProtoMnest, rows[0][0])
+    return db.get(ProtoMnest, rows[0][0])
 
 
 def observe(engine: Engine, settings: Settings,
@@ -110,40 +109,40 @@ def observe(engine: Engine, settings: Settings,
     accepted that did; at `promote_after`, propose promoting it to one executor, with the
     generation's expected cost (none above `synt_max_cost_usd`: audited once)."""
     made = []
-    for move in active(engine):
-        chain = chain_of(move)
-        if len(chain) < 2 or not _contains(executors_in_order, chain):
-            continue
-        uses = _uses(engine, move, chain)
-        if uses < settings.evolution.promote_after:
-            continue
-        cost = estimate(settings)
-        if cost.cost_usd is not None and cost.cost_usd > settings.evolution.synt_max_cost_usd:
-            if uses == settings.evolution.promote_after:
-                _common.audit(settings, "synt.promote", decision="deny",
-                              reason="SYNT_OVER_COST_CAP", outcome=move.target)
-            continue
-        proto = _proto_of(engine, move)
-        draft = Draft(kind="promote", origin="composition", user_id=_common.OWNER,
-                      title_key="PROPOSAL_SYNT_PROMOTE" if cost.cost_usd is not None
-                      else "PROPOSAL_SYNT_PROMOTE_UNPRICED", target=move.target,
-                      vars={"chain": move.target, "capability": proto.want if proto else "-",
-                            "cost": cost.shown()},
-                      payload={"chain": chain, "proto": proto.id if proto else None,
-                               "move": move.id, "cost_usd": cost.cost_usd})
-        if (row := submit(engine, draft)) is not None:
-            made.append(row)
+    with db_session(engine) as db:
+        for move in active(db):
+            chain = chain_of(move)
+            if len(chain) < 2 or not _contains(executors_in_order, chain):
+                continue
+            uses = _uses(db, move, chain)
+            if uses < settings.evolution.promote_after:
+                continue
+            cost = estimate(settings)
+            if cost.cost_usd is not None and cost.cost_usd > settings.evolution.synt_max_cost_usd:
+                if uses == settings.evolution.promote_after:
+                    _common.audit(settings, "synt.promote", decision="deny",
+                                  reason="SYNT_OVER_COST_CAP", outcome=move.target)
+                continue
+            proto = _proto_of(db, move)
+            draft = Draft(kind="promote", origin="composition", user_id=_common.OWNER,
+                          title_key="PROPOSAL_SYNT_PROMOTE" if cost.cost_usd is not None
+                          else "PROPOSAL_SYNT_PROMOTE_UNPRICED", target=move.target,
+                          vars={"chain": move.target, "capability": proto.want if proto else "-",
+                                "cost": cost.shown()},
+                          payload={"chain": chain, "proto": proto.id if proto else None,
+                                   "move": move.id, "cost_usd": cost.cost_usd})
+            if (row := submit(db, draft)) is not None:
+                made.append(row)
     return made
 
 
-def _uses(engine: Engine, move: EvolutionMove, chain: list[str]) -> int:
+def _uses(db: Session, move: EvolutionMove, chain: list[str]) -> int:
     """Turns since `move` whose executed steps contain `chain` in order."""
-    with db_session(engine) as db:
-        rows = db.exec(select(TurnStep.turn_id, TurnStep.seq, TurnStep.executor).where(
-            col(TurnStep.created_at) >= move.created_at,
-            col(TurnStep.executor).in_(chain),
-            col(TurnStep.outcome).in_(("done", "failed")))
-            .order_by(col(TurnStep.turn_id), col(TurnStep.seq))).all()
+    rows = db.exec(select(TurnStep.turn_id, TurnStep.seq, TurnStep.executor).where(
+        col(TurnStep.created_at) >= move.created_at,
+        col(TurnStep.executor).in_(chain),
+        col(TurnStep.outcome).in_(("done", "failed")))
+        .order_by(col(TurnStep.turn_id), col(TurnStep.seq))).all()
     by_turn: dict[str, list[str]] = {}
     for turn_id, _seq, executor in rows:
         by_turn.setdefault(turn_id, []).append(executor)

@@ -20,6 +20,8 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from metnos.db.engine import in_session
+from metnos.db.engine import session as db_session
 from metnos.errors import ManifestError
 from metnos.executors.manifest import MANIFEST_FILE, Manifest, parse_manifest
 from metnos.executors.registry import Registry
@@ -59,7 +61,7 @@ def propose(settings: Settings, engine: Engine, proto: ProtoMnest,
     if cost.cost_usd is not None and cost.cost_usd > cap:
         _common.audit(settings, "synt.generate", decision="deny", reason="SYNT_OVER_COST_CAP",
                       outcome=f"{cost.cost_usd:.4f}>{cap:.4f}")
-        _common.set_status(engine, proto.id, "closed")
+        in_session(engine, _common.set_status, proto.id, "closed")
         return None
     key = "PROPOSAL_SYNT_GENERATE" if cost.cost_usd is not None else \
         "PROPOSAL_SYNT_GENERATE_UNPRICED"
@@ -67,8 +69,9 @@ def propose(settings: Settings, engine: Engine, proto: ProtoMnest,
                   target=proto.want, vars={"capability": proto.want, "cost": cost.shown()},
                   payload={"proto": proto.id, "cost_usd": cost.cost_usd, "model": cost.model,
                            "chain": chain or []})
-    row = submit(engine, draft)
-    _common.set_status(engine, proto.id, "proposed")
+    with db_session(engine) as db:
+        row = submit(db, draft)
+        _common.set_status(db, proto.id, "proposed")
     return row
 
 
@@ -98,14 +101,14 @@ async def generate(settings: Settings, engine: Engine, registry: Registry,
     shutil.move(str(folder), target)
     candidates.write_record(target, record)
     if job.proto:
-        _common.set_status(engine, job.proto, "generated")
+        in_session(engine, _common.set_status, job.proto, "generated")
     jobs.finish(settings, job, ok=True)
     _common.audit(settings, "synt.candidate", outcome="written", reason=name,
                   cost_usd=stager.spent_usd)
-    submit(engine, Draft(kind="candidate", origin="proto_mnest", user_id=_common.OWNER,
-                         title_key="PROPOSAL_SYNT_CANDIDATE", target=name,
-                         vars={"name": name, "capability": need.capability},
-                         payload={"name": name, "proto": job.proto}))
+    in_session(engine, submit, Draft(kind="candidate", origin="proto_mnest", user_id=_common.OWNER,
+                                     title_key="PROPOSAL_SYNT_CANDIDATE", target=name,
+                                     vars={"name": name, "capability": need.capability},
+                                     payload={"name": name, "proto": job.proto}))
     return Outcome(True, name, target)
 
 
@@ -212,7 +215,7 @@ def _failed(settings: Settings, engine: Engine, proto_id: str | None, stager: St
     shutil.move(str(work), kept)
     candidates.write_record(kept, record)
     if proto_id:
-        _common.set_status(engine, proto_id, "closed")
+        in_session(engine, _common.set_status, proto_id, "closed")
     _common.audit(settings, "synt.candidate", decision="deny", reason=f"SYNT_FAILED_{stage}",
                   outcome="not_proposed", cost_usd=stager.spent_usd)
     return Outcome(False, None, None, stage=stage, detail=detail)

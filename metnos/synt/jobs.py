@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
+from metnos.db.engine import in_session
 from metnos.db.engine import session as db_session
 from metnos.executors.manifest import Manifest
 from metnos.executors.registry import load_registry
@@ -53,7 +54,7 @@ def accept(engine: Engine, proposal: Proposal) -> None:
     job = job_of(engine, settings, proposal)
     save(settings, job)
     if job.proto:
-        _common.set_status(engine, job.proto, "generating")
+        in_session(engine, _common.set_status, job.proto, "generating")
     _common.audit(settings, f"synt.{proposal.kind}", outcome="accepted", action_id=proposal.id,
                   reason=job.need.capability)
 

@@ -35,9 +35,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from sqlalchemy import Engine
-from sqlmodel import col, select
+from sqlmodel import Session, col, select
 
 from metnos.audit import AuditLog
+from metnos.db.engine import in_session
 from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
 from metnos.errors import MetnosError
@@ -151,7 +152,7 @@ async def offer(tutor: Tutor, ctx: TurnContext, plan: Plan, version: str,
     if engine is None or not plan.hits or not version or outcome.startswith("unavailable"):
         return
     try:
-        await asyncio.to_thread(_offer, tutor, engine, ctx, plan, version)
+        await asyncio.to_thread(in_session, engine, _offer, tutor, ctx, plan, version)
     except Exception:  # the answer stands without its buttons
         log.exception("tutor.feedback_offer_failed turn_id=%s", ctx.turn_id)
         return
@@ -160,7 +161,7 @@ async def offer(tutor: Tutor, ctx: TurnContext, plan: Plan, version: str,
                          "feedback": ctx.turn_id})
 
 
-def _offer(tutor: Tutor, engine: Engine, ctx: TurnContext, plan: Plan, version: str) -> None:
+def _offer(db: Session, tutor: Tutor, ctx: TurnContext, plan: Plan, version: str) -> None:
     catalog = tutor.catalog()
     vector = question_vector(catalog, ctx.text) if catalog is not None else None
     sections = [[h.section.id, h.section.lang, section_hash(h.section)] for h in plan.hits]
@@ -170,8 +171,7 @@ def _offer(tutor: Tutor, engine: Engine, ctx: TurnContext, plan: Plan, version: 
                       vector=to_blob(vector) if vector is not None else None,
                       sections=sections, catalog_version=version, created_at=now,
                       expires_at=now + PENDING_TTL)
-    with db_session(engine) as db:
-        db.merge(row)
+    db.merge(row)
 
 
 # ---- the rating ----
@@ -208,7 +208,7 @@ def may_rate(engine: Engine, audit: AuditLog, turn_id: str, *, user_id: str,
         raise
 
 
-def _pending(db: Any, turn_id: str, user_id: str, session_id: str | None,
+def _pending(db: Session, turn_id: str, user_id: str, session_id: str | None,
              lock: bool = True) -> TutorAnswer:
     query = select(TutorAnswer).where(col(TutorAnswer.turn_id) == turn_id)
     row: TutorAnswer | None = db.exec(query.with_for_update() if lock else query).first()
@@ -223,7 +223,7 @@ def _pending(db: Any, turn_id: str, user_id: str, session_id: str | None,
     return row
 
 
-def _rate(db: Any, turn_id: str, user_id: str, rating: str, cause: str | None,
+def _rate(db: Session, turn_id: str, user_id: str, rating: str, cause: str | None,
           session_id: str | None) -> Rated:
     if rating not in RATINGS or (rating == "down") != (cause is not None) or (
             cause is not None and cause not in GAP_CAUSES):
@@ -247,7 +247,7 @@ def _rate(db: Any, turn_id: str, user_id: str, rating: str, cause: str | None,
     return Rated(rating, cause, removed=removed)
 
 
-def _forget(db: Any, user_id: str, vector: np.ndarray | None,
+def _forget(db: Session, user_id: str, vector: np.ndarray | None,
             sections: set[tuple[str, str]]) -> int:
     """Delete `user_id`'s associations of `sections` with a question near `vector` (all of
     them for those sections when the answer had no vector)."""
@@ -264,13 +264,12 @@ def _forget(db: Any, user_id: str, vector: np.ndarray | None,
 
 # ---- use: this person's boosts ----
 
-def boosts(engine: Engine, user_id: str, vector: np.ndarray) -> dict[tuple[str, str],
-                                                                     tuple[float, str]]:
+def boosts(db: Session, user_id: str, vector: np.ndarray) -> dict[tuple[str, str],
+                                                                  tuple[float, str]]:
     """(section id, lang) → (the best cosine of `user_id`'s associations with a question
     near `vector`, the content hash it was associated at). Only `user_id`'s own rows."""
-    with db_session(engine) as db:
-        rows = db.exec(select(TutorAssociation)
-                       .where(col(TutorAssociation.user_id) == user_id)).all()
+    rows = db.exec(select(TutorAssociation)
+                   .where(col(TutorAssociation.user_id) == user_id)).all()
     if not rows:
         return {}
     scores = cosines(np.stack([from_blob(r.vector) for r in rows]), vector)
@@ -294,7 +293,7 @@ def boosted(tutor: Tutor, ctx: TurnContext, hits: list[Hit]) -> list[Hit]:
         vector = question_vector(catalog, ctx.text) if catalog is not None else None
         if vector is None:
             return hits
-        found = boosts(engine, ctx.user_id, vector)
+        found = in_session(engine, boosts, ctx.user_id, vector)
     except Exception:
         log.exception("tutor.feedback_boost_failed turn_id=%s", ctx.turn_id)
         return hits

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 from sqlalchemy import Engine
-from sqlmodel import col, delete, select
+from sqlmodel import Session, col, delete, select
 
 from metnos.audit import AuditLog
 from metnos.db.engine import session as db_session
@@ -59,12 +59,11 @@ class CheckReport:
                 "expired": self.expired}
 
 
-def gap_groups(engine: Engine, threshold: float = GROUP) -> list[GapGroup]:
+def gap_groups(db: Session, threshold: float = GROUP) -> list[GapGroup]:
     """The gaps grouped by cause, then greedily by the proximity of their questions (a gap
     joins the first group whose first question is within `threshold`), largest first."""
-    with db_session(engine) as db:
-        rows = db.exec(select(TutorGap).order_by(col(TutorGap.created_at),
-                                                 col(TutorGap.id))).all()
+    rows = db.exec(select(TutorGap).order_by(col(TutorGap.created_at),
+                                             col(TutorGap.id))).all()
     groups: list[tuple[str, np.ndarray | None, list[TutorGap]]] = []
     for row in rows:
         vector = from_blob(row.vector) if row.vector else None

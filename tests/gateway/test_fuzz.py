@@ -39,7 +39,7 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from metnos import i18n
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.gateway.app import create_app
 from metnos.i18n.tags import match_language
 from metnos.pairing.service import OWNER_USER_ID
@@ -185,9 +185,10 @@ def seed(home: Home, base_url: str) -> dict[str, str]:
                           json={"why": "fuzz"}, headers=home.auth(), timeout=60)
     assert moved.status_code == 200, moved.text
     engine = make_engine(database_url(home.settings))
-    proposal = submit(engine, Draft(kind="archive", origin="ager", user_id=OWNER_USER_ID,
-                                    title_key="MSG_EVOLUTION_PROPOSE_ARCHIVE",
-                                    target="fs_delete", payload={"executor": "fs_delete"}))
+    proposal = in_session(engine, submit, Draft(
+        kind="archive", origin="ager", user_id=OWNER_USER_ID,
+        title_key="MSG_EVOLUTION_PROPOSE_ARCHIVE", target="fs_delete",
+        payload={"executor": "fs_delete"}))
     engine.dispose()
     assert proposal is not None
     return {"turn_id": done["turn_id"], "session_id": done["session_id"],

@@ -17,7 +17,7 @@ from sqlalchemy import text
 from sqlmodel import SQLModel
 
 from flows.reminder import scheduler
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.db.engine import session as db_session
 from metnos.db.models import utcnow
 from metnos.gateway.app import create_app
@@ -73,9 +73,9 @@ async def test_no_get_route_changes_the_database(make_home: MakeHome) -> None:
             async with httpx.AsyncClient(base_url=base, headers=home.auth(),
                                          timeout=30) as client:
                 assert (await client.get("/healthz")).status_code == 200  # tables exist
-                outbox.add(engine, outbox.Outbox(user_id="owner", channel="web",
-                                                 address="s1", text="⏰ tea", lang="en",
-                                                 due_at=utcnow()))
+                in_session(engine, outbox.add, outbox.Outbox(user_id="owner", channel="web",
+                                                             address="s1", text="⏰ tea", lang="en",
+                                                             due_at=utcnow()))
                 with db_session(engine) as db:
                     admit(db, channel="telegram", sender_id="stranger",
                           settings=home.settings.policy)

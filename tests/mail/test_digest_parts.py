@@ -15,6 +15,7 @@ import pytest
 from sqlmodel import Session, select
 
 from metnos.approvals.models import Approval
+from metnos.db.engine import in_session
 from metnos.llm.tools import PlanStep
 from metnos.mail import classify, digest_state, summary
 from metnos.mail.digest import DigestRun, DigestStepFailed, compose
@@ -151,19 +152,20 @@ async def test_state_and_quota_in_the_database(make_home: MakeHome) -> None:
     service = await build_runtime(home.settings, tutor=False)
     engine = service.engine
     digest_state.ensure_tables(engine)
-    digest_state.save_seen(engine, digest_state.compare({"INBOX": (5, 12)}, {}))
-    assert digest_state.load_seen(engine, ["INBOX", "X"]) == {"INBOX": (5, 12)}
-    digest_state.save_seen(engine, digest_state.compare({"INBOX": (5, 14)}, {}))
-    assert digest_state.load_seen(engine, ["INBOX"]) == {"INBOX": (5, 14)}
+    in_session(engine, digest_state.save_seen, digest_state.compare({"INBOX": (5, 12)}, {}))
+    assert in_session(engine, digest_state.load_seen, ["INBOX", "X"]) == {"INBOX": (5, 12)}
+    in_session(engine, digest_state.save_seen, digest_state.compare({"INBOX": (5, 14)}, {}))
+    assert in_session(engine, digest_state.load_seen, ["INBOX"]) == {"INBOX": (5, 14)}
     # UIDVALIDITY and UIDNEXT are unsigned 32-bit: pymap and Dovecot use values past 2**31
     top = 2**32 - 1
-    digest_state.save_seen(engine, digest_state.compare({"Archive": (top, top)}, {}))
-    assert digest_state.load_seen(engine, ["Archive"]) == {"Archive": (top, top)}
+    in_session(engine, digest_state.save_seen, digest_state.compare({"Archive": (top, top)}, {}))
+    assert in_session(engine, digest_state.load_seen, ["Archive"]) == {"Archive": (top, top)}
     tz = home.settings.tz
-    assert digest_state.sent_today(engine, tz) == 0
-    digest_state.record_sent(engine, turn_id="t", outbox_id=None, messages=1)
-    assert digest_state.sent_today(engine, tz) == 1
-    assert digest_state.sent_today(engine, tz, datetime.now(UTC) + timedelta(days=1)) == 0
+    assert in_session(engine, digest_state.sent_today, tz) == 0
+    in_session(engine, digest_state.record_sent, turn_id="t", outbox_id=None, messages=1)
+    assert in_session(engine, digest_state.sent_today, tz) == 1
+    tomorrow = datetime.now(UTC) + timedelta(days=1)
+    assert in_session(engine, digest_state.sent_today, tz, tomorrow) == 0
     engine.dispose()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
+from metnos.db.engine import in_session
 from metnos.mnestoma import traces
 from tests.mnestoma.traces_fixture import BRIDGE, INVOICES, PHOTOS, ZERO, engine_of, plant
 from tests.support.home import MakeHome
@@ -17,7 +18,7 @@ def test_two_planted_habits_are_two_traces_and_a_lone_executor_its_own(
         plant(engine, {**INVOICES, **PHOTOS, **BRIDGE, **ZERO}, used=["lists"])
         found = traces.detect(engine, home.settings, seed=0)
         again = traces.detect(engine, home.settings, seed=0)
-        newest = traces.current(engine)
+        newest = in_session(engine, traces.current)
 
     groups = [set(t.members) for t in found]
     assert groups == [{"fs_read", "pdf_ext", "archive", "notify"}, {"fs_find", "fs_move"},
@@ -40,13 +41,13 @@ def test_two_planted_habits_are_two_traces_and_a_lone_executor_its_own(
 def test_due_before_any_detection_then_weekly(make_home: MakeHome) -> None:
     home = make_home(lang="en")
     with engine_of(home.settings) as engine:
-        assert traces.current(engine) == []
+        assert in_session(engine, traces.current) == []
         # an empty mnestoma: nothing stored, so the detection stays due
         assert traces.detect(engine, home.settings) == []
-        assert traces.due(engine, home.settings, datetime.now(UTC)) is True
+        assert in_session(engine, traces.due, home.settings, datetime.now(UTC)) is True
         plant(engine, PHOTOS)
         second = traces.detect(engine, home.settings)
         when = second[0].detected_at
-        assert traces.due(engine, home.settings, when + timedelta(days=6)) is False
-        assert traces.due(engine, home.settings, when + timedelta(days=7)) is True
+        assert in_session(engine, traces.due, home.settings, when + timedelta(days=6)) is False
+        assert in_session(engine, traces.due, home.settings, when + timedelta(days=7)) is True
     assert [t.generation for t in second] == [1]

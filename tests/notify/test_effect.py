@@ -13,7 +13,8 @@ import httpx
 import pytest
 from sqlmodel import select
 
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
+from metnos.db.engine import session as db_session
 from metnos.db.models import ChatSession, Turn
 from metnos.notify.effect import (
     EFFECT,
@@ -41,7 +42,7 @@ def _engine(settings: Settings) -> Any:
 
 def _wrote(settings: Settings, session_id: str, channel: str, at: datetime,
            sender: str = "owner") -> None:
-    with outbox.session(_engine(settings)) as db:
+    with db_session(_engine(settings)) as db:
         if db.get(ChatSession, session_id) is None:
             db.add(ChatSession(id=session_id, user_id="owner", channel=channel,
                                interaction_language="it"))
@@ -50,39 +51,43 @@ def _wrote(settings: Settings, session_id: str, channel: str, at: datetime,
                     lang="it", created_at=at))
 
 
+def _where(engine: Any, home: Home, user_id: str) -> Destination:
+    return in_session(engine, destination, home.settings, user_id, HERE)
+
+
 def test_auto_is_a_channel_the_owner_reads(make_home: MakeHome) -> None:
     """"auto": Telegram when paired or used, else the web chat, a terminal only when it is
     the only channel ever used; one `metnos chat` never takes the notices from the phone."""
     home = make_home(METNOS_NOTIFY_CHANNEL="auto")
     engine = _engine(home.settings)
-    assert destination(engine, home.settings, "owner", HERE) == HERE  # nothing known yet
+    assert _where(engine, home, "owner") == HERE  # nothing known yet
     t0 = datetime(2026, 11, 30, 9, tzinfo=UTC)
     _wrote(home.settings, "cli-1", "api", t0)  # only the terminal so far: it keeps them
-    assert destination(engine, home.settings, "owner", HERE) == Destination("cli", "cli-1")
+    assert _where(engine, home, "owner") == Destination("cli", "cli-1")
     _wrote(home.settings, "web-1", "web", t0 + timedelta(hours=1))
     _wrote(home.settings, "cli-2", "api", t0 + timedelta(hours=2))
-    assert destination(engine, home.settings, "owner", HERE) == Destination("web", "web-1")
-    with outbox.session(engine) as db:  # paired on Telegram, not written from there yet
+    assert _where(engine, home, "owner") == Destination("web", "web-1")
+    with db_session(engine) as db:  # paired on Telegram, not written from there yet
         db.add(PairedSender(channel="telegram", sender_id="42", user_id="owner",
                             role="owner", approved_by="owner"))
-    assert destination(engine, home.settings, "owner", HERE) == Destination(
+    assert _where(engine, home, "owner") == Destination(
         "telegram", "telegram-42")
     _wrote(home.settings, "telegram-77", "telegram", t0 + timedelta(hours=3))
     _wrote(home.settings, "sys-1", "system", t0 + timedelta(hours=4), sender="metnos")
     _wrote(home.settings, "cli-3", "api", t0 + timedelta(hours=5))  # one `metnos chat`
-    assert destination(engine, home.settings, "owner", HERE) == Destination(
+    assert _where(engine, home, "owner") == Destination(
         "telegram", "telegram-77")
-    assert destination(engine, home.settings, "someone-else", HERE) == HERE
+    assert _where(engine, home, "someone-else") == HERE
 
 
 def test_a_preferred_channel_wins(make_home: MakeHome) -> None:
     home = make_home(METNOS_NOTIFY_CHANNEL="web")
     engine = _engine(home.settings)
-    assert destination(engine, home.settings, "owner", HERE) == HERE  # no web chat known
+    assert _where(engine, home, "owner") == HERE  # no web chat known
     t0 = datetime(2026, 11, 30, 9, tzinfo=UTC)
     _wrote(home.settings, "web-1", "web", t0)
     _wrote(home.settings, "telegram-42", "telegram", t0 + timedelta(hours=1))
-    assert destination(engine, home.settings, "owner", HERE) == Destination("web", "web-1")
+    assert _where(engine, home, "owner") == Destination("web", "web-1")
 
 
 @pytest.mark.parametrize(("now", "due", "later"), [
@@ -131,7 +136,7 @@ async def _notify_turn(client: httpx.AsyncClient, text: str) -> dict[str, Any]:
 
 
 def _rows(home: Home) -> list[Outbox]:
-    with outbox.session(_engine(home.settings)) as db:
+    with db_session(_engine(home.settings)) as db:
         return list(db.exec(select(Outbox).where(Outbox.kind == KIND)))
 
 
@@ -146,13 +151,13 @@ async def test_a_notify_step_queues_the_message_and_undo_cancels_it(
                                                             turn["action_id"])
         assert row.text == "🔔 la fattura della luce è archiviata"
         assert row.due_at is not None and row.scheduled_for is None
-        pending = await asyncio.to_thread(outbox.pending, _engine(home.settings))
+        pending = await asyncio.to_thread(in_session, _engine(home.settings), outbox.pending)
         assert [r.id for r in pending] == [row.id]
         resp = await client.post(f"/api/actions/{turn['action_id']}/undo")
         assert resp.status_code == 200, resp.text
         [row] = _rows(home)
         assert row.cancelled_at is not None and row.delivered_at is None
-        assert await asyncio.to_thread(outbox.pending, _engine(home.settings)) == []
+        assert await asyncio.to_thread(in_session, _engine(home.settings), outbox.pending) == []
 
 
 async def test_inside_quiet_hours_the_message_waits(make_home: MakeHome) -> None:
@@ -171,4 +176,4 @@ async def test_nothing_is_delivered_inside_quiet_hours(make_home: MakeHome) -> N
                      METNOS_NOTIFY_QUIET_HOURS=_quiet_around_now())
     async with gateway_client(home, prefect=False) as client:
         await _notify_turn(client, "notify me that the power bill is filed")
-        assert await asyncio.to_thread(outbox.pending, _engine(home.settings)) == []
+        assert await asyncio.to_thread(in_session, _engine(home.settings), outbox.pending) == []

@@ -11,7 +11,7 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
 from metnos.reminders import outbox
@@ -55,7 +55,7 @@ async def test_a_notification_goes_to_the_preferred_telegram_chat(
         engine = make_engine(database_url(home.settings))
         [item] = [a for a in turn["activity"] if a["executor"] == "notify"]
         for _ in range(40):
-            row = outbox.by_action(engine, item["action_id"])
+            row = in_session(engine, outbox.by_action, item["action_id"])
             assert row is not None
             if row.delivered_at is not None:
                 break

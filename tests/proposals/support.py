@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlmodel import Session, select
 
+from metnos.db.engine import in_session
 from metnos.gateway.outbox_delivery import Delivery
 from metnos.proposals import store
 from metnos.proposals.models import Proposal
@@ -37,7 +38,7 @@ def draft(what: str, *, kind: str = "archive", origin: str = "trace",
 
 
 def submit(service: TurnService, *drafts: Draft) -> list[Proposal]:
-    rows = [store.submit(service.engine, d) for d in drafts]
+    rows = [in_session(service.engine, store.submit, d) for d in drafts]
     assert all(r is not None for r in rows)
     return [r for r in rows if r is not None]
 
@@ -48,7 +49,7 @@ async def round_at(service: TurnService, now: datetime) -> None:
 
 
 def fresh(service: TurnService, proposal: Proposal) -> Proposal:
-    found = store.get(service.engine, proposal.id)
+    found = in_session(service.engine, store.get, proposal.id)
     assert found is not None
     return found
 

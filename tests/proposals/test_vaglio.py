@@ -11,6 +11,7 @@ from datetime import timedelta
 
 import pytest
 
+from metnos.db.engine import in_session
 from metnos.proposals import store, vaglio
 from metnos.proposals.judge import fallback
 from metnos.proposals.telos import read_telos
@@ -231,7 +232,7 @@ async def test_unanswered_ones_are_ignored_and_never_made_again(
     assert (gone.status, gone.weight) == ("ignored", 0.5)
     assert [line["action"] for line in audit_of(service, row.id)] == [
         "proposal.vaglio", "proposal.delivered", "proposal.ignored"]
-    assert store.submit(service.engine, draft("archive the photos")) is None
+    assert in_session(service.engine, store.submit, draft("archive the photos")) is None
 
 
 async def test_an_introvert_batch_is_one_message(

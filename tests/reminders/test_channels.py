@@ -15,7 +15,7 @@ from asgi_lifespan import LifespanManager
 from flows.reminder import scheduler
 from flows.turn import resume_approval, run_turn
 from metnos.cli.notices import show_pending
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
 from metnos.gateway.scheduled import with_schedules
@@ -102,7 +102,7 @@ async def test_a_reminder_set_from_the_cli_waits_for_the_next_chat(
             async with httpx.AsyncClient(base_url=base, headers=home.auth(),
                                          timeout=60) as client:  # a bearer client: the CLI
                 turn = await set_reminder(client, "remind me in two minutes to feed the cat")
-                row = outbox.by_action(engine, turn["action_id"])
+                row = in_session(engine, outbox.by_action, turn["action_id"])
                 assert row is not None and row.channel == "cli"
                 for _ in range(240):
                     if (await client.get("/api/notices")).json()["notices"]:
@@ -124,10 +124,10 @@ async def test_a_gateway_restart_loses_no_reminder(make_home: MakeHome,
         async with web_chat(home) as client:
             turn = await set_reminder(client, "ricordami tra 2 minuti di innaffiare le piante")
         # the gateway is down when the reminder's time comes: the run still makes it due
-        row = outbox.by_action(engine, turn["action_id"])
+        row = in_session(engine, outbox.by_action, turn["action_id"])
         assert row is not None
         for _ in range(240):
-            row = outbox.get(engine, row.id)
+            row = in_session(engine, outbox.get, row.id)
             assert row is not None
             if row.due_at is not None:
                 break
@@ -153,7 +153,7 @@ async def test_an_unreachable_bot_api_keeps_the_message_for_later(make_home: Mak
 
     home = make_home(lang="en")
     service = await build_runtime(home.settings)
-    row = outbox.add(service.engine, outbox.Outbox(
+    row = in_session(service.engine, outbox.add, outbox.Outbox(
         user_id="owner", channel="telegram", address="telegram-42", text="hi", lang="en",
         due_at=utcnow()))
     sender = TelegramSender(TOKEN, f"http://127.0.0.1:{free_port()}")  # nothing listens
@@ -161,8 +161,9 @@ async def test_an_unreachable_bot_api_keeps_the_message_for_later(make_home: Mak
         await Delivery(service, None, sender).tick()
     finally:
         await sender.close()
-    kept = outbox.get(service.engine, row.id)
+    kept = in_session(service.engine, outbox.get, row.id)
     assert kept is not None and kept.delivered_at is None and kept.cancelled_at is None
-    assert [r.id for r in outbox.pending(service.engine)] == [row.id]  # tried again later
+    pending = in_session(service.engine, outbox.pending)
+    assert [r.id for r in pending] == [row.id]  # tried again later
     service.audit.close()
     service.engine.dispose()

@@ -24,7 +24,7 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 
 from flows.reminder import reminder, scheduler
 from flows.turn import resume_approval, run_turn
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.gateway.app import create_app
 from metnos.gateway.outbox_delivery import with_reminders
 from metnos.reminders import outbox
@@ -123,7 +123,7 @@ async def test_a_reminder_in_two_minutes_reaches_the_web_chat(make_home: MakeHom
             assert turn["reply"].startswith("⏰ Te lo ricorderò oggi alle"), turn["reply"]
             assert turn["reply"].endswith("spegnere il forno")
             engine = make_engine(database_url(home.settings))
-            row = outbox.by_action(engine, turn["action_id"])
+            row = in_session(engine, outbox.by_action, turn["action_id"])
             assert row is not None and row.channel == "web" and row.due_at is None
             run = await reminder_run(f"reminder-{row.id[:8]}")
             assert set(run.tags) == {"reminder", "channel:web", f"user:{row.user_id}"}
@@ -133,7 +133,7 @@ async def test_a_reminder_in_two_minutes_reaches_the_web_chat(make_home: MakeHom
             assert shown.status_code == 200 and shown.json()["delivered"] == [row.id]
     assert notice["text"] == "⏰ Promemoria: spegnere il forno"
     assert notice["session_id"] == turn["session_id"]
-    delivered = outbox.get(engine, row.id)
+    delivered = in_session(engine, outbox.get, row.id)
     assert delivered is not None and delivered.delivered_at is not None
     run = await reminder_run(f"reminder-{row.id[:8]}")
     assert run.state is not None and run.state.name == "Due"
@@ -157,7 +157,7 @@ async def test_undo_cancels_the_reminder_and_its_run(make_home: MakeHome,
         again = await client.post(f"/api/actions/{turn['action_id']}/undo")
         assert again.status_code == 409
         engine = make_engine(database_url(home.settings))
-        row = outbox.by_action(engine, turn["action_id"])
+        row = in_session(engine, outbox.by_action, turn["action_id"])
         assert row is not None and row.cancelled_at is not None
         name = f"reminder-{row.id[:8]}"
         for _ in range(60):
@@ -166,7 +166,7 @@ async def test_undo_cancels_the_reminder_and_its_run(make_home: MakeHome,
                 break
             await asyncio.sleep(0.5)
         assert run.state is not None and run.state.type.value == "CANCELLED", run.state
-        assert outbox.pending(engine) == []
+        assert in_session(engine, outbox.pending) == []
         engine.dispose()
 
 
@@ -181,13 +181,13 @@ async def test_two_open_pages_get_a_notice_until_one_shows_it(make_home: MakeHom
         first = asyncio.ensure_future(next_notice(client, 20))
         second = asyncio.ensure_future(next_notice(client, 20))
         await asyncio.sleep(1)  # both streams are open
-        row = outbox.add(engine, outbox.Outbox(user_id="owner", channel="web", address="s1",
-                                               text="⏰ Reminder: tea", lang="en",
-                                               due_at=utcnow()))
+        row = in_session(engine, outbox.add, outbox.Outbox(
+            user_id="owner", channel="web", address="s1", text="⏰ Reminder: tea", lang="en",
+            due_at=utcnow()))
         got = await asyncio.gather(first, second)
         assert [g["id"] for g in got] == [row.id, row.id]
         assert got[0]["text"] == "⏰ Reminder: tea"
-        assert outbox.get(engine, row.id).delivered_at is None  # type: ignore[union-attr]
+        assert in_session(engine, outbox.get, row.id).delivered_at is None  # type: ignore[union-attr]
         shown = await client.post("/api/notices/delivered", json={"ids": [row.id]})
         assert shown.json()["delivered"] == [row.id]
         late = asyncio.ensure_future(next_notice(client, 20))
@@ -195,6 +195,6 @@ async def test_two_open_pages_get_a_notice_until_one_shows_it(make_home: MakeHom
         assert not late.done()
         late.cancel()
         await asyncio.gather(late, return_exceptions=True)
-    delivered = outbox.get(engine, row.id)
+    delivered = in_session(engine, outbox.get, row.id)
     assert delivered is not None and delivered.delivered_at is not None
     engine.dispose()

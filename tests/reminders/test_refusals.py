@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from metnos import i18n
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.reminders import outbox
 from metnos.testing.executors import direct_argv
 from metnos.testing.llm_server import ScriptedLLM
@@ -94,7 +94,7 @@ async def test_a_scheduler_that_does_not_answer_keeps_nothing_half_set(
     engine = make_engine(database_url(home.settings))
     [row] = _all(engine)
     assert row.cancelled_at is not None and row.flow_run_id is None
-    assert outbox.pending(engine) == []
+    assert in_session(engine, outbox.pending) == []
     engine.dispose()
 
 

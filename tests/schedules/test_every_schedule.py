@@ -12,7 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from metnos.cli.main import app
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.schedules import owner, store
 from tests.schedules.support import composed_gateway
 from tests.schedules.test_owner_tasks import audit_actions
@@ -48,12 +48,12 @@ async def test_the_owner_lists_and_removes_a_members_task(
         assert "every Monday at 7" in table.stdout and "every day at 8" in table.stdout
         removed = cli.invoke(app, ["schedule", "remove", theirs.id])
         assert removed.exit_code == 0 and theirs.id in removed.stdout, removed.output
-        assert [t.id for t in store.active(engine)] == [own_id]
+        assert [t.id for t in in_session(engine, store.active)] == [own_id]
         refused = cli.invoke(app, ["schedule", "add", "every day at 8", "water the plants"])
         assert refused.exit_code != 0
         assert "water the plants" in refused.output and "every day at 8" in refused.output
         assert "“" in refused.output and "schedule_set" not in refused.output
-    assert [t.id for t in store.active(engine)] == [own_id]
+    assert [t.id for t in in_session(engine, store.active)] == [own_id]
     engine.dispose()
     lines = [(a["action"], a["decision"], a.get("reason")) for a in audit_actions(home.path)
              if str(a.get("action", "")).startswith("schedule.")]

@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.schedules import store
 from metnos.testing.llm_server import ScriptedLLM
 from tests.approvals.test_approval_flow import wait_status
@@ -50,12 +50,12 @@ async def test_a_schedule_from_the_chat_waits_for_the_owner_and_undo_removes_it(
         assert card["executor"] == "schedule_set", card
         shown = json.dumps(card, ensure_ascii=False)
         assert "0 8 * * 1" in shown and TEXT in shown, shown  # the exact schedule is asked
-        assert store.active(engine) == []  # nothing before the owner says yes
+        assert in_session(engine, store.active) == []  # nothing before the owner says yes
         resp = await api.post(f"/api/approvals/{card['approval_id']}",
                               json={"decision": "approve"})
         assert resp.status_code == 200, resp.text
         turn = await wait_status(api, body["turn_id"], "completed", timeout_s=60)
-        [task] = store.active(engine)
+        [task] = in_session(engine, store.active)
         assert (task.cron, task.timezone, task.lang, task.text) == (
             "0 8 * * 1", ZONE, "it", TEXT)
         assert task.action_id and task.when_text == "every Monday at 8"
@@ -74,7 +74,7 @@ async def test_a_schedule_from_the_chat_waits_for_the_owner_and_undo_removes_it(
         assert "metnos undo" not in report["message"]
         again = await api.post(f"/api/actions/{task.action_id}/undo")
         assert again.status_code == 409, again.text
-        assert store.active(engine) == [] and await task_schedules(task.id) == []
+        assert in_session(engine, store.active) == [] and await task_schedules(task.id) == []
     engine.dispose()
     lines = [(a.get("action"), a.get("decision"), a.get("outcome"))
              for a in audit_actions(home.path)
@@ -96,7 +96,7 @@ async def test_a_when_nobody_can_read_is_refused_before_asking(
     told = scripted_llm.requests[-1]["messages"][-1]["content"]
     assert "whenever it suits you" in told and "every Monday at 8" in told, told
     engine = make_engine(database_url(home.settings))
-    assert store.active(engine) == []
+    assert in_session(engine, store.active) == []
     engine.dispose()
     [line] = [a for a in audit_actions(home.path) if a.get("action") == "schedule_set"]
     assert (line["decision"], line["reason"]) == ("deny", "ERR_SCHEDULE_WHEN_UNKNOWN")
@@ -118,5 +118,5 @@ async def test_without_a_model_the_embedded_planner_asks_for_the_same_schedule(
                               json={"decision": "deny"})
         assert resp.status_code == 200, resp.text
     engine = make_engine(database_url(home.settings))
-    assert store.active(engine) == []
+    assert in_session(engine, store.active) == []
     engine.dispose()

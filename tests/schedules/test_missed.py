@@ -16,9 +16,9 @@ from prefect.states import Scheduled
 from sqlmodel import select
 
 from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import session as db_session
 from metnos.features import create_tables
 from metnos.reminders.outbox import Outbox
-from metnos.reminders.outbox import session as db_session
 from metnos.schedules import owner
 from metnos.schedules.models import ScheduleNotice
 from tests.reminders.test_delivery import deployment_runner, wait_deployment

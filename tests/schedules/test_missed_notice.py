@@ -11,9 +11,9 @@ from datetime import UTC, datetime, timedelta
 from sqlmodel import select
 
 from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import session as db_session
 from metnos.features import create_tables
 from metnos.reminders.outbox import Outbox
-from metnos.reminders.outbox import session as db_session
 from metnos.schedules import notices, owner
 from metnos.schedules.notices import MissedRun
 from tests.support.home import MakeHome

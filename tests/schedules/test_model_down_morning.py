@@ -10,9 +10,9 @@ import asyncio
 import pytest
 from sqlmodel import select
 
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
+from metnos.db.engine import session as db_session
 from metnos.reminders.outbox import Outbox
-from metnos.reminders.outbox import session as db_session
 from metnos.schedules import store
 from tests.schedules.support import composed_api
 from tests.support.home import MakeHome
@@ -36,10 +36,10 @@ async def test_a_model_down_morning_runs_what_the_planner_reads_and_fails_the_re
                                                           "channel": "cli"})
             assert resp.status_code == 201, resp.text  # a model is configured
             ids.append(resp.json()["schedule"]["id"])
-        runs = [store.make_due(engine, task_id, f"flow-run-{n}", 1)
+        runs = [in_session(engine, store.make_due, task_id, f"flow-run-{n}", 1)
                 for n, task_id in enumerate(ids)]
         for _ in range(240):
-            ended = [store.run(engine, str(r)) for r in runs]
+            ended = [in_session(engine, store.run, str(r)) for r in runs]
             if all(e is not None and e.status in ("done", "failed") for e in ended):
                 break
             await asyncio.sleep(0.5)

@@ -18,9 +18,9 @@ from typer.testing import CliRunner
 
 from metnos.cli.main import app
 from metnos.db import models
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
+from metnos.db.engine import session as db_session
 from metnos.reminders.outbox import Outbox
-from metnos.reminders.outbox import session as db_session
 from metnos.schedules import store
 from metnos.testing.llm_server import ScriptedLLM
 from tests.reminders.test_delivery import deployment_runner, wait_deployment
@@ -116,7 +116,7 @@ async def test_a_fired_task_is_a_turn_from_the_owner_and_its_reply_reaches_the_c
         assert state.name == "Done", state
         notices = (await api.get("/api/notices", params={"channel": "cli"})).json()
     engine = make_engine(database_url(home.settings))
-    [fired] = store.runs_of(engine, task["id"])
+    [fired] = in_session(engine, store.runs_of, task["id"])
     assert fired.status == "done" and fired.flow_run_id == str(run.id) and fired.turn_id
     with db_session(engine) as db:
         row = db.get(Outbox, fired.outbox_id)

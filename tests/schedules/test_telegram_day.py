@@ -18,7 +18,7 @@ import pytest
 from prefect import get_client
 
 from flows.owner_task import sync
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.schedules import cadence, store
 from metnos.testing.telegram_server import FakeTelegram
 from tests.reminders.test_channels import gateway as reminders_gateway
@@ -71,7 +71,7 @@ async def test_every_morning_at_8_the_shopping_list_reaches_telegram_without_a_m
                                                 for s in said(t, ANNA)), "the refusal")
             refusal = next(s for s in said(telegram, ANNA) if "prepara il caffè" in s)
             assert "ogni giorno alle 8" in refusal and "schedule_set" not in refusal, refusal
-            assert not _cards(telegram) and store.active(engine) == []
+            assert not _cards(telegram) and in_session(engine, store.active) == []
 
             telegram.push_message(ANNA, SAID, language_code="it")
             await until(telegram, lambda t: bool(_cards(t)), "the approval card")
@@ -82,10 +82,10 @@ async def test_every_morning_at_8_the_shopping_list_reaches_telegram_without_a_m
                                    card.result["message_id"],  # type: ignore[attr-defined]
                                    language_code="it")
             for _ in range(120):
-                if store.active(engine):
+                if in_session(engine, store.active):
                     break
                 await asyncio.sleep(0.5)
-            [task] = store.active(engine)
+            [task] = in_session(engine, store.active)
             assert (task.text, task.cron, task.timezone, task.when_text) == (
                 TASK, "0 8 * * *", ZONE, "ogni giorno alle 8")
             assert (task.channel, task.address) == ("telegram", f"telegram-{ANNA}")
@@ -104,6 +104,6 @@ async def test_every_morning_at_8_the_shopping_list_reaches_telegram_without_a_m
     delivered = [s for s in said(telegram, ANNA)[before:] if "pane integrale" in s]
     assert delivered[0].startswith("🗓 ogni giorno alle 8"), delivered
     assert "latte" in delivered[0] and "capito" not in delivered[0], delivered
-    [fired] = store.runs_of(engine, task.id)
+    [fired] = in_session(engine, store.runs_of, task.id)
     assert fired.status == "done"
     engine.dispose()

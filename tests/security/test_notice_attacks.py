@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from metnos.db.engine import database_url, make_engine
+from metnos.db.engine import database_url, in_session, make_engine
 from metnos.db.models import utcnow
 from metnos.reminders import outbox
 from tests.reminders.test_delivery import FAST, web_chat
@@ -47,7 +47,7 @@ async def test_a_page_of_another_port_cannot_swallow_a_notice(make_home: MakeHom
     engine = make_engine(database_url(home.settings))
     try:
         async with web_chat(home) as client:
-            row = outbox.add(engine, outbox.Outbox(
+            row = in_session(engine, outbox.add, outbox.Outbox(
                 user_id="owner", channel="web", address="s1", lang="en",
                 text="⏰ Reminder: take the medicine", due_at=utcnow()))
             other = f"http://127.0.0.1:{free_port()}"
@@ -55,7 +55,7 @@ async def test_a_page_of_another_port_cannot_swallow_a_notice(make_home: MakeHom
                             {"Origin": "", "Sec-Fetch-Site": "same-site"},  # an <img>, no-cors
                             {"Origin": "", "Sec-Fetch-Site": "cross-site"}):
                 await notices_seen(client, headers)
-                still = outbox.get(engine, row.id)
+                still = in_session(engine, outbox.get, row.id)
                 assert still is not None and still.delivered_at is None, headers
             # nor by the acknowledgement, from another origin
             forged = await client.post("/api/notices/delivered", json={"ids": [row.id]},
@@ -69,7 +69,7 @@ async def test_a_page_of_another_port_cannot_swallow_a_notice(make_home: MakeHom
             ack = await client.post("/api/notices/delivered", json={"ids": [row.id]})
             assert ack.status_code == 200 and ack.json()["delivered"] == [row.id]
             assert await notices_seen(client, {}, wait_s=1.5) == []
-        done = outbox.get(engine, row.id)
+        done = in_session(engine, outbox.get, row.id)
         assert done is not None and done.delivered_at is not None
     finally:
         engine.dispose()

@@ -14,8 +14,8 @@ from prefect import get_client
 from sqlmodel import col, select
 
 from metnos.db import models
-from metnos.db.engine import database_url, make_engine
-from metnos.reminders.outbox import session as db_session
+from metnos.db.engine import database_url, in_session, make_engine
+from metnos.db.engine import session as db_session
 from metnos.schedules import store
 from metnos.testing.llm_server import ScriptedLLM
 from tests.approvals.test_approval_flow import wait_status
@@ -48,7 +48,7 @@ async def test_a_schedule_a_tainted_turn_set_fires_a_tainted_turn(
         await api.post(f"/api/approvals/{card['approval_id']}", json={"decision": "approve"})
         await wait_status(api, body["turn_id"], "completed", timeout_s=60)
         engine = make_engine(database_url(home.settings))
-        [task] = store.active(engine)
+        [task] = in_session(engine, store.active)
         scripted_llm.enqueue_tool_call("fs_delete", {"path": "victim3.md"})
         scripted_llm.enqueue_text("Deleted.")
         async with get_client() as client:

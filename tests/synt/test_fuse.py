@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlmodel import col, select
 
 from metnos.audit import open_audit_log
+from metnos.db.engine import in_session
 from metnos.db.engine import session as db_session
 from metnos.executors.registry import load_registry
 from metnos.mnestoma import moves
@@ -23,10 +24,10 @@ async def test_a_fusion_is_generated_and_its_signature_quarantines_the_originals
     home = make_home(llm=scripted_llm, lang="en")
     settings = home.settings
     engine = install_scan_reader(settings)
-    fusion = submit(engine, Draft(kind="fuse", origin="introvert", user_id="owner",
-                                  title_key="MSG_INTROVERT_FUSE", target="t_raster→t_reader",
-                                  payload={"subject": "t_raster+t_reader",
-                                           "executors": ["t_raster", "t_reader"]}))
+    fusion = in_session(engine, submit, Draft(
+        kind="fuse", origin="introvert", user_id="owner", title_key="MSG_INTROVERT_FUSE",
+        target="t_raster→t_reader",
+        payload={"subject": "t_raster+t_reader", "executors": ["t_raster", "t_reader"]}))
     assert fusion is not None
     handler = handler_for("fuse")
     assert handler is not None

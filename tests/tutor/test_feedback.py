@@ -15,7 +15,7 @@ import pytest
 from sqlmodel import select
 
 from metnos.audit import read_tail
-from metnos.db.engine import session
+from metnos.db.engine import in_session, session
 from metnos.db.models import utcnow
 from metnos.turns.context import TurnContext
 from metnos.tutor import feedback, feedback_report
@@ -156,8 +156,9 @@ async def test_a_thumbs_up_boosts_that_persons_near_questions_only(setup: Setup)
     far = setup.hits(OTHER_TOPIC) + [chosen]
     assert feedback.boosted(setup.tutor, setup.ctx(OTHER_TOPIC), far) == far
     vector = default_embedder().encode([PARAPHRASE])[0]
-    assert feedback.boosts(setup.engine, "tg-7", vector) == {}
-    assert (chosen.section.id, "en") in feedback.boosts(setup.engine, "owner", vector)
+    assert in_session(setup.engine, feedback.boosts, "tg-7", vector) == {}
+    mine = in_session(setup.engine, feedback.boosts, "owner", vector)
+    assert (chosen.section.id, "en") in mine
 
     # a changed section is never boosted, even before the check drops its association
     changed = Hit(replace(chosen.section, text=chosen.section.text + " Changed."), 0.5)
@@ -196,7 +197,7 @@ async def test_gaps_are_grouped_by_cause_and_proximity(setup: Setup) -> None:
         await setup.answered(ctx, setup.hits(text)[:2])
         feedback.rate(setup.engine, setup.audit, ctx.turn_id, user_id="owner",
                       rating="down", cause=cause)
-    groups = feedback_report.gap_groups(setup.engine)
+    groups = in_session(setup.engine, feedback_report.gap_groups)
     assert [(g.cause, g.count) for g in groups] == [
         ("insufficient", 2), ("insufficient", 1), ("outdated", 1)]
     assert groups[0].langs == ["en"] and groups[0].sections

@@ -9,7 +9,7 @@ import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from metnos.db.engine import database_url, make_engine, session
+from metnos.db.engine import database_url, in_session, make_engine, session
 from metnos.executors.registry import load_registry, signatures_dir
 from metnos.executors.signing import sign_executor, signature_path
 from metnos.keys import load_private_key
@@ -76,18 +76,18 @@ def test_scheduled_tasks_probe_sees_only_the_askers_own(make_home: MakeHome) -> 
 
     def reminder(user: str, hours: int, delivered_at: datetime | None = None,
                  cancelled_at: datetime | None = None) -> None:
-        outbox.add(engine, Outbox(kind="reminder", user_id=user, channel="web", address="s",
-                                  text=f"SECRET {user} {hours}", lang="en",
-                                  scheduled_for=now + timedelta(hours=hours),
-                                  delivered_at=delivered_at, cancelled_at=cancelled_at))
+        in_session(engine, outbox.add, Outbox(
+            kind="reminder", user_id=user, channel="web", address="s",
+            text=f"SECRET {user} {hours}", lang="en", scheduled_for=now + timedelta(hours=hours),
+            delivered_at=delivered_at, cancelled_at=cancelled_at))
 
     reminder("alice", 5)
     reminder("alice", 2)
     reminder("alice", -1, delivered_at=now - timedelta(minutes=30))
     reminder("alice", 9, cancelled_at=now)
     reminder("bob", 1)
-    outbox.add(engine, Outbox(kind="message", user_id="alice", channel="web", address="s",
-                              text="a message, no reminder", lang="en"))
+    in_session(engine, outbox.add, Outbox(kind="message", user_id="alice", channel="web",
+                                          address="s", text="a message, no reminder", lang="en"))
     alice = Asker("alice", is_owner=False)
     obs = default_probes().run("scheduled_tasks", ProbeContext(asker=alice, engine=engine))
     bob = default_probes().run("scheduled_tasks",

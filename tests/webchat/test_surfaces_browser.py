@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from metnos import i18n
+from metnos.db.engine import in_session
 from metnos.testing.llm_server import ScriptedLLM
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import Home, MakeHome, served_gateway
@@ -227,9 +228,9 @@ async def test_a_reminder_comes_as_a_message_with_its_time(
         context, page, errors = await open_chat(browser, home)
         await page.locator("body[data-ready]").wait_for(state="attached")
         due = utcnow()
-        outbox.add(engine, outbox.Outbox(kind="reminder", user_id="owner", channel="web",
-                                         address="web-session", text="⏰ Reminder: feed the cat",
-                                         lang="en", due_at=due, scheduled_for=due))
+        in_session(engine, outbox.add, outbox.Outbox(
+            kind="reminder", user_id="owner", channel="web", address="web-session",
+            text="⏰ Reminder: feed the cat", lang="en", due_at=due, scheduled_for=due))
         shown = page.locator(".msg.notice")
         await expect(shown.locator(".text")).to_have_text("⏰ Reminder: feed the cat",
                                                           timeout=30_000)

@@ -26,6 +26,7 @@ from metnos.channels.telegram.pairing_drop import handle_drop, parse_drop
 from metnos.channels.telegram.proposals import handle_proposal, parse_proposal
 from metnos.channels.telegram.show_all import handle_show_all
 from metnos.channels.telegram.undo import handle_undo, parse_undo
+from metnos.db.engine import in_session
 from metnos.turns.language import ui_locale
 
 if TYPE_CHECKING:
@@ -62,7 +63,7 @@ async def handle_callback(ch: TelegramChannel, query: CallbackQuery) -> None:
         return
     approval_id, decision = parsed
     sender = str(query.from_user.id)
-    user_id = await asyncio.to_thread(paired_user, ch.service.engine, sender)
+    user_id = await asyncio.to_thread(in_session, ch.service.engine, paired_user, sender)
     if user_id is None:  # not paired (any more): not the approval's user, whoever they are
         await asyncio.to_thread(ch.service.audit.append, sender=sender, channel=CHANNEL,
                                 action="approval", approval_id=approval_id[:64],

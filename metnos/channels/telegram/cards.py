@@ -12,13 +12,12 @@ from typing import Any, TypeVar
 
 from aiogram.filters.callback_data import CallbackData, CallbackDataException
 from aiogram.types import InlineKeyboardButton, InlineKeyboardMarkup
-from sqlalchemy.engine import Engine
+from sqlmodel import Session
 
 from metnos import i18n, pairing
 from metnos.approvals.card import PlainCard, plain_card, value_size
 from metnos.channels.render import render
 from metnos.channels.telegram.split import LIMIT, units
-from metnos.db.engine import session as db_session
 from metnos.escape import html_text
 
 CHANNEL = "telegram"
@@ -37,12 +36,11 @@ class ShowAllButton(CallbackData, prefix="sa"):
     id: str  # the approval whose arguments are sent whole (`show_all.py`)
 
 
-def paired_user(engine: Engine, sender: str) -> str | None:
+def paired_user(db: Session, sender: str) -> str | None:
     """The Metnos user the Telegram user `sender` is paired with, or None (blocking): whose
     a button's tap is."""
-    with db_session(engine) as db:
-        found = pairing.find_paired(db, CHANNEL, sender)
-        return found.user_id if found is not None else None
+    found = pairing.find_paired(db, CHANNEL, sender)
+    return found.user_id if found is not None else None
 
 
 def keyboard(approval_id: str, lang: str, *, decide: bool = True,

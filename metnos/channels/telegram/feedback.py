@@ -18,6 +18,7 @@ from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMar
 
 from metnos import i18n
 from metnos.channels.telegram.cards import CHANNEL, paired_user, unpack
+from metnos.db.engine import in_session
 from metnos.turns.language import ui_locale
 from metnos.tutor import feedback
 
@@ -79,7 +80,7 @@ async def handle_feedback(ch: TelegramChannel, query: CallbackQuery, turn_id: st
     lang = ui_locale(query.from_user.language_code, None, ch.service.settings)
     sender = str(query.from_user.id)
     message = query.message
-    user_id = await asyncio.to_thread(paired_user, ch.service.engine, sender)
+    user_id = await asyncio.to_thread(in_session, ch.service.engine, paired_user, sender)
     if user_id is None or message is None:  # not paired: not the asker, whoever they are
         await asyncio.to_thread(ch.service.audit.append, sender=sender, channel=CHANNEL,
                                 action=feedback.ACTION, turn_id=turn_id, decision="deny",

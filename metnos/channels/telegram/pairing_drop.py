@@ -27,6 +27,7 @@ from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMar
 from metnos import i18n, pairing
 from metnos.channels.render import render
 from metnos.channels.telegram.cards import CHANNEL, paired_user, unpack
+from metnos.db.engine import in_session
 from metnos.db.engine import session as db_session
 from metnos.pairing import service as pairing_service
 from metnos.turns.language import ui_locale
@@ -122,7 +123,7 @@ async def handle_drop(ch: TelegramChannel, query: CallbackQuery, request_id: str
 
 
 def _is_owner(ch: TelegramChannel, sender: str) -> bool:
-    return paired_user(ch.service.engine, sender) == pairing.OWNER_USER_ID
+    return in_session(ch.service.engine, paired_user, sender) == pairing.OWNER_USER_ID
 
 
 def _drop(ch: TelegramChannel, request_id: str) -> str | None:

@@ -18,6 +18,7 @@ from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMar
 
 from metnos import i18n
 from metnos.channels.telegram.cards import CHANNEL, paired_user, unpack
+from metnos.db.engine import in_session
 from metnos.proposals import store
 from metnos.proposals.answer import ACTION, answer_proposal
 from metnos.proposals.models import PROPOSAL_STATUSES, Proposal
@@ -66,8 +67,8 @@ async def handle_proposal(ch: TelegramChannel, query: CallbackQuery,
     service = ch.service
     lang = ui_locale(query.from_user.language_code, None, service.settings)
     sender = str(query.from_user.id)
-    user_id = await asyncio.to_thread(paired_user, service.engine, sender)
-    found = await asyncio.to_thread(store.get, service.engine, proposal_id)
+    user_id = await asyncio.to_thread(in_session, service.engine, paired_user, sender)
+    found = await asyncio.to_thread(in_session, service.engine, store.get, proposal_id)
     if user_id is None or found is None or found.user_id != user_id:
         await asyncio.to_thread(service.audit.append, sender=sender, channel=CHANNEL,
                                 action=ACTION, action_id=proposal_id[:64],
@@ -91,8 +92,9 @@ async def _refresh(ch: TelegramChannel, query: CallbackQuery, row: Proposal, lan
     message = query.message
     if message is None or row.outbox_id is None:
         return
-    rows = await asyncio.to_thread(store.listing, ch.service.engine, user_id=row.user_id,
-                                   statuses=PROPOSAL_STATUSES, outbox_id=row.outbox_id)
+    rows = await asyncio.to_thread(in_session, ch.service.engine, store.listing,
+                                   user_id=row.user_id, statuses=PROPOSAL_STATUSES,
+                                   outbox_id=row.outbox_id)
     rows.reverse()  # as in the message: oldest first
     still = {r.id for r in rows if r.status in store.OPEN}
     try:

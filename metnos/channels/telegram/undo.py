@@ -139,7 +139,7 @@ def _who(service: Runtime, sender: str, action_id: str) -> tuple[str | None, str
     with db_session(service.engine) as db:
         owner = db.exec(select(Turn.sender).join(TurnStep, col(TurnStep.turn_id) == col(Turn.id))
                         .where(col(TurnStep.action_id) == action_id)).first()
-    return paired_user(service.engine, sender), owner
+        return paired_user(db, sender), owner
 
 
 def _label(text: str) -> str:

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Query, Request, Response
 from fastapi.responses import HTMLResponse
 
 from metnos import i18n
+from metnos.db.engine import in_session
 from metnos.gateway.deps import SESSION_COOKIE, LangDep, OwnerDep, ServiceDep, authenticate
 from metnos.gateway.routes.web import _render, page_locale
 from metnos.gateway.schemas import error_responses
@@ -29,7 +30,8 @@ PAGE_ROWS = 50  # mnests listed on the web page (the picture draws up to picture
 async def mnestoma(service: ServiceDep, owner: OwnerDep,
                    limit: int = Query(200, ge=1, le=views.MAX_MNESTS)) -> dict[str, Any]:
     """The mnestoma now: the heaviest `limit` mnests first."""
-    return await asyncio.to_thread(views.snapshot, service.engine, service.registry, limit)
+    return await asyncio.to_thread(in_session, service.engine, views.snapshot,
+                                   service.registry, limit)
 
 
 @router.get("/api/mnestoma.png", response_class=Response,
@@ -52,7 +54,7 @@ async def mnestoma_page(request: Request, service: ServiceDep) -> HTMLResponse:
         if request.cookies.get(SESSION_COOKIE) is not None:
             response.delete_cookie(SESSION_COOKIE, path="/")
         return response
-    view = await asyncio.to_thread(views.snapshot, service.engine, service.registry,
+    view = await asyncio.to_thread(in_session, service.engine, views.snapshot, service.registry,
                                    PAGE_ROWS)
     states = {state: i18n.get(f"WEB_MNESTOMA_STATE_{state.upper()}", locale)
               for state in ("active", "quarantined", "archived")}
@@ -66,6 +68,6 @@ async def mnestoma_page(request: Request, service: ServiceDep) -> HTMLResponse:
 
 def draw(service: Runtime, lang: str) -> bytes:
     """The PNG of the mnestoma now, in `lang` (blocking)."""
-    view = views.snapshot(service.engine, service.registry, picture.MAX_EDGES)
+    view = in_session(service.engine, views.snapshot, service.registry, picture.MAX_EDGES)
     return picture.render(view, title=i18n.get("PIC_MNESTOMA_TITLE", lang, clock=view["clock"]),
                           empty=i18n.get("PIC_MNESTOMA_EMPTY", lang))

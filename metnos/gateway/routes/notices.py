@@ -27,6 +27,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from metnos import i18n
+from metnos.db.engine import in_session
 from metnos.gateway.deps import (
     OwnerDep,
     ServiceDep,
@@ -50,7 +51,7 @@ class NoticesDelivered(BaseModel):
 async def list_notices(service: ServiceDep, owner: OwnerDep,
                        channel: Literal["web", "telegram", "cli"] = "cli") -> dict[str, Any]:
     """The due notices of `channel` not delivered yet, oldest first."""
-    rows = await asyncio.to_thread(outbox.pending, service.engine, channel=channel,
+    rows = await asyncio.to_thread(in_session, service.engine, outbox.pending, channel=channel,
                                    user_id=owner)
     return {"notices": [notice(row) for row in rows]}
 
@@ -60,8 +61,8 @@ async def mark_delivered(body: NoticesDelivered, service: ServiceDep,
                          owner: OwnerDep) -> dict[str, Any]:
     """Mark the owner's notices delivered (the client has shown them)."""
     mine = {row.id for row in await asyncio.to_thread(
-        outbox.pending, service.engine, user_id=owner, limit=500)}
-    taken = await asyncio.to_thread(outbox.claim, service.engine,
+        in_session, service.engine, outbox.pending, user_id=owner, limit=500)}
+    taken = await asyncio.to_thread(in_session, service.engine, outbox.claim,
                                     [i for i in body.ids if i in mine])
     return {"delivered": taken}
 
@@ -110,7 +111,7 @@ async def _stream(service: Any, delivery: Delivery, owner: str,
 async def _due(service: Any, owner: str, sent: set[str]) -> AsyncIterator[str]:
     """The owner's due web notices this stream has not sent yet (nothing is marked: the page
     acknowledges what it showed)."""
-    rows = await asyncio.to_thread(outbox.pending, service.engine, channel="web",
+    rows = await asyncio.to_thread(in_session, service.engine, outbox.pending, channel="web",
                                    user_id=owner)
     for row in rows:
         if row.id not in sent:

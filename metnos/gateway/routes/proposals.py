@@ -21,6 +21,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, HTTPException, Query, Request
 
 from metnos import i18n
+from metnos.db.engine import in_session
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep
 from metnos.gateway.schemas import error_responses
 from metnos.proposals import store
@@ -56,7 +57,7 @@ async def list_proposals(service: ServiceDep, owner: OwnerDep, lang: LangDep,
                          limit: int = Query(100, ge=1, le=500)) -> dict[str, Any]:
     """The owner's delivered proposals (or all past the Vaglio), newest first."""
     statuses = store.OPEN if status == "delivered" and outbox_id is None else _PAST_VAGLIO
-    rows = await asyncio.to_thread(store.listing, service.engine, user_id=owner,
+    rows = await asyncio.to_thread(in_session, service.engine, store.listing, user_id=owner,
                                    statuses=statuses, outbox_id=outbox_id, limit=limit)
     if outbox_id is not None:
         rows.reverse()  # a message's proposals in its order
@@ -71,7 +72,7 @@ async def list_proposals(service: ServiceDep, owner: OwnerDep, lang: LangDep,
 async def silent_register(service: ServiceDep, owner: OwnerDep, lang: LangDep,
                           limit: int = Query(100, ge=1, le=500)) -> dict[str, Any]:
     """The register of proposals not made (silent), newest first."""
-    rows = await asyncio.to_thread(store.listing, service.engine, user_id=owner,
+    rows = await asyncio.to_thread(in_session, service.engine, store.listing, user_id=owner,
                                    statuses=("silent",), limit=limit)
     return {"proposals": [public(row, lang) for row in rows]}
 

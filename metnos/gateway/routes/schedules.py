@@ -21,8 +21,10 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, Field
+from sqlmodel import Session
 
 from metnos import i18n
+from metnos.db.engine import in_session
 from metnos.gateway.deps import LangDep, OwnerDep, ServiceDep, gateway_state
 from metnos.gateway.schemas import error_responses
 from metnos.notify.effect import Destination, destination, last_written
@@ -47,12 +49,12 @@ def _sync(request: Request) -> Sync | None:
     return found
 
 
-def _where(engine: Any, settings: Any, owner_id: str, channel: str | None) -> Destination:
+def _where(db: Session, settings: Any, owner_id: str, channel: str | None) -> Destination:
     """Where the replies go: the chat on `channel` the owner last wrote from, else the
     preferred one (`[notify] channel`); with none known, what `metnos chat` shows."""
     if channel is None:
-        return destination(engine, settings, owner_id, FALLBACK)
-    return last_written(engine, owner_id, channel) or FALLBACK
+        return destination(db, settings, owner_id, FALLBACK)
+    return last_written(db, owner_id, channel) or FALLBACK
 
 
 def _channel(request: Request) -> str:
@@ -83,7 +85,7 @@ async def add_schedule(body: ScheduleCreate, request: Request, service: ServiceD
     already; if not, the runner's next start puts it in)."""
     task_lang = body.lang if body.lang in service.settings.active_languages else lang
     engine, settings = service.engine, service.settings
-    found = await asyncio.to_thread(_where, engine, settings, owner_id, body.channel)
+    found = await asyncio.to_thread(in_session, engine, _where, settings, owner_id, body.channel)
     try:
         if service.port is None:  # no model: what runs each time is the embedded planner's
             owner.checked(settings, body.when, body.text, task_lang)  # "when" is told first
