@@ -1,7 +1,9 @@
-"""What the Tutor's tests share: a home on the real database, numbered turns, and the mixed
-requests that the classifier and the split both take apart."""
+"""What the Tutor's tests share: a home on the real database, numbered turns, the probes'
+clock and owner, and the mixed requests that the classifier and the split both take apart."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 from sqlalchemy import Engine
 
@@ -9,6 +11,10 @@ from metnos.audit import AuditLog, open_audit_log
 from metnos.db.engine import database_url, make_engine
 from metnos.settings import Settings
 from metnos.turns.context import TurnContext
+from metnos.tutor.probes import Asker
+
+NOW = datetime(2026, 12, 1, 22, 0, tzinfo=UTC)  # the probes' and the views' clock
+OWNER = Asker("owner-1", is_owner=True)
 
 # (text, lang, explained, operative): one explanation, then one operative clause kept verbatim
 MIXED = [
