@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,9 @@ from metnos.executors.manifest import parse_manifest
 from metnos.paths import resources_path
 from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from tests.support.pdfs import encrypted_pdf, image_only_pdf, text_pdf
-from tests.undo.support import Actor, make_actor, tree_digest
+from tests.undo.support import Actor, actor, tree_digest
+
+__all__ = ["actor"]  # the fixture, imported for this module
 
 EXECUTORS = resources_path("executors")
 
@@ -46,16 +47,6 @@ def ws(tmp_path: Path) -> Path:
     path = tmp_path / "ws"
     path.mkdir()
     return path
-
-
-@pytest.fixture
-def actor(tmp_path: Path) -> Iterator[Actor]:
-    """Does what the host does for a side-effecting step: the before-record of its write
-    paths (for archive: the file and its chosen place), then the real sandbox run."""
-    made = make_actor(tmp_path)
-    yield made
-    assert made.audit is not None
-    made.audit.close()
 
 
 # -- pdf_ext ----------------------------------------------------------------------------------

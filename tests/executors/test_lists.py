@@ -19,7 +19,9 @@ from metnos.settings import Settings, get_settings
 from metnos.turns.reply import StepOutcome, render_outcome
 from tests.executors.conftest import REPO_EXECUTORS, RunExecutor
 from tests.executors.test_shell_web import error_of, run_in_sandbox
-from tests.undo.support import Actor, make_actor, tree_digest
+from tests.undo.support import Actor, actor, tree_digest
+
+__all__ = ["actor"]  # the fixture, imported for this module
 
 MANIFEST = parse_manifest(REPO_EXECUTORS / "lists" / MANIFEST_FILE)
 
@@ -29,11 +31,6 @@ def _act(actor: Actor, **args: Any) -> tuple[str, dict[str, Any]]:
     action_id, result = actor.act("lists", args)
     assert result.result is not None
     return action_id, result.result
-
-
-@pytest.fixture
-def actor(tmp_path: Path) -> Actor:
-    return make_actor(tmp_path)
 
 
 def test_add_show_remove_clear(actor: Actor) -> None:

@@ -4,7 +4,6 @@ assistant message, pagination both ways, and another user's session answering 40
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -12,7 +11,6 @@ import pytest
 from sqlalchemy import Engine
 
 from metnos import i18n
-from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.db.models import ChatMessage, ChatSession, Turn, utcnow
 from tests.support.home import Home, MakeHome, gateway_client
@@ -24,13 +22,6 @@ ACTIVITY = [{"executor": "fs_write", "status": "done", "text": "Wrote notes.md."
 @pytest.fixture
 def home(make_home: MakeHome) -> Home:
     return make_home(lang="en")
-
-
-@pytest.fixture
-def engine(home: Home) -> Iterator[Engine]:
-    engine = make_engine(database_url(home.settings))
-    yield engine
-    engine.dispose()
 
 
 def add_session(engine: Engine, user: str = "owner", *, title: str | None = None,

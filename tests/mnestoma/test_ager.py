@@ -4,7 +4,7 @@ nothing; without invocations it never ages, however long the calendar says it sl
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 
 import pytest
@@ -12,7 +12,6 @@ from sqlalchemy import Engine, text
 from sqlmodel import select
 
 from metnos.audit import open_audit_log, read_tail, verify_instance
-from metnos.db.engine import database_url, make_engine
 from metnos.db.engine import session as db_session
 from metnos.mnestoma import ager, moves
 from metnos.proposals.models import Proposal
@@ -33,13 +32,6 @@ def home(make_home: MakeHome, every: int) -> Home:
     return make_home(lang="en", METNOS_EVOLUTION_AGER_EVERY=str(every),
                      METNOS_EVOLUTION_QUARANTINE_AFTER=str(every),
                      METNOS_EVOLUTION_ARCHIVE_AFTER=str(every), METNOS_EVOLUTION_DECAY="1.0")
-
-
-@pytest.fixture
-def engine(home: Home) -> Iterator[Engine]:
-    engine = make_engine(database_url(home.settings))
-    yield engine
-    engine.dispose()
 
 
 def invoke(engine: Engine, uses: Sequence[str], handoffs: Sequence[tuple[str, str]] = (),

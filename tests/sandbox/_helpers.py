@@ -53,6 +53,16 @@ time.sleep(60)
 """
 
 
+def make_workspace(tmp_path: Path, audit_line: str, files: dict[str, str]) -> Path:
+    """A workspace with `files` and an audit log in `.audit/`, as `metnos init` makes it."""
+    ws = tmp_path / "workspace"
+    (ws / ".audit").mkdir(parents=True)
+    (ws / ".audit" / "log.jsonl").write_text(audit_line)
+    for name, text in files.items():
+        (ws / name).write_text(text)
+    return ws
+
+
 def write_executor(tmp_path: Path, body: str, name: str | None = None) -> tuple[Path, str]:
     """An executor folder holding PRELUDE + `body`; returns (folder, entry)."""
     exec_dir = tmp_path / f"exec_{uuid.uuid4().hex[:8]}"

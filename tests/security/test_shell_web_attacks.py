@@ -25,6 +25,7 @@ from metnos.policy.shell import check_command
 from metnos.policy.urls import check_url
 from metnos.settings import PolicySettings
 from tests.executors.test_shell_web import Site, error_of, run_in_sandbox
+from tests.sandbox._helpers import make_workspace
 from tests.support.system import ensure_debian_binary
 
 pytestmark = pytest.mark.attack
@@ -35,11 +36,7 @@ ALLOW = list(PolicySettings().shell_allow)
 
 @pytest.fixture
 def workspace(tmp_path: Path) -> Path:
-    ws = tmp_path / "workspace"
-    (ws / ".audit").mkdir(parents=True)
-    (ws / ".audit" / "log.jsonl").write_text("AUDIT-LINE\n")
-    (ws / "a.txt").write_text("ciao\n")
-    return ws
+    return make_workspace(tmp_path, "AUDIT-LINE\n", {"a.txt": "ciao\n"})
 
 
 # -- shell_run ---------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ import asyncio
 import base64
 import json
 import textwrap
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -21,15 +21,9 @@ from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 from metnos import reversibility
 from metnos.sandbox import SandboxProfile, SandboxRequest, run_sandboxed
 from metnos.undo import UndoError, UndoItem
-from tests.undo.support import Actor, audit_lines, build_tree, make_actor, tree_digest
+from tests.undo.support import Actor, actor, audit_lines, build_tree, tree_digest
 
-
-@pytest.fixture
-def actor(tmp_path: Path) -> Iterator[Actor]:
-    made = make_actor(tmp_path)
-    yield made
-    assert made.audit is not None
-    made.audit.close()
+__all__ = ["actor"]  # the fixture, imported for this module
 
 
 def _manifest_path(actor: Actor, action_id: str) -> Path:

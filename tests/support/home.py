@@ -7,6 +7,7 @@
 - `gateway_client(home, prefect=True)` (async context manager factory): the FastAPI app with
   its lifespan, reached through httpx with the owner token; Prefect's turn flow as runner
   unless `prefect=False`.
+- `engine` (function): an Engine on the database of the module's own `home` fixture.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 import httpx
 import pytest
 from asgi_lifespan import LifespanManager
+from sqlalchemy import Engine
 
+from metnos.db.engine import database_url, make_engine
 from metnos.home import initialise
 from metnos.settings import Settings, get_settings
 from metnos.testing.llm_server import ScriptedLLM
@@ -167,3 +170,11 @@ def served_gateway(home: Home) -> Iterator[Home]:
 
     with served_app(create_app(home.settings), home.settings.gateway.port):
         yield home
+
+
+@pytest.fixture
+def engine(home: Home) -> Iterator[Engine]:
+    """An Engine on the database of `home` (the requesting module's fixture), disposed after."""
+    made = make_engine(database_url(home.settings))
+    yield made
+    made.dispose()

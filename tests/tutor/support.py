@@ -1,6 +1,9 @@
-"""What the Tutor's database tests share: a home on the real database, and numbered turns."""
+"""What the Tutor's tests share: a home on the real database, numbered turns, the probes'
+clock and owner, and the mixed requests that the classifier and the split both take apart."""
 
 from __future__ import annotations
+
+from datetime import UTC, datetime
 
 from sqlalchemy import Engine
 
@@ -8,6 +11,22 @@ from metnos.audit import AuditLog, open_audit_log
 from metnos.db.engine import database_url, make_engine
 from metnos.settings import Settings
 from metnos.turns.context import TurnContext
+from metnos.tutor.probes import Asker
+
+NOW = datetime(2026, 12, 1, 22, 0, tzinfo=UTC)  # the probes' and the views' clock
+OWNER = Asker("owner-1", is_owner=True)
+
+# (text, lang, explained, operative): one explanation, then one operative clause kept verbatim
+MIXED = [
+    ("explain undo and then undo yesterday's change", "en", "explain undo",
+     "undo yesterday's change"),
+    ("how do I undo a change? and undo yesterday's too", "en", "how do I undo a change",
+     "undo yesterday's too"),
+    ("Explain the approvals and then delete old_report.pdf", "en", "Explain the approvals",
+     "delete old_report.pdf"),
+    ("Spiegami le approvazioni e poi cancella vecchia_relazione.pdf", "it",
+     "Spiegami le approvazioni", "cancella vecchia_relazione.pdf"),
+]
 
 
 class Turns:

@@ -19,6 +19,7 @@ from metnos.tutor.classify import (
     split_clauses,
 )
 from metnos.tutor.identity import route
+from tests.tutor.support import MIXED
 
 
 @pytest.mark.parametrize(("text", "lang", "label"), [
@@ -46,16 +47,9 @@ def test_mail_and_files_are_never_the_tutors(classifier: Classifier, text: str,
     assert route(text, [], lang, classifier).target == "loop"
 
 
-@pytest.mark.parametrize(("text", "lang", "operative", "explained"), [
-    ("explain undo and then undo yesterday's change", "en", "undo yesterday's change",
-     "explain undo"),
-    ("how do I undo a change? and undo yesterday's too", "en", "undo yesterday's too",
-     "how do I undo a change"),
-    ("Spiegami le approvazioni e poi cancella vecchia_relazione.pdf", "it",
-     "cancella vecchia_relazione.pdf", "Spiegami le approvazioni"),
-])
+@pytest.mark.parametrize(("text", "lang", "explained", "operative"), MIXED)
 def test_mixed_keeps_the_operative_clause_verbatim(classifier: Classifier, text: str, lang: str,
-                                                   operative: str, explained: str) -> None:
+                                                   explained: str, operative: str) -> None:
     result = classifier.classify(text, lang)
     assert result.label == "mixed"
     assert result.operative == operative and result.operative in text

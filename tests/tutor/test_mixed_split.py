@@ -28,17 +28,10 @@ from metnos.tutor.mixed import (
     stands_alone,
 )
 from tests.support.home import MakeHome
-from tests.tutor.support import Turns
+from tests.tutor.support import MIXED, Turns
 
 
-@pytest.mark.parametrize(("text", "lang", "explained", "clause"), [
-    ("how do I undo a change? and undo yesterday's too", "en", "how do I undo a change",
-     "undo yesterday's too"),
-    ("Explain the approvals and then delete old_report.pdf", "en", "Explain the approvals",
-     "delete old_report.pdf"),
-    ("Spiegami le approvazioni e poi cancella vecchia_relazione.pdf", "it",
-     "Spiegami le approvazioni", "cancella vecchia_relazione.pdf"),
-])
+@pytest.mark.parametrize(("text", "lang", "explained", "clause"), MIXED)
 def test_one_operative_clause_kept_verbatim(classifier: Classifier, text: str, lang: str,
                                             explained: str, clause: str) -> None:
     result = classifier.classify(text, lang)

@@ -8,7 +8,7 @@ import json
 import re
 import threading
 import time
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -22,9 +22,8 @@ from metnos.tutor.probes import (
     SchedulerSignals,
     default_probes,
 )
+from tests.tutor.support import NOW, OWNER
 
-NOW = datetime(2026, 12, 1, 22, 0, tzinfo=UTC)
-OWNER = Asker("owner-1", is_owner=True)
 MEMBER = Asker("member-2", is_owner=False)
 
 

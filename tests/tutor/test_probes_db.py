@@ -20,8 +20,7 @@ from metnos.reminders.outbox import Outbox
 from metnos.settings import Settings
 from metnos.tutor.probes import Asker, ProbeContext, default_probes
 from tests.support.home import MakeHome
-
-OWNER = Asker("owner-1", is_owner=True)
+from tests.tutor.support import OWNER
 
 
 def _home_executor(settings: Settings, name: str, *, signed: bool = True) -> Path:

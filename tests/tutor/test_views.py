@@ -3,7 +3,7 @@ scheduler stopped?" against a running scheduler is corrected, a stale observatio
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 
 import pytest
 
@@ -21,9 +21,7 @@ from metnos.tutor.views import (
     scheduler_answer,
     visible_views,
 )
-
-NOW = datetime(2026, 12, 1, 22, 0, tzinfo=UTC)
-OWNER = Asker("owner-1", is_owner=True)
+from tests.tutor.support import NOW, OWNER
 
 # an observation's time as the asker reads it, never the probe's ISO timestamp (issue 27)
 EN_T = _plain_time("2026-12-01T22:00:00+00:00", "en")

@@ -13,10 +13,12 @@ import hashlib
 import os
 import stat
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from metnos import keys, reversibility
@@ -113,6 +115,16 @@ def make_actor(tmp_path: Path) -> Actor:
     audit = AuditLog(tmp_path / "audit.jsonl", tmp_path / "audit.checkpoint",
                      keys.load_private_key(keys_dir, "audit"))
     return Actor(ws, state, keys_dir, audit)
+
+
+@pytest.fixture
+def actor(tmp_path: Path) -> Iterator[Actor]:
+    """An `Actor` on `tmp_path`, its audit log closed after the test (a fixture: the undo
+    tests take it from their conftest, the tests elsewhere import it)."""
+    made = make_actor(tmp_path)
+    yield made
+    assert made.audit is not None
+    made.audit.close()
 
 
 def audit_lines(actor: Actor) -> list[dict[str, Any]]:
