@@ -49,3 +49,17 @@ def prefect_api() -> Iterator[str]:
 
     with prefect_test_harness(server_startup_timeout=120):
         yield os.environ.get("PREFECT_API_URL", "ephemeral")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules of the longest tests first (the browser, the acceptance tests, a language
+    added after install), each module's tests in their order. pytest-xdist's worksteal hands
+    each worker a contiguous share of this order and an idle worker takes from the END of
+    another's: a long test collected last would otherwise run alone at the end of the run."""
+    def slow(item: pytest.Item) -> bool:
+        path = item.nodeid.split("::")[0]
+        return ("browser" in getattr(item, "fixturenames", ())
+                or path.startswith("tests/acceptance/") or "third_language" in path)
+
+    first = {item.nodeid.split("::")[0] for item in items if slow(item)}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in first)

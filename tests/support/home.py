@@ -1,8 +1,10 @@
 """pytest plugin: a real, initialised METNOS_HOME and a gateway on it.
 
-- `make_home(llm=None, autonomy="Supervised", lang="it")` (function): runs the real
-  `metnos init` in a temp dir against a fresh database of the test PostgreSQL, optionally
-  pointed at a scripted LLM server; returns a `Home`.
+- `make_home(llm=None, autonomy="Supervised", lang="it")` (function): an initialised home in a
+  temp dir on a fresh database of the test PostgreSQL, optionally pointed at a scripted LLM
+  server; returns a `Home`. The real `metnos init` runs once per test process for each
+  language on the shipped resources, into a template home; each test gets a copy of it with
+  an owner token of its own (init signs 19 executors and seeds the i18n store: ~1 s a home).
 - `scripted_llm` (function): a started `ScriptedLLM` (OpenAI-compatible, loopback).
 - `gateway_client(home, prefect=True)` (async context manager factory): the FastAPI app with
   its lifespan, reached through httpx with the owner token; Prefect's turn flow as runner
@@ -12,6 +14,8 @@
 
 from __future__ import annotations
 
+import secrets
+import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
@@ -23,7 +27,8 @@ import pytest
 from asgi_lifespan import LifespanManager
 from sqlalchemy import Engine
 
-from metnos.db.engine import database_url, make_engine
+from metnos import durable
+from metnos.db.engine import database_url, make_engine, uses_embedded
 from metnos.home import initialise
 from metnos.settings import Settings, get_settings
 from metnos.testing.llm_server import ScriptedLLM
@@ -71,8 +76,8 @@ def stopped_base() -> Iterator[str]:
 
 
 @pytest.fixture
-def make_home(tmp_path: Path, pg_server: TestPostgres,
-              monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeHome]:
+def make_home(tmp_path: Path, pg_server: TestPostgres, monkeypatch: pytest.MonkeyPatch,
+              tmp_path_factory: pytest.TempPathFactory) -> Iterator[MakeHome]:
     def make(llm: ScriptedLLM | None = None, autonomy: str = "Supervised",
              lang: str = "it", **env: str) -> Home:
         home = tmp_path / "home"
@@ -101,11 +106,41 @@ def make_home(tmp_path: Path, pg_server: TestPostgres,
             monkeypatch.setenv(name, value)
         get_settings.cache_clear()
         settings = get_settings()
-        initialise(settings)
+        template = _template_home(settings, tmp_path_factory, monkeypatch)
+        settings = get_settings()  # the one the test's code reads, as before
+        if template is None:
+            initialise(settings)
+        else:
+            shutil.copytree(template, settings.home, symlinks=True, copy_function=shutil.copy)
+            settings.owner_token_path.unlink()
+            durable.write_secret(settings.owner_token_path, secrets.token_urlsafe(32))
         return Home(settings, settings.owner_token())
 
     yield make
     get_settings.cache_clear()
+
+
+_templates: dict[str, Path] = {}  # what init depends on -> an initialised home, per process
+
+
+def _template_home(settings: Settings, tmp_path_factory: pytest.TempPathFactory,
+                   monkeypatch: pytest.MonkeyPatch) -> Path | None:
+    """The template home for `settings` (initialised now if new), or None where the home
+    must be initialised itself: it exists already (a second `make_home` in one test), its
+    database is the embedded one or its resources are a test's own copy. Init writes the
+    same files for the same language and i18n settings (SPEC §1: every path in the home)."""
+    if settings.home.exists() or uses_embedded(settings) or settings.i18n.resources_dir:
+        return None
+    key = f"{settings.lang}|{settings.i18n.model_dump_json()}"
+    if key not in _templates:
+        template = tmp_path_factory.mktemp("template_home") / "home"
+        with monkeypatch.context() as patch:
+            patch.setenv("METNOS_HOME", str(template))
+            get_settings.cache_clear()
+            initialise(get_settings())
+        get_settings.cache_clear()
+        _templates[key] = template
+    return _templates[key]
 
 
 @asynccontextmanager
