@@ -23,8 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from collections.abc import Coroutine, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -39,7 +38,7 @@ from metnos.channels.bidi import marked
 from metnos.channels.telegram.config import load_config
 from metnos.channels.telegram.proposals import keyboard
 from metnos.db.engine import in_session
-from metnos.gateway.state import state_of
+from metnos.gateway.state import run_alongside, state_of
 from metnos.pairing.service import OWNER_USER_ID
 from metnos.proposals import delivery as proposals
 from metnos.proposals import store, vaglio
@@ -160,25 +159,23 @@ def with_reminders(app: FastAPI) -> FastAPI:
     """`app` with the delivery loop running (and `/api/notices`)."""
     from metnos.gateway.routes import notices
 
-    inner = app.router.lifespan_context
-
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
-        async with inner(app) as state:
-            gateway = state_of(app)
-            service, scheduler = gateway.ready(), gateway.edges.scheduler
-            config = load_config(service.settings)
-            telegram = TelegramSender(config.token, config.api_base) if config else None
-            delivery = gateway.delivery = Delivery(service, scheduler, telegram)
-            task = asyncio.get_running_loop().create_task(delivery.run(), name="outbox")
-            try:
-                yield state
-            finally:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-                if telegram is not None:
-                    await telegram.close()
-
-    app.router.lifespan_context = lifespan
+    run_alongside(app, "outbox", _deliver)
     app.include_router(notices.router)
     return app
+
+
+def _deliver(app: FastAPI) -> Coroutine[Any, Any, None]:
+    """The app's delivery loop (`state.delivery`, set now), and its bot closed when it ends."""
+    gateway = state_of(app)
+    service, scheduler = gateway.ready(), gateway.edges.scheduler
+    config = load_config(service.settings)
+    telegram = TelegramSender(config.token, config.api_base) if config else None
+    delivery = gateway.delivery = Delivery(service, scheduler, telegram)
+
+    async def run() -> None:
+        try:
+            await delivery.run()
+        finally:
+            if telegram is not None:
+                await telegram.close()
+    return run()

@@ -6,35 +6,23 @@ every runtime: `metnos.wiring`).
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import Coroutine
 from typing import Any
 
 from fastapi import FastAPI
 
 from metnos.gateway.drain import draining
 from metnos.gateway.routes import schedules
-from metnos.gateway.state import state_of
+from metnos.gateway.state import run_alongside, state_of
 from metnos.schedules.firing import loop
 
 
 def with_schedules(app: FastAPI) -> FastAPI:
     """`app` with the owner's scheduled tasks: `/api/schedules` and the firing loop."""
-    inner = app.router.lifespan_context
+    def fire(app: FastAPI) -> Coroutine[Any, Any, None]:
+        gateway = state_of(app)
+        return loop(gateway.handle(), lambda: draining(gateway))
 
-    @asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
-        async with inner(app) as state:
-            gateway = state_of(app)
-            task = asyncio.get_running_loop().create_task(
-                loop(gateway.handle(), lambda: draining(gateway)), name="schedules")
-            try:
-                yield state
-            finally:
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
-
-    app.router.lifespan_context = lifespan
+    run_alongside(app, "schedules", fire)
     app.include_router(schedules.router)
     return app

@@ -9,7 +9,8 @@ owner's token and the Telegram channel.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -21,6 +22,8 @@ from metnos.turns.runtime import Runtime
 from metnos.wiring import Edges
 
 if TYPE_CHECKING:
+    from fastapi import FastAPI
+
     from metnos.channels.telegram.bot import TelegramChannel
     from metnos.gateway.outbox_delivery import Delivery
 
@@ -65,3 +68,22 @@ def state_of(app: Any) -> GatewayState:
     """The gateway's state of `app` (a FastAPI app, or a connection's `.app`)."""
     state: GatewayState = app.state.gateway
     return state
+
+
+def run_alongside(app: FastAPI, name: str,
+                  start: Callable[[FastAPI], Coroutine[Any, Any, None]]) -> None:
+    """Run `start(app)` as the asyncio task `name` for the life of `app`'s lifespan: started
+    once the lifespan before it has started, cancelled (and awaited) before that one ends."""
+    inner = app.router.lifespan_context
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[Any]:
+        async with inner(app) as state:
+            task = asyncio.get_running_loop().create_task(start(app), name=name)
+            try:
+                yield state
+            finally:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+    app.router.lifespan_context = lifespan

@@ -123,7 +123,7 @@ class ReminderUndo(UndoReport):
 
 
 def undoer(service: Runtime) -> Undoer:
-    """Its undo (`service.undoers[EFFECT]`, asked by `metnos.reversal.Effects`)."""
+    """Its undo (`service.hooks.undoers[EFFECT]`, asked by `metnos.reversal.Effects`)."""
     def run(action_id: str, sender: str, channel: str) -> UndoReport | None:
         return cancel_reminder(service, action_id, sender=sender, channel=channel)
     return run

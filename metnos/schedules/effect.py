@@ -127,7 +127,7 @@ class ScheduleUndo(UndoReport):
 
 
 def undoer(service: Runtime, sync: Sync | None) -> Undoer:
-    """Its undo (`service.undoers[EFFECT]`, asked by `metnos.reversal.Effects`; blocking, in
+    """Its undo (`service.hooks.undoers[EFFECT]`, asked by `metnos.reversal.Effects`; blocking, in
     a worker thread): None when the action set no scheduled task."""
     def run(action_id: str, sender: str, channel: str) -> UndoReport | None:
         return remove_task(service, sync, action_id, sender=sender, channel=channel)

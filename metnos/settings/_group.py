@@ -7,6 +7,7 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 
 class _Group(BaseSettings):
-    """A settings group: environment first, then its table in `metnos.toml`."""
+    """A settings group: environment first, then its table in `metnos.toml`; a group sets only
+    its `env_prefix`."""
 
     model_config = SettingsConfigDict(extra="forbid", validate_default=True)

@@ -8,12 +8,13 @@ Environment variables are `METNOS_AGENT_<FIELD>`; the table in `metnos.toml` is 
 from __future__ import annotations
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from metnos.settings._group import _Group
 
 
-class AgentSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="METNOS_AGENT_", extra="forbid",
-                                      validate_default=True)
+class AgentSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_AGENT_")
 
     max_model_calls: int = Field(12, ge=1, le=200, description="Model calls per turn.")
     max_tool_calls: int = Field(24, ge=1, le=500, description="Tool calls per turn.")

@@ -6,14 +6,15 @@ Kept beside `metnos.settings` (which re-exports them) so the root stays readable
 from __future__ import annotations
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from metnos.settings._group import _Group
 
 
-class WebSettings(BaseSettings):
+class WebSettings(_Group):
     """The web chat's login (SPEC §3): one-time links from `metnos login`, cookie sessions."""
 
-    model_config = SettingsConfigDict(env_prefix="METNOS_WEB_", extra="forbid",
-                                      validate_default=True)
+    model_config = SettingsConfigDict(env_prefix="METNOS_WEB_")
 
     login_token_ttl_s: int = Field(600, ge=30, description="Life of a login link (used once).")
     session_ttl_s: int = Field(30 * 86400, ge=300, description="Life of a web session (fixed).")
@@ -22,12 +23,11 @@ class WebSettings(BaseSettings):
     login_window_s: int = Field(900, ge=1, description="Window of the login rate limit.")
 
 
-class TelegramSettings(BaseSettings):
+class TelegramSettings(_Group):
     """The Telegram channel (SPEC §11): on when a bot token is set here or in
     `METNOS_HOME/secrets/telegram.token` (mode 0600)."""
 
-    model_config = SettingsConfigDict(env_prefix="METNOS_TELEGRAM_", extra="forbid",
-                                      validate_default=True)
+    model_config = SettingsConfigDict(env_prefix="METNOS_TELEGRAM_")
 
     bot_token: SecretStr | None = Field(None, description="The bot's token (from @BotFather).")
     api_base: str = Field("https://api.telegram.org", description="Bot API server.")

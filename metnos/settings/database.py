@@ -10,7 +10,7 @@ from metnos.settings._group import _Group
 
 
 class DatabaseSettings(_Group):
-    model_config = SettingsConfigDict(env_prefix="METNOS_DATABASE_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="METNOS_DATABASE_")
 
     url: str | None = Field(
         None,
@@ -24,7 +24,7 @@ class DatabaseSettings(_Group):
 
 
 class PrefectSettings(_Group):
-    model_config = SettingsConfigDict(env_prefix="METNOS_PREFECT_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="METNOS_PREFECT_")
 
     port: int = Field(4200, ge=1, le=65535, description="Port of the Prefect server and its UI.")
     startup_timeout_s: float = Field(120.0, gt=0,

@@ -13,14 +13,15 @@ import re
 from typing import Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from metnos.settings._group import _Group
 
 _QUIET_RE = re.compile(r"^([01]\d|2[0-3]):[0-5]\d-([01]\d|2[0-3]):[0-5]\d$")
 
 
-class NotifySettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="METNOS_NOTIFY_", extra="forbid",
-                                      validate_default=True)
+class NotifySettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_NOTIFY_")
 
     quiet_hours: str = Field(
         "21:00-07:00", description="Local time span (HH:MM-HH:MM, may cross midnight) in "
@@ -40,9 +41,8 @@ class NotifySettings(BaseSettings):
         return value
 
 
-class EvolutionSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="METNOS_EVOLUTION_", extra="forbid",
-                                      validate_default=True)
+class EvolutionSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_EVOLUTION_")
 
     enabled: bool = Field(True, description="Record hand-offs and wishes, and propose.")
     proto_threshold: int = Field(

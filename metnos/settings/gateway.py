@@ -9,7 +9,7 @@ from metnos.settings._group import _Group
 
 
 class GatewaySettings(_Group):
-    model_config = SettingsConfigDict(env_prefix="METNOS_GATEWAY_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="METNOS_GATEWAY_")
 
     host: str = Field("127.0.0.1", description="Address the gateway binds to (loopback only).")
     port: int = Field(42618, ge=1, le=65535, description="Port of the gateway.")

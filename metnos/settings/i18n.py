@@ -16,7 +16,7 @@ from metnos.settings.intents import ArtifactsIntent, CommunicationIntent, bcp47
 class I18nSettings(_Group):
     """Languages (SPEC §9): resources, active languages, the sweep, the lint and the intents."""
 
-    model_config = SettingsConfigDict(env_prefix="METNOS_I18N_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="METNOS_I18N_")
 
     resources_dir: Path | None = Field(
         None, description="Folder holding prompts/, i18n/ and executors/ (default: the "

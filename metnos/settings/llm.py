@@ -9,7 +9,7 @@ from metnos.settings._group import _Group
 
 
 class LLMSettings(_Group):
-    model_config = SettingsConfigDict(env_prefix="METNOS_LLM_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="METNOS_LLM_")
 
     model: str | None = Field(
         None, description="litellm model string (e.g. ollama/qwen3:8b); unset = embedded planner."

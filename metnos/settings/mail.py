@@ -10,14 +10,15 @@ from __future__ import annotations
 from typing import Literal
 
 from pydantic import Field, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from metnos.settings._group import _Group
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "::1", "localhost"})
 
 
-class MailSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="METNOS_MAIL_", extra="forbid",
-                                      validate_default=True)
+class MailSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_MAIL_")
 
     host: str | None = Field(None, description="The IMAP server's host name; none: no mail.")
     port: int = Field(993, ge=1, le=65535, description="The IMAP server's port.")

@@ -14,7 +14,7 @@ Autonomy = Literal["ReadOnly", "Supervised", "Full"]
 
 
 class PolicySettings(_Group):
-    model_config = SettingsConfigDict(env_prefix="METNOS_POLICY_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="METNOS_POLICY_")
 
     autonomy: Autonomy = Field("Supervised", description="Autonomy level of new sessions.")
     reversible_without_asking: bool = Field(

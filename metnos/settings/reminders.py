@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from metnos.settings._group import _Group
 
 
-class ReminderSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="METNOS_REMINDERS_", extra="forbid",
-                                      validate_default=True)
+class ReminderSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_REMINDERS_")
 
     deployment: str = Field("reminder/at", description="The served Prefect deployment that "
                             "runs a reminder at its time (deployments/serve.py).")

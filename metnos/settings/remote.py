@@ -7,12 +7,13 @@ A manifest's `runs_on` names a place; `pools` maps each place to its Prefect wor
 from __future__ import annotations
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from metnos.settings._group import _Group
 
 
-class RemoteSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="METNOS_REMOTE_", extra="forbid",
-                                      validate_default=True)
+class RemoteSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_REMOTE_")
 
     pools: dict[str, str] = Field(
         default_factory=lambda: {"laptop": "laptop"},

@@ -9,7 +9,7 @@ from metnos.settings._group import _Group
 
 
 class SandboxSettings(_Group):
-    model_config = SettingsConfigDict(env_prefix="METNOS_SANDBOX_", extra="forbid")
+    model_config = SettingsConfigDict(env_prefix="METNOS_SANDBOX_")
 
     max_output_bytes: int = Field(1_000_000, ge=1024, description="Cap on an executor's stdout.")
     max_processes: int = Field(64, ge=1, description="Process limit inside the sandbox.")

@@ -7,12 +7,13 @@ Environment variables are `METNOS_SCHEDULES_<FIELD>`; the table in `metnos.toml`
 from __future__ import annotations
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from metnos.settings._group import _Group
 
 
-class ScheduleSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="METNOS_SCHEDULES_", extra="forbid",
-                                      validate_default=True)
+class ScheduleSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_SCHEDULES_")
 
     max_tasks: int = Field(50, ge=1, le=1000, description="Scheduled tasks the owner may keep.")
     max_text: int = Field(500, ge=10, le=4000,

@@ -6,12 +6,13 @@ Environment variables are `METNOS_TRASH_<FIELD>`; the table in `metnos.toml` is 
 from __future__ import annotations
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from metnos.settings._group import _Group
 
 
-class TrashSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="METNOS_TRASH_", extra="forbid",
-                                      validate_default=True)
+class TrashSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_TRASH_")
 
     max_age_days: float = Field(
         30.0, ge=0, description="Copies from before a change (and deleted files) older than "

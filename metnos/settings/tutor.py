@@ -6,12 +6,13 @@ Environment variables are `METNOS_TUTOR_<FIELD>`; the table in `metnos.toml` is 
 from __future__ import annotations
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import SettingsConfigDict
+
+from metnos.settings._group import _Group
 
 
-class TutorSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="METNOS_TUTOR_", extra="forbid",
-                                      validate_default=True)
+class TutorSettings(_Group):
+    model_config = SettingsConfigDict(env_prefix="METNOS_TUTOR_")
 
     enabled: bool = Field(
         True, description="Answer questions about Metnos itself from the signed docs catalog "

@@ -125,7 +125,7 @@ class AgentLoop:
         return len(calls) >= 2 and all(self._reads(step.executor) for step, _ in calls)
 
     def _reads(self, name: str) -> bool:
-        tool = self.service.host_tools.get(name)
+        tool = self.service.hooks.host_tools.get(name)
         if tool is not None:
             return tool.read_only
         spec = self.service.registry.find(name)

@@ -11,7 +11,7 @@ the database).
 call while Prefect is still creating the flow run; the pipeline then takes the conversation
 from it (`head=`), and the flow's first `think` task awaits that call.
 
-Before either, the Tutor's pre-check (SPEC §10, `service.precheck`, set by the runtime) may
+Before either, the Tutor's pre-check (SPEC §10, `service.hooks.precheck`, set by the runtime) may
 answer a question about Metnos itself from the signed docs catalog; it runs first in the
 head start, so a question the Tutor answers never costs a model call of the loop.
 """
@@ -70,14 +70,14 @@ async def _precheck(service: TurnService, ctx: TurnContext) -> str | None:
     It runs first for every message, so a plain yes to the Tutor's pending confirmation of
     a mixed request is settled before any plan: the confirmed clause, verbatim, becomes
     `ctx.text`, and the loop or the planner runs it as any turn, with every check."""
-    if service.precheck is None:
+    if service.hooks.precheck is None:
         return None
     spoken = undo_said.said(ctx.text, [ctx.lang, *service.settings.active_languages])
     if spoken is not None and spoken[0] == "undo":  # "annulla", "undo that": never a question
         return None  # about Metnos ("conferma" goes first to the Tutor's pending yes, if any)
     ctx.confirm_said = spoken is not None
     started = time.perf_counter()
-    answer = await service.precheck(ctx)
+    answer = await service.hooks.precheck(ctx)
     ctx.mark("tutor", started)
     return answer
 
@@ -241,7 +241,7 @@ def _history_items(window: history.Window, lang: str) -> list[dict[str, object]]
 
 
 def _untrusted(service: TurnService, executor: str) -> bool:
-    tool = service.host_tools.get(executor)  # wish: Metnos's own words, never outside data
+    tool = service.hooks.host_tools.get(executor)  # wish: Metnos's own words, never outside data
     if tool is not None:
         return tool.outside_text
     spec = service.registry.find(executor)

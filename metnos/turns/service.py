@@ -7,8 +7,8 @@ the hooks the features registered and the parts a turn is made of, each findable
 - `record` (`turns/record.py`): the turn's row, step trace, audit lines, what channels see;
 - `checker` (`turns/checker.py`): the policy for one step;
 - `runner` (`turns/runner.py`): one admitted step in the sandbox;
-- one step from check to record (`turns/steps.py`), with the host tools (`host_tools`) and
-  the reversals (`reversals`, `metnos.reversal`) it dispatches to, both registered by the
+- one step from check to record (`turns/steps.py`), with the host tools (`hooks.host_tools`) and
+  the reversals (`hooks.reversals`, `metnos.reversal`) it dispatches to, both registered by the
   features (`hooks`);
 - the conversation the model sees (`turns/conversation.py`, `turns/history.py`), one model
   call (`turns/thinking.py`) and the agent loop (`turns/loop.py`), composed by
@@ -19,7 +19,7 @@ Nothing here imports prefect.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
 from metnos import i18n
@@ -31,16 +31,10 @@ from metnos.turns.context import CheckedStep, Published, TurnContext
 from metnos.turns.reply import StepOutcome
 from metnos.turns.runner import StepRunner
 from metnos.turns.runtime import (
-    Account,
-    Effect,
     Hooks,
-    Precheck,
-    Reversal,
     Runtime,
-    Undoer,
-    Watcher,
 )
-from metnos.turns.steps import Finished, HostTool, Steps
+from metnos.turns.steps import Finished, Steps
 
 
 @dataclass(frozen=True, eq=False)
@@ -67,34 +61,6 @@ class TurnService(Runtime):
         parts = {f.name: getattr(runtime, f.name) for f in fields(Runtime)}
         return cls(**parts, hooks=hooks)
 
-    @property
-    def effects(self) -> Mapping[str, Effect]:
-        return self.hooks.effects
-
-    @property
-    def watchers(self) -> Sequence[Watcher]:
-        return self.hooks.watchers
-
-    @property
-    def undoers(self) -> Mapping[str, Undoer]:
-        return self.hooks.undoers
-
-    @property
-    def reversals(self) -> Mapping[str, Reversal]:
-        return self.hooks.reversals
-
-    @property
-    def host_tools(self) -> Mapping[str, HostTool]:
-        return self.hooks.host_tools
-
-    @property
-    def accounts(self) -> Mapping[str, Account]:
-        return self.hooks.accounts
-
-    @property
-    def precheck(self) -> Precheck | None:
-        return self.hooks.precheck
-
     def tools(self, ctx: TurnContext, lang: str | None = None) -> list[ToolSpec]:
         """The tools in the session's language (or `lang`); rebuilt when reviewed
         translations of their descriptions land in the i18n store (the registry is fixed)."""
@@ -109,10 +75,11 @@ class TurnService(Runtime):
         """The admitted executors (none may take a host tool's name) and, when a model plans,
         the host tools."""
         specs = [spec for spec in self.registry.tool_specs(lang)
-                 if spec.name not in self.host_tools]
+                 if spec.name not in self.hooks.host_tools]
         if self.port is None:
             return specs
-        return [*specs, *(tool.spec(self.registry, lang) for tool in self.host_tools.values())]
+        host = self.hooks.host_tools.values()
+        return [*specs, *(tool.spec(self.registry, lang) for tool in host)]
 
     def other_tools(self, ctx: TurnContext) -> dict[Lang, list[ToolSpec]]:
         """The same tools in each other active language (the embedded planner tries them)."""

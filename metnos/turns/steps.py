@@ -100,7 +100,7 @@ class HostTool(Protocol):
 def check(service: TurnService, ctx: TurnContext, step: PlanStep, *, seq: int, think: int = 0,
           trace: Sequence[TurnStep] = ()) -> CheckedStep:
     """The step after the policy (blocking): a host tool's own check, else the checker's."""
-    tool = service.host_tools.get(step.executor)
+    tool = service.hooks.host_tools.get(step.executor)
     if tool is not None:
         return tool.check(service, ctx, step, seq=seq, think=think, trace=trace)
     return service.checker.check(ctx, step, seq=seq, think=think)
@@ -152,7 +152,7 @@ async def _run_checked(service: TurnService, ctx: TurnContext, checked: CheckedS
 def finish(service: TurnService, ctx: TurnContext, checked: CheckedStep, timed: Timed,
            seen: list[int], warning: str | None = None) -> Finished:
     """The step in the trace, its activity item and what the model reads back (blocking)."""
-    tool = service.host_tools.get(checked.step.executor)
+    tool = service.hooks.host_tools.get(checked.step.executor)
     if tool is not None:
         return tool.finish(service, ctx, checked, timed, seen, warning)
     return recorded(service, ctx, checked, timed, seen, warning)

@@ -57,7 +57,7 @@ def undo_handle(service: TurnService, handle: str, *, sender: str,
 
 def _run_undo(service: TurnService, action_id: str, *, sender: str,
               channel: str) -> UndoReport:
-    for reversal in service.reversals.values():
+    for reversal in service.hooks.reversals.values():
         report = reversal.undo(service, service.hooks, action_id, sender=sender,
                                channel=channel)
         if report is not None:

@@ -144,7 +144,7 @@ def candidates(service: TurnService, session_id: str, sender: str) -> list[tuple
 
 def not_undoable(service: TurnService, executor: str) -> bool:
     """A step never undone itself: an undo, or a host tool's (`wish`, `undo_last`)."""
-    return executor == EXECUTOR or executor in service.host_tools
+    return executor == EXECUTOR or executor in service.hooks.host_tools
 
 
 def _changes_nothing(folder: Path) -> bool:

@@ -15,5 +15,5 @@ async def test_the_served_gateway_schedules_reminders(make_home: MakeHome,
     make_home(lang="en")
     gateway = app()
     async with LifespanManager(gateway, startup_timeout=60, shutdown_timeout=60):
-        assert EFFECT in gateway.state.gateway.service.effects
+        assert EFFECT in gateway.state.gateway.service.hooks.effects
         assert gateway.state.gateway.runner.__module__ == "flows.turn"

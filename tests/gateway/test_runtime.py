@@ -53,19 +53,19 @@ async def test_the_served_gateway_builds_one_frozen_runtime(make_home: MakeHome,
         service: TurnService = gateway.state.gateway.service
         assert service.checker.runtime is service and service.runner.runtime is service
         assert gateway.state.gateway.delivery.service is service  # the outbox loop: the same one
-        assert {NOTIFY, SUMMARIZE, SCHEDULE, REMINDER} <= set(service.effects)
-        assert service.hooks.remote is not None and service.watchers
-        assert set(service.undoers) == {SCHEDULE, REMINDER}
+        assert {NOTIFY, SUMMARIZE, SCHEDULE, REMINDER} <= set(service.hooks.effects)
+        assert service.hooks.remote is not None and service.hooks.watchers
+        assert set(service.hooks.undoers) == {SCHEDULE, REMINDER}
         # the files asked last by an undo: every action has their record
-        assert list(service.reversals) == ["effect", "mailbox", "remote", "files"]
-        assert set(service.host_tools) == {"wish", "undo_last"}
-        assert set(service.accounts) == {"imap"}
+        assert list(service.hooks.reversals) == ["effect", "mailbox", "remote", "files"]
+        assert set(service.hooks.host_tools) == {"wish", "undo_last"}
+        assert set(service.hooks.accounts) == {"imap"}
         with pytest.raises(dataclasses.FrozenInstanceError):
             service.engine = None  # type: ignore[misc]
         with pytest.raises(TypeError):
-            service.effects[NOTIFY] = service.effects[SUMMARIZE]  # type: ignore[index]
+            service.hooks.effects[NOTIFY] = service.hooks.effects[SUMMARIZE]  # type: ignore[index]
         with pytest.raises(TypeError):
-            del service.reversals["files"]  # type: ignore[attr-defined]
+            del service.hooks.reversals["files"]  # type: ignore[attr-defined]
         assert service.record.events is service.events
 
 

@@ -126,7 +126,7 @@ def _quiet_around_now() -> str:
 
 async def _notify_turn(client: httpx.AsyncClient, text: str) -> dict[str, Any]:
     app = client.app  # type: ignore[attr-defined]
-    assert EFFECT in app.state.gateway.service.effects  # every runtime carries notify out
+    assert EFFECT in app.state.gateway.service.hooks.effects  # every runtime carries notify out
     resp = await client.post("/api/turns", json={"text": text})
     assert resp.status_code == 200, resp.text
     turn = await wait_closed(client, resp.json()["turn_id"])
