@@ -6,8 +6,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from metnos.db.embedded import EmbeddedPostgres
-from metnos.settings import Settings
+from metnos.ground.db.embedded import EmbeddedPostgres
+from metnos.ground.settings import Settings
 
 
 def pct(values: list[float], q: float) -> float:
@@ -26,8 +26,8 @@ def bench_home(root: Path, database: str, **env: str) -> Settings:
         "METNOS_DATABASE_URL": pg.url(database),
         "PREFECT_SERVER_DATABASE_CONNECTION_URL": "postgresql+asyncpg://bench/unused", **env,
     })
-    from metnos.home import initialise
-    from metnos.settings import get_settings
+    from metnos.faces.home import initialise
+    from metnos.ground.settings import get_settings
 
     get_settings.cache_clear()
     settings = get_settings()

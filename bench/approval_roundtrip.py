@@ -92,7 +92,7 @@ async def one_run(client: httpx.AsyncClient, llm: ScriptedLLM, workspace: Path, 
 
 
 async def main(runs: int, warmup: int) -> None:
-    from metnos.gateway.app import create_app
+    from metnos.faces.gateway.app import create_app
 
     _instrument()
     root = Path(tempfile.mkdtemp(prefix="metnos-bench-approval-"))

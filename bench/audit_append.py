@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from metnos.audit import AuditLog, chain, verify
+from metnos.mechanisms.audit import AuditLog, chain, verify
 
 FIELDS = {
     "sender": "owner",

@@ -70,8 +70,8 @@ async def main(sessions: int, turns: int) -> None:
         os.environ["METNOS_GATEWAY_PORT"] = str(port)
         settings = setup_home(Path(tmp), llm)
         from flows.turn import resume_approval, run_turn
-        from metnos.gateway.app import create_app
-        from metnos.web.link import create_login_link
+        from metnos.faces.gateway.app import create_app
+        from metnos.faces.web.link import create_login_link
 
         server = await serve(create_app(settings, runner=run_turn, resumer=resume_approval),
                              port)

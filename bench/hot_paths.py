@@ -5,7 +5,7 @@
 Each figure is a median over `--runs` runs, printed with its target; the script exits 1 when a
 median misses its target (a bench on a quiet machine, not a unit test on a loaded one):
 - the secret scanner (Law 2) on 1 MB of clean prose, and redacting a token hidden in it;
-- Law 2 on the model's traffic (`metnos.llm.outbound`): one request as a turn sends it (a
+- Law 2 on the model's traffic (`metnos.mechanisms.llm.outbound`): one request as a turn sends it (a
   12 KB system prompt and 20 messages of history), and a 2 KB reply streamed in 4-character
   deltas through the held stream;
 - the embedded planner (hassil intents, compiled once) per utterance;
@@ -31,10 +31,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _targets import report  # noqa: E402  (bench/ is the script's folder)
 
-from metnos.db.embedded import EmbeddedPostgres  # noqa: E402
-from metnos.i18n import lint  # noqa: E402
-from metnos.llm import plan_embedded  # noqa: E402
-from metnos.llm.port import LLMPort  # noqa: E402
+from metnos.ground.db.embedded import EmbeddedPostgres  # noqa: E402
+from metnos.ground.i18n import lint  # noqa: E402
+from metnos.mechanisms.llm import plan_embedded  # noqa: E402
+from metnos.mechanisms.llm.port import LLMPort  # noqa: E402
 from metnos.testing import ScriptedLLM  # noqa: E402
 from tests.i18n.test_lint import MIXED  # noqa: E402
 from tests.llm.conftest import llm_settings  # noqa: E402
@@ -66,7 +66,7 @@ def scanner_figures(runs: int) -> dict[str, float]:
 
 
 def outbound_figures(runs: int) -> dict[str, float]:
-    from metnos.llm.outbound import Outbound
+    from metnos.mechanisms.llm.outbound import Outbound
 
     with tempfile.TemporaryDirectory(prefix="metnos-bench-outbound-") as tmp:
         inst = make_instance(Path(tmp))

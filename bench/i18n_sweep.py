@@ -28,12 +28,12 @@ import tomlkit
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from metnos import i18n  # noqa: E402
-from metnos.i18n.store import MessageStore, read_catalogs  # noqa: E402
-from metnos.languages.layer_messages import STATE_FILE, MessagesLayer  # noqa: E402
-from metnos.languages.resources import write_json  # noqa: E402
-from metnos.languages.state import record_new  # noqa: E402
-from metnos.settings import get_settings  # noqa: E402
+from metnos.features.languages.layer_messages import STATE_FILE, MessagesLayer  # noqa: E402
+from metnos.features.languages.resources import write_json  # noqa: E402
+from metnos.features.languages.state import record_new  # noqa: E402
+from metnos.ground import i18n  # noqa: E402
+from metnos.ground.i18n.store import MessageStore, read_catalogs  # noqa: E402
+from metnos.ground.settings import get_settings  # noqa: E402
 
 LANGS = ("en", "it", "fr")
 WORDS = {"en": "the file {name} was moved to the folder",

@@ -7,14 +7,14 @@
    `generate_series`): 10k executors in 250 habits of 40, and 1k, 10k, 100k, 200k mnests
    (9 in 10 inside a habit, 1 in 10 to the next one; use clocks spread over the last 1000
    invocations, so an ager cycle decays about 95 % of them). For each size it times one ager
-   cycle (`metnos.mnestoma.ager.cycle`) and one trace detection
-   (`metnos.mnestoma.traces.detect`), and prints the time per mnest between sizes (the
+   cycle (`metnos.features.mnestoma.ager.cycle`) and one trace detection
+   (`metnos.features.mnestoma.traces.detect`), and prints the time per mnest between sizes (the
    slope); the ager must grow linearly: the ratio of the last slope to the first is printed.
 2. The scripted month (`metnos.testing.month`): its hand-offs (a call after the model saw
    the previous round's calls, self hand-offs left out) make its mnestoma, whose traces are
    detected; then for every turn the prompt tokens of the tool list (each model call sends
-   it once: rounds + 1 calls) with and without routing (`metnos.llm.tokens`, cl100k), and the
-   tool-choice accuracy: the share of turns whose expected executors were all offered.
+   it once: rounds + 1 calls) with and without routing (`metnos.mechanisms.llm.tokens`, cl100k), and
+   the tool-choice accuracy: the share of turns whose expected executors were all offered.
 """
 
 from __future__ import annotations
@@ -34,12 +34,12 @@ from sqlalchemy import text  # noqa: E402
 from sqlalchemy.engine import Engine  # noqa: E402
 
 from bench._home import bench_home  # noqa: E402
-from metnos.audit import AuditLog, open_audit_log  # noqa: E402
-from metnos.db.engine import database_url, make_engine  # noqa: E402
-from metnos.llm.tokens import count_text  # noqa: E402
-from metnos.mnestoma import traces, wish  # noqa: E402
-from metnos.mnestoma.routing import route  # noqa: E402
-from metnos.settings import Settings  # noqa: E402
+from metnos.features.mnestoma import traces, wish  # noqa: E402
+from metnos.features.mnestoma.routing import route  # noqa: E402
+from metnos.ground.db.engine import database_url, make_engine  # noqa: E402
+from metnos.ground.settings import Settings  # noqa: E402
+from metnos.mechanisms.audit import AuditLog, open_audit_log  # noqa: E402
+from metnos.mechanisms.llm.tokens import count_text  # noqa: E402
 
 EXECUTORS, HABIT = 10_000, 40
 SIZES, QUICK = (1_000, 10_000, 100_000, 200_000), (1_000, 5_000, 20_000)
@@ -76,7 +76,7 @@ def plant(engine: Engine, mnests: int) -> None:
 
 def scale(engine: Engine, settings: Settings, audit: AuditLog,
           sizes: tuple[int, ...]) -> None:
-    from metnos.mnestoma import ager
+    from metnos.features.mnestoma import ager
 
     names = [f"e{i}" for i in range(EXECUTORS)]
     rows: list[tuple[int, float, float, int, int]] = []
@@ -132,7 +132,7 @@ def month_mnestoma(engine: Engine, turns: list[Any]) -> Counter[tuple[str, str]]
 
 
 def routing(engine: Engine, settings: Settings, audit: AuditLog) -> None:
-    from metnos.executors.registry import load_registry
+    from metnos.mechanisms.executors.registry import load_registry
     from metnos.testing.month import month
 
     turns = month(seed=0)

@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _targets import report  # noqa: E402  (bench/ is the script's folder)
 
-from metnos.sandbox import SandboxProfile, SandboxRequest, run_canary, run_sandboxed  # noqa: E402
+from metnos.mechanisms.sandbox import SandboxProfile, SandboxRequest, run_canary, run_sandboxed  # noqa: E402
 from tests.sandbox._helpers import (  # noqa: E402
     FORK_BOMB,
     MEMORY_HOG,

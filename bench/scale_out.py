@@ -36,9 +36,9 @@ from prefect.client.schemas.filters import DeploymentFilter, DeploymentFilterNam
 from bench._home import bench_home, llm_env, pct  # noqa: E402
 from flows.remote_step import CODE_ROOT, deploy, port  # noqa: E402
 from flows.turn import resume_approval, run_turn  # noqa: E402
-from metnos.gateway.app import create_app  # noqa: E402
+from metnos.faces.gateway.app import create_app  # noqa: E402
+from metnos.faces.wiring import Edges  # noqa: E402
 from metnos.testing.llm_server import ScriptedLLM, ToolCall  # noqa: E402
-from metnos.wiring import Edges  # noqa: E402
 from tests.support.worker import Worker, laptop_home  # noqa: E402
 
 POOL = "laptop"

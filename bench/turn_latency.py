@@ -40,14 +40,14 @@ import uvicorn  # noqa: E402
 from bench._home import bench_home, llm_env, pct  # noqa: E402
 from bench._probes import DeltaClock, PrefectCalls, busy_ms, endpoint_table  # noqa: E402
 from bench._targets import report as report_targets  # noqa: E402
-from metnos.sandbox import (  # noqa: E402
+from metnos.mechanisms.sandbox import (  # noqa: E402
     SandboxRequest,
     _process,  # noqa: E402
     build_argv,
     find_bwrap,
     find_python_runtime,
 )
-from metnos.sandbox._pins import pin  # noqa: E402
+from metnos.mechanisms.sandbox._pins import pin  # noqa: E402
 from metnos.testing.llm_server import ScriptedLLM  # noqa: E402
 from tests.support.pg import free_port  # noqa: E402
 
@@ -153,7 +153,7 @@ async def serve(app: Any, port: int) -> uvicorn.Server:
 
 async def sandbox_start(settings: Any, runs: int) -> tuple[list[float], list[float]]:
     """Median start of our full sandbox argv running `true`, against a bare bwrap `true`."""
-    from metnos.sandbox.profile import SandboxProfile
+    from metnos.mechanisms.sandbox.profile import SandboxProfile
 
     bwrap = find_bwrap()
     runtime = await find_python_runtime(bwrap)
@@ -238,7 +238,7 @@ async def main(turns: int, warmup: int) -> int:
     if not os.environ.get("PREFECT_API_URL") or not os.environ.get("METNOS_TEST_PG_DATA"):
         sys.exit("run through `make bench` (it starts PostgreSQL and a Prefect server)")
     from flows.turn import run_turn
-    from metnos.gateway.app import create_app
+    from metnos.faces.gateway.app import create_app
     from metnos.turns.handle import plain_runner
 
     root = Path(tempfile.mkdtemp(prefix="metnos-bench-"))

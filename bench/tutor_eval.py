@@ -26,8 +26,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from metnos.tutor.catalog import Catalog, open_catalog  # noqa: E402
-from metnos.tutor.classify import Classifier  # noqa: E402
+from metnos.features.tutor.catalog import Catalog, open_catalog  # noqa: E402
+from metnos.features.tutor.classify import Classifier  # noqa: E402
 from tests.tutor.eval import LANGS, PARTS, Report, matrix_lines, run  # noqa: E402
 
 RECALL_TARGET = 0.9  # on the product path (retrieve + admitted), both languages, both parts
@@ -77,7 +77,7 @@ def main() -> int:
     catalog: Catalog | None = None
     with tempfile.TemporaryDirectory(prefix="tutor_eval_") as tmp:
         if not args.no_catalog:
-            from metnos.tutor.compile import compile_catalog
+            from metnos.features.tutor.compile import compile_catalog
 
             started = time.perf_counter()
             compiled = compile_catalog(Path(tmp), embedder=classifier.embedder)

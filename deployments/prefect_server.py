@@ -7,7 +7,7 @@ default `/docs`, `/redoc` and `/openapi.json`: those answered anyone without the
 `prefect server start` runs (`create_app(final=True)`, the services included), removes those
 routes from the top-level and UI apps (the API's own, behind the credential, stay), and runs
 it with uvicorn as Prefect's foreground server does. Settings come from the environment that
-`metnos.serve.processes.prefect_server` prepares.
+`metnos.faces.serve.processes.prefect_server` prepares.
 
     python -m deployments.prefect_server --host 127.0.0.1 --port 4200
 """

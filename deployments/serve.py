@@ -31,10 +31,10 @@ from flows.synt import synt
 from flows.traces import traces
 from flows.translation_sweep import translation_sweep
 from flows.tutor import tutor_catalog
-from metnos.db.engine import database_url, make_engine
-from metnos.schedules.models import ScheduledTask
-from metnos.schedules.owner import slug, wanted_schedules
-from metnos.settings import Settings, get_settings
+from metnos.features.schedules.models import ScheduledTask
+from metnos.features.schedules.owner import slug, wanted_schedules
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
 

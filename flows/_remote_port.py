@@ -1,4 +1,4 @@
-"""The server's Prefect calls for remote steps (`metnos.remote.port.RemotePort`)."""
+"""The server's Prefect calls for remote steps (`metnos.features.remote.port.RemotePort`)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,8 @@ from prefect.client.schemas.objects import StateType, WorkerStatus
 from prefect.exceptions import ObjectNotFound, PrefectHTTPStatusError
 from prefect.states import Cancelled, Cancelling
 
-from metnos.remote.port import RemoteLost, RemotePort, RemoteTimeout
-from metnos.settings import Settings
+from metnos.features.remote.port import RemoteLost, RemotePort, RemoteTimeout
+from metnos.ground.settings import Settings
 
 POLL_S = 0.25
 

@@ -1,6 +1,6 @@
 """The scheduler's signals for the Tutor's `scheduler` and `services` probes, read from Prefect.
 
-`metnos/` never imports Prefect: its `metnos.tutor.signals.Snapshot`, refreshed for the
+`metnos/` never imports Prefect: its `metnos.features.tutor.signals.Snapshot`, refreshed for the
 gateway's lifespan, reads through `reader` here. A reading takes, with short time bounds: the
 API's `/health`; the newest `last_polled` of the deployments (the runner of
 `deployments/serve.py` polls `POST /deployments/get_scheduled_flow_runs`, and the server then
@@ -19,8 +19,8 @@ from prefect.client.orchestration import PrefectClient
 from prefect.settings import get_current_settings
 
 from flows._scheduler_reads import READ_TIMEOUT_S, client, flows_named, reads
-from metnos.tutor.probes import SchedulerSignals
-from metnos.tutor.signals import Reader
+from metnos.features.tutor.probes import SchedulerSignals
+from metnos.features.tutor.signals import Reader
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ async def read_signals(prefect: PrefectClient, *, flow_names: Sequence[str] | No
 @asynccontextmanager
 async def reader(api_url: str | None = None,
                  flow_names: Sequence[str] | None = None) -> AsyncIterator[Reader]:
-    """How `metnos.tutor.signals.Snapshot` reads: one client for the refresher's life."""
+    """How `metnos.features.tutor.signals.Snapshot` reads: one client for the refresher's life."""
     async with client(api_url) as prefect:
         yield lambda: read_signals(prefect, flow_names=flow_names)
 

@@ -1,5 +1,5 @@
 """What `deployments.serve` does before it serves: missed runs reported once
-(`metnos.schedules.notices`; the earlier ones of a deployment cancelled, the latest left to
+(`metnos.features.schedules.notices`; the earlier ones of a deployment cancelled, the latest left to
 run late, once; only the family's tasks are named), and the owner's tasks and the Prefect
 schedules made to agree (schedules of removed tasks dropped; `serve()` then applies one per
 active task)."""
@@ -24,9 +24,9 @@ from prefect.states import Cancelled
 from sqlalchemy.engine import Engine
 from sqlmodel import SQLModel
 
-from metnos.schedules import notices, owner
-from metnos.schedules.models import ScheduledTask, ScheduleNotice, TaskRun
-from metnos.settings import Settings
+from metnos.features.schedules import notices, owner
+from metnos.features.schedules.models import ScheduledTask, ScheduleNotice, TaskRun
+from metnos.ground.settings import Settings
 
 
 def tables(engine: Engine) -> None:

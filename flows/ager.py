@@ -2,7 +2,7 @@
 
 The deployment `ager/check` runs it every few minutes: checking is one query, and a cycle
 runs only when `ager_every` invocations passed since the last one (a sleeping system does not
-age). The domain work is `metnos.mnestoma.ager`.
+age). The domain work is `metnos.features.mnestoma.ager`.
 """
 
 from __future__ import annotations

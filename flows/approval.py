@@ -36,7 +36,7 @@ async def resume_approval(flow_run_id: str, run_input: dict[str, Any]) -> None:
     """Resume a paused turn with the owner's decision (the UI's Resume button). Retried for
     RESUME_RETRY_S while the run is still Running (the decision came before the pause) or the
     API fails or answers 5xx/429; a run seen Running that then ends took it in (`gate.decided`);
-    one ended at once, or unknown, fails to the caller (`metnos.approvals.resume`)."""
+    one ended at once, or unknown, fails to the caller (`metnos.mechanisms.approvals.resume`)."""
     retrying = tenacity.AsyncRetrying(
         retry=tenacity.retry_if_exception(_may_pass),
         stop=tenacity.stop_after_delay(RESUME_RETRY_S),

@@ -6,7 +6,7 @@ parameter; here the runner is the flow. `metnos serve` starts this module as a p
     python -m flows.gateway
 
 The process serves from a thread and keeps its stop signals in the main thread
-(`metnos.gateway.process.serve`).
+(`metnos.faces.gateway.process.serve`).
 """
 
 from __future__ import annotations
@@ -23,13 +23,13 @@ from flows.owner_task import sync
 from flows.reminder import scheduler
 from flows.remote_step import port
 from flows.turn import crash_runs, resume_approval, run_turn
-from metnos.gateway.app import create_app
-from metnos.gateway.outbox_delivery import with_reminders
-from metnos.gateway.process import serve
-from metnos.gateway.scheduled import with_schedules
-from metnos.settings import get_settings
-from metnos.tutor.signals import Snapshot, with_scheduler_signals
-from metnos.wiring import Edges
+from metnos.faces.gateway.app import create_app
+from metnos.faces.gateway.outbox_delivery import with_reminders
+from metnos.faces.gateway.process import serve
+from metnos.faces.gateway.scheduled import with_schedules
+from metnos.faces.wiring import Edges
+from metnos.features.tutor.signals import Snapshot, with_scheduler_signals
+from metnos.ground.settings import get_settings
 
 
 def app() -> FastAPI:

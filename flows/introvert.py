@@ -1,5 +1,5 @@
 """The nightly introvert steps (SPEC §7.3): fuse, generalise, specialise — as one batch of
-proposals, never across traces. The domain work is `metnos.mnestoma.introvert`; the owner's
+proposals, never across traces. The domain work is `metnos.features.mnestoma.introvert`; the owner's
 answer reaches the synt through the proposals' handlers."""
 
 from __future__ import annotations

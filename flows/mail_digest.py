@@ -2,7 +2,7 @@
 deployments/serve.py on `[mail] digest_cron` in the instance's time zone).
 
 imap_status → only if something is new → imap_fetch_headers → classify → summarize →
-notify, silent when nothing is worth saying; the chain's logic is `metnos.mail.digest`. The
+notify, silent when nothing is worth saying; the chain's logic is `metnos.features.mail.digest`. The
 status read is retried on its own; a run that fails is retried once from the top (a new
 turn: the folders' state advances only after a run that went through), and a run that fails
 for good leaves the owner a notice (an outbox row on the preferred channel) and an audit line.
@@ -17,9 +17,9 @@ from prefect import flow
 from prefect.client.schemas.objects import State
 from prefect.states import Completed
 
-from metnos import i18n
-from metnos.errors import MetnosError
-from metnos.settings import get_settings
+from metnos.ground import i18n
+from metnos.ground.errors import MetnosError
+from metnos.ground.settings import get_settings
 from tasks.mail import (
     check_mail_task,
     close_digest_task,

@@ -26,9 +26,9 @@ from prefect.client.schemas.schedules import SCHEDULE_TYPES, CronSchedule
 from prefect.context import get_run_context
 from prefect.states import Completed
 
-from metnos.schedules.models import ScheduledTask
-from metnos.schedules.owner import Sync, slug
-from metnos.settings import Settings
+from metnos.features.schedules.models import ScheduledTask
+from metnos.features.schedules.owner import Sync, slug
+from metnos.ground.settings import Settings
 from tasks.schedules import make_due_task, report_failed, wait_end_task
 
 

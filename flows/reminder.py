@@ -13,8 +13,8 @@ from prefect import flow, get_client
 from prefect.client.schemas.objects import State, StateType
 from prefect.states import Cancelled, Completed, Scheduled
 
-from metnos.reminders.effect import Scheduler
-from metnos.settings import Settings
+from metnos.features.reminders.effect import Scheduler
+from metnos.ground.settings import Settings
 from tasks.reminder import mark_due_task
 
 
@@ -26,7 +26,7 @@ async def reminder(outbox_id: str) -> State:
 
 
 def scheduler(settings: Settings) -> Scheduler:
-    """The reminders' Prefect calls, for `metnos.reminders.effect` (run in the gateway)."""
+    """The reminders' Prefect calls, for `metnos.features.reminders.effect` (run in the gateway)."""
     async def schedule(outbox_id: str, when: datetime, name: str, tags: list[str]) -> str:
         async with get_client() as client:
             deployment = await client.read_deployment_by_name(settings.reminders.deployment)

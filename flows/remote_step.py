@@ -4,7 +4,7 @@ Prefect worker of that place's work pool (deployment `remote-step/<pool>`; SPEC 
 
 The reply travels back through the Prefect server as the final state's message (JSON): a
 laptop shares no disk with the server, so no result storage is involved; the server reads it
-as untrusted data (`metnos.remote.server.reply_of`). A refusal on the laptop ends the run
+as untrusted data (`metnos.features.remote.server.reply_of`). A refusal on the laptop ends the run
 Failed with its reason, visible in the Prefect UI. The server's calls are `port()`.
 """
 
@@ -24,7 +24,7 @@ from prefect.exceptions import ObjectAlreadyExists
 from prefect.states import Completed, Failed
 
 from flows._remote_port import port
-from metnos.settings import get_settings
+from metnos.ground.settings import get_settings
 from tasks.remote import remote_executor
 
 ENTRYPOINT = "flows/remote_step.py:remote_step"

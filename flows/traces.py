@@ -3,7 +3,7 @@
 Its deployment `traces/weekly` checks once a day and detects only when
 `[evolution] traces_every_days` (7) have passed since the newest traces (checking is one
 query), so the rhythm follows the setting; `force=True` detects now. The domain work is
-`metnos.mnestoma.traces`.
+`metnos.features.mnestoma.traces`.
 """
 
 from __future__ import annotations

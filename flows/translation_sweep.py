@@ -12,7 +12,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 
-from metnos.languages.admin import LAYERS
+from metnos.features.languages.admin import LAYERS
 from tasks.translation import translate_layer_task, translation_status_task
 
 

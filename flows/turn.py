@@ -22,7 +22,7 @@ from prefect.states import Crashed
 from flows._clients import shared_clients
 from flows._runview import describe_run, name_run
 from flows.approval import resume_approval, wait_for_owner
-from metnos import i18n
+from metnos.ground import i18n
 from metnos.turns import recovery, runview
 from metnos.turns.pipeline import HeadStart, discard, head_start, run_pipeline
 from metnos.turns.service import TurnContext, TurnService

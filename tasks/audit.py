@@ -8,8 +8,8 @@ from dataclasses import asdict
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from metnos.audit import verify_instance
-from metnos.settings import get_settings
+from metnos.ground.settings import get_settings
+from metnos.mechanisms.audit import verify_instance
 
 
 @task(name="verify-audit", cache_policy=NO_CACHE, retries=1, retry_delay_seconds=5)

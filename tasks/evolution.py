@@ -1,4 +1,4 @@
-"""Prefect tasks of memory and evolution: thin wrappers over `metnos.mnestoma` (traces, the
+"""Prefect tasks of memory and evolution: thin wrappers over `metnos.features.mnestoma` (traces, the
 introvert steps; the ager's below). Each opens its own engine on the instance's database."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from prefect.client.schemas.objects import State
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DisconnectionError, InterfaceError, OperationalError
 
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.executors.registry import load_registry
-from metnos.mnestoma import ager, introvert, traces
-from metnos.settings import Settings, get_settings
+from metnos.features.mnestoma import ager, introvert, traces
+from metnos.ground.db.engine import database_url, in_session, make_engine
+from metnos.ground.settings import Settings, get_settings
+from metnos.mechanisms.executors.registry import load_registry
 
 T = TypeVar("T")
 

@@ -1,4 +1,4 @@
-"""Prefect tasks of the `mail-digest` flow: thin wrappers over `metnos.mail.digest`."""
+"""Prefect tasks of the `mail-digest` flow: thin wrappers over `metnos.features.mail.digest`."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import asyncio
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from metnos.mail import digest
-from metnos.mail.digest import DigestResult, DigestRun
-from metnos.settings import get_settings
-from metnos.wiring import build_runtime
+from metnos.faces.wiring import build_runtime
+from metnos.features.mail import digest
+from metnos.features.mail.digest import DigestResult, DigestRun
+from metnos.ground.settings import get_settings
 
 
 @task(name="digest-open", cache_policy=NO_CACHE, persist_result=False)

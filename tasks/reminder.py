@@ -1,4 +1,4 @@
-"""Prefect task of the `reminder` flow: a thin wrapper over `metnos.reminders.outbox`."""
+"""Prefect task of the `reminder` flow: a thin wrapper over `metnos.features.reminders.outbox`."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import asyncio
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.reminders import outbox
-from metnos.settings import get_settings
+from metnos.features.reminders import outbox
+from metnos.ground.db.engine import database_url, in_session, make_engine
+from metnos.ground.settings import get_settings
 
 
 def _mark_due(outbox_id: str) -> bool:

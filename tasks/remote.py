@@ -1,4 +1,4 @@
-"""Prefect task of the `remote-step` flow: the laptop's side (`metnos.remote.worker`)."""
+"""Prefect task of the `remote-step` flow: the laptop's side (`metnos.features.remote.worker`)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from metnos.remote import worker
+from metnos.features.remote import worker
 
 
 # not retried: a rename batch is not idempotent, and a refusal is an answer, not a glitch

@@ -1,4 +1,4 @@
-"""Prefect tasks of the owner's scheduled tasks: thin wrappers over `metnos.schedules`."""
+"""Prefect tasks of the owner's scheduled tasks: thin wrappers over `metnos.features.schedules`."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from datetime import UTC, datetime
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from metnos.db.engine import in_session
-from metnos.errors import MetnosError
-from metnos.schedules import notices, store
+from metnos.features.schedules import notices, store
+from metnos.ground.db.engine import in_session
+from metnos.ground.errors import MetnosError
 from tasks.evolution import with_engine
 
 

@@ -1,4 +1,4 @@
-"""Prefect tasks of the `synt` flow: thin wrappers over `metnos.synt.cascade`."""
+"""Prefect tasks of the `synt` flow: thin wrappers over `metnos.features.synt.cascade`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from metnos.settings import get_settings
-from metnos.synt import cascade
+from metnos.features.synt import cascade
+from metnos.ground.settings import get_settings
 
 
 # idempotent: a proto already proposed is no longer due, a proposal is never made twice

@@ -1,4 +1,4 @@
-"""Prefect tasks of the nightly translation sweep: thin wrappers over `metnos.i18n`."""
+"""Prefect tasks of the nightly translation sweep: thin wrappers over `metnos.ground.i18n`."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import Any
 from prefect import get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from metnos.languages.admin import LanguageAdmin
-from metnos.languages.sweep import SweepReport
-from metnos.languages.translator import LLMTranslator
-from metnos.llm.port import LLMPort
-from metnos.settings import get_settings
+from metnos.features.languages.admin import LanguageAdmin
+from metnos.features.languages.sweep import SweepReport
+from metnos.features.languages.translator import LLMTranslator
+from metnos.ground.settings import get_settings
+from metnos.mechanisms.llm.port import LLMPort
 
 
 @task(name="translation-status", cache_policy=NO_CACHE)

@@ -22,7 +22,7 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.utilities.annotations import quote
 
-from metnos.llm.port import LLMReply
+from metnos.mechanisms.llm.port import LLMReply
 from metnos.turns.conversation import Conversation
 from metnos.turns.loop import ThinkFn
 from metnos.turns.pipeline import HeadStart

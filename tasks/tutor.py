@@ -9,9 +9,9 @@ from typing import Any
 from prefect import task
 from prefect.cache_policies import NO_CACHE
 
-from metnos.settings import get_settings
-from metnos.tutor.feedback_report import check_instance
-from metnos.tutor.upkeep import Upkeep, refresh
+from metnos.features.tutor.feedback_report import check_instance
+from metnos.features.tutor.upkeep import Upkeep, refresh
+from metnos.ground.settings import get_settings
 
 
 @task(name="tutor-refresh", cache_policy=NO_CACHE, persist_result=False)

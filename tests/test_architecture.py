@@ -63,11 +63,15 @@ def test_flows_stay_thin() -> None:
         lines = [ln for ln in path.read_text().splitlines() if ln.strip()]
         assert len(lines) < 80, f"{path.name}: {len(lines)} lines; domain work belongs in metnos/"
 
+RINGS = ("ground", "mechanisms", "features", "faces")  # the ring folders, skipped
+
 
 def _package(module: str) -> str | None:
-    """`metnos.db.engine` -> `db`; a module outside metnos/ -> None."""
+    """`metnos.ground.db.engine` -> `db`; a module outside metnos/ -> None."""
     parts = module.split(".")
-    return parts[1] if parts[0] == "metnos" and len(parts) > 1 else None
+    if parts[0] != "metnos" or len(parts) < 2:
+        return None
+    return parts[2] if parts[1] in RINGS and len(parts) > 2 else parts[1]
 
 
 def _package_graph() -> dict[str, set[str]]:
@@ -128,12 +132,12 @@ def test_no_package_is_in_an_import_loop() -> None:
 
 
 def test_the_app_brings_every_features_tables() -> None:
-    """A fresh interpreter (no test plugin has imported `metnos.features`): the gateway's app
+    """A fresh interpreter (no test plugin has imported `metnos.faces.registry`): the gateway's app
     already has every feature's tables."""
-    code = ("import metnos.gateway.app\n"
+    code = ("import metnos.faces.gateway.app\n"
             "from sqlmodel import SQLModel\n"
             "before = set(SQLModel.metadata.tables)\n"
-            "import metnos.features\n"
+            "import metnos.faces.registry\n"
             "print(before == set(SQLModel.metadata.tables) and len(before) > 20)\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
                          text=True, timeout=120)
@@ -143,22 +147,23 @@ def test_the_app_brings_every_features_tables() -> None:
 
 # A face (the gateway) calls the use-cases below it; nothing below calls a face. The one other
 # face that does, `metnos-prompts check`, hands the gateway's pages to the translation
-# workbench (`metnos.languages`); an entry here that no longer imports the gateway fails too.
-GATEWAY_IMPORTERS_LEFT = {"metnos/cli/prompts.py"}
+# workbench (`metnos.features.languages`); an entry here that no longer imports the gateway fails
+# too.
+GATEWAY_IMPORTERS_LEFT = {"metnos/faces/cli/prompts.py"}
 
 
 def test_only_the_gateway_imports_the_gateway() -> None:
     found: dict[str, list[str]] = {}
     for path in sorted((ROOT / "metnos").rglob("*.py")):
         where = str(path.relative_to(ROOT))
-        if where.startswith("metnos/gateway/"):
+        if where.startswith("metnos/faces/gateway/"):
             continue
         names = [f"line {line}: import {name}" for line, name in _imports(path, names=True)
-                 if name == "metnos.gateway" or name.startswith("metnos.gateway.")]
+                 if name == "metnos.faces.gateway" or name.startswith("metnos.faces.gateway.")]
         if names:
             found[where] = names
     assert set(found) == GATEWAY_IMPORTERS_LEFT, (
-        f"imports of metnos.gateway outside it: "
+        f"imports of metnos.faces.gateway outside it: "
         f"{ {k: v for k, v in found.items() if k not in GATEWAY_IMPORTERS_LEFT} }; "
         f"no longer importing it (drop from GATEWAY_IMPORTERS_LEFT): "
         f"{sorted(GATEWAY_IMPORTERS_LEFT - set(found))}")
@@ -167,7 +172,7 @@ def test_only_the_gateway_imports_the_gateway() -> None:
 # The turn service (the runtime with the features' hooks and the step checker and runner) is
 # the turn ring's own: faces hold the turn handle, features the runtime's parts. Outside
 # metnos/turns/ only the composition root builds it and the turn's Prefect edge runs it.
-TURN_SERVICE_OUTSIDE_THE_TURN = {"metnos/wiring.py", "flows/turn.py", "tasks/turn.py"}
+TURN_SERVICE_OUTSIDE_THE_TURN = {"metnos/faces/wiring.py", "flows/turn.py", "tasks/turn.py"}
 
 
 def test_only_the_turn_ring_imports_the_turn_service() -> None:

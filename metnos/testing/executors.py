@@ -1,14 +1,14 @@
 """An executor's `main.py` run directly, outside the sandbox (a test harness: production runs
-it in bubblewrap, `metnos.sandbox.runner`): the interpreter started as the sandbox starts it
-(`-I -S -B`), with the protocol helper importable as the sandbox binds it
-(`metnos_sandbox_protocol`, `metnos.sandbox.bwrap.protocol_package`)."""
+it in bubblewrap, `metnos.mechanisms.sandbox.runner`): the interpreter started as the sandbox starts
+it (`-I -S -B`), with the protocol helper importable as the sandbox binds it
+(`metnos_sandbox_protocol`, `metnos.mechanisms.sandbox.bwrap.protocol_package`)."""
 
 from __future__ import annotations
 
 import sys
 from pathlib import Path
 
-from metnos.sandbox.bwrap import protocol_package
+from metnos.mechanisms.sandbox.bwrap import protocol_package
 
 _BOOT = """import importlib.util, runpy, sys
 spec = importlib.util.spec_from_file_location(sys.argv[1], sys.argv[2])

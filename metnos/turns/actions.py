@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from metnos.reversibility import valid_action_id
+from metnos.ground.reversibility import valid_action_id
 
 _SENTENCE_END = re.compile(r"(?:[.!?;]\s+|\n)")
 HANDLE_CHARS = 8  # a change's short handle: the first characters of its action id

@@ -1,8 +1,8 @@
 """The facts `policy.decide` needs to let an ordinary reversible change run without a card.
 
-`routine_step` says whether a checked step is such a change (`metnos.policy.routine`) and
+`routine_step` says whether a checked step is such a change (`metnos.mechanisms.policy.routine`) and
 whether its whole before-record can be kept: every path it may write is looked at now, on
-the host, beneath the workspace descriptor without following links (`metnos.reversibility`'s
+the host, beneath the workspace descriptor without following links (`metnos.ground.reversibility`'s
 walker, without copying). A file or a tree too big to copy whole (over
 `reversibility.MAX_SNAPSHOT_BYTES` together, or a tree past `MAX_TREE_ENTRIES`), or
 something that is neither a file, a folder nor a link, makes the step ask instead: its
@@ -17,11 +17,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from metnos.executors.manifest import Manifest
-from metnos.fdpaths import open_workspace
-from metnos.policy.routine import routine_change
-from metnos.reversibility import MAX_SNAPSHOT_BYTES, Walker
-from metnos.settings import Settings
+from metnos.ground.fdpaths import open_workspace
+from metnos.ground.reversibility import MAX_SNAPSHOT_BYTES, Walker
+from metnos.ground.settings import Settings
+from metnos.mechanisms.executors.manifest import Manifest
+from metnos.mechanisms.policy.routine import routine_change
 
 
 def routine_step(settings: Settings, manifest: Manifest, args: Mapping[str, Any]) -> bool:

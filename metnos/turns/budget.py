@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from metnos.settings.agent import AgentSettings
+from metnos.ground.settings.agent import AgentSettings
 
 STOP_MODEL_CALLS = "MSG_AGENT_STOP_MODEL_CALLS"
 STOP_TOOL_CALLS = "MSG_AGENT_STOP_TOOL_CALLS"

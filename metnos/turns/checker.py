@@ -4,7 +4,7 @@ In order: the call itself must be usable (arguments a JSON object), the Laws (a 
 a secret never goes further), the executor must be admitted and not archived (SPEC §7.5:
 only the owner archives), its arguments must fit the manifest's schema, paths are resolved
 inside the workspace, the host-side checks the manifest declares run
-(`metnos.policy.host_checks`), then the autonomy decision (an ordinary reversible change
+(`metnos.mechanisms.policy.host_checks`), then the autonomy decision (an ordinary reversible change
 runs unasked in Supervised: `metnos.turns.autonomy`), the taint of untrusted data
 (Law 3), the hourly run budget and the hard artifact intent. The result is a `CheckedStep`: a
 sandbox request to run (perhaps after an approval), or a final refusal with exactly one audit
@@ -17,16 +17,16 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metnos import i18n
-from metnos.audit import digest_args
-from metnos.errors import AccountMissing, ModelRetryError, PolicyDenied
-from metnos.executors.manifest import Manifest
-from metnos.llm.tools import PlanStep
-from metnos.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
-from metnos.policy.approver import owner_asks
-from metnos.policy.decide import ALLOWED_REVERSIBLE, Decision
-from metnos.policy.host_checks import apply_host_checks
-from metnos.sandbox import SandboxRequest
+from metnos.ground import i18n
+from metnos.ground.errors import AccountMissing, ModelRetryError, PolicyDenied
+from metnos.mechanisms.audit import digest_args
+from metnos.mechanisms.executors.manifest import Manifest
+from metnos.mechanisms.llm.tools import PlanStep
+from metnos.mechanisms.policy import decide, resolve_in_workspace, resolve_path_args, validate_args
+from metnos.mechanisms.policy.approver import owner_asks
+from metnos.mechanisms.policy.decide import ALLOWED_REVERSIBLE, Decision
+from metnos.mechanisms.policy.host_checks import apply_host_checks
+from metnos.mechanisms.sandbox import SandboxRequest
 from metnos.turns import gate, language
 from metnos.turns.autonomy import routine_step
 from metnos.turns.context import CheckedStep, TurnContext

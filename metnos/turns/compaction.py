@@ -4,7 +4,7 @@
 a new summary from the previous one and the exchanges that no longer fit the history budget,
 oldest first, in rounds of at most one budget of tokens each. Tool results go in wrapped as
 data; so does a previous summary that folded untrusted content. Each round is charged to the
-day's LLM budget (`metnos.policy.limits`), persisted on the `ChatSession` (`summary`,
+day's LLM budget (`metnos.mechanisms.policy.limits`), persisted on the `ChatSession` (`summary`,
 `summary_upto`, `summary_sources`) with a conditional update (a concurrent fold of the same
 session wins once), and leaves one audit line (`session.summary`). A failed call, an empty
 answer or a spent budget ends the rounds: the caller drops what was not folded.
@@ -21,20 +21,20 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, update
 from sqlmodel import col
 
-from metnos import prompts
-from metnos.db.engine import session as db_session
-from metnos.db.models import ChatSession
-from metnos.errors import LLMError
-from metnos.llm import tokens
-from metnos.policy import limits
-from metnos.policy.decide import Decision
-from metnos.policy.untrusted import wrap_untrusted
-from metnos.settings import Settings
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import ChatSession
+from metnos.ground.errors import LLMError
+from metnos.ground.settings import Settings
+from metnos.mechanisms import prompts
+from metnos.mechanisms.llm import tokens
+from metnos.mechanisms.policy import limits
+from metnos.mechanisms.policy.decide import Decision
+from metnos.mechanisms.policy.untrusted import wrap_untrusted
 from metnos.turns.exchanges import Exchange, trim
 
 if TYPE_CHECKING:
-    from metnos.audit import AuditLog
-    from metnos.llm.port import LLMPort, LLMReply
+    from metnos.mechanisms.audit import AuditLog
+    from metnos.mechanisms.llm.port import LLMPort, LLMReply
 
 log = logging.getLogger(__name__)
 

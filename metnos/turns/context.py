@@ -8,13 +8,13 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from metnos.approvals import Approval
-from metnos.executors.registry import ExecutorSpec
-from metnos.llm.tools import PlanStep
-from metnos.policy.decide import Decision
-from metnos.policy.limits import Reservation
-from metnos.sandbox import SandboxRequest
-from metnos.system_lang import Lang
+from metnos.ground.system_lang import Lang
+from metnos.mechanisms.approvals import Approval
+from metnos.mechanisms.executors.registry import ExecutorSpec
+from metnos.mechanisms.llm.tools import PlanStep
+from metnos.mechanisms.policy.decide import Decision
+from metnos.mechanisms.policy.limits import Reservation
+from metnos.mechanisms.sandbox import SandboxRequest
 from metnos.turns.reply import StepOutcome
 
 

@@ -18,12 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from metnos import i18n
-from metnos.llm.planner import planner_messages
-from metnos.llm.port import LLMReply
-from metnos.llm.tools import ToolSpec
-from metnos.policy.untrusted import wrap_untrusted
-from metnos.settings import I18nSettings
+from metnos.ground import i18n
+from metnos.ground.settings import I18nSettings
+from metnos.mechanisms.llm.planner import planner_messages
+from metnos.mechanisms.llm.port import LLMReply
+from metnos.mechanisms.llm.tools import ToolSpec
+from metnos.mechanisms.policy.untrusted import wrap_untrusted
 from metnos.turns.reply import StepOutcome
 
 CUT_MARKER = "\n[… {cut} characters cut …]\n"

@@ -1,7 +1,7 @@
 """A turn without its model: the one line that says so, and why (Build "degrade, never die").
 
 When the model is unreachable or fails before anything ran, or its breaker is open
-(`metnos.llm.health.ModelHealth`), the turn is answered by the embedded planner and the
+(`metnos.mechanisms.llm.health.ModelHealth`), the turn is answered by the embedded planner and the
 household intents, and the reply says once, in the turn's language, that Metnos is working
 without its model. A configuration error is named, with the setting to fix, to the owner
 only; a family member gets the plain line. A failure after tools ran keeps the loop's stop,
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from metnos import i18n
-from metnos.errors import LLMError
-from metnos.llm import failure
-from metnos.policy.approver import OWNER_USER_ID
+from metnos.ground import i18n
+from metnos.ground.errors import LLMError
+from metnos.mechanisms.llm import failure
+from metnos.mechanisms.policy.approver import OWNER_USER_ID
 
 if TYPE_CHECKING:
     from metnos.turns.context import TurnContext

@@ -18,10 +18,10 @@ from sqlalchemy import Engine, func
 from sqlalchemy import select as sa_select
 from sqlmodel import col, select
 
-from metnos.db.engine import session as db_session
-from metnos.db.models import ChatMessage, ChatSession
-from metnos.llm import tokens
-from metnos.policy.untrusted import TAG, wrap_untrusted
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import ChatMessage, ChatSession
+from metnos.mechanisms.llm import tokens
+from metnos.mechanisms.policy.untrusted import TAG, wrap_untrusted
 
 __all__ = ["OLD_RESULT_CHARS", "RECENT_TURNS", "Exchange", "exchanges", "load", "trim",
            "trim_results", "wrapped"]

@@ -16,14 +16,15 @@ import json
 import logging
 from typing import TYPE_CHECKING, Any
 
-from metnos import approvals, escape, i18n
-from metnos.approvals import ApprovalError, NewApproval
-from metnos.db.engine import session as db_session
-from metnos.db.models import utcnow
-from metnos.i18n import phrases
-from metnos.policy.approver import approver_id
-from metnos.policy.decide import Decision
-from metnos.policy.laws import ASK_UNTRUSTED, UNTRUSTED_SOURCES
+from metnos.ground import escape, i18n
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import utcnow
+from metnos.ground.i18n import phrases
+from metnos.mechanisms import approvals
+from metnos.mechanisms.approvals import ApprovalError, NewApproval
+from metnos.mechanisms.policy.approver import approver_id
+from metnos.mechanisms.policy.decide import Decision
+from metnos.mechanisms.policy.laws import ASK_UNTRUSTED, UNTRUSTED_SOURCES
 from metnos.turns.reply import StepOutcome
 
 if TYPE_CHECKING:
@@ -218,7 +219,7 @@ def _short(value: Any) -> str:
 def recover_interrupted(service: Runtime) -> int:
     """At start-up: a turn left waiting by a stopped gateway can never resume. Its pending
     approvals expire and the turn fails with a message saying so (one audit line each)."""
-    from metnos.db import models
+    from metnos.ground.db import models
 
     with db_session(service.engine) as db:
         expired = approvals.expire_interrupted(db)

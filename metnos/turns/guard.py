@@ -22,15 +22,15 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
 
-from metnos import identity
-from metnos.db.engine import session as db_session
-from metnos.executors.manifest import Manifest
-from metnos.llm.tools import PlanStep
-from metnos.policy import limits
-from metnos.policy.decide import Decision
-from metnos.policy.laws import UNTRUSTED_SOURCES, check_laws, untrusted_data_decision
-from metnos.policy.secret_scan import SecretScanner
-from metnos.settings import Settings
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.settings import Settings
+from metnos.mechanisms import identity
+from metnos.mechanisms.executors.manifest import Manifest
+from metnos.mechanisms.llm.tools import PlanStep
+from metnos.mechanisms.policy import limits
+from metnos.mechanisms.policy.decide import Decision
+from metnos.mechanisms.policy.laws import UNTRUSTED_SOURCES, check_laws, untrusted_data_decision
+from metnos.mechanisms.policy.secret_scan import SecretScanner
 
 if TYPE_CHECKING:
     from metnos.turns.context import CheckedStep, TurnContext

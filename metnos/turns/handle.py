@@ -16,15 +16,15 @@ from collections.abc import AsyncIterator, Callable, Coroutine, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from metnos.approvals.models import Approval
-from metnos.approvals.resume import Resumer, decide_and_resume
-from metnos.system_lang import Lang
+from metnos.ground.system_lang import Lang
+from metnos.mechanisms.approvals.models import Approval
+from metnos.mechanisms.approvals.resume import Resumer, decide_and_resume
+from metnos.mechanisms.undo import UndoReport
 from metnos.turns.context import Published, TurnContext
 from metnos.turns.events import TurnEvent
 from metnos.turns.pipeline import run_pipeline
 from metnos.turns.service import TurnService
 from metnos.turns.undo_run import undo_handle
-from metnos.undo import UndoReport
 
 REPLY_WAIT_S = 120.0  # how long a channel waits for a reply before following the turn
 # runs an opened turn to its end (its record closes it); `launch` makes it a task
@@ -74,7 +74,7 @@ class TurnHandle:
     async def decide(self, approval_id: str, decision: str, *, user_id: str, channel: str,
                      via: str, session_id: str | None = None,
                      reason: str = "") -> tuple[Approval, bool]:
-        """Record the decision and resume the paused turn (`metnos.approvals.resume`)."""
+        """Record the decision and resume the paused turn (`metnos.mechanisms.approvals.resume`)."""
         return await decide_and_resume(self.service.engine, self.service.audit, self.resumer,
                                        approval_id, decision, user_id=user_id,
                                        session_id=session_id, reason=reason, channel=channel,

@@ -5,11 +5,11 @@
   the web chat.
 - `window` builds the history sent between the system prompt and the current user message:
   the running summary first (as data when it folded untrusted content), then whole earlier
-  turns, oldest first, within `[agent] history_tokens` (counted offline, `metnos.llm.tokens`).
-  A turn is never split: an assistant message with tool calls travels with all its results
-  or not at all (`metnos.turns.exchanges`). Tool results older than the last two turns are
-  trimmed in what is sent; the rows stay whole. What does not fit is folded into the
-  summary by the `fast` tier (`metnos.turns.compaction`); with no model, or when folding
+  turns, oldest first, within `[agent] history_tokens` (counted offline,
+  `metnos.mechanisms.llm.tokens`). A turn is never split: an assistant message with tool calls
+  travels with all its results or not at all (`metnos.turns.exchanges`). Tool results older than the
+  last two turns are trimmed in what is sent; the rows stay whole. What does not fit is folded into
+  the summary by the `fast` tier (`metnos.turns.compaction`); with no model, or when folding
   fails, the oldest turns are dropped and the window says so (`note`, and a line in its first
   message), so the history never grows without bound.
 """
@@ -26,18 +26,18 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine
 from sqlmodel import col, select
 
-from metnos import i18n
-from metnos.db.engine import session as db_session
-from metnos.db.models import ChatMessage, ChatSession
-from metnos.llm import tokens
-from metnos.policy.untrusted import wrap_untrusted
-from metnos.settings import Settings
+from metnos.ground import i18n
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import ChatMessage, ChatSession
+from metnos.ground.settings import Settings
+from metnos.mechanisms.llm import tokens
+from metnos.mechanisms.policy.untrusted import wrap_untrusted
 from metnos.turns.compaction import MAX_ROUNDS, Summary, clip, summarise
 from metnos.turns.exchanges import Exchange, exchanges, load, trim_results
 
 if TYPE_CHECKING:
-    from metnos.audit import AuditLog
-    from metnos.llm.port import LLMPort
+    from metnos.mechanisms.audit import AuditLog
+    from metnos.mechanisms.llm.port import LLMPort
 
 __all__ = ["NOTE_DROPPED", "Window", "record", "session_messages", "title_of", "window"]
 

@@ -22,12 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from metnos.executors.manifest import Manifest
-from metnos.i18n import intents
-from metnos.i18n.tags import match_language
-from metnos.policy.decide import Decision
-from metnos.settings import Settings
-from metnos.system_lang import Lang, lang_code
+from metnos.ground.i18n import intents
+from metnos.ground.i18n.tags import match_language
+from metnos.ground.settings import Settings
+from metnos.ground.system_lang import Lang, lang_code
+from metnos.mechanisms.executors.manifest import Manifest
+from metnos.mechanisms.policy.decide import Decision
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +120,7 @@ def plan_language(plan_lang: str | None, text: str, session_lang: Lang,
     templates but are no evidence), else the session's."""
     if not plan_lang or not follows_message(settings):
         return session_lang
-    from metnos.i18n.lint import mask
+    from metnos.ground.i18n.lint import mask
 
     return lang_code(plan_lang) if len(mask(text).split()) >= MIN_WORDS else session_lang
 
@@ -137,7 +137,7 @@ def message_language(text: str, active: Sequence[Lang]) -> tuple[Lang | None, fl
     """The active language `text` is clearly written in, with lingua's confidence; None for
     a message too short to tell (under MIN_WORDS words or MIN_LETTERS letters, code, paths
     and IDs not counted) or below CONFIDENCE_FLOOR."""
-    from metnos.i18n.lint import detect_language, mask
+    from metnos.ground.i18n.lint import detect_language, mask
 
     prose = mask(text[:MAX_MESSAGE_CHARS])
     if len(active) < 2 or len(prose.split()) < MIN_WORDS:
@@ -236,9 +236,9 @@ def _detect(text: str, candidates: Sequence[str], settings: Settings) -> str | N
 
 def _detect_scored(text: str, candidates: Sequence[str],
                    settings: Settings) -> tuple[str | None, float]:
-    """The language of `text`, code, paths, URLs and IDs masked (`metnos.i18n.lint`); None
+    """The language of `text`, code, paths, URLs and IDs masked (`metnos.ground.i18n.lint`); None
     when too short, ambiguous, or among languages the detector does not know."""
-    from metnos.i18n.lint import detect_language
+    from metnos.ground.i18n.lint import detect_language
 
     try:
         return detect_language(text[: settings.i18n.lint_max_text_chars], list(candidates))

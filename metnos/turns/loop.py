@@ -25,13 +25,13 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from metnos import i18n
-from metnos.audit import digest_args
-from metnos.db.models import TurnStep
-from metnos.errors import LLMError, MetnosError
-from metnos.llm.planner import scrub, to_step
-from metnos.llm.port import LLMReply, RawToolCall
-from metnos.llm.tools import PlanStep
+from metnos.ground import i18n
+from metnos.ground.db.models import TurnStep
+from metnos.ground.errors import LLMError, MetnosError
+from metnos.mechanisms.audit import digest_args
+from metnos.mechanisms.llm.planner import scrub, to_step
+from metnos.mechanisms.llm.port import LLMReply, RawToolCall
+from metnos.mechanisms.llm.tools import PlanStep
 from metnos.turns import budget as budgets
 from metnos.turns import degraded, steps
 from metnos.turns.budget import Budget, LoopDetector

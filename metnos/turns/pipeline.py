@@ -24,11 +24,13 @@ from collections.abc import Awaitable
 from dataclasses import dataclass, replace
 from functools import partial
 
-from metnos import i18n, identity
-from metnos.errors import LLMError
-from metnos.llm.embedded import plan_embedded
-from metnos.llm.port import LLMReply
-from metnos.system_lang import Lang
+from metnos.ground import i18n
+from metnos.ground.errors import LLMError
+from metnos.ground.system_lang import Lang
+from metnos.mechanisms import identity
+from metnos.mechanisms.llm.embedded import plan_embedded
+from metnos.mechanisms.llm.port import LLMReply
+from metnos.mechanisms.workspace import REFUSED_ACTION, prompt_context
 from metnos.turns import degraded, gate, history, language, steps, undo_said
 from metnos.turns.budget import Budget
 from metnos.turns.context import TurnContext
@@ -37,7 +39,6 @@ from metnos.turns.loop import AgentLoop, ModelBudgetSpent, ThinkFn
 from metnos.turns.reply import StepOutcome, compose
 from metnos.turns.service import TurnService
 from metnos.turns.thinking import think as plain_think
-from metnos.workspace import REFUSED_ACTION, prompt_context
 
 
 @dataclass
@@ -141,7 +142,7 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
 
 def _model_serves(service: TurnService, started: HeadStart | None) -> bool:
     """The model answers this turn: its first call is under way already, or the breaker
-    lets a call through (`metnos.llm.health.ModelHealth`)."""
+    lets a call through (`metnos.mechanisms.llm.health.ModelHealth`)."""
     if started is not None and started.first is not None:
         return True
     return service.model_health.allows()

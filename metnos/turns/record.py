@@ -15,27 +15,28 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
 
-from metnos import approvals, i18n
-from metnos.approvals.card import plain_card
-from metnos.audit import AuditLog
-from metnos.db import models
-from metnos.db.engine import session as db_session
-from metnos.errors import MetnosError
-from metnos.i18n import phrases
-from metnos.settings import Settings
-from metnos.system_lang import Lang
+from metnos.ground import i18n
+from metnos.ground.db import models
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.errors import MetnosError
+from metnos.ground.i18n import phrases
+from metnos.ground.settings import Settings
+from metnos.ground.system_lang import Lang
+from metnos.mechanisms import approvals
+from metnos.mechanisms.approvals.card import plain_card
+from metnos.mechanisms.audit import AuditLog
 from metnos.turns import gate, language
 from metnos.turns.context import CheckedStep, Published, TurnContext
 from metnos.turns.events import TurnEvents
 from metnos.turns.reply import StepOutcome
 
 if TYPE_CHECKING:
-    from metnos.executors.registry import Registry
+    from metnos.mechanisms.executors.registry import Registry
 
 log = logging.getLogger(__name__)
 
 # a closed turn's memory, taken before the turn is marked finished (the mnestoma's, registered
-# by metnos.wiring): (registry, turn id) → what to do once it is marked (hand the memory on:
+# by metnos.faces.wiring): (registry, turn id) → what to do once it is marked (hand the memory on:
 # the synt), or None
 Remember = Callable[["Registry", str], Callable[[], None] | None]
 

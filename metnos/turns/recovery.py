@@ -3,9 +3,10 @@
 Only the gateway runs turns, so when it starts no turn of its own is in flight yet: every turn
 still `running` or `awaiting_approval` belongs to a process that died. `recover_at_start`
 - kills the sandboxes the dead process left orphaned while starting them
-  (`metnos.sandbox.orphans`), before anything else: they could still be changing files;
+  (`metnos.mechanisms.sandbox.orphans`), before anything else: they could still be changing files;
 - removes the half-written before-records and temporary files of the dead process (its
-  action never ran: an executor starts only once its record is whole, `metnos.reversibility`);
+  action never ran: an executor starts only once its record is whole,
+  `metnos.ground.reversibility`);
 - expires the approvals it left pending (`gate.recover_interrupted`);
 - fails each turn it left running, with a reply in the turn's language naming every action
   that had started (it may have changed files, and `metnos undo` puts them back) and an audit
@@ -30,11 +31,11 @@ from sqlalchemy import update
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
 
-from metnos import durable, i18n, reversibility
-from metnos.db import models
-from metnos.db.engine import session as db_session
-from metnos.executors.registry import signatures_dir
-from metnos.sandbox.orphans import kill_orphans
+from metnos.ground import durable, i18n, reversibility
+from metnos.ground.db import models
+from metnos.ground.db.engine import session as db_session
+from metnos.mechanisms.executors.registry import signatures_dir
+from metnos.mechanisms.sandbox.orphans import kill_orphans
 from metnos.turns import gate
 
 if TYPE_CHECKING:
@@ -86,7 +87,7 @@ def recover_at_start(service: Runtime) -> Recovery:
     orphans = kill_orphans()  # first: an orphaned sandbox could still be changing files
     found = Recovery(partial_records=reversibility.remove_partial(settings.state_dir),
                      orphans=orphans)
-    # where `metnos.durable` writes; never the workspace (the owner's, not ours to clean)
+    # where `metnos.ground.durable` writes; never the workspace (the owner's, not ours to clean)
     for folder in (settings.home, settings.state_dir, settings.keys_dir, settings.secrets_dir,
                    signatures_dir(settings), settings.state_dir / "before"):
         found.temporaries += [f"{folder.name}/{n}" for n in durable.remove_temporaries(folder)]

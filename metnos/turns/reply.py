@@ -16,9 +16,9 @@ from typing import Any
 
 from babel.lists import format_list
 
-from metnos import i18n
-from metnos.i18n import phrases
-from metnos.i18n.formatting import locale_for
+from metnos.ground import i18n
+from metnos.ground.i18n import phrases
+from metnos.ground.i18n.formatting import locale_for
 
 MAX_LIST_ITEMS = 50
 _WORD = re.compile(r"[^a-z0-9]+")

@@ -18,19 +18,20 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metnos import identity, keys
-from metnos.errors import MetnosError
-from metnos.executors.registry import ExecutorSpec
-from metnos.executors.signing import code_hash
-from metnos.policy.decide import ALLOWED_REVERSIBLE
-from metnos.policy.laws import no_undo_record_decision
-from metnos.sandbox import SandboxResult, run_sandboxed
+from metnos.ground import keys
+from metnos.ground.errors import MetnosError
+from metnos.mechanisms import identity
+from metnos.mechanisms.executors.registry import ExecutorSpec
+from metnos.mechanisms.executors.signing import code_hash
+from metnos.mechanisms.policy.decide import ALLOWED_REVERSIBLE
+from metnos.mechanisms.policy.laws import no_undo_record_decision
+from metnos.mechanisms.sandbox import SandboxResult, run_sandboxed
+from metnos.mechanisms.workspace import FILES
 from metnos.turns import recovery
 from metnos.turns.autonomy import record_whole
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
 from metnos.turns.runtime import RecordRefused
-from metnos.workspace import FILES
 
 if TYPE_CHECKING:
     from metnos.turns.checker import StepChecker
@@ -48,7 +49,8 @@ class StepRunner:
         """Run one admitted step in the sandbox; record the before state of what it may change."""
         if checked.request is None or checked.spec is None:
             raise ValueError("execute() takes a step the policy admitted")
-        if checked.spec.manifest.runs_on is not None:  # another machine's step (metnos.remote)
+        # another machine's step (metnos.features.remote)
+        if checked.spec.manifest.runs_on is not None:
             if self.hooks.remote is None:  # no feature registered a way to the work pools
                 return await asyncio.to_thread(self._no_effect, ctx, checked, "remote")
             outcome = await self.hooks.remote(self.runtime, ctx, checked)
@@ -100,7 +102,7 @@ class StepRunner:
             return checker.refuse(ctx, checked, "ERR_EXECUTOR_CODE_CHANGED",
                                   {"name": spec.name}).outcome
         if spec.manifest.changes(request.args):  # not a read-only call (lists' "show")
-            reversal = self.hooks.reversals[spec.manifest.reversal]  # metnos.reversal
+            reversal = self.hooks.reversals[spec.manifest.reversal]  # metnos.features.reversal
             try:  # kept even when the run then fails: a crash may have changed files already
                 key = keys.load_private_key(self.settings.keys_dir, "audit")
                 signed = reversal.before(self.runtime, checked, key)
@@ -159,8 +161,8 @@ def taint(ctx: TurnContext, checked: CheckedStep, result: Any) -> None:
 
 
 class OwnerVoice:
-    """The identity files around one step (`metnos.identity`): whatever the executor, a change
-    it made while the turn was tainted is recorded with the turn's untrusted sources (the
+    """The identity files around one step (`metnos.mechanisms.identity`): whatever the executor, a
+    change it made while the turn was tainted is recorded with the turn's untrusted sources (the
     step's own result does not count: it comes after the write), with an audit line."""
 
     def __init__(self, ctx: TurnContext, checked: CheckedStep, workspace: Path) -> None:

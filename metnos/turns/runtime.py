@@ -1,5 +1,5 @@
 """The runtime: what every part of a turn and every feature's hook uses, built once at
-start-up (`metnos.wiring.build_runtime`) and then frozen.
+start-up (`metnos.faces.wiring.build_runtime`) and then frozen.
 
 `Runtime` holds the instance's parts (settings, database, audit log, executor registry, LLM
 port, the model's live state, the guard of the Laws, the event bus, the turn record); `Hooks`
@@ -19,32 +19,32 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from sqlalchemy.engine import Engine
 
-from metnos.audit import AuditLog
-from metnos.errors import MetnosError
-from metnos.executors.registry import Registry, load_registry
-from metnos.llm.embedded import FirstPlanner
-from metnos.llm.health import ModelHealth
-from metnos.llm.port import LLMPort
-from metnos.llm.tools import ToolSpec
-from metnos.policy.host_checks import HostCheck
-from metnos.settings import Settings
+from metnos.ground.errors import MetnosError
+from metnos.ground.settings import Settings
+from metnos.mechanisms.audit import AuditLog
+from metnos.mechanisms.executors.registry import Registry, load_registry
+from metnos.mechanisms.llm.embedded import FirstPlanner
+from metnos.mechanisms.llm.health import ModelHealth
+from metnos.mechanisms.llm.port import LLMPort
+from metnos.mechanisms.llm.tools import ToolSpec
+from metnos.mechanisms.policy.host_checks import HostCheck
+from metnos.mechanisms.undo import UndoReport
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.events import TurnEvents
 from metnos.turns.guard import Guard
 from metnos.turns.record import Remember, TurnRecord
 from metnos.turns.reply import StepOutcome
-from metnos.undo import UndoReport
 
 if TYPE_CHECKING:
     from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-    from metnos.sandbox import SandboxResult
+    from metnos.mechanisms.sandbox import SandboxResult
     from metnos.turns.steps import HostTool
 
 # what the host carries out from an executor's validated result, keyed by the manifest's
-# `effect` ("schedule_reminder": metnos.reminders.effect)
+# `effect` ("schedule_reminder": metnos.features.reminders.effect)
 Effect = Callable[[TurnContext, CheckedStep, StepOutcome], Awaitable[StepOutcome]]
-# told of each step after it ran (the owner's notice of a member's: metnos.notify.members)
+# told of each step after it ran (the owner's notice of a member's: metnos.features.notify.members)
 Watcher = Callable[[TurnContext, CheckedStep, StepOutcome], Awaitable[None]]
 # a manifest's `account` → the host-only block of the run's envelope (its password never in
 # the arguments); AccountMissing when it is not configured
@@ -53,9 +53,9 @@ Account = Callable[[Settings], dict[str, Any]]
 Undoer = Callable[[str, str, str], UndoReport | None]
 # whether an effect's own record (a reminder, a scheduled task) was set by this action id
 Claim = Callable[[str], bool]
-# a step whose manifest says `runs_on`, run on its place's work pool (metnos.remote.server)
+# a step whose manifest says `runs_on`, run on its place's work pool (metnos.features.remote.server)
 RemoteRun = Callable[["Runtime", TurnContext, CheckedStep], Awaitable[StepOutcome]]
-# the tools a turn offers the model, as the traces route them (metnos.mnestoma.routing)
+# the tools a turn offers the model, as the traces route them (metnos.features.mnestoma.routing)
 Router = Callable[[TurnContext, list[ToolSpec]], list[ToolSpec]]
 # the system prompt's lines of what the owner accepted: (offered executors, language) → lines
 Hints = Callable[[list[str], str], list[str]]
@@ -67,7 +67,7 @@ class RecordRefused(MetnosError, RuntimeError):
 
 
 class Reversal(Protocol):
-    """How one kind of change is recorded before a step and undone (`metnos.reversal`)."""
+    """How one kind of change is recorded before a step and undone (`metnos.features.reversal`)."""
 
     def before(self, service: Runtime, checked: CheckedStep,
                key: Ed25519PrivateKey) -> dict[str, Any]:
@@ -131,15 +131,15 @@ def _empty() -> Mapping[str, Any]:
 
 @dataclass(frozen=True, eq=False)
 class Hooks:
-    """What the features registered with the turn (`metnos.wiring.FEATURES`), merged
+    """What the features registered with the turn (`metnos.faces.wiring.FEATURES`), merged
     (read-only mappings; a later feature's key wins, in registration order):
 
     - `effects`: a manifest's `effect` → what the host carries out from the result;
     - `watchers`: told of each step after it ran;
     - `undoers`: a manifest's `effect` → the undo of what it carried out
-      (`metnos.reversal.Effects`);
-    - `reversals`: how each kind of change is recorded and undone (`metnos.reversal`, chosen
-      by the manifest), asked in this order whose action an undo is (the files last);
+      (`metnos.features.reversal.Effects`);
+    - `reversals`: how each kind of change is recorded and undone (`metnos.features.reversal`,
+      chosen by the manifest), asked in this order whose action an undo is (the files last);
     - `host_tools`: Metnos's own tools, offered when a model plans (`turns.steps.HostTool`);
     - `accounts`: a manifest's `account` → the envelope's host-only block;
     - `host_checks`: the checks a manifest may name beside the policy's own (`list_name`,

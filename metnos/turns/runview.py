@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from zoneinfo import ZoneInfo
 
-from metnos import approvals, escape, i18n
-from metnos.approvals.card import plain_card
-from metnos.approvals.models import Approval
+from metnos.ground import escape, i18n
+from metnos.mechanisms import approvals
+from metnos.mechanisms.approvals.card import plain_card
+from metnos.mechanisms.approvals.models import Approval
 from metnos.turns.context import TurnContext
 
 TAG = "metnos-turn"

@@ -8,8 +8,8 @@ the hooks the features registered and the parts a turn is made of, each findable
 - `checker` (`turns/checker.py`): the policy for one step;
 - `runner` (`turns/runner.py`): one admitted step in the sandbox;
 - one step from check to record (`turns/steps.py`), with the host tools (`hooks.host_tools`) and
-  the reversals (`hooks.reversals`, `metnos.reversal`) it dispatches to, both registered by the
-  features (`hooks`);
+  the reversals (`hooks.reversals`, `metnos.features.reversal`) it dispatches to, both registered by
+  the features (`hooks`);
 - the conversation the model sees (`turns/conversation.py`, `turns/history.py`), one model
   call (`turns/thinking.py`) and the agent loop (`turns/loop.py`), composed by
   `turns/pipeline.py` and, with Prefect tasks, by `flows/turn.py`.
@@ -22,9 +22,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 
-from metnos import i18n
-from metnos.llm.tools import PlanStep, ToolSpec
-from metnos.system_lang import Lang
+from metnos.ground import i18n
+from metnos.ground.system_lang import Lang
+from metnos.mechanisms.llm.tools import PlanStep, ToolSpec
 from metnos.turns import steps
 from metnos.turns.checker import StepChecker
 from metnos.turns.context import CheckedStep, Published, TurnContext
@@ -40,7 +40,7 @@ from metnos.turns.steps import Finished, Steps
 @dataclass(frozen=True, eq=False)
 class TurnService(Runtime):
     """The runtime with the hooks the features registered and the parts built over it:
-    made once, by `metnos.wiring.build_runtime`. A function that needs only the runtime's
+    made once, by `metnos.faces.wiring.build_runtime`. A function that needs only the runtime's
     parts takes a `Runtime` (a `TurnService` is one)."""
 
     hooks: Hooks = field(default_factory=Hooks)

@@ -1,6 +1,6 @@
 """One step, as every planner runs it (SPEC §2 step 3): check → (the owner) → run → record →
 activity. The agent loop (`turns/loop.py`), the embedded planner (`turns/pipeline.py`) and
-the mail digest (`metnos.mail.digest`) all go through here.
+the mail digest (`metnos.features.mail.digest`) all go through here.
 
 - `check`: the step checker, or the host tool named by the call (`HostTool`: Metnos's own
   tools, `wish` and `undo_last`, which never reach the checker or the sandbox: each is carried
@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 
-from metnos import i18n
-from metnos.db.models import TurnStep, utcnow
-from metnos.errors import MetnosError
-from metnos.llm.tools import PlanStep, ToolSpec
+from metnos.ground import i18n
+from metnos.ground.db.models import TurnStep, utcnow
+from metnos.ground.errors import MetnosError
+from metnos.mechanisms.llm.tools import PlanStep, ToolSpec
 from metnos.turns import gate
 from metnos.turns.budget import Budget
 from metnos.turns.context import CheckedStep, TurnContext
@@ -33,9 +33,9 @@ from metnos.turns.runner import read_target
 if TYPE_CHECKING:
     from sqlalchemy.engine import Engine
 
-    from metnos.executors.registry import Registry
-    from metnos.llm.port import LLMPort
-    from metnos.settings import Settings
+    from metnos.ground.settings import Settings
+    from metnos.mechanisms.executors.registry import Registry
+    from metnos.mechanisms.llm.port import LLMPort
     from metnos.turns.guard import Guard
     from metnos.turns.record import TurnRecord
     from metnos.turns.runtime import Runtime

@@ -5,9 +5,9 @@ the real cost, or given back when the call fails; a spent day raises `ModelBudge
 one audit line), streams its text to the turn's events as `delta`s, and adds its time to the
 turn's timings (`think`, and `think_<n>` per call).
 
-The tools offered are routed by traces (the mnestoma's `route` hook, `metnos.mnestoma.routing`):
-above `[evolution] route_above` executors only the core and the traces relevant to the
-message; its time is the turn's `route` timing.
+The tools offered are routed by traces (the mnestoma's `route` hook,
+`metnos.features.mnestoma.routing`): above `[evolution] route_above` executors only the core and the
+traces relevant to the message; its time is the turn's `route` timing.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from metnos.llm.port import LLMReply
-from metnos.llm.tools import ToolSpec
-from metnos.policy.decide import Decision
+from metnos.mechanisms.llm.port import LLMReply
+from metnos.mechanisms.llm.tools import ToolSpec
+from metnos.mechanisms.policy.decide import Decision
 from metnos.turns.context import TurnContext
 from metnos.turns.conversation import Conversation
 from metnos.turns.loop import ModelBudgetSpent

@@ -22,15 +22,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from metnos import i18n
-from metnos.audit import AuditLog
-from metnos.durable import write_atomic
-from metnos.restore import TRASH
-from metnos.reversibility import PARTIAL_PREFIX, valid_action_id
-from metnos.undo import PURGED_MARKER, UNDONE_MARKER, purged_on
+from metnos.ground import i18n
+from metnos.ground.durable import write_atomic
+from metnos.ground.restore import TRASH
+from metnos.ground.reversibility import PARTIAL_PREFIX, valid_action_id
+from metnos.mechanisms.audit import AuditLog
+from metnos.mechanisms.undo import PURGED_MARKER, UNDONE_MARKER, purged_on
 
 if TYPE_CHECKING:
-    from metnos.settings import Settings
+    from metnos.ground.settings import Settings
     from metnos.turns.context import TurnContext
     from metnos.turns.service import TurnService
 
@@ -225,7 +225,7 @@ def size_words(size: int, lang: str) -> str:
     """`size` bytes as a person reads it ("1.2 MB")."""
     from babel.units import format_unit
 
-    from metnos.i18n.formatting import locale_for
+    from metnos.ground.i18n.formatting import locale_for
 
     for unit, scale in (("digital-gigabyte", 1 << 30), ("digital-megabyte", 1 << 20),
                         ("digital-kilobyte", 1 << 10)):

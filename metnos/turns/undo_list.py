@@ -15,14 +15,14 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
-from metnos import i18n
-from metnos.db.engine import session as db_session
-from metnos.db.models import Turn, TurnStep
-from metnos.i18n.formatting import spoken_time
-from metnos.reversibility import valid_action_id
+from metnos.ground import i18n
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import Turn, TurnStep
+from metnos.ground.i18n.formatting import spoken_time
+from metnos.ground.reversibility import valid_action_id
+from metnos.mechanisms.undo import PURGED_MARKER, UNDONE_MARKER
 from metnos.turns.actions import HANDLE_CHARS, item_text
 from metnos.turns.undo_said import not_undoable
-from metnos.undo import PURGED_MARKER, UNDONE_MARKER
 
 if TYPE_CHECKING:
     from metnos.turns.service import TurnService

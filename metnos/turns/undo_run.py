@@ -1,9 +1,9 @@
 """The one path every undo surface takes (SPEC §5): the API and the web's Undo button,
 Telegram's button, "annulla" said in a chat, the model's `undo_last` tool.
 
-The reversals (`metnos.reversal`, registered by `metnos.wiring.FEATURES`) are asked in turn
-whose action it is: an effect's (a scheduled task set from a chat, a reminder), a mail move,
-a remote action, and last the files (`metnos.undo`). One audit line whatever happens.
+The reversals (`metnos.features.reversal`, registered by `metnos.faces.wiring.FEATURES`) are asked
+in turn whose action it is: an effect's (a scheduled task set from a chat, a reminder), a mail move,
+a remote action, and last the files (`metnos.mechanisms.undo`). One audit line whatever happens.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING
 
 from sqlmodel import col, select
 
-from metnos.db.engine import session as db_session
-from metnos.db.models import TurnStep
-from metnos.reversibility import PARTIAL_PREFIX, valid_action_id
-from metnos.undo import UndoError, UndoReport
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import TurnStep
+from metnos.ground.reversibility import PARTIAL_PREFIX, valid_action_id
+from metnos.mechanisms.undo import UndoError, UndoReport
 
 if TYPE_CHECKING:
     from metnos.turns.runtime import Runtime

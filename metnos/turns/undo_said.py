@@ -30,14 +30,14 @@ from typing import TYPE_CHECKING, Any
 
 from sqlmodel import col, select
 
-from metnos import i18n
-from metnos.db.engine import session as db_session
-from metnos.db.models import Turn, TurnStep, utcnow
-from metnos.i18n.formatting import date as i18n_date
-from metnos.i18n.lexicon import lexicon_key
-from metnos.reversibility import valid_action_id
-from metnos.system_lang import Lang
-from metnos.undo import PURGED_MARKER, UNDONE_MARKER, UndoError, UndoReport
+from metnos.ground import i18n
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import Turn, TurnStep, utcnow
+from metnos.ground.i18n.formatting import date as i18n_date
+from metnos.ground.i18n.lexicon import lexicon_key
+from metnos.ground.reversibility import valid_action_id
+from metnos.ground.system_lang import Lang
+from metnos.mechanisms.undo import PURGED_MARKER, UNDONE_MARKER, UndoError, UndoReport
 
 if TYPE_CHECKING:
     from metnos.turns.context import TurnContext

@@ -13,17 +13,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from metnos import i18n
-from metnos.audit import digest_args
-from metnos.db.models import TurnStep
-from metnos.llm.tools import PlanStep, ToolSpec
+from metnos.ground import i18n
+from metnos.ground.db.models import TurnStep
+from metnos.mechanisms.audit import digest_args
+from metnos.mechanisms.llm.tools import PlanStep, ToolSpec
 from metnos.turns import undo_said
 from metnos.turns.context import CheckedStep, TurnContext
 from metnos.turns.reply import StepOutcome
 from metnos.turns.steps import Finished, Timed, recorded
 
 if TYPE_CHECKING:
-    from metnos.executors.registry import Registry
+    from metnos.mechanisms.executors.registry import Registry
     from metnos.turns.service import TurnService
 
 TOOL = "undo_last"

@@ -14,8 +14,8 @@ from zoneinfo import ZoneInfo
 
 from babel.dates import format_time
 
-from metnos import i18n
-from metnos.i18n.formatting import locale_for
+from metnos.ground import i18n
+from metnos.ground.i18n.formatting import locale_for
 
 ZONE = "Europe/Rome"  # not the machine's (UTC here): the time must come from the setting
 MAX_LINES = 8

@@ -27,12 +27,12 @@ import pytest
 
 from flows.reminder import scheduler
 from flows.turn import resume_approval, run_turn
-from metnos import i18n
-from metnos.gateway.app import create_app
-from metnos.gateway.outbox_delivery import with_reminders
+from metnos.faces.gateway.app import create_app
+from metnos.faces.gateway.outbox_delivery import with_reminders
+from metnos.faces.web.link import create_login_link
+from metnos.faces.wiring import Edges
+from metnos.ground import i18n
 from metnos.testing.telegram_server import FakeTelegram
-from metnos.web.link import create_login_link
-from metnos.wiring import Edges
 from tests.acceptance import family as F
 from tests.reminders.test_channels import gateway
 from tests.reminders.test_delivery import FAST, deployment_runner, wait_deployment
@@ -212,7 +212,7 @@ class TelegramChat:
 
 
 def _undo(data: list[str]) -> bool:
-    from metnos.channels.telegram.undo import parse_undo
+    from metnos.faces.channels.telegram.undo import parse_undo
 
     return any(parse_undo(d) for d in data)
 

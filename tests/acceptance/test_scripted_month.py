@@ -28,14 +28,14 @@ import httpx
 import pytest
 from sqlmodel import col, select
 
-from metnos.db.engine import session as db_session
-from metnos.db.models import TurnStep
-from metnos.executors.registry import CANDIDATE_FILE
-from metnos.mnestoma import traces
-from metnos.mnestoma.models import Mnest, ProtoMnest, Trace, UseClock
-from metnos.proposals import delivery, vaglio
-from metnos.proposals.models import Proposal
-from metnos.synt import cascade
+from metnos.features.mnestoma import traces
+from metnos.features.mnestoma.models import Mnest, ProtoMnest, Trace, UseClock
+from metnos.features.proposals import delivery, vaglio
+from metnos.features.proposals.models import Proposal
+from metnos.features.synt import cascade
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import TurnStep
+from metnos.mechanisms.executors.registry import CANDIDATE_FILE
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from metnos.testing.month import MonthFile, MonthTurn, invoice, month, write_files
 from metnos.turns.context import CheckedStep, TurnContext

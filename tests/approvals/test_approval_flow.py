@@ -14,7 +14,7 @@ from prefect.client.orchestration import get_client
 from prefect.client.schemas.objects import FlowRun
 from prefect.flow_runs import aresume_flow_run
 
-from metnos import i18n
+from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import Home, MakeHome, gateway_client

@@ -8,10 +8,10 @@ import pytest
 from sqlalchemy import inspect, text
 from sqlmodel import Session
 
-from metnos import approvals
-from metnos.approvals import ApprovalError
-from metnos.db.engine import make_engine
-from metnos.features import create_tables
+from metnos.faces.registry import create_tables
+from metnos.ground.db.engine import make_engine
+from metnos.mechanisms import approvals
+from metnos.mechanisms.approvals import ApprovalError
 from tests.security.test_approval_attacks import _pending
 from tests.support.pg import TestPostgres
 

@@ -7,7 +7,7 @@ import json
 import httpx
 from typer.testing import CliRunner
 
-from metnos.cli.approvals import app
+from metnos.faces.cli.approvals import app
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import Home
 

@@ -22,9 +22,9 @@ from prefect.client.orchestration import get_client
 from prefect.flow_runs import aresume_flow_run
 from sqlalchemy.engine import Engine
 
-from metnos import i18n
-from metnos.db import models
-from metnos.db.engine import session as db_session
+from metnos.ground import i18n
+from metnos.ground.db import models
+from metnos.ground.db.engine import session as db_session
 from metnos.testing.llm_server import ScriptedLLM
 from tests.approvals.test_approval_flow import paused, wait_status
 from tests.gateway.test_turns import audit_lines

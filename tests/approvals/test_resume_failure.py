@@ -14,9 +14,9 @@ import pytest
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
 import flows.approval
-from metnos import approvals
-from metnos.approvals import NewApproval
-from metnos.db.engine import session as db_session
+from metnos.ground.db.engine import session as db_session
+from metnos.mechanisms import approvals
+from metnos.mechanisms.approvals import NewApproval
 from tests.gateway.test_turns import audit_lines, wait_closed
 from tests.support.home import Home, MakeHome, gateway_client
 from tests.support.pg import free_port

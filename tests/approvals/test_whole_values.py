@@ -10,7 +10,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from metnos.cli.approvals import app as approvals_cli
+from metnos.faces.cli.approvals import app as approvals_cli
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import Home
 
@@ -66,7 +66,7 @@ def test_the_cli_shows_every_byte_its_length_and_the_sources(
         assert f"content ({len(LONG)} characters, {LONG.count(chr(10))} lines):" \
             in result.stdout
         assert "fs_read (notes.txt)" in result.stdout
-    from metnos.cli.approvals import argument_lines  # `metnos chat`'s card
+    from metnos.faces.cli.approvals import argument_lines  # `metnos chat`'s card
 
     shown = "\n".join(argument_lines("content", LONG, "en"))
     assert _rows(LONG) in shown and f"{len(LONG)} characters" in shown
@@ -74,6 +74,6 @@ def test_the_cli_shows_every_byte_its_length_and_the_sources(
 
 def _rows(text: str) -> str:
     """`text` as a card shows a whole value: each line behind the gutter."""
-    from metnos.cli.approvals import GUTTER
+    from metnos.faces.cli.approvals import GUTTER
 
     return "\n".join(GUTTER + line for line in text.split("\n"))

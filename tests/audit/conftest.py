@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from metnos.audit import AuditLog, VerifyReport, verify
+from metnos.mechanisms.audit import AuditLog, VerifyReport, verify
 
 
 @dataclass

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from metnos.audit import audit_log_path, open_audit_log
-from metnos.cli.audit import app
-from metnos.settings import Settings, get_settings
+from metnos.faces.cli.audit import app
+from metnos.ground.settings import Settings, get_settings
+from metnos.mechanisms.audit import audit_log_path, open_audit_log
 
 
 @pytest.fixture

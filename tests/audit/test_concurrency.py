@@ -10,8 +10,8 @@ import textwrap
 import threading
 from pathlib import Path
 
-from metnos import keys
-from metnos.audit import AuditLog, verify
+from metnos.ground import keys
+from metnos.mechanisms.audit import AuditLog, verify
 
 THREADS = 4
 PER_THREAD = 40
@@ -20,8 +20,8 @@ _CHILD = textwrap.dedent(
     """
     import sys, threading
     from pathlib import Path
-    from metnos import keys
-    from metnos.audit import AuditLog
+    from metnos.ground import keys
+    from metnos.mechanisms.audit import AuditLog
 
     log, cp, keys_dir, name, threads, per = sys.argv[1:7]
     audit = AuditLog(Path(log), Path(cp), keys.load_private_key(Path(keys_dir), "audit"))

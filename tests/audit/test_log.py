@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from metnos.audit import chain, digest_args, read_tail
-from metnos.errors import AuditError
+from metnos.ground.errors import AuditError
+from metnos.mechanisms.audit import chain, digest_args, read_tail
 from tests.audit.conftest import AuditPaths
 
 

@@ -7,9 +7,9 @@ import json
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from metnos import i18n
-from metnos.audit import chain, record_hash
-from metnos.errors import AuditError
+from metnos.ground import i18n
+from metnos.ground.errors import AuditError
+from metnos.mechanisms.audit import chain, record_hash
 from tests.audit.conftest import AuditPaths
 
 

@@ -10,7 +10,7 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from metnos.cli.main import app
+from metnos.faces.cli.main import app
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import Home, MakeHome
 from tests.support.pg import free_port

@@ -12,13 +12,13 @@ from collections.abc import Iterator
 import pytest
 from typer.testing import CliRunner
 
-from metnos.cli.main import app
+from metnos.faces.cli.main import app
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import Home, MakeHome, served_gateway
 from tests.support.pg import free_port
 
 runner = CliRunner()
-METNOS = [sys.executable, "-m", "metnos.cli.main"]
+METNOS = [sys.executable, "-m", "metnos.faces.cli.main"]
 
 
 def test_a_streamed_answer_is_printed_once_then_what_ran(

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from metnos.cli._client import ServerEvent
-from metnos.cli.chat import _show, _View, unstreamed
+from metnos.faces.cli._client import ServerEvent
+from metnos.faces.cli.chat import _show, _View, unstreamed
 
 
 def events(*specs: tuple[str, dict[str, Any]]) -> list[ServerEvent]:

@@ -1,7 +1,7 @@
-"""Every CLI command writes through one door (issue 25): `metnos.cli._out` (which escapes with
-`metnos.escape`) or `metnos.cli._table.print_table` (which escapes every cell). Read from the
-source's syntax tree, so a new command cannot forget it: no `typer.echo`, `print`, stream
-`write`, or rich console of its own anywhere else in `metnos.cli`."""
+"""Every CLI command writes through one door (issue 25): `metnos.faces.cli._out` (which escapes with
+`metnos.ground.escape`) or `metnos.faces.cli._table.print_table` (which escapes every cell). Read
+from the source's syntax tree, so a new command cannot forget it: no `typer.echo`, `print`, stream
+`write`, or rich console of its own anywhere else in `metnos.faces.cli`."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import metnos.cli
-from metnos.cli import _out
-from metnos.cli._table import print_table
+import metnos.faces.cli
+from metnos.faces.cli import _out
+from metnos.faces.cli._table import print_table
 
-CLI = Path(metnos.cli.__file__).parent
+CLI = Path(metnos.faces.cli.__file__).parent
 DOORS = {"_out.py"}  # the one module that writes text to the terminal
 CONSOLE = {"_table.py"}  # the one rich Console (markup, emoji and highlighting off)
 BANNED_CALLS = {"typer.echo", "typer.secho", "typer.style", "click.echo", "click.secho",

@@ -18,12 +18,12 @@ from pathlib import Path
 
 import pytest
 
-from metnos import i18n
-from metnos.cli._lang import unspoken_vars
-from metnos.system_lang import DEFAULT_LANG, system_lang
+from metnos.faces.cli._lang import unspoken_vars
+from metnos.ground import i18n
+from metnos.ground.system_lang import DEFAULT_LANG, system_lang
 
-METNOS = [sys.executable, "-m", "metnos.cli.main"]
-PROBE = ("from metnos import i18n; from metnos.settings import get_settings; "
+METNOS = [sys.executable, "-m", "metnos.faces.cli.main"]
+PROBE = ("from metnos.ground import i18n; from metnos.ground.settings import get_settings; "
          "print(get_settings().lang); print(i18n.get('MSG_SERVE_STOPPING'))")
 
 

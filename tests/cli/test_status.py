@@ -7,8 +7,8 @@ import json
 
 from typer.testing import CliRunner
 
-from metnos import i18n
-from metnos.cli.main import app
+from metnos.faces.cli.main import app
+from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from metnos import i18n
-from metnos.cli._lang import cli_lang
-from metnos.cli.main import app
+from metnos.faces.cli._lang import cli_lang
+from metnos.faces.cli.main import app
+from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import Home, MakeHome, served_gateway
 from tests.support.pg import free_port

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from metnos import i18n
-from metnos.cli.main import app
-from metnos.i18n.lint import i18n_lint_text
+from metnos.faces.cli.main import app
+from metnos.ground import i18n
+from metnos.ground.i18n.lint import i18n_lint_text
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.fake_translator import spoken
 from tests.support.home import MakeHome, served_gateway

@@ -9,8 +9,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from metnos.cli.ui import ui
-from metnos.serve.prefect_access import read_credential
+from metnos.faces.cli.ui import ui
+from metnos.faces.serve.prefect_access import read_credential
 from tests.support.home import MakeHome
 
 cli = typer.Typer()
@@ -58,7 +58,7 @@ def test_an_external_prefect_keeps_the_owners_credential(
 
 def test_client_environment_follows_whose_server_it_is(
         make_home: MakeHome, monkeypatch: pytest.MonkeyPatch) -> None:
-    from metnos.serve.prefect_access import client_environment
+    from metnos.faces.serve.prefect_access import client_environment
 
     home = make_home(lang="en")
     own = client_environment(home.settings, {})

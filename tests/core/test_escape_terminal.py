@@ -1,4 +1,4 @@
-"""`metnos.escape.terminal` and `terminal_line` on arbitrary text (issue 25): whatever the
+"""`metnos.ground.escape.terminal` and `terminal_line` on arbitrary text (issue 25): whatever the
 text, what comes out has no character a terminal acts on, and a terminal emulator (pyte) fed
 with it stays as it was: no title, no mode, no scroll region, no colour, the cursor where
 plain text leaves it."""
@@ -12,7 +12,7 @@ import pyte
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from metnos.escape import terminal, terminal_json, terminal_line
+from metnos.ground.escape import terminal, terminal_json, terminal_line
 
 BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069")
 # text rich in what terminals act on: ESC and C1 introducers, their parameter and final

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from babel import Locale
 
-from metnos import errors, i18n
-from metnos.paths import resources_path
+from metnos.ground import errors, i18n
+from metnos.ground.paths import resources_path
 
 KEY = re.compile(r"^[A-Z]+(_[A-Za-z0-9]+)+$")
 

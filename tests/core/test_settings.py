@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from metnos import i18n
-from metnos.errors import ConfigError
-from metnos.settings import get_settings
+from metnos.ground import i18n
+from metnos.ground.errors import ConfigError
+from metnos.ground.settings import get_settings
 
 
 @pytest.fixture
@@ -62,7 +62,7 @@ def test_bad_metnos_toml_is_a_clear_error(home: Path, content: str, key: str) ->
 
 
 def test_the_household_time_zone(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from metnos.settings import system_timezone
+    from metnos.ground.settings import system_timezone
 
     monkeypatch.setenv("TZ", "America/New_York")
     assert system_timezone() == "America/New_York"  # the machine's, when nothing is set
@@ -122,7 +122,7 @@ def test_a_key_like_none_lists_the_table_keys(home: Path) -> None:
 
 def test_broken_settings_are_said_in_the_machine_language(
         home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from metnos.cli._lang import cli_lang
+    from metnos.faces.cli._lang import cli_lang
 
     (home / "metnos.toml").write_text('[gateway]\ndrain_ss = 3\n')
     monkeypatch.setenv("LANG", "it_IT.UTF-8")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from metnos.workspace import FILES, prompt_context
+from metnos.mechanisms.workspace import FILES, prompt_context
 
 
 def test_fixed_order_caps_and_skips(tmp_path: Path) -> None:

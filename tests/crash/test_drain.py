@@ -31,9 +31,9 @@ from prefect import get_client
 from prefect.client.schemas.objects import StateType
 from sqlmodel import select
 
-from metnos.db import models
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
+from metnos.ground.db import models
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.engine import session as db_session
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.gateway_process import GatewayProcess
 from tests.support.home import Home, MakeHome

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from metnos import durable, keys, reversibility
+from metnos.ground import durable, keys, reversibility
 
 STRACE_CALLS = "fsync,fdatasync,rename,renameat,renameat2,link,linkat,mkdir,mkdirat"
 
@@ -44,7 +44,7 @@ def first(calls: list[str], pattern: str) -> int:
 
 def test_write_atomic_fsyncs_the_bytes_then_renames_then_fsyncs_the_folder(
         tmp_path: Path) -> None:
-    calls = strace(tmp_path, "from pathlib import Path\nfrom metnos import durable\n"
+    calls = strace(tmp_path, "from pathlib import Path\nfrom metnos.ground import durable\n"
                              f"durable.write_atomic(Path({str(tmp_path)!r}) / 'state.json', b'x')")
     data = first(calls, r"^\d+ +fsync\(\d+<.*/\.state\.json\.\w+\.tmp>")
     rename = first(calls, r"rename.*\.state\.json\.\w+\.tmp.*state\.json")
@@ -60,7 +60,7 @@ def test_a_before_record_is_on_disk_and_named_only_when_whole(tmp_path: Path) ->
     code = f"""
 from pathlib import Path
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
-from metnos import reversibility
+from metnos.ground import reversibility
 root = Path({str(tmp_path)!r})
 key = Ed25519PrivateKey.from_private_bytes((root / "key.pem").read_bytes())
 reversibility.record_before(root / "state", "act1", root / "ws", "fs_write", ["a.txt"], key)

@@ -41,15 +41,15 @@ import pytest
 from prefect import get_client
 from prefect.client.schemas.objects import StateType
 
-from metnos import durable, i18n, keys, reversibility
-from metnos.executors.signing import sign_executor, signature_path
+from metnos.ground import durable, i18n, keys, reversibility
+from metnos.mechanisms.executors.signing import sign_executor, signature_path
+from metnos.mechanisms.undo import verify_before
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
-from metnos.undo import verify_before
 from tests.support.gateway_process import GatewayProcess
 from tests.support.home import MakeHome
 from tests.support.pg import free_port
 
-METNOS = [sys.executable, "-m", "metnos.cli.main"]
+METNOS = [sys.executable, "-m", "metnos.faces.cli.main"]
 EXECUTOR = Path(__file__).parent / "slow_write"
 ORIGINAL = "".join(f"line {i}: the owner's own words\n" for i in range(400))
 NEW = "".join(f"line {i}: what the model wrote\n" for i in range(400))

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 
-from metnos import i18n, keys, reversibility
-from metnos.audit import open_audit_log
-from metnos.db import models
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
+from metnos.ground import i18n, keys, reversibility
+from metnos.ground.db import models
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.engine import session as db_session
+from metnos.mechanisms.audit import open_audit_log
 from metnos.turns.recovery import link_record
 from tests.support.home import Home, MakeHome, gateway_client
 

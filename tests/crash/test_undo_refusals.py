@@ -9,10 +9,10 @@ import shutil
 import subprocess
 import sys
 
-from metnos import i18n, keys, reversibility
+from metnos.ground import i18n, keys, reversibility
 from tests.support.home import Home
 
-METNOS = [sys.executable, "-m", "metnos.cli.main"]
+METNOS = [sys.executable, "-m", "metnos.faces.cli.main"]
 
 
 def undo(action_id: str) -> subprocess.CompletedProcess[str]:

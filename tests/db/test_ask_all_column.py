@@ -5,9 +5,9 @@ from __future__ import annotations
 from sqlalchemy import inspect, text
 from sqlmodel import Session
 
-from metnos.db.engine import make_engine
-from metnos.db.models import ChatSession, open_session
-from metnos.features import create_tables
+from metnos.faces.registry import create_tables
+from metnos.ground.db.engine import make_engine
+from metnos.ground.db.models import ChatSession, open_session
 from tests.support.pg import TestPostgres
 
 

@@ -20,10 +20,10 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.ext.asyncio import create_async_engine
 
-from metnos import i18n
-from metnos.db import _system
-from metnos.db.embedded import SUPERUSER, EmbeddedPostgres
-from metnos.errors import DatabaseError
+from metnos.ground import i18n
+from metnos.ground.db import _system
+from metnos.ground.db.embedded import SUPERUSER, EmbeddedPostgres
+from metnos.ground.errors import DatabaseError
 from tests.support.pg import free_port
 
 
@@ -222,7 +222,7 @@ def test_start_before_initialise_is_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_command_line(pg: EmbeddedPostgres) -> None:
-    base = [sys.executable, "-m", "metnos.db.embedded"]
+    base = [sys.executable, "-m", "metnos.ground.db.embedded"]
     where = ["--data-dir", str(pg.data_dir), "--port", str(pg.port),
              "--password-file", str(pg.password_file)]
 

@@ -8,7 +8,8 @@ import pytest
 from sqlalchemy import Engine, inspect, select
 from sqlmodel import Session
 
-from metnos.db.engine import (
+from metnos.faces.registry import create_tables
+from metnos.ground.db.engine import (
     PREFECT_URL_ENV,
     database_url,
     embedded_postgres,
@@ -18,10 +19,9 @@ from metnos.db.engine import (
     session,
     uses_embedded,
 )
-from metnos.db.models import ChatSession
-from metnos.errors import DatabaseError
-from metnos.features import create_tables
-from metnos.settings import DatabaseSettings, Settings
+from metnos.ground.db.models import ChatSession
+from metnos.ground.errors import DatabaseError
+from metnos.ground.settings import DatabaseSettings, Settings
 from tests.support.pg import free_port
 
 

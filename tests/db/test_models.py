@@ -8,9 +8,9 @@ import pytest
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session
 
-from metnos import i18n
-from metnos.db import models
-from metnos.db.models import BeforeManifest, ChatSession, Turn, TurnStep
+from metnos.ground import i18n
+from metnos.ground.db import models
+from metnos.ground.db.models import BeforeManifest, ChatSession, Turn, TurnStep
 
 
 def _chat(db: Session, user: str = "owner") -> ChatSession:

@@ -1,7 +1,7 @@
 """`metnos doctor` through the real command, on real instances (issue 26, Build point 4).
 
 Each test makes a fresh `metnos init` home (`instance_env`) and runs `python -m
-metnos.cli.main doctor` as a person would. The problems are made for real: a socket of this
+metnos.faces.cli.main doctor` as a person would. The problems are made for real: a socket of this
 test on the gateway's port, a model server that wants another key (ScriptedLLM, the
 third-party edge), the sandbox run where the kernel refuses user namespaces (an outer
 bubblewrap with --disable-userns, as a container that forbids them does), an edited line of
@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
-from metnos.audit import audit_log_path, open_audit_log
-from metnos.sandbox.bwrap import find_bwrap
-from metnos.serve import instance
-from metnos.settings import Settings
+from metnos.faces.serve import instance
+from metnos.ground.settings import Settings
+from metnos.mechanisms.audit import audit_log_path, open_audit_log
+from metnos.mechanisms.sandbox.bwrap import find_bwrap
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.pg import TestPostgres
 from tests.support.serve_process import METNOS, instance_env, served_instance, wait_ready

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from metnos.keys import ensure_keypair, load_private_key
-from metnos.paths import resources_path
-from metnos.settings import get_settings
+from metnos.ground.keys import ensure_keypair, load_private_key
+from metnos.ground.paths import resources_path
+from metnos.ground.settings import get_settings
 from metnos.testing.executors import direct_argv
 
 REPO_EXECUTORS = resources_path("executors")

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from metnos.errors import SignatureError
-from metnos.executors.builtin import (
+from metnos.ground.errors import SignatureError
+from metnos.mechanisms.executors.builtin import (
     build_lock,
     check_builtin,
     lock_path,
@@ -15,14 +15,14 @@ from metnos.executors.builtin import (
     read_lock,
     sign_builtins,
 )
-from metnos.executors.registry import discover
-from metnos.executors.signing import signature_path
+from metnos.mechanisms.executors.registry import discover
+from metnos.mechanisms.executors.signing import signature_path
 from tests.executors.conftest import BUILTINS, REPO_EXECUTORS
 
 
 def test_committed_lock_matches_tree() -> None:
     assert read_lock(lock_path(REPO_EXECUTORS)) == build_lock(REPO_EXECUTORS), (
-        "run: python -m metnos.executors.builtin --update-lock"
+        "run: python -m metnos.mechanisms.executors.builtin --update-lock"
     )
     assert set(read_lock(lock_path(REPO_EXECUTORS))) == set(BUILTINS)
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from metnos.cli.executors import app
+from metnos.faces.cli.executors import app
 from tests.executors.conftest import BUILTINS, REPO_EXECUTORS
 
 runner = CliRunner()
@@ -94,7 +94,7 @@ def test_unknown_name(home: Path) -> None:
 
 
 def test_italian(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from metnos.settings import get_settings
+    from metnos.ground.settings import get_settings
 
     monkeypatch.setenv("METNOS_LANG", "it")
     get_settings.cache_clear()

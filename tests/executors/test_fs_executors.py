@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from metnos import i18n
+from metnos.ground import i18n
 from tests.executors.conftest import RunExecutor
 
 

@@ -12,10 +12,10 @@ import pytest
 from hassil import recognize_best
 from pydantic import ValidationError
 
-from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
-from metnos.i18n import lint
-from metnos.sandbox import SandboxProfile, SandboxRequest, SandboxResult, run_sandboxed
-from metnos.sandbox.bwrap import (
+from metnos.ground.i18n import lint
+from metnos.mechanisms.executors.manifest import MANIFEST_FILE, parse_manifest
+from metnos.mechanisms.sandbox import SandboxProfile, SandboxRequest, SandboxResult, run_sandboxed
+from metnos.mechanisms.sandbox.bwrap import (
     PROTOCOL_DEST,
     PYLIB_DIR,
     PythonPackage,
@@ -30,7 +30,7 @@ from tests.i18n.test_lint import EN_SENTENCE, IT_REPLY_BASH, MIXED
 from tests.sandbox._helpers import write_executor
 from tests.sandbox.test_bwrap import PY, argv_for, pairs
 
-PACKAGES = ("lingua", "metnos.i18n.lint")
+PACKAGES = ("lingua", "metnos.ground.i18n.lint")
 
 
 @pytest.fixture
@@ -117,7 +117,8 @@ def test_utterances_reach_the_executor(lang: str, sentence: str, expected: str) 
 
 
 # -- [sandbox] python_packages ------------------------------------------------------------------
-@pytest.mark.parametrize("names", [("metnos",), ("os",), ("metnos.i18n",), ("lingua", "lingua")])
+@pytest.mark.parametrize("names",
+                         [("metnos",), ("os",), ("metnos.ground.i18n",), ("lingua", "lingua")])
 def test_profile_refuses_packages_off_the_allow_list(names: tuple[str, ...]) -> None:
     with pytest.raises(ValidationError, match="python"):
         SandboxProfile(python_packages=names)
@@ -127,7 +128,8 @@ def test_packages_resolve_to_a_directory_and_a_module_file() -> None:
     package, module = resolve_python_packages(PACKAGES)
     assert package.dest == "lingua" and package.source.is_dir()
     assert (package.source / "__init__.py").is_file()
-    assert module.dest == "metnos_i18n_lint.py" and module.source == Path(lint.__file__).resolve()
+    assert module.dest == "metnos_ground_i18n_lint.py"
+    assert module.source == Path(lint.__file__).resolve()
     with pytest.raises(LookupError, match="not allowed"):
         resolve_python_packages(["metnos"])
 
@@ -137,7 +139,7 @@ def test_argv_binds_packages_read_only_and_nothing_without_them() -> None:
     argv = argv_for(SandboxProfile(read=(), python_packages=PACKAGES), python_packages=packages)
     binds = pairs(argv, "--ro-bind")
     assert (str(packages[0].source), f"{PYLIB_DIR}/lingua") in binds
-    assert (str(packages[1].source), f"{PYLIB_DIR}/metnos_i18n_lint.py") in binds
+    assert (str(packages[1].source), f"{PYLIB_DIR}/metnos_ground_i18n_lint.py") in binds
     assert not any(dst.startswith(PYLIB_DIR) for _s, dst in pairs(argv, "--bind"))
     assert argv_for(SandboxProfile()) == argv_for(SandboxProfile(), python_packages=())
     assert PYLIB_DIR not in " ".join(argv_for(SandboxProfile()))
@@ -150,10 +152,10 @@ def test_argv_binds_packages_read_only_and_nothing_without_them() -> None:
 PROBE = """\
 import importlib.util
 sys.path.append("/home/metnos/pylib")
-found = {n: importlib.util.find_spec(n) is not None for n in ("lingua", "metnos_i18n_lint",
+found = {n: importlib.util.find_spec(n) is not None for n in ("lingua", "metnos_ground_i18n_lint",
                                                               "metnos", "pydantic")}
 try:
-    open("/home/metnos/pylib/metnos_i18n_lint.py", "a").close()
+    open("/home/metnos/pylib/metnos_ground_i18n_lint.py", "a").close()
     writable = True
 except OSError:
     writable = False
@@ -175,9 +177,9 @@ def test_inside_the_sandbox_only_the_bound_packages_exist(
     assert result.ok and result.result is not None, (result.error_key, result.stderr_tail)
     data = result.result
     bound = bool(packages)
-    assert data["found"] == {"lingua": bound, "metnos_i18n_lint": bound, "metnos": False,
+    assert data["found"] == {"lingua": bound, "metnos_ground_i18n_lint": bound, "metnos": False,
                              "pydantic": False}
     helper = [PROTOCOL_DEST]  # the protocol helper: bound into every run
-    assert data["pylib"] == (["lingua", "metnos_i18n_lint.py", *helper] if bound else helper)
+    assert data["pylib"] == (["lingua", "metnos_ground_i18n_lint.py", *helper] if bound else helper)
     assert data["writable"] is False
     assert data["workspace"] == []  # read = []: the workspace is not mounted

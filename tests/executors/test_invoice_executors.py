@@ -1,5 +1,5 @@
 """The invoice chain's executors in the real bubblewrap sandbox: pdf_ext (pypdf bound
-read-only), archive (its destination chosen on the host, its undo through `metnos.undo`),
+read-only), archive (its destination chosen on the host, its undo through `metnos.mechanisms.undo`),
 notify (it only checks: the gateway sends)."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from typing import Any
 
 import pytest
 
-from metnos import i18n
-from metnos.archiving import destination
-from metnos.errors import PolicyDenied
-from metnos.executors.manifest import parse_manifest
-from metnos.paths import resources_path
-from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
+from metnos.features.archiving import destination
+from metnos.ground import i18n
+from metnos.ground.errors import PolicyDenied
+from metnos.ground.paths import resources_path
+from metnos.mechanisms.executors.manifest import parse_manifest
+from metnos.mechanisms.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from tests.support.pdfs import encrypted_pdf, image_only_pdf, text_pdf
 from tests.undo.support import Actor, actor, tree_digest
 

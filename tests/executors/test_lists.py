@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from metnos import i18n
-from metnos.errors import PolicyDenied
-from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
-from metnos.lists import list_path, list_slug, list_title
-from metnos.lists_merge import check_list_name
-from metnos.policy import host_checks
-from metnos.sandbox import SandboxResult
-from metnos.settings import Settings, get_settings
+from metnos.features.lists import list_path, list_slug, list_title
+from metnos.features.lists_merge import check_list_name
+from metnos.ground import i18n
+from metnos.ground.errors import PolicyDenied
+from metnos.ground.settings import Settings, get_settings
+from metnos.mechanisms.executors.manifest import MANIFEST_FILE, parse_manifest
+from metnos.mechanisms.policy import host_checks
+from metnos.mechanisms.sandbox import SandboxResult
 from metnos.turns.reply import StepOutcome, render_outcome
 from tests.executors.conftest import REPO_EXECUTORS, RunExecutor
 from tests.executors.test_shell_web import error_of, run_in_sandbox
@@ -111,7 +111,7 @@ def test_bad_arguments_are_refused(tmp_path: Path, args: dict[str, Any], key: st
 
 def apply_host_checks(settings: Settings, checks: dict[str, str],
                       args: dict[str, Any]) -> dict[str, Any]:
-    """The checks as a turn applies them: the lists' own is registered by `metnos.wiring`."""
+    """The checks as a turn applies them: the lists' own is registered by `metnos.faces.wiring`."""
     return host_checks.apply_host_checks(settings, checks, args, {"list_name": check_list_name})
 
 

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from metnos import keys
-from metnos.audit import open_audit_log
-from metnos.lists import list_id, list_path
-from metnos.lists_merge import merge_lists
-from metnos.undo import undo
+from metnos.features.lists import list_id, list_path
+from metnos.features.lists_merge import merge_lists
+from metnos.ground import keys
+from metnos.mechanisms.audit import open_audit_log
+from metnos.mechanisms.undo import undo
 from tests.support.home import MakeHome
 
 

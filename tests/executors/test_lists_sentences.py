@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
-from metnos.llm.embedded import plan_embedded
-from metnos.llm.tools import ToolSpec
+from metnos.mechanisms.executors.manifest import MANIFEST_FILE, parse_manifest
+from metnos.mechanisms.llm.embedded import plan_embedded
+from metnos.mechanisms.llm.tools import ToolSpec
 from tests.executors.conftest import REPO_EXECUTORS
 from tests.llm.builtin_tools import FIRST
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from metnos import i18n
-from metnos.errors import ManifestError
-from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
+from metnos.ground import i18n
+from metnos.ground.errors import ManifestError
+from metnos.mechanisms.executors.manifest import MANIFEST_FILE, parse_manifest
 from tests.executors.conftest import REPO_EXECUTORS
 
 SOURCE = (REPO_EXECUTORS / "fs_read" / MANIFEST_FILE).read_text(encoding="utf-8")

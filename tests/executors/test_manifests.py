@@ -7,15 +7,15 @@ from pathlib import Path
 import pytest
 from hassil import Intents, recognize_best
 
-from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
-from metnos.languages.lang_state import (
+from metnos.features.languages.lang_state import (
     FIELDS,
     lang_version_hash,
     read_lang_state,
     stale_languages,
 )
-from metnos.llm.tools import ToolSpec
-from metnos.reversal import EFFECT, FILES, MAILBOX, REMOTE
+from metnos.features.reversal import EFFECT, FILES, MAILBOX, REMOTE
+from metnos.mechanisms.executors.manifest import MANIFEST_FILE, parse_manifest
+from metnos.mechanisms.llm.tools import ToolSpec
 from tests.executors.conftest import BUILTINS, REPO_EXECUTORS
 
 FOLDERS = sorted(p.parent for p in REPO_EXECUTORS.glob(f"*/{MANIFEST_FILE}"))
@@ -47,7 +47,7 @@ def test_manifest_is_valid(folder: Path) -> None:
 
 
 def test_every_manifest_chooses_a_reversal_the_runner_and_the_undo_know() -> None:
-    """`Manifest.reversal` names one of the kinds `metnos.wiring.FEATURES` registers (their
+    """`Manifest.reversal` names one of the kinds `metnos.faces.wiring.FEATURES` registers (their
     order: tests/gateway/test_runtime.py): a mail move its mailbox, a reminder its effect, a
     file change its files."""
     chosen = {folder.name: parse_manifest(folder / MANIFEST_FILE).reversal for folder in FOLDERS}

@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from metnos import i18n
-from metnos.paths import resources_path
+from metnos.ground import i18n
+from metnos.ground.paths import resources_path
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCES = [
-    *sorted(ROOT.joinpath("metnos", "executors").glob("*.py")),
-    ROOT.joinpath("metnos", "cli", "executors.py"),
+    *sorted(ROOT.joinpath("metnos", "mechanisms", "executors").glob("*.py")),
+    ROOT.joinpath("metnos", "faces", "cli", "executors.py"),
     *sorted(resources_path("executors").glob("*/main.py")),
 ]
 KEYS = sorted(

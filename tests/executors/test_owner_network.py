@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from metnos.executors.registry import load_registry, signatures_dir
-from metnos.executors.signing import sign_executor, signature_path
-from metnos.keys import load_private_key
-from metnos.sandbox import SandboxRequest, run_sandboxed
-from metnos.settings import get_settings
+from metnos.ground.keys import load_private_key
+from metnos.ground.settings import get_settings
+from metnos.mechanisms.executors.registry import load_registry, signatures_dir
+from metnos.mechanisms.executors.signing import sign_executor, signature_path
+from metnos.mechanisms.sandbox import SandboxRequest, run_sandboxed
 from tests.executors.conftest import REPO_EXECUTORS
 from tests.synt.test_trial_network import accepted, host_addresses
 
@@ -94,7 +94,7 @@ async def test_a_signed_owner_executor_asking_for_the_network_reaches_nothing(
 
 async def test_control_the_builtin_web_fetch_keeps_the_host_network(metnos_home: Path) -> None:
     """web_fetch, pinned by BUILTIN.lock, is not confined (it checks addresses itself)."""
-    from metnos.executors.builtin import sign_builtins
+    from metnos.mechanisms.executors.builtin import sign_builtins
 
     settings = get_settings()
     sign_builtins(REPO_EXECUTORS, settings.keys_dir, metnos_home / "signatures")

@@ -1,5 +1,5 @@
-"""The executors' protocol helper (`metnos.sandbox.protocol`): standard library only, bound
-read-only into every sandbox, and part of every executor's signed code hash, so a changed
+"""The executors' protocol helper (`metnos.mechanisms.sandbox.protocol`): standard library only,
+bound read-only into every sandbox, and part of every executor's signed code hash, so a changed
 helper is a changed executor: refused at verification, against the lock, and at run time
 with its audit line, never run."""
 
@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from metnos.errors import SignatureError
-from metnos.executors.builtin import check_builtin, lock_path
-from metnos.executors.manifest import parse_manifest
-from metnos.executors.registry import discover
-from metnos.executors.signing import code_hash, sign_executor, verify_executor
-from metnos.sandbox import SandboxRequest, bwrap, run_sandboxed
+from metnos.ground.errors import SignatureError
+from metnos.mechanisms.executors.builtin import check_builtin, lock_path
+from metnos.mechanisms.executors.manifest import parse_manifest
+from metnos.mechanisms.executors.registry import discover
+from metnos.mechanisms.executors.signing import code_hash, sign_executor, verify_executor
+from metnos.mechanisms.sandbox import SandboxRequest, bwrap, run_sandboxed
 from metnos.testing.llm_server import ScriptedLLM
 from tests.executors.conftest import REPO_EXECUTORS
 from tests.gateway.test_attacks import attempts, audit_lines, changed_between_turns
@@ -51,7 +51,7 @@ def test_the_helper_imports_only_the_standard_library() -> None:
 def test_every_builtin_imports_the_helper() -> None:
     for folder in sorted(p.parent for p in REPO_EXECUTORS.glob("*/main.py")):
         code = (folder / "main.py").read_text()
-        helper = "metnos_mail_imap" if "import metnos_mail_imap" in code else \
+        helper = "metnos_features_mail_imap" if "import metnos_features_mail_imap" in code else \
             "metnos_sandbox_protocol"
         assert f"import {helper}" in code or f"from {helper} import" in code, folder.name
         assert "sys.stdin" not in code and "sys.stdout" not in code, folder.name

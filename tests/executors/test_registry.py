@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from metnos.errors import ExecutorNotFound
-from metnos.executors.builtin import sign_builtins
-from metnos.executors.registry import admit, discover, discover_all, load_registry
-from metnos.executors.signing import sign_executor, signature_path
-from metnos.settings import get_settings
+from metnos.ground.errors import ExecutorNotFound
+from metnos.ground.settings import get_settings
+from metnos.mechanisms.executors.builtin import sign_builtins
+from metnos.mechanisms.executors.registry import admit, discover, discover_all, load_registry
+from metnos.mechanisms.executors.signing import sign_executor, signature_path
 from tests.executors.conftest import BUILTINS, REPO_EXECUTORS
 
 

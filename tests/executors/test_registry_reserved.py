@@ -3,7 +3,7 @@ it is refused with a reason, and the model's `wish` stays the built-in one."""
 
 from __future__ import annotations
 
-from metnos.executors.registry import load_registry
+from metnos.mechanisms.executors.registry import load_registry
 from tests.support.home import MakeHome
 from tests.synt.support import install
 

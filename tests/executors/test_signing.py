@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from metnos.errors import SignatureError
-from metnos.executors.signing import (
+from metnos.ground.errors import SignatureError
+from metnos.mechanisms.executors.signing import (
     code_hash,
     key_id,
     minisign_public_key,

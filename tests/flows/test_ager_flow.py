@@ -6,9 +6,9 @@ from __future__ import annotations
 from sqlalchemy import text
 
 from flows.ager import ager
-from metnos.audit import read_tail, verify_instance
-from metnos.db.engine import database_url, make_engine
-from metnos.mnestoma import moves
+from metnos.features.mnestoma import moves
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.mechanisms.audit import read_tail, verify_instance
 from tests.support.home import MakeHome
 
 

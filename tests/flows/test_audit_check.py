@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from flows.audit_check import audit_check
-from metnos.audit import open_audit_log
+from metnos.mechanisms.audit import open_audit_log
 from tests.support.home import MakeHome
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from asgi_lifespan import LifespanManager
 
 from flows.gateway import app
-from metnos.reminders.effect import EFFECT
+from metnos.features.reminders.effect import EFFECT
 from tests.support.home import MakeHome
 
 

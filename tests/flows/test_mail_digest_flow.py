@@ -13,10 +13,10 @@ from prefect.client.schemas.objects import StateType
 from sqlmodel import Session, col, select
 
 from flows.mail_digest import mail_digest
-from metnos.db.engine import database_url, make_engine
-from metnos.db.models import Turn
-from metnos.mail.digest import CHANNEL
-from metnos.reminders.outbox import Outbox
+from metnos.features.mail.digest import CHANNEL
+from metnos.features.reminders.outbox import Outbox
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.models import Turn
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome
 from tests.support.imap import SAMPLES, ImapServer, configure, start_imap

@@ -18,13 +18,13 @@ from prefect.states import Crashed
 
 from flows._scheduler_signals import client, empty, read_signals, reader
 from flows.gateway import app
-from metnos.tutor.probes import (
+from metnos.features.tutor.probes import (
     SchedulerSignals,
     runner_alive,
     scheduler_services,
     scheduler_state,
 )
-from metnos.tutor.signals import Snapshot
+from metnos.features.tutor.signals import Snapshot
 from tests.support.home import MakeHome
 from tests.support.pg import free_port
 

@@ -10,10 +10,10 @@ import json
 from sqlmodel import col, select
 
 from flows.synt import synt
-from metnos.db.engine import session as db_session
-from metnos.executors.registry import load_registry
-from metnos.proposals.models import Proposal
-from metnos.proposals.store import handler_for
+from metnos.features.proposals.models import Proposal
+from metnos.features.proposals.store import handler_for
+from metnos.ground.db.engine import session as db_session
+from metnos.mechanisms.executors.registry import load_registry
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome
 from tests.synt.support import add_proto, install_scan_reader, proto, script_generation

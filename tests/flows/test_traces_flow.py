@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from flows.introvert import introvert
 from flows.traces import traces
-from metnos.db.engine import session as db_session
-from metnos.mnestoma.models import Trace
+from metnos.features.mnestoma.models import Trace
+from metnos.ground.db.engine import session as db_session
 from tests.mnestoma.traces_fixture import INVOICES, PHOTOS, engine_of, plant
 from tests.support.home import MakeHome
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from flows.translation_sweep import translation_sweep
-from metnos.settings import get_settings
+from metnos.ground.settings import get_settings
 from metnos.testing.llm_server import ScriptedLLM
 from tests.i18n.conftest import copy_resources
 from tests.support.fake_translator import fake_translation

@@ -8,7 +8,7 @@ from __future__ import annotations
 import sqlite3
 
 from flows.tutor import tutor_catalog
-from metnos.tutor.catalog import catalog_path, open_catalog
+from metnos.features.tutor.catalog import catalog_path, open_catalog
 from tests.support.home import MakeHome
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from metnos.paths import resources_path
+from metnos.ground.paths import resources_path
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.support.home import Home, MakeHome, gateway_client
 
@@ -142,8 +142,8 @@ async def test_full_autonomy_writes_and_records_the_before_state(
 
 def install_owner_executor(home: Home, name: str = "echo_note") -> Path:
     """A copy of fs_read under another name in METNOS_HOME/executors, signed by the owner."""
-    from metnos import keys
-    from metnos.executors.signing import sign_executor, signature_path
+    from metnos.ground import keys
+    from metnos.mechanisms.executors.signing import sign_executor, signature_path
 
     folder = home.path / "executors" / name
     repo_exec = resources_path("executors", "fs_read")
@@ -308,7 +308,7 @@ async def test_hostile_surrogates_still_complete_the_turn(
 ])
 async def test_host_guard(host: str | None, allowed: bool) -> None:
     """DNS rebinding: only a loopback name, optionally with a numeric port, gets through."""
-    from metnos.gateway.security import HostGuard
+    from metnos.faces.gateway.security import HostGuard
 
     async def app(scope, receive, send):  # type: ignore[no-untyped-def]
         await send({"type": "http.response.start", "status": 200, "headers": []})

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 from sqlmodel import select
 
-from metnos import i18n
-from metnos.db import models
-from metnos.db.engine import session as db_session
+from metnos.ground import i18n
+from metnos.ground.db import models
+from metnos.ground.db.engine import session as db_session
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.approvals.test_approval_flow import wait_status
 from tests.gateway.test_turns import audit_lines

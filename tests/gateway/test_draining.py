@@ -12,10 +12,10 @@ import httpx
 import websockets
 from sqlmodel import func, select
 
-from metnos import i18n
-from metnos.db import models
-from metnos.db.engine import session as db_session
-from metnos.gateway.app import create_app
+from metnos.faces.gateway.app import create_app
+from metnos.ground import i18n
+from metnos.ground.db import models
+from metnos.ground.db.engine import session as db_session
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome, served_app
 from tests.support.pg import free_port

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from metnos import i18n
+from metnos.ground import i18n
 from tests.support.home import Home, MakeHome, gateway_client
 
 

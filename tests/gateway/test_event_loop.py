@@ -15,8 +15,8 @@ from typing import Any
 import httpx
 import pytest
 
-from metnos.audit.log import open_audit_log
-from metnos.gateway.routes import turns as turns_route
+from metnos.faces.gateway.routes import turns as turns_route
+from metnos.mechanisms.audit.log import open_audit_log
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import Home, MakeHome, served_app
 from tests.support.pg import free_port
@@ -90,7 +90,7 @@ def test_audit_reads_do_not_delay_a_turns_heartbeat(
     _fill_audit(home, LINES + 200)
     monkeypatch.setattr(turns_route, "KEEP_ALIVE_S", KEEP_ALIVE_S)
     scripted_llm.enqueue_tool_call("fs_write", {"path": "hello.txt", "content": "hi\n"})
-    from metnos.gateway.app import create_app
+    from metnos.faces.gateway.app import create_app
 
     app = create_app(home.settings)  # plain runner: the turn waits for the owner in the DB
     with served_app(app, home.settings.gateway.port) as base, httpx.Client(

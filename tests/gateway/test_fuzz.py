@@ -38,12 +38,12 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
-from metnos import i18n
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.gateway.app import create_app
-from metnos.i18n.tags import match_language
-from metnos.pairing.service import OWNER_USER_ID
-from metnos.proposals.store import Draft, submit
+from metnos.faces.gateway.app import create_app
+from metnos.features.pairing.service import OWNER_USER_ID
+from metnos.features.proposals.store import Draft, submit
+from metnos.ground import i18n
+from metnos.ground.db.engine import database_url, in_session, make_engine
+from metnos.ground.i18n.tags import match_language
 from tests.support.home import Home, MakeHome, served_app
 from tests.support.pg import free_port
 

@@ -17,14 +17,14 @@ from sqlalchemy import text
 from sqlmodel import SQLModel
 
 from flows.reminder import scheduler
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.db.engine import session as db_session
-from metnos.db.models import utcnow
-from metnos.gateway.app import create_app
-from metnos.gateway.outbox_delivery import with_reminders
-from metnos.pairing import admit
-from metnos.reminders import outbox
-from metnos.wiring import Edges
+from metnos.faces.gateway.app import create_app
+from metnos.faces.gateway.outbox_delivery import with_reminders
+from metnos.faces.wiring import Edges
+from metnos.features.pairing import admit
+from metnos.features.reminders import outbox
+from metnos.ground.db.engine import database_url, in_session, make_engine
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import utcnow
 from tests.support.home import MakeHome, served_app
 from tests.support.pg import free_port
 from tests.web.test_cross_site import _endpoints

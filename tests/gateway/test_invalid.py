@@ -13,9 +13,9 @@ import pytest
 import websockets
 from sqlmodel import select
 
-from metnos import i18n
-from metnos.db import models
-from metnos.db.engine import session as db_session
+from metnos.ground import i18n
+from metnos.ground.db import models
+from metnos.ground.db.engine import session as db_session
 from metnos.turns.service import TurnService
 from tests.support.home import Home, MakeHome, gateway_client, served_gateway
 from tests.support.pg import free_port

@@ -21,7 +21,7 @@ import pytest
 import websockets
 
 from flows.reminder import reminder
-from metnos import i18n
+from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import FakeTelegram
 from tests.acceptance import family as F

@@ -9,17 +9,17 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
-from metnos.gateway.app import create_app
-from metnos.mail.summary import EFFECT as SUMMARIZE
-from metnos.notify.effect import EFFECT as NOTIFY
-from metnos.paths import resources_path
-from metnos.policy.host_checks import BUILTIN_CHECKS
-from metnos.reminders.effect import EFFECT as REMINDER
-from metnos.schedules.effect import EFFECT as SCHEDULE
-from metnos.schedules.planning import plan_timed
+from metnos.faces.gateway.app import create_app
+from metnos.faces.wiring import build_runtime
+from metnos.features.mail.summary import EFFECT as SUMMARIZE
+from metnos.features.notify.effect import EFFECT as NOTIFY
+from metnos.features.reminders.effect import EFFECT as REMINDER
+from metnos.features.schedules.effect import EFFECT as SCHEDULE
+from metnos.features.schedules.planning import plan_timed
+from metnos.ground.paths import resources_path
+from metnos.mechanisms.executors.manifest import MANIFEST_FILE, parse_manifest
+from metnos.mechanisms.policy.host_checks import BUILTIN_CHECKS
 from metnos.turns.service import TurnService
-from metnos.wiring import build_runtime
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import GATEWAY_BASE, MakeHome
 
@@ -71,7 +71,7 @@ async def test_the_served_gateway_builds_one_frozen_runtime(make_home: MakeHome,
 
 async def test_what_the_features_add_to_a_turn_is_the_runtimes(make_home: MakeHome) -> None:
     """Every host check a manifest names is the policy's own or one a feature registered
-    with the runtime (`metnos.wiring`), as the embedded planner's first readings are: none of
+    with the runtime (`metnos.faces.wiring`), as the embedded planner's first readings are: none of
     it lives in a module's registry."""
     home = make_home(lang="en")
     service = await build_runtime(home.settings, tutor=False)

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine
 
-from metnos import i18n
-from metnos.db.engine import session as db_session
-from metnos.db.models import ChatMessage, ChatSession, Turn, utcnow
+from metnos.ground import i18n
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import ChatMessage, ChatSession, Turn, utcnow
 from tests.support.home import Home, MakeHome, gateway_client
 
 ACTIVITY = [{"executor": "fs_write", "status": "done", "text": "Wrote notes.md.",

@@ -14,9 +14,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from metnos.db import models
-from metnos.db.engine import session as db_session
-from metnos.gateway.routes import turns as turns_route
+from metnos.faces.gateway.routes import turns as turns_route
+from metnos.ground.db import models
+from metnos.ground.db.engine import session as db_session
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns.events import TurnEvents
 from tests.support.home import Home, MakeHome, served_app
@@ -29,7 +29,7 @@ Event = tuple[int, str, dict[str, Any]]
 def flow_gateway(home: Home) -> Iterator[tuple[str, FastAPI]]:
     """The gateway on loopback with the Prefect turn flow as its runner (uvicorn, a thread)."""
     from flows.turn import resume_approval, run_turn
-    from metnos.gateway.app import create_app
+    from metnos.faces.gateway.app import create_app
 
     app = create_app(home.settings, runner=run_turn, resumer=resume_approval)
     with served_app(app, home.settings.gateway.port) as base:

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from metnos import i18n
-from metnos.paths import resources_path
-from metnos.settings import Settings, get_settings
+from metnos.ground import i18n
+from metnos.ground.paths import resources_path
+from metnos.ground.settings import Settings, get_settings
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.fake_translator import fake_translation
 

@@ -8,14 +8,14 @@ from typing import Any
 
 import pytest
 
-from metnos import i18n
-from metnos.executors.manifest import parse_manifest
-from metnos.executors.registry import _tool_spec
-from metnos.i18n.tags import LanguageTagError
-from metnos.languages.admin import LanguageAdmin, LanguagesError
-from metnos.languages.translator import LLMTranslator
-from metnos.llm.port import LLMPort
-from metnos.settings import get_settings
+from metnos.features.languages.admin import LanguageAdmin, LanguagesError
+from metnos.features.languages.translator import LLMTranslator
+from metnos.ground import i18n
+from metnos.ground.i18n.tags import LanguageTagError
+from metnos.ground.settings import get_settings
+from metnos.mechanisms.executors.manifest import parse_manifest
+from metnos.mechanisms.executors.registry import _tool_spec
+from metnos.mechanisms.llm.port import LLMPort
 from metnos.testing.llm_server import ScriptedLLM
 from tests.i18n.conftest import Instance
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from metnos import i18n
-from metnos.languages.checks import (
+from metnos.features.languages.checks import (
     CHECKS,
     Problem,
     check_document,
@@ -14,7 +13,8 @@ from metnos.languages.checks import (
     describe,
     enforced,
 )
-from metnos.paths import resources_path
+from metnos.ground import i18n
+from metnos.ground.paths import resources_path
 
 SRC = "Could not read the file {path}."
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from metnos.cli.prompts import app
-from metnos.settings import get_settings
+from metnos.faces.cli.prompts import app
+from metnos.ground.settings import get_settings
 from tests.i18n.conftest import Instance
 
 

@@ -10,8 +10,8 @@ import tomllib
 
 import pytest
 
-from metnos.i18n import phrases
-from metnos.paths import resources_path
+from metnos.ground.i18n import phrases
+from metnos.ground.paths import resources_path
 
 RESOURCES = resources_path()
 EXECUTORS = sorted(p.parent.name for p in (RESOURCES / "executors").glob("*/manifest.toml"))

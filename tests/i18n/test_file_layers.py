@@ -8,13 +8,13 @@ from __future__ import annotations
 import pytest
 from typer.testing import CliRunner
 
-from metnos.channels.render import render
-from metnos.cli.prompts import app
-from metnos.languages.admin import LanguageAdmin
-from metnos.paths import resources_path
-from metnos.proposals.telos import parse
-from metnos.reminders import when
-from metnos.settings import get_settings
+from metnos.faces.channels.render import render
+from metnos.faces.cli.prompts import app
+from metnos.features.languages.admin import LanguageAdmin
+from metnos.features.proposals.telos import parse
+from metnos.features.reminders import when
+from metnos.ground.paths import resources_path
+from metnos.ground.settings import get_settings
 from metnos.testing.llm_server import ScriptedLLM
 from tests.i18n.conftest import Instance
 

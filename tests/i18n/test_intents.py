@@ -7,15 +7,15 @@ from pathlib import Path
 
 import pytest
 
-from metnos.audit import open_audit_log
-from metnos.executors.manifest import parse_manifest
-from metnos.i18n import intents
-from metnos.i18n.intents import artifact_intent, matching_rule, summary
-from metnos.keys import ensure_keypair
-from metnos.llm.planner import planner_messages
-from metnos.paths import resources_path
-from metnos.settings import I18nSettings, Settings, get_settings
-from metnos.settings.intents import ArtifactRule, ArtifactsIntent
+from metnos.ground.i18n import intents
+from metnos.ground.i18n.intents import artifact_intent, matching_rule, summary
+from metnos.ground.keys import ensure_keypair
+from metnos.ground.paths import resources_path
+from metnos.ground.settings import I18nSettings, Settings, get_settings
+from metnos.ground.settings.intents import ArtifactRule, ArtifactsIntent
+from metnos.mechanisms.audit import open_audit_log
+from metnos.mechanisms.executors.manifest import parse_manifest
+from metnos.mechanisms.llm.planner import planner_messages
 from metnos.turns import language
 
 IT_TEXT = ("La lista della spesa per la settimana: latte, pane, uova e un po' di frutta "

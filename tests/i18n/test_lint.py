@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from lingua import Language, LanguageDetectorBuilder
 
-from metnos.i18n import lint
-from metnos.i18n.lint import MAX_SPANS, detect_language, i18n_lint_text, mask
+from metnos.ground.i18n import lint
+from metnos.ground.i18n.lint import MAX_SPANS, detect_language, i18n_lint_text, mask
 
 # The note's case (notes/i18n_tutor.md §3b): an Italian reply around an English bash block.
 IT_REPLY_BASH = """Ho aggiornato lo script di backup. Esegui:

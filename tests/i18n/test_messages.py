@@ -1,4 +1,4 @@
-"""`metnos.i18n`: lookups from files or the store, plurals, CLDR formatting, tag matching."""
+"""`metnos.ground.i18n`: lookups from files or the store, plurals, CLDR formatting, tag matching."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from metnos import i18n
-from metnos.executors.manifest import MANIFEST_FILE, parse_manifest
-from metnos.executors.registry import ExecutorSpec, Registry
-from metnos.i18n.store import MessageStore, open_store, seed_executor_texts
-from metnos.paths import resources_path
-from metnos.settings import get_settings
+from metnos.ground import i18n
+from metnos.ground.i18n.store import MessageStore, open_store, seed_executor_texts
+from metnos.ground.paths import resources_path
+from metnos.ground.settings import get_settings
+from metnos.mechanisms.executors.manifest import MANIFEST_FILE, parse_manifest
+from metnos.mechanisms.executors.registry import ExecutorSpec, Registry
 
 CORE_EN = '''
 MSG_HELLO = "Hello {name}"

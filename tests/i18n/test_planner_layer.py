@@ -9,11 +9,11 @@ import shutil
 import tomllib
 from pathlib import Path
 
-from metnos.executors.registry import _tool_spec, discover_all
-from metnos.languages.layer_planner import PlannerLayer, check_planner, manifest_words
-from metnos.languages.resources import Candidate
-from metnos.llm.embedded import misunderstood, plan_embedded
-from metnos.paths import resources_path
+from metnos.features.languages.layer_planner import PlannerLayer, check_planner, manifest_words
+from metnos.features.languages.resources import Candidate
+from metnos.ground.paths import resources_path
+from metnos.mechanisms.executors.registry import _tool_spec, discover_all
+from metnos.mechanisms.llm.embedded import misunderstood, plan_embedded
 from tests.i18n.conftest import Instance
 
 LISTS = tomllib.loads((resources_path("executors") / "lists" / "manifest.toml").read_text())

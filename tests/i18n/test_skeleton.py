@@ -6,9 +6,9 @@ import jinja2
 import pytest
 from jinja2 import meta
 
-from metnos.errors import ConfigError
-from metnos.i18n.skeleton import PromptTemplateError, compare, skeleton
-from metnos.paths import resources_path
+from metnos.ground.errors import ConfigError
+from metnos.ground.i18n.skeleton import PromptTemplateError, compare, skeleton
+from metnos.ground.paths import resources_path
 
 EN = """{% block intro %}
 Hello {{ user_message }}.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.languages.state import LangEntry, align, assess, record_new
+from metnos.features.languages.state import LangEntry, align, assess, record_new
 
 LANGS = ("en", "it", "fr")
 

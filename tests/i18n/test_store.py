@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from metnos import i18n
-from metnos.errors import ConfigError
-from metnos.i18n.catalogs import CatalogEntry, read_catalogs
-from metnos.i18n.store import (
+from metnos.ground import i18n
+from metnos.ground.errors import ConfigError
+from metnos.ground.i18n.catalogs import CatalogEntry, read_catalogs
+from metnos.ground.i18n.store import (
     MessageStore,
     affinity_words,
     open_store,

@@ -10,11 +10,11 @@ import pytest
 import tomlkit
 from typer.testing import CliRunner
 
-from metnos.cli.prompts import app, served_pages
-from metnos.gateway.routes.docs import docs_dir, listing
-from metnos.languages.admin import LAYERS
-from metnos.languages.surfaces import surface_texts
-from metnos.settings import get_settings
+from metnos.faces.cli.prompts import app, served_pages
+from metnos.faces.gateway.routes.docs import docs_dir, listing
+from metnos.features.languages.admin import LAYERS
+from metnos.features.languages.surfaces import surface_texts
+from metnos.ground.settings import get_settings
 from metnos.testing.llm_server import ScriptedLLM
 from tests.i18n.conftest import Instance
 

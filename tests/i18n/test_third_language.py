@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from metnos.cli.prompts import app
-from metnos.settings import get_settings
+from metnos.faces.cli.prompts import app
+from metnos.ground.settings import get_settings
 from metnos.testing.llm_server import ScriptedLLM
 from tests.i18n.conftest import copy_resources
 from tests.support.fake_translator import fake_translation

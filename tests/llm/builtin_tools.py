@@ -6,13 +6,13 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
-from metnos.executors.manifest import Manifest
-from metnos.executors.registry import discover
-from metnos.llm.tools import ToolSpec
-from metnos.paths import resources_path
-from metnos.schedules.planning import plan_timed
+from metnos.features.schedules.planning import plan_timed
+from metnos.ground.paths import resources_path
+from metnos.mechanisms.executors.manifest import Manifest
+from metnos.mechanisms.executors.registry import discover
+from metnos.mechanisms.llm.tools import ToolSpec
 
-# the embedded planner's first readings, as the runtime has them (`metnos.wiring`)
+# the embedded planner's first readings, as the runtime has them (`metnos.faces.wiring`)
 FIRST = (plan_timed,)
 
 

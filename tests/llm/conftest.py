@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from metnos.llm.port import LLMPort
-from metnos.settings import LLMSettings
+from metnos.ground.settings import LLMSettings
+from metnos.mechanisms.llm.port import LLMPort
 from metnos.testing import ScriptedLLM
 
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.llm import embedded
-from metnos.llm.embedded import plan_embedded
-from metnos.llm.tools import PlanStep, ToolSpec
+from metnos.mechanisms.llm import embedded
+from metnos.mechanisms.llm.embedded import plan_embedded
+from metnos.mechanisms.llm.tools import PlanStep, ToolSpec
 from tests.llm.tools_fixture import tools_en, tools_it
 
 

@@ -10,10 +10,10 @@ import time
 
 import pytest
 
-from metnos import i18n
-from metnos.errors import LLMError
-from metnos.llm.port import LLMPort
-from metnos.settings import LLMSettings
+from metnos.ground import i18n
+from metnos.ground.errors import LLMError
+from metnos.ground.settings import LLMSettings
+from metnos.mechanisms.llm.port import LLMPort
 from metnos.testing import ScriptedLLM
 from tests.llm.conftest import llm_settings
 

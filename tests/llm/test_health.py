@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.errors import LLMError
-from metnos.llm.health import ModelHealth, check_model
-from metnos.llm.port import LLMPort
-from metnos.settings import Settings
+from metnos.ground.errors import LLMError
+from metnos.ground.settings import Settings
+from metnos.mechanisms.llm.health import ModelHealth, check_model
+from metnos.mechanisms.llm.port import LLMPort
 from metnos.testing import ScriptedLLM
 from tests.llm.conftest import llm_settings
 

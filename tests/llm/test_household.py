@@ -12,13 +12,13 @@ from zoneinfo import ZoneInfo
 import pytest
 from babel.dates import format_time
 
-from metnos import i18n
-from metnos.llm import embedded, household
-from metnos.llm.embedded import plan_embedded, understand
-from metnos.llm.household_hints import Example, danger, example_texts, hint
-from metnos.llm.tools import Plan
-from metnos.paths import resources_path
-from metnos.settings import get_settings
+from metnos.ground import i18n
+from metnos.ground.paths import resources_path
+from metnos.ground.settings import get_settings
+from metnos.mechanisms.llm import embedded, household
+from metnos.mechanisms.llm.embedded import plan_embedded, understand
+from metnos.mechanisms.llm.household_hints import Example, danger, example_texts, hint
+from metnos.mechanisms.llm.tools import Plan
 from tests.llm.builtin_tools import FIRST, builtin_tools, changes, manifests, others
 
 NOW = dt.datetime(2026, 12, 1, 15, 42, tzinfo=ZoneInfo("Europe/Rome"))
@@ -333,7 +333,7 @@ def test_a_request_that_names_a_topic_word_still_runs() -> None:
 @pytest.mark.usefixtures("french_household")
 def test_a_third_language_names_the_lists_and_the_world_in_its_lexicon(
         monkeypatch: pytest.MonkeyPatch) -> None:
-    from metnos.lists import list_path
+    from metnos.features.lists import list_path
 
     monkeypatch.setenv("METNOS_I18N_LANGUAGES", '["it", "en", "fr"]')
     get_settings.cache_clear()

@@ -7,8 +7,8 @@ import socket
 import httpx
 import pytest
 
-from metnos.llm.port import LLMPort
-from metnos.settings import LLMSettings
+from metnos.ground.settings import LLMSettings
+from metnos.mechanisms.llm.port import LLMPort
 from metnos.testing import ScriptedLLM
 from tests.llm_guard import NetworkGuard, RealNetworkBlocked
 

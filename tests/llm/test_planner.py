@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.llm.planner import plan_with_llm
-from metnos.llm.port import LLMPort
-from metnos.llm.tools import PlanStep
+from metnos.mechanisms.llm.planner import plan_with_llm
+from metnos.mechanisms.llm.port import LLMPort
+from metnos.mechanisms.llm.tools import PlanStep
 from metnos.testing import ScriptedLLM
 from metnos.testing.llm_server import ToolCall
 from tests.llm.tools_fixture import tools_en, tools_it

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from metnos.llm.planner import plan_with_llm
-from metnos.llm.port import LLMPort
+from metnos.mechanisms.llm.planner import plan_with_llm
+from metnos.mechanisms.llm.port import LLMPort
 from metnos.testing import ScriptedLLM
 from tests.llm.tools_fixture import tools_en, tools_it
 

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from metnos import i18n
-from metnos.errors import LLMError
-from metnos.llm.port import LLMPort, LLMReply, configured
-from metnos.settings import LLMSettings
+from metnos.ground import i18n
+from metnos.ground.errors import LLMError
+from metnos.ground.settings import LLMSettings
+from metnos.mechanisms.llm.port import LLMPort, LLMReply, configured
 from metnos.testing import ScriptedLLM
 from metnos.testing.llm_server import ToolCall
 from tests.llm.conftest import llm_settings
@@ -152,8 +152,8 @@ async def test_not_configured() -> None:
 def test_embedded_path_never_imports_litellm() -> None:
     code = (
         "import sys\n"
-        "from metnos.llm import plan_embedded, ToolSpec, LLMPort\n"
-        "from metnos.settings import LLMSettings\n"
+        "from metnos.mechanisms.llm import plan_embedded, ToolSpec, LLMPort\n"
+        "from metnos.ground.settings import LLMSettings\n"
         "LLMPort(LLMSettings(model='x/y')).resolve('fast')\n"
         "t = ToolSpec('fs_read', 'd', {}, utterances=('leggi {path}',))\n"
         "assert plan_embedded('leggi a.md', 'it', [t]).steps\n"

@@ -13,10 +13,10 @@ from typing import Any
 import jinja2
 import pytest
 
-from metnos import prompts
-from metnos.i18n.skeleton import PromptTemplateError, skeleton
-from metnos.paths import resources_path
-from metnos.settings import get_settings
+from metnos.ground.i18n.skeleton import PromptTemplateError, skeleton
+from metnos.ground.paths import resources_path
+from metnos.ground.settings import get_settings
+from metnos.mechanisms import prompts
 from tests.llm.tools_fixture import tools_en, tools_it
 
 LANGS = ("en", "it")
@@ -167,7 +167,7 @@ def test_paths_languages_and_roles(resources: Path) -> None:
 
 def test_regional_tags_are_served_their_language(resources: Path,
                                                  caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="metnos.prompts")
+    caplog.set_level(logging.INFO, logger="metnos.mechanisms.prompts")
     assert prompts.resolve("planner", "it-CH").lang == "it"
     assert prompts.resolve("planner", "en_GB").lang == "en"
     assert fallbacks(caplog) == []
@@ -175,14 +175,14 @@ def test_regional_tags_are_served_their_language(resources: Path,
 
 def test_a_missing_language_falls_back_to_the_source(resources: Path,
                                                      caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="metnos.prompts")
+    caplog.set_level(logging.INFO, logger="metnos.mechanisms.prompts")
     text = planner("fr", [])
     assert text == planner("en", [], session_lang="fr", comm_language="fr")
     assert fallbacks(caplog) == [("planner", "fr", "en", "missing")]
 
 
 def test_an_invalid_tag_falls_back(resources: Path, caplog: pytest.LogCaptureFixture) -> None:
-    caplog.set_level(logging.INFO, logger="metnos.prompts")
+    caplog.set_level(logging.INFO, logger="metnos.mechanisms.prompts")
     assert prompts.resolve("planner", "not a tag!").lang == "en"
     assert fallbacks(caplog) == [("planner", "not a tag!", "en", "invalid")]
 
@@ -193,7 +193,7 @@ def test_the_recorded_source_language_is_the_first_fallback(
         "it": {"version_hash": "a", "source_hash": None},
         "en": {"version_hash": "b", "source_hash": "a", "source_lang": "it"}}}}
     (resources / "lang_state.json").write_text(json.dumps(state), encoding="utf-8")
-    caplog.set_level(logging.INFO, logger="metnos.prompts")
+    caplog.set_level(logging.INFO, logger="metnos.mechanisms.prompts")
     assert prompts.source_lang("planner") == "it" and prompts.source_lang("translator") == "en"
     assert prompts.resolve("planner", "de").lang == "it"
     assert prompts.resolve("translator", "de").lang == "en"
@@ -206,7 +206,7 @@ def test_a_translation_with_another_skeleton_is_not_served(
     path = resources / "it" / "planner.j2"
     path.write_text(path.read_text(encoding="utf-8").replace("t.description", "t.descrizione"),
                     encoding="utf-8")
-    caplog.set_level(logging.INFO, logger="metnos.prompts")
+    caplog.set_level(logging.INFO, logger="metnos.mechanisms.prompts")
     assert prompts.resolve("planner", "it").lang == "en"
     assert fallbacks(caplog) == [("planner", "it", "en", "skeleton")]
     assert any("t.descrizione" in r.getMessage() for r in caplog.records)
@@ -215,7 +215,7 @@ def test_a_translation_with_another_skeleton_is_not_served(
 def test_a_translation_that_does_not_parse_falls_back(
         resources: Path, caplog: pytest.LogCaptureFixture) -> None:
     (resources / "it" / "planner.j2").write_text("{% if x %}never closed", encoding="utf-8")
-    caplog.set_level(logging.INFO, logger="metnos.prompts")
+    caplog.set_level(logging.INFO, logger="metnos.mechanisms.prompts")
     assert prompts.resolve("planner", "it").lang == "en"
     assert fallbacks(caplog) == [("planner", "it", "en", "skeleton")]
 

@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from metnos.llm import tokens
+from metnos.mechanisms.llm import tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 MODELS = ("ollama/llama3.1:8b", "huggingface/meta-llama/Llama-3-8B", "openai/gpt-4o",
@@ -53,7 +53,7 @@ if sys.argv[1] == "control":  # the harness sees an attempt when one is made
         pass
     print(json.dumps({"attempts": attempts}))
     sys.exit(0)
-from metnos.llm import tokens
+from metnos.mechanisms.llm import tokens
 messages = json.loads(sys.argv[2])
 out = {}
 for model in json.loads(sys.argv[1]):
@@ -134,7 +134,7 @@ def test_a_litellm_without_its_encoding_files_gets_a_character_estimate(
         tmp_path: Path) -> None:
     (tmp_path / "litellm").mkdir()
     (tmp_path / "litellm" / "__init__.py").write_text("")  # found first, has no tokenizers
-    script = ("from metnos.llm import tokens; "
+    script = ("from metnos.mechanisms.llm import tokens; "
               "print(tokens.encoding_path(), tokens.count_text('x' * 30))")
     env = {**os.environ, "PYTHONPATH": f"{tmp_path}{os.pathsep}{ROOT}"}
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,

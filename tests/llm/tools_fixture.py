@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metnos.llm.tools import ToolSpec
+from metnos.mechanisms.llm.tools import ToolSpec
 
 _FIND_PARAMS = {
     "type": "object",

@@ -8,9 +8,9 @@ import tomllib
 import pytest
 from typer.testing import CliRunner, Result
 
-from metnos.cli.main import app
-from metnos.mail.account import load_account
-from metnos.settings import get_settings
+from metnos.faces.cli.main import app
+from metnos.features.mail.account import load_account
+from metnos.ground.settings import get_settings
 from tests.support.home import Home, MakeHome
 from tests.support.imap import ImapServer
 

@@ -16,12 +16,12 @@ from datetime import UTC, datetime, timedelta
 
 from sqlmodel import Session, col, select
 
-from metnos.db.models import ChatSession, Turn
-from metnos.mail.digest import run_digest
-from metnos.pairing.models import PairedSender
-from metnos.reminders.outbox import Outbox
+from metnos.faces.wiring import build_runtime
+from metnos.features.mail.digest import run_digest
+from metnos.features.pairing.models import PairedSender
+from metnos.features.reminders.outbox import Outbox
+from metnos.ground.db.models import ChatSession, Turn
 from metnos.turns.service import TurnService
-from metnos.wiring import build_runtime
 from tests.support.home import MakeHome
 from tests.support.imap import AUTO, ImapServer, configure
 from tests.support.imap import message as mail

@@ -22,14 +22,14 @@ import pytest
 from sqlalchemy import text
 from sqlmodel import Session, col, select
 
-from metnos.approvals.models import Approval
-from metnos.db.models import Turn, TurnStep
-from metnos.mail.digest import CHANNEL, run_digest
-from metnos.mnestoma.models import Mnest
-from metnos.reminders.outbox import Outbox
+from metnos.faces.wiring import build_runtime
+from metnos.features.mail.digest import CHANNEL, run_digest
+from metnos.features.mnestoma.models import Mnest
+from metnos.features.reminders.outbox import Outbox
+from metnos.ground.db.models import Turn, TurnStep
+from metnos.mechanisms.approvals.models import Approval
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns.service import TurnService
-from metnos.wiring import build_runtime
 from tests.support.home import Home, MakeHome
 from tests.support.imap import INJECTION_BODY, INJECTION_SUBJECT, SAMPLES, ImapServer, configure
 from tests.support.imap import message as mail

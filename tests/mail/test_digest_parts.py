@@ -14,16 +14,16 @@ from typing import Any
 import pytest
 from sqlmodel import Session, select
 
-from metnos.approvals.models import Approval
-from metnos.db.engine import in_session
-from metnos.llm.tools import PlanStep
-from metnos.mail import classify, digest_state, summary
-from metnos.mail.digest import DigestRun, DigestStepFailed, compose
-from metnos.paths import resources_path
+from metnos.faces.wiring import build_runtime
+from metnos.features.mail import classify, digest_state, summary
+from metnos.features.mail.digest import DigestRun, DigestStepFailed, compose
+from metnos.ground.db.engine import in_session
+from metnos.ground.paths import resources_path
+from metnos.mechanisms.approvals.models import Approval
+from metnos.mechanisms.llm.tools import PlanStep
 from metnos.testing.executors import direct_argv
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns.service import TurnService
-from metnos.wiring import build_runtime
 from tests.support.home import Home, MakeHome
 
 ENTRY = resources_path("executors") / "summarize" / "main.py"

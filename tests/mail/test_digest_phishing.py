@@ -17,13 +17,13 @@ from typing import Any
 import pytest
 from sqlmodel import Session, col, select
 
-from metnos.mail import screen
-from metnos.mail.digest import run_digest
-from metnos.mail.summary import REFUSED, SCREEN_ACTION
-from metnos.reminders.outbox import Outbox
+from metnos.faces.wiring import build_runtime
+from metnos.features.mail import screen
+from metnos.features.mail.digest import run_digest
+from metnos.features.mail.summary import REFUSED, SCREEN_ACTION
+from metnos.features.reminders.outbox import Outbox
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns.service import TurnService
-from metnos.wiring import build_runtime
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import MakeHome
 from tests.support.imap import ImapServer, configure

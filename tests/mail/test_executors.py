@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from metnos.executors.manifest import parse_manifest
-from metnos.mail.account import load_account
-from metnos.paths import resources_path
-from metnos.policy.secret_scan import SecretScanner
-from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
-from metnos.settings import Settings
+from metnos.features.mail.account import load_account
+from metnos.ground.paths import resources_path
+from metnos.ground.settings import Settings
+from metnos.mechanisms.executors.manifest import parse_manifest
+from metnos.mechanisms.policy.secret_scan import SecretScanner
+from metnos.mechanisms.sandbox import SandboxRequest, SandboxResult, run_sandboxed
 from tests.support.home import MakeHome
 from tests.support.imap import INJECTION_SUBJECT, SAMPLES, ImapServer, configure, message
 
@@ -150,11 +150,11 @@ async def test_a_password_echoed_into_a_result_comes_back_redacted(
 
 
 def test_the_shared_imap_module_imports_only_the_standard_library() -> None:
-    """The sandbox binds metnos/mail/imap.py alone, beside the protocol helper: it may import
-    nothing of metnos but that helper, as the sandbox names it."""
+    """The sandbox binds metnos/features/mail/imap.py alone, beside the protocol helper: it may
+    import nothing of metnos but that helper, as the sandbox names it."""
     import sys
 
-    tree = ast.parse((ROOT / "metnos" / "mail" / "imap.py").read_text())
+    tree = ast.parse((ROOT / "metnos" / "features" / "mail" / "imap.py").read_text())
     names = {alias.name.split(".")[0] for node in ast.walk(tree)
              if isinstance(node, ast.Import) for alias in node.names}
     names |= {node.module.split(".")[0] for node in ast.walk(tree)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from metnos.mail.account import load_account
+from metnos.features.mail.account import load_account
 from tests.support.home import MakeHome
 from tests.support.imap import SAMPLES, ImapServer, configure, message
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from metnos.mail.record import (
+from metnos.features.mail.record import (
     SnapshotFailed,
     checked_snapshot,
     is_mail_record,
@@ -17,9 +17,9 @@ from metnos.mail.record import (
     record_before,
     sign,
 )
-from metnos.sandbox import SandboxRequest, SandboxResult
-from metnos.sandbox.profile import SandboxProfile
-from metnos.undo import UndoError, verify_before
+from metnos.mechanisms.sandbox import SandboxRequest, SandboxResult
+from metnos.mechanisms.sandbox.profile import SandboxProfile
+from metnos.mechanisms.undo import UndoError, verify_before
 
 ARGS = {"folder": "INBOX", "to_folder": "Archive", "uids": [101, 108]}
 SNAPSHOT = {"mode": "snapshot", "folder": "INBOX", "to_folder": "Archive", "uidvalidity": 7,

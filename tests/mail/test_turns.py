@@ -20,8 +20,8 @@ import pytest
 from sqlalchemy import MetaData, select
 from typer.testing import CliRunner
 
-from metnos.cli.main import app as metnos_cli
-from metnos.db.engine import database_url, make_engine
+from metnos.faces.cli.main import app as metnos_cli
+from metnos.ground.db.engine import database_url, make_engine
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.support.home import Home, MakeHome, served_gateway
 from tests.support.imap import ImapServer, configure

@@ -11,11 +11,11 @@ import pytest
 from sqlalchemy import Engine, text
 from sqlmodel import select
 
-from metnos.audit import open_audit_log, read_tail, verify_instance
-from metnos.db.engine import session as db_session
-from metnos.mnestoma import ager, moves
-from metnos.proposals.models import Proposal
-from metnos.proposals.store import handler_for
+from metnos.features.mnestoma import ager, moves
+from metnos.features.proposals.models import Proposal
+from metnos.features.proposals.store import handler_for
+from metnos.ground.db.engine import session as db_session
+from metnos.mechanisms.audit import open_audit_log, read_tail, verify_instance
 from tests.support.home import Home, MakeHome
 
 POOL = ["fs_read", "pdf_ext", "archive", "old_tool", "never_used"]  # fs_read: the core

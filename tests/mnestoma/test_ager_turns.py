@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from sqlmodel import select
 
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
-from metnos.mnestoma import ager, moves
-from metnos.proposals.models import Proposal
+from metnos.features.mnestoma import ager, moves
+from metnos.features.proposals.models import Proposal
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.engine import session as db_session
 from tests.mnestoma.test_record import notes_home, turn
 from tests.support.home import MakeHome, gateway_client
 

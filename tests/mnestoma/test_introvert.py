@@ -8,11 +8,11 @@ from pathlib import Path
 
 from sqlalchemy.engine import Engine
 
-from metnos.db.engine import session as db_session
-from metnos.db.models import ChatMessage, TurnStep, get_or_create_session, record_turn_start
-from metnos.executors.manifest import Manifest, parse_manifest
-from metnos.mnestoma import introvert
-from metnos.mnestoma.models import ExecutorUse, Trace
+from metnos.features.mnestoma import introvert
+from metnos.features.mnestoma.models import ExecutorUse, Trace
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import ChatMessage, TurnStep, get_or_create_session, record_turn_start
+from metnos.mechanisms.executors.manifest import Manifest, parse_manifest
 from tests.mnestoma.traces_fixture import engine_of, plant
 from tests.support.home import MakeHome
 

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from sqlalchemy import Engine, text
 
-from metnos import i18n
-from metnos.audit import AuditLog, open_audit_log, read_tail, verify_instance
-from metnos.db.engine import database_url, make_engine
-from metnos.mnestoma import moves
-from metnos.mnestoma.lifecycle import decay, move_executor
-from metnos.mnestoma.models import EvolutionMove
-from metnos.mnestoma.moves import Actor, EvolutionError, RowChange
+from metnos.features.mnestoma import moves
+from metnos.features.mnestoma.lifecycle import decay, move_executor
+from metnos.features.mnestoma.models import EvolutionMove
+from metnos.features.mnestoma.moves import Actor, EvolutionError, RowChange
+from metnos.ground import i18n
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.mechanisms.audit import AuditLog, open_audit_log, read_tail, verify_instance
 from tests.support.home import Home, MakeHome
 
 OLD = datetime(2026, 3, 1, 9, 30, 0, 0, tzinfo=UTC)  # no microseconds: isoformat must keep them

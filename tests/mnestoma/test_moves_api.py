@@ -8,10 +8,10 @@ import json
 
 from typer.testing import CliRunner
 
-from metnos.audit import read_tail, verify_instance
-from metnos.cli.evolution import app as evolution_cli
-from metnos.db.engine import database_url, make_engine
-from metnos.mnestoma import moves
+from metnos.faces.cli.evolution import app as evolution_cli
+from metnos.features.mnestoma import moves
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.mechanisms.audit import read_tail, verify_instance
 from tests.support.home import Home, MakeHome, gateway_client
 
 runner = CliRunner()

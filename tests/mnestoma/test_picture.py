@@ -12,9 +12,9 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from metnos import i18n
-from metnos.cli.mnestoma import app
-from metnos.mnestoma import picture
+from metnos.faces.cli.mnestoma import app
+from metnos.features.mnestoma import picture
+from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM
 from tests.mnestoma.test_record import turn
 from tests.support.home import Home, MakeHome, gateway_client

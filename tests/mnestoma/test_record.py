@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
-from metnos.db.models import TurnStep
-from metnos.mnestoma.record import Memory, handoffs
+from metnos.features.mnestoma.record import Memory, handoffs
+from metnos.ground.db.models import TurnStep
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.approvals.test_approval_flow import answer
 from tests.gateway.test_turns import wait_closed

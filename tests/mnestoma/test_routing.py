@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from metnos.db.engine import session as db_session
-from metnos.db.models import Turn
-from metnos.executors.manifest import parse_manifest
-from metnos.llm.tools import ToolSpec
-from metnos.mnestoma import traces as traces_mod
-from metnos.mnestoma.models import Trace
-from metnos.mnestoma.routing import RouteBook, route
-from metnos.paths import resources_path
-from metnos.settings.evolution import EvolutionSettings
+from metnos.features.mnestoma import traces as traces_mod
+from metnos.features.mnestoma.models import Trace
+from metnos.features.mnestoma.routing import RouteBook, route
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import Turn
+from metnos.ground.paths import resources_path
+from metnos.ground.settings.evolution import EvolutionSettings
+from metnos.mechanisms.executors.manifest import parse_manifest
+from metnos.mechanisms.llm.tools import ToolSpec
 from metnos.testing.llm_server import ScriptedLLM
 from tests.gateway.test_turns import wait_closed
 from tests.mnestoma.traces_fixture import engine_of, plant

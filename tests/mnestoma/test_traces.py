@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from datetime import UTC, datetime, timedelta
 
-from metnos.db.engine import in_session
-from metnos.mnestoma import traces
+from metnos.features.mnestoma import traces
+from metnos.ground.db.engine import in_session
 from tests.mnestoma.traces_fixture import BRIDGE, INVOICES, PHOTOS, ZERO, engine_of, plant
 from tests.support.home import MakeHome
 

@@ -9,15 +9,15 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
-from metnos import i18n, keys
-from metnos.db.engine import session as db_session
-from metnos.db.models import TurnStep
-from metnos.errors import ModelRetryError
-from metnos.executors.signing import sign_executor, signature_path
-from metnos.mnestoma import wish
-from metnos.mnestoma.record import Memory
-from metnos.paths import resources_path
-from metnos.policy.secret_scan import SecretScanner
+from metnos.features.mnestoma import wish
+from metnos.features.mnestoma.record import Memory
+from metnos.ground import i18n, keys
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import TurnStep
+from metnos.ground.errors import ModelRetryError
+from metnos.ground.paths import resources_path
+from metnos.mechanisms.executors.signing import sign_executor, signature_path
+from metnos.mechanisms.policy.secret_scan import SecretScanner
 from metnos.testing.llm_server import ScriptedLLM
 from tests.approvals.test_approval_flow import wait_status
 from tests.mnestoma.test_record import mnestoma, turn

@@ -1,5 +1,5 @@
 """Planting a mnestoma for the traces, routing and introvert tests: rows written straight
-into the real tables (what `metnos.mnestoma.record` writes after real turns)."""
+into the real tables (what `metnos.features.mnestoma.record` writes after real turns)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from contextlib import contextmanager
 
 from sqlalchemy.engine import Engine
 
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
-from metnos.mnestoma.models import ExecutorUse, Mnest
-from metnos.settings import Settings
+from metnos.features.mnestoma.models import ExecutorUse, Mnest
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.settings import Settings
 
 INVOICES = {("fs_read", "pdf_ext"): 10.0, ("pdf_ext", "archive"): 10.0,
             ("archive", "notify"): 9.0, ("fs_read", "archive"): 3.0,

@@ -13,10 +13,7 @@ import httpx
 import pytest
 from sqlmodel import select
 
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.db.engine import session as db_session
-from metnos.db.models import ChatSession, Turn
-from metnos.notify.effect import (
+from metnos.features.notify.effect import (
     EFFECT,
     KIND,
     Destination,
@@ -25,10 +22,13 @@ from metnos.notify.effect import (
     destination,
     notification_row,
 )
-from metnos.pairing.models import PairedSender
-from metnos.reminders import outbox
-from metnos.reminders.outbox import Outbox
-from metnos.settings import Settings
+from metnos.features.pairing.models import PairedSender
+from metnos.features.reminders import outbox
+from metnos.features.reminders.outbox import Outbox
+from metnos.ground.db.engine import database_url, in_session, make_engine
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import ChatSession, Turn
+from metnos.ground.settings import Settings
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client
 

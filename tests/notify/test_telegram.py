@@ -11,10 +11,10 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.gateway.app import create_app
-from metnos.gateway.outbox_delivery import with_reminders
-from metnos.reminders import outbox
+from metnos.faces.gateway.app import create_app
+from metnos.faces.gateway.outbox_delivery import with_reminders
+from metnos.features.reminders import outbox
+from metnos.ground.db.engine import database_url, in_session, make_engine
 from metnos.testing.telegram_server import FakeTelegram
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import GATEWAY_BASE, MakeHome

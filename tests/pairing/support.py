@@ -13,10 +13,10 @@ import httpx
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from metnos.audit import AuditLog
-from metnos.db.models import utcnow
-from metnos.pairing import models as _pairing_models  # noqa: F401 - tables for create_tables
-from metnos.settings import PolicySettings
+from metnos.features.pairing import models as _pairing_models  # noqa: F401 - tables for create_tables
+from metnos.ground.db.models import utcnow
+from metnos.ground.settings import PolicySettings
+from metnos.mechanisms.audit import AuditLog
 from tests.support.home import Home, gateway_client
 
 TTL = timedelta(hours=1)

@@ -8,10 +8,10 @@ from collections.abc import Iterator
 import pytest
 from typer.testing import CliRunner
 
-from metnos.cli.pair import app
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
-from metnos.pairing import admit
+from metnos.faces.cli.pair import app
+from metnos.features.pairing import admit
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.engine import session as db_session
 from tests.support.home import Home, MakeHome, served_gateway
 from tests.support.pg import free_port
 

@@ -6,9 +6,9 @@ import json
 
 from sqlmodel import Session
 
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
-from metnos.pairing import admit
+from metnos.features.pairing import admit
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.engine import session as db_session
 from tests.pairing.support import pairing_client
 from tests.support.home import Home, MakeHome
 

@@ -11,10 +11,7 @@ import pytest
 from sqlalchemy import Engine
 from sqlmodel import Session, select
 
-from metnos import i18n
-from metnos.audit import AuditLog
-from metnos.db.engine import session as db_session
-from metnos.pairing import (
+from metnos.features.pairing import (
     ALPHABET,
     PairedSender,
     PairingAttempt,
@@ -29,7 +26,10 @@ from metnos.pairing import (
     list_pending,
     revoke,
 )
-from metnos.pairing.codes import new_code
+from metnos.features.pairing.codes import new_code
+from metnos.ground import i18n
+from metnos.ground.db.engine import session as db_session
+from metnos.mechanisms.audit import AuditLog
 from tests.pairing.support import T0, TTL, audit_lines, policy
 
 P = policy()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from metnos.llm.embedded import plan_embedded, understand
+from metnos.mechanisms.llm.embedded import plan_embedded, understand
 from tests.llm.builtin_tools import FIRST, builtin_tools, changes, manifests, others
 
 BANK_DIR = Path(__file__).parent

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from metnos import i18n
-from metnos.llm import household
-from metnos.llm.embedded import plan_embedded
+from metnos.ground import i18n
+from metnos.mechanisms.llm import household
+from metnos.mechanisms.llm.embedded import plan_embedded
 from tests.llm.builtin_tools import FIRST, builtin_tools, others
 from tests.phrases.bank import LANGS, NONE, NOW, load, run
 

@@ -6,10 +6,10 @@ import secrets
 from dataclasses import dataclass
 from pathlib import Path
 
-from metnos import keys
-from metnos.policy.laws import SecretScanner
-from metnos.serve.prefect_access import new_credential
-from metnos.settings import LLMSettings, Settings
+from metnos.faces.serve.prefect_access import new_credential
+from metnos.ground import keys
+from metnos.ground.settings import LLMSettings, Settings
+from metnos.mechanisms.policy.laws import SecretScanner
 
 
 @dataclass

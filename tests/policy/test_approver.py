@@ -7,16 +7,16 @@ from typing import Any
 
 import pytest
 
-from metnos.executors.manifest import MANIFEST_FILE, Manifest, parse_manifest
-from metnos.pairing import OWNER_USER_ID
-from metnos.policy.approver import (
+from metnos.features.pairing import OWNER_USER_ID
+from metnos.mechanisms.executors.manifest import MANIFEST_FILE, Manifest, parse_manifest
+from metnos.mechanisms.policy.approver import (
     ASK_OWNER,
     MEMBER_MAY,
     approver_for,
     approver_id,
     owner_asks,
 )
-from metnos.policy.decide import Decision
+from metnos.mechanisms.policy.decide import Decision
 from tests.executors.conftest import REPO_EXECUTORS
 
 MEMBER = "telegram:8202"

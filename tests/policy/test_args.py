@@ -8,9 +8,14 @@ from typing import Any
 
 import pytest
 
-from metnos import i18n
-from metnos.errors import ManifestError, ModelRetryError, PolicyDenied
-from metnos.policy import json_schema, resolve_in_workspace, resolve_path_args, validate_args
+from metnos.ground import i18n
+from metnos.ground.errors import ManifestError, ModelRetryError, PolicyDenied
+from metnos.mechanisms.policy import (
+    json_schema,
+    resolve_in_workspace,
+    resolve_path_args,
+    validate_args,
+)
 
 INPUTS: dict[str, dict[str, Any]] = {
     "path": {"type": "path", "access": "read", "required": True, "description": {"en": "x"}},

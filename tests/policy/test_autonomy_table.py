@@ -3,7 +3,7 @@
 Each row of the table in docs/en/security.md and docs/it/sicurezza.md names built-in tools
 in backticks; for each of them and each level, the cell must be what `policy.decide` says for
 an owner's step in a turn that read no outside text, in a conversation that does not ask for
-everything (the shipped defaults), with the tool's manifest and `metnos.policy.routine`.
+everything (the shipped defaults), with the tool's manifest and `metnos.mechanisms.policy.routine`.
 A change to the decision, a manifest or the routine table that the page does not follow
 fails here, and the page's risk/changes/undo columns must match the manifests too.
 """
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from metnos.executors.manifest import Manifest
-from metnos.policy import AUTONOMY_LEVELS, decide
-from metnos.policy.routine import routine_change
+from metnos.mechanisms.executors.manifest import Manifest
+from metnos.mechanisms.policy import AUTONOMY_LEVELS, decide
+from metnos.mechanisms.policy.routine import routine_change
 from tests.security.paths_calls import repo_manifests
 
 ROOT = Path(__file__).resolve().parents[2]

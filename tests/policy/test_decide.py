@@ -6,8 +6,8 @@ import itertools
 
 import pytest
 
-from metnos import i18n
-from metnos.policy import AUTONOMY_LEVELS, RISKS, decide
+from metnos.ground import i18n
+from metnos.mechanisms.policy import AUTONOMY_LEVELS, RISKS, decide
 
 # (autonomy, risk, side_effects, reversible, sandbox_ok) -> (verdict, key)
 MATRIX = [

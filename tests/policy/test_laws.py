@@ -9,8 +9,8 @@ from urllib.parse import quote
 
 import pytest
 
-from metnos import i18n
-from metnos.policy.laws import (
+from metnos.ground import i18n
+from metnos.mechanisms.policy.laws import (
     REDACTED,
     SecretScanner,
     check_laws,
@@ -113,7 +113,7 @@ def test_ssh_private_keys_of_the_home_dir(tmp_path: Path, inst: Instance) -> Non
 
 
 def test_uninitialised_instance_still_scans_patterns(tmp_path: Path) -> None:
-    from metnos.settings import Settings
+    from metnos.ground.settings import Settings
 
     scanner = SecretScanner.for_instance(Settings(home=tmp_path / "nothing"), {})
     assert scanner.find("-----BEGIN EC PRIVATE KEY-----") == ["pem_private_key"]
@@ -210,7 +210,7 @@ def test_law_keys_have_text_in_both_languages() -> None:
 
 def test_a_telegram_token_from_the_settings_file_is_a_secret(tmp_path: Path) -> None:
     """`[telegram] bot_token` may be written in metnos.toml, outside `secrets/`."""
-    from metnos.settings import Settings, TelegramSettings
+    from metnos.ground.settings import Settings, TelegramSettings
 
     token = "123456:" + secrets.token_urlsafe(24)
     settings = Settings(home=tmp_path / "home", telegram=TelegramSettings(bot_token=token))

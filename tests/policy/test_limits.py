@@ -12,8 +12,8 @@ import pytest
 from sqlalchemy import Engine
 from sqlmodel import Session, select
 
-from metnos.policy.decide import Decision
-from metnos.policy.limits import (
+from metnos.mechanisms.policy.decide import Decision
+from metnos.mechanisms.policy.limits import (
     LLM_USD,
     RUNS,
     Reservation,
@@ -25,7 +25,7 @@ from metnos.policy.limits import (
     reserve_run,
     settle_llm,
 )
-from metnos.policy.usage_models import ActionUsage, LLMUsage, UsageCounter
+from metnos.mechanisms.policy.usage_models import ActionUsage, LLMUsage, UsageCounter
 
 NOON = datetime(2025, 3, 14, 12, 0, tzinfo=UTC)
 

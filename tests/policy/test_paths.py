@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from metnos import i18n
-from metnos.errors import PolicyDenied
-from metnos.policy import forbidden_roots, resolve_in_workspace
+from metnos.ground import i18n
+from metnos.ground.errors import PolicyDenied
+from metnos.mechanisms.policy import forbidden_roots, resolve_in_workspace
 
 FORBIDDEN = "ERR_PATH_FORBIDDEN"
 OUTSIDE = "ERR_PATH_OUTSIDE_WORKSPACE"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from metnos.executors.manifest import Manifest
-from metnos.policy.routine import routine_change
+from metnos.mechanisms.executors.manifest import Manifest
+from metnos.mechanisms.policy.routine import routine_change
 from metnos.turns.autonomy import record_fits
 from tests.security.paths_calls import repo_manifests
 

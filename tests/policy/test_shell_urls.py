@@ -1,4 +1,5 @@
-"""Host-side checks of shell_run commands and web_fetch URLs (metnos/policy/shell.py, urls.py)."""
+"""Host-side checks of shell_run commands and web_fetch URLs (metnos/mechanisms/policy/shell.py,
+urls.py)."""
 
 from __future__ import annotations
 
@@ -6,11 +7,11 @@ import socket
 
 import pytest
 
-from metnos import i18n
-from metnos.errors import PolicyDenied
-from metnos.policy.shell import MAX_ARGS, NEVER_ALLOWED, check_command, is_allowed_name
-from metnos.policy.urls import check_url, refused_address
-from metnos.settings import PolicySettings
+from metnos.ground import i18n
+from metnos.ground.errors import PolicyDenied
+from metnos.ground.settings import PolicySettings
+from metnos.mechanisms.policy.shell import MAX_ARGS, NEVER_ALLOWED, check_command, is_allowed_name
+from metnos.mechanisms.policy.urls import check_url, refused_address
 
 ALLOW = list(PolicySettings().shell_allow)
 

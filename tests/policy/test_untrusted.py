@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from metnos.policy.untrusted import strip_control_tokens, wrap_untrusted
+from metnos.mechanisms.policy.untrusted import strip_control_tokens, wrap_untrusted
 
 TOKENS = [
     "<|im_start|>", "<|im_end|>", "<|endoftext|>", "<|begin_of_text|>", "<|start_header_id|>",

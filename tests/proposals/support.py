@@ -7,12 +7,12 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from metnos.db.engine import in_session
-from metnos.gateway.outbox_delivery import Delivery
-from metnos.proposals import store
-from metnos.proposals.models import Proposal
-from metnos.proposals.store import Draft
-from metnos.reminders.outbox import Outbox
+from metnos.faces.gateway.outbox_delivery import Delivery
+from metnos.features.proposals import store
+from metnos.features.proposals.models import Proposal
+from metnos.features.proposals.store import Draft
+from metnos.features.reminders.outbox import Outbox
+from metnos.ground.db.engine import in_session
 from metnos.turns.service import TurnService
 
 OWNER = "owner"

@@ -14,13 +14,13 @@ import pytest
 from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
-from metnos.cli.main import app as cli
-from metnos.gateway.outbox_delivery import Delivery, TelegramSender
-from metnos.proposals import store
-from metnos.proposals.models import Proposal
+from metnos.faces.cli.main import app as cli
+from metnos.faces.gateway.outbox_delivery import Delivery, TelegramSender
+from metnos.faces.wiring import build_runtime
+from metnos.features.proposals import store
+from metnos.features.proposals.models import Proposal
 from metnos.testing.telegram_server import FakeTelegram
 from metnos.turns.service import TurnService
-from metnos.wiring import build_runtime
 from tests.proposals.support import (
     NOON,
     audit_of,

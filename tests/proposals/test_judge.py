@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from metnos import prompts
-from metnos.i18n.skeleton import skeleton
-from metnos.paths import resources_path
-from metnos.proposals import judge
-from metnos.proposals.telos import telos_of
+from metnos.features.proposals import judge
+from metnos.features.proposals.telos import telos_of
+from metnos.ground.i18n.skeleton import skeleton
+from metnos.ground.paths import resources_path
+from metnos.mechanisms import prompts
 
 TELOS = {"en": "1. Keep the family's files tidy [2]\n2. Save time on chores\n3. Privacy\n",
          "it": "1. Tenere in ordine i file [2]\n2. Risparmiare tempo\n3. Riservatezza\n"}

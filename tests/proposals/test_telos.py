@@ -9,14 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from metnos.proposals.telos import (
+from metnos.features.proposals.telos import (
     WARN_EMPTY,
     WARN_TOO_FEW,
     WARN_TOO_MANY,
     read_telos,
     telos_of,
 )
-from metnos.settings import get_settings
+from metnos.ground.settings import get_settings
 
 SEED_IT = """\
 ### TELOS.md (esempio)

@@ -11,13 +11,13 @@ from datetime import timedelta
 
 import pytest
 
-from metnos.db.engine import in_session
-from metnos.proposals import store, vaglio
-from metnos.proposals.judge import fallback
-from metnos.proposals.telos import read_telos
+from metnos.faces.wiring import build_runtime
+from metnos.features.proposals import store, vaglio
+from metnos.features.proposals.judge import fallback
+from metnos.features.proposals.telos import read_telos
+from metnos.ground.db.engine import in_session
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns.service import TurnService
-from metnos.wiring import build_runtime
 from tests.proposals.support import (
     NIGHT,
     NOON,
@@ -201,7 +201,7 @@ async def test_nothing_is_judged_or_delivered_in_quiet_hours(
 
 async def test_queued_proposals_wait_for_the_end_of_quiet_hours(
         service: TurnService, scripted_llm: ScriptedLLM) -> None:
-    from metnos.proposals import delivery
+    from metnos.features.proposals import delivery
 
     [row] = submit(service, draft("archive the photos"))
     judges = vaglio.Judges(service.registry, service.guard.scanner, service.port,

@@ -10,12 +10,12 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from metnos import i18n
-from metnos.gateway.app import create_app
-from metnos.gateway.outbox_delivery import with_reminders
-from metnos.proposals import store
-from metnos.proposals.models import Proposal
-from metnos.wiring import build_runtime
+from metnos.faces.gateway.app import create_app
+from metnos.faces.gateway.outbox_delivery import with_reminders
+from metnos.faces.wiring import build_runtime
+from metnos.features.proposals import store
+from metnos.features.proposals.models import Proposal
+from metnos.ground import i18n
 from tests.proposals.support import draft, fresh, submit
 from tests.support.home import MakeHome, served_app
 from tests.support.pg import free_port

@@ -14,15 +14,15 @@ from asgi_lifespan import LifespanManager
 
 from flows.reminder import scheduler
 from flows.turn import resume_approval, run_turn
-from metnos.cli.notices import show_pending
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.gateway.app import create_app
-from metnos.gateway.outbox_delivery import with_reminders
-from metnos.gateway.scheduled import with_schedules
-from metnos.reminders import outbox
-from metnos.schedules.owner import Sync
+from metnos.faces.cli.notices import show_pending
+from metnos.faces.gateway.app import create_app
+from metnos.faces.gateway.outbox_delivery import with_reminders
+from metnos.faces.gateway.scheduled import with_schedules
+from metnos.faces.wiring import Edges
+from metnos.features.reminders import outbox
+from metnos.features.schedules.owner import Sync
+from metnos.ground.db.engine import database_url, in_session, make_engine
 from metnos.testing.telegram_server import FakeTelegram
-from metnos.wiring import Edges
 from tests.reminders.test_delivery import (
     FAST,
     deployment_runner,
@@ -147,9 +147,9 @@ def _all(engine: object) -> list[outbox.Outbox]:
 
 
 async def test_an_unreachable_bot_api_keeps_the_message_for_later(make_home: MakeHome) -> None:
-    from metnos.db.models import utcnow
-    from metnos.gateway.outbox_delivery import Delivery, TelegramSender
-    from metnos.wiring import build_runtime
+    from metnos.faces.gateway.outbox_delivery import Delivery, TelegramSender
+    from metnos.faces.wiring import build_runtime
+    from metnos.ground.db.models import utcnow
 
     home = make_home(lang="en")
     service = await build_runtime(home.settings)

@@ -24,11 +24,11 @@ from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterName
 
 from flows.reminder import reminder, scheduler
 from flows.turn import resume_approval, run_turn
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.gateway.app import create_app
-from metnos.gateway.outbox_delivery import with_reminders
-from metnos.reminders import outbox
-from metnos.wiring import Edges
+from metnos.faces.gateway.app import create_app
+from metnos.faces.gateway.outbox_delivery import with_reminders
+from metnos.faces.wiring import Edges
+from metnos.features.reminders import outbox
+from metnos.ground.db.engine import database_url, in_session, make_engine
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, served_app
 from tests.support.pg import free_port
@@ -173,7 +173,7 @@ async def test_undo_cancels_the_reminder_and_its_run(make_home: MakeHome,
 async def test_two_open_pages_get_a_notice_until_one_shows_it(make_home: MakeHome) -> None:
     """Each open page gets a web notice until one page says it showed it (the POST); then
     no page gets it again."""
-    from metnos.db.models import utcnow
+    from metnos.ground.db.models import utcnow
 
     home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()), **FAST)
     engine = make_engine(database_url(home.settings))

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
-from metnos import i18n
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.reminders import outbox
+from metnos.features.reminders import outbox
+from metnos.ground import i18n
+from metnos.ground.db.engine import database_url, in_session, make_engine
 from metnos.testing.executors import direct_argv
 from metnos.testing.llm_server import ScriptedLLM
 from tests.executors.conftest import REPO_EXECUTORS
@@ -115,7 +115,7 @@ async def test_a_gateway_without_a_scheduler_says_so(make_home: MakeHome,
 
 def test_the_gateway_checks_the_result_again_before_scheduling() -> None:
     """Defence in depth: what the sandbox returns is checked on the host too."""
-    from metnos.reminders.effect import checked_result
+    from metnos.features.reminders.effect import checked_result
 
     now = datetime.now(UTC)
     good = {"reminder_id": "1b4e28ba-2fa1-11d2-883f-0016d3cca427",

@@ -7,9 +7,9 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from metnos.executors.manifest import parse_manifest
-from metnos.llm.embedded import plan_embedded
-from metnos.reminders import when
+from metnos.features.reminders import when
+from metnos.mechanisms.executors.manifest import parse_manifest
+from metnos.mechanisms.llm.embedded import plan_embedded
 from tests.executors.conftest import REPO_EXECUTORS
 from tests.llm.builtin_tools import FIRST
 
@@ -69,7 +69,7 @@ def test_not_a_time(text: str, lang: str) -> None:
 def test_the_embedded_planner_sets_a_timed_reminder(sentence: str, lang: str, text: str,
                                                     at: str) -> None:
     tool = parse_manifest(REPO_EXECUTORS / "reminder_set" / "manifest.toml").tool_spec(lang)
-    from metnos.schedules.planning import plan_timed
+    from metnos.features.schedules.planning import plan_timed
 
     plan = plan_timed(sentence, lang, [tool], now=NOW)
     assert plan is not None and len(plan.steps) == 1

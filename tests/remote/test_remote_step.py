@@ -25,11 +25,11 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from flows.remote_step import CODE_ROOT, deploy, port
-from metnos import i18n, keys
-from metnos.db.engine import database_url, uses_embedded
-from metnos.remote import record
+from metnos.faces.wiring import Edges
+from metnos.features.remote import record
+from metnos.ground import i18n, keys
+from metnos.ground.db.engine import database_url, uses_embedded
 from metnos.testing.llm_server import ScriptedLLM
-from metnos.wiring import Edges
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client
 from tests.support.pg import TestPostgres

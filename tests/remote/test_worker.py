@@ -1,6 +1,6 @@
-"""The laptop's side checks everything again (`metnos.remote.worker.handle`), without Prefect:
-its own registry and keys, the policy on its own workspace, the real sandbox; and the server
-reads a laptop's reply as untrusted data (`record.checked_items`, `server.reply_of`)."""
+"""The laptop's side checks everything again (`metnos.features.remote.worker.handle`), without
+Prefect: its own registry and keys, the policy on its own workspace, the real sandbox; and the
+server reads a laptop's reply as untrusted data (`record.checked_items`, `server.reply_of`)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from metnos import keys
-from metnos.remote import record, worker
-from metnos.remote.server import RemoteFailed, reply_of
-from metnos.settings import I18nSettings, Settings
+from metnos.features.remote import record, worker
+from metnos.features.remote.server import RemoteFailed, reply_of
+from metnos.ground import keys
+from metnos.ground.settings import I18nSettings, Settings
 from tests.support.home import MakeHome
 from tests.support.worker import laptop_home
 

@@ -7,7 +7,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from metnos.sandbox import SandboxResult
+from metnos.mechanisms.sandbox import SandboxResult
 
 Runner = Callable[..., Awaitable[SandboxResult]]
 

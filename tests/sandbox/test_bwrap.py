@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from metnos.sandbox.bwrap import (
+from metnos.mechanisms.sandbox.bwrap import (
     EXECUTOR_DIR,
     WORKSPACE_DIR,
     Mount,
@@ -14,7 +14,7 @@ from metnos.sandbox.bwrap import (
     SystemEntry,
     build_argv,
 )
-from metnos.sandbox.profile import SandboxProfile
+from metnos.mechanisms.sandbox.profile import SandboxProfile
 
 PY = PythonRuntime(executable=Path("/opt/py/bin/python3.11"), binds=(Path("/opt/py"),))
 MERGED = (SystemEntry("/bin", "usr/bin"), SystemEntry("/lib", "usr/lib"))

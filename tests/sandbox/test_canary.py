@@ -5,8 +5,8 @@ from __future__ import annotations
 import stat
 from pathlib import Path
 
-from metnos.sandbox import run_canary
-from metnos.sandbox.canary import CHECKS
+from metnos.mechanisms.sandbox import run_canary
+from metnos.mechanisms.sandbox.canary import CHECKS
 
 
 async def test_canary_passes(bwrap: Path) -> None:

@@ -1,8 +1,8 @@
 """`egress = "account"`: a run whose network reaches its account's server and nothing else.
 
-The real bwrap, the real host forwarder (metnos.sandbox.egress). The probe is the attacker: it
-tries a loopback service that is not its server (the gateway, say), its own server directly,
-and DNS; only the host's socket answers, and only with the account's server behind it."""
+The real bwrap, the real host forwarder (metnos.mechanisms.sandbox.egress). The probe is the
+attacker: it tries a loopback service that is not its server (the gateway, say), its own server
+directly, and DNS; only the host's socket answers, and only with the account's server behind it."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from contextlib import asynccontextmanager
 import pytest
 from pydantic import ValidationError
 
-from metnos.sandbox import SandboxProfile
-from metnos.sandbox.bwrap import EGRESS_SOCKET
+from metnos.mechanisms.sandbox import SandboxProfile
+from metnos.mechanisms.sandbox.bwrap import EGRESS_SOCKET
 from tests.sandbox._helpers import Runner
 
 EGRESS = SandboxProfile(network=True, egress="account", timeout_s=20)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from metnos.sandbox import SandboxProfile, SandboxRequest, run_sandboxed
+from metnos.mechanisms.sandbox import SandboxProfile, SandboxRequest, run_sandboxed
 from tests.sandbox._helpers import (
     FORK_BOMB,
     MEMORY_HOG,

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from metnos.policy.paths import resolve_in_workspace
-from metnos.sandbox import SandboxProfile
+from metnos.mechanisms.policy.paths import resolve_in_workspace
+from metnos.mechanisms.sandbox import SandboxProfile
 from tests.executors.test_shell_web import run_in_sandbox
 from tests.sandbox._helpers import Runner
 

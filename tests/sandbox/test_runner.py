@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from metnos.errors import SandboxError
-from metnos.sandbox import SandboxProfile, SandboxRequest
-from metnos.sandbox.runner import pin, run_pinned
+from metnos.ground.errors import SandboxError
+from metnos.mechanisms.sandbox import SandboxProfile, SandboxRequest
+from metnos.mechanisms.sandbox.runner import pin, run_pinned
 from tests.sandbox._helpers import TRIED, Runner, processes_with, write_executor
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from metnos.sandbox import seccomp
-from metnos.sandbox.bwrap import PythonRuntime, build_argv
-from metnos.sandbox.profile import SandboxProfile
+from metnos.mechanisms.sandbox import seccomp
+from metnos.mechanisms.sandbox.bwrap import PythonRuntime, build_argv
+from metnos.mechanisms.sandbox.profile import SandboxProfile
 from tests.support.system import skip_or_fail
 
 ALLOW, EPERM, KILL = 0x7FFF0000, 0x00050001, 0x80000000

@@ -7,7 +7,7 @@ import asyncio
 import time
 import uuid
 
-from metnos.sandbox import SandboxProfile
+from metnos.mechanisms.sandbox import SandboxProfile
 from tests.sandbox._helpers import Runner, processes_with
 
 BLOCKED_FOR_AT_MOST_S = 15.0  # a bound, not a speed target: the kill usually takes ms

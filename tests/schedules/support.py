@@ -26,10 +26,10 @@ from prefect.client.schemas.objects import StateType
 from flows.owner_task import sync
 from flows.reminder import scheduler
 from flows.turn import resume_approval, run_turn
-from metnos.gateway.app import create_app
-from metnos.gateway.outbox_delivery import with_reminders
-from metnos.gateway.scheduled import with_schedules
-from metnos.wiring import Edges
+from metnos.faces.gateway.app import create_app
+from metnos.faces.gateway.outbox_delivery import with_reminders
+from metnos.faces.gateway.scheduled import with_schedules
+from metnos.faces.wiring import Edges
 from tests.reminders.test_delivery import deployment_runner, wait_deployment
 from tests.support.home import Home, served_app
 

@@ -1,5 +1,5 @@
-"""Recurring times in Italian and English, as cron expressions (metnos.schedules.cadence): the
-everyday forms the owner writes, cron itself, and what is refused."""
+"""Recurring times in Italian and English, as cron expressions (metnos.features.schedules.cadence):
+the everyday forms the owner writes, cron itself, and what is refused."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from metnos.schedules.cadence import CadenceError, next_times, parse
+from metnos.features.schedules.cadence import CadenceError, next_times, parse
 
 
 @pytest.mark.parametrize(("text", "lang", "cron"), [

@@ -12,9 +12,9 @@ from zoneinfo import ZoneInfo
 import pytest
 from prefect import get_client
 
-from metnos.db.engine import database_url, make_engine
-from metnos.features import create_tables
-from metnos.schedules import owner
+from metnos.faces.registry import create_tables
+from metnos.features.schedules import owner
+from metnos.ground.db.engine import database_url, make_engine
 from tests.reminders.test_delivery import deployment_runner, wait_deployment
 from tests.schedules.support import next_runs
 from tests.support.home import MakeHome

@@ -11,9 +11,9 @@ import json
 import pytest
 from typer.testing import CliRunner
 
-from metnos.cli.main import app
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.schedules import owner, store
+from metnos.faces.cli.main import app
+from metnos.features.schedules import owner, store
+from metnos.ground.db.engine import database_url, in_session, make_engine
 from tests.schedules.support import composed_gateway
 from tests.schedules.test_owner_tasks import audit_actions
 from tests.support.home import MakeHome

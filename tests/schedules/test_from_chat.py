@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.schedules import store
+from metnos.features.schedules import store
+from metnos.ground.db.engine import database_url, in_session, make_engine
 from metnos.testing.llm_server import ScriptedLLM
 from tests.approvals.test_approval_flow import wait_status
 from tests.schedules.support import composed_api

@@ -15,12 +15,12 @@ from prefect import get_client
 from prefect.states import Scheduled
 from sqlmodel import select
 
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
-from metnos.features import create_tables
-from metnos.reminders.outbox import Outbox
-from metnos.schedules import owner
-from metnos.schedules.models import ScheduleNotice
+from metnos.faces.registry import create_tables
+from metnos.features.reminders.outbox import Outbox
+from metnos.features.schedules import owner
+from metnos.features.schedules.models import ScheduleNotice
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.engine import session as db_session
 from tests.reminders.test_delivery import deployment_runner, wait_deployment
 from tests.support.home import MakeHome
 

@@ -1,7 +1,7 @@
-"""What the missed-run notice says after downtime (`metnos.schedules.notices`, real database):
-the family's tasks only, never the instance's own jobs (`ager/check`, `introvert/nightly`);
-each in its own chat and language; a daily task missed four times runs once (the other
-runs, the one due a moment ago included, are skipped) and is named once; nothing is said
+"""What the missed-run notice says after downtime (`metnos.features.schedules.notices`, real
+database): the family's tasks only, never the instance's own jobs (`ager/check`,
+`introvert/nightly`); each in its own chat and language; a daily task missed four times runs once
+(the other runs, the one due a moment ago included, are skipped) and is named once; nothing is said
 twice."""
 
 from __future__ import annotations
@@ -10,12 +10,12 @@ from datetime import UTC, datetime, timedelta
 
 from sqlmodel import select
 
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
-from metnos.features import create_tables
-from metnos.reminders.outbox import Outbox
-from metnos.schedules import notices, owner
-from metnos.schedules.notices import MissedRun
+from metnos.faces.registry import create_tables
+from metnos.features.reminders.outbox import Outbox
+from metnos.features.schedules import notices, owner
+from metnos.features.schedules.notices import MissedRun
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.engine import session as db_session
 from tests.support.home import MakeHome
 
 DEPLOYMENT = "owner-task/scheduled"

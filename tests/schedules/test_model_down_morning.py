@@ -10,10 +10,10 @@ import asyncio
 import pytest
 from sqlmodel import select
 
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.db.engine import session as db_session
-from metnos.reminders.outbox import Outbox
-from metnos.schedules import store
+from metnos.features.reminders.outbox import Outbox
+from metnos.features.schedules import store
+from metnos.ground.db.engine import database_url, in_session, make_engine
+from metnos.ground.db.engine import session as db_session
 from tests.schedules.support import composed_api
 from tests.support.home import MakeHome
 from tests.support.pg import free_port

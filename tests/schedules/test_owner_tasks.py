@@ -16,12 +16,12 @@ import pytest
 from prefect import get_client
 from typer.testing import CliRunner
 
-from metnos.cli.main import app
-from metnos.db import models
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.db.engine import session as db_session
-from metnos.reminders.outbox import Outbox
-from metnos.schedules import store
+from metnos.faces.cli.main import app
+from metnos.features.reminders.outbox import Outbox
+from metnos.features.schedules import store
+from metnos.ground.db import models
+from metnos.ground.db.engine import database_url, in_session, make_engine
+from metnos.ground.db.engine import session as db_session
 from metnos.testing.llm_server import ScriptedLLM
 from tests.reminders.test_delivery import deployment_runner, wait_deployment
 from tests.schedules.support import composed_api, composed_gateway, next_runs

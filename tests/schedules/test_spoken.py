@@ -1,16 +1,16 @@
 """A scheduled task said in one sentence, in Italian and English, without a model: the
-cadence is taken out wherever it stands (`metnos.schedules.spoken.split`), the task's text is
-exactly what the person wants done, and a task the embedded planner cannot read is refused
+cadence is taken out wherever it stands (`metnos.features.schedules.spoken.split`), the task's text
+is exactly what the person wants done, and a task the embedded planner cannot read is refused
 when it is said, with the forms it reads, never each morning (`runnable`, `plan_scheduled`)."""
 
 from __future__ import annotations
 
 import pytest
 
-from metnos.executors.registry import load_registry
-from metnos.llm.embedded import plan_embedded
-from metnos.llm.tools import ToolSpec
-from metnos.schedules import cadence, spoken
+from metnos.features.schedules import cadence, spoken
+from metnos.mechanisms.executors.registry import load_registry
+from metnos.mechanisms.llm.embedded import plan_embedded
+from metnos.mechanisms.llm.tools import ToolSpec
 from tests.llm.builtin_tools import FIRST
 from tests.support.home import MakeHome
 

@@ -18,8 +18,8 @@ import pytest
 from prefect import get_client
 
 from flows.owner_task import sync
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.schedules import cadence, store
+from metnos.features.schedules import cadence, store
+from metnos.ground.db.engine import database_url, in_session, make_engine
 from metnos.testing.telegram_server import FakeTelegram
 from tests.reminders.test_channels import gateway as reminders_gateway
 from tests.reminders.test_delivery import deployment_runner, wait_deployment

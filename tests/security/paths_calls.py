@@ -9,9 +9,9 @@ from __future__ import annotations
 from functools import cache
 from typing import Any
 
-from metnos.executors.manifest import InputSpec, Manifest
-from metnos.executors.registry import discover
-from metnos.paths import resources_path
+from metnos.ground.paths import resources_path
+from metnos.mechanisms.executors.manifest import InputSpec, Manifest
+from metnos.mechanisms.executors.registry import discover
 
 # a text input gets a command that leaves a trace if anything ever runs it (shell_run)
 FILLER_TEXT = "touch pwned-by-attack.txt"

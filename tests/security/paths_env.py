@@ -27,10 +27,10 @@ from typing import Any
 import httpx
 import pytest
 
-from metnos.executors.manifest import Manifest
-from metnos.home import initialise
-from metnos.mail.account import save_account
-from metnos.settings import get_settings
+from metnos.faces.home import initialise
+from metnos.features.mail.account import save_account
+from metnos.ground.settings import get_settings
+from metnos.mechanisms.executors.manifest import Manifest
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.security.paths_calls import call_args
 from tests.support.home import Home, gateway_client

@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 _CHILD = r"""
 import asyncio, json, sys
 from pathlib import Path
-from metnos.sandbox import SandboxProfile, SandboxRequest, run_sandboxed
+from metnos.mechanisms.sandbox import SandboxProfile, SandboxRequest, run_sandboxed
 p = json.load(sys.stdin)  # not in argv: a marker in the args must not match this process
 request = SandboxRequest(
     exec_dir=Path(p["exec_dir"]), entry="main.py", profile=SandboxProfile(**p["profile"]),
@@ -34,7 +34,7 @@ result = asyncio.run(run_sandboxed(request))
 _PTY_CHILD = r"""
 import asyncio, fcntl, json, os, select, sys, termios, tty
 from pathlib import Path
-from metnos.sandbox import SandboxProfile, SandboxRequest, run_sandboxed
+from metnos.mechanisms.sandbox import SandboxProfile, SandboxRequest, run_sandboxed
 p = json.loads(sys.argv[1])
 fcntl.ioctl(0, termios.TIOCSCTTY, 0)  # the pty becomes this "gateway"'s controlling terminal
 tty.setraw(0)  # injected characters are readable at once, without a newline

@@ -9,9 +9,9 @@ from datetime import timedelta
 import pytest
 from sqlmodel import Session
 
-from metnos import approvals
-from metnos.approvals import ApprovalError, NewApproval
-from metnos.db.models import ChatSession, Turn, utcnow
+from metnos.ground.db.models import ChatSession, Turn, utcnow
+from metnos.mechanisms import approvals
+from metnos.mechanisms.approvals import ApprovalError, NewApproval
 from metnos.testing.llm_server import ScriptedLLM
 from tests.approvals.test_approval_flow import ask_move, paused, wait_status
 from tests.gateway.test_turns import audit_lines

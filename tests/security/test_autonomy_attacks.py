@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from metnos import i18n
+from metnos.ground import i18n
 from metnos.testing.llm_server import ToolCall
 from tests.security.paths_calls import manifest, repo_manifests
 from tests.security.paths_env import Arena, Outcome, open_arena, wait_closed

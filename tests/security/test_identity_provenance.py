@@ -1,5 +1,5 @@
-"""The identity files' provenance (`metnos.identity`) on a real database: what a tainted turn
-wrote stays outside data whatever changes it later (an append keeps it, an undo that puts its
+"""The identity files' provenance (`metnos.mechanisms.identity`) on a real database: what a tainted
+turn wrote stays outside data whatever changes it later (an append keeps it, an undo that puts its
 bytes back finds it again), until the owner confirms exactly the bytes they were shown."""
 
 from __future__ import annotations
@@ -11,9 +11,9 @@ import pytest
 from sqlalchemy import Engine
 from typer.testing import CliRunner
 
-from metnos import identity
-from metnos.cli.main import app
-from metnos.db.engine import database_url, make_engine
+from metnos.faces.cli.main import app
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.mechanisms import identity
 from tests.support.home import Home, MakeHome
 
 SOURCES = ["fs_read (logs/x.log)"]

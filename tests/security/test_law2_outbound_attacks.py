@@ -22,9 +22,9 @@ import websockets
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from metnos.llm.outbound import Outbound
-from metnos.policy.laws import REDACTED
-from metnos.policy.secret_scan import SecretScanner
+from metnos.mechanisms.llm.outbound import Outbound
+from metnos.mechanisms.policy.laws import REDACTED
+from metnos.mechanisms.policy.secret_scan import SecretScanner
 from metnos.testing.llm_server import ScriptedLLM
 from tests.gateway.test_turns import audit_lines, wait_closed
 from tests.support.home import Home, MakeHome, gateway_client, served_gateway

@@ -19,12 +19,12 @@ from urllib.parse import quote
 import pytest
 from sqlmodel import Session
 
-import metnos.policy.usage_models as usage_models  # noqa: F401 - before create_tables runs
-from metnos.llm.planner import planner_messages
-from metnos.policy.decide import Decision
-from metnos.policy.laws import REDACTED, check_laws
-from metnos.policy.limits import Reservation, reserve_llm, reserve_run, settle_llm
-from metnos.policy.untrusted import wrap_untrusted
+import metnos.mechanisms.policy.usage_models as usage_models  # noqa: F401 - before create_tables runs
+from metnos.mechanisms.llm.planner import planner_messages
+from metnos.mechanisms.policy.decide import Decision
+from metnos.mechanisms.policy.laws import REDACTED, check_laws
+from metnos.mechanisms.policy.limits import Reservation, reserve_llm, reserve_run, settle_llm
+from metnos.mechanisms.policy.untrusted import wrap_untrusted
 from tests.llm.tools_fixture import tools_en
 from tests.policy.secrets_fixture import Instance, make_instance
 

@@ -2,8 +2,8 @@
 the Resume form, each turn's card artifact). Text from the model, files and people must not
 become a link, an image, raw HTML, emphasis or a heading there.
 
-A `hypothesis` property feeds arbitrary strings to `metnos.escape`'s markdown functions and to
-the descriptions Metnos builds from them, parsed back with markdown-it-py (CommonMark plus the
+A `hypothesis` property feeds arbitrary strings to `metnos.ground.escape`'s markdown functions and
+to the descriptions Metnos builds from them, parsed back with markdown-it-py (CommonMark plus the
 GFM tables and strikethrough it offers); an adversarial turn paused in a real Prefect flow is
 read back from the Prefect API.
 """
@@ -26,7 +26,7 @@ from markdown_it.token import Token
 from prefect.client.orchestration import get_client
 from prefect.exceptions import PrefectHTTPStatusError
 
-from metnos import escape
+from metnos.ground import escape
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from metnos.turns import gate, runview
 from metnos.turns.context import TurnContext

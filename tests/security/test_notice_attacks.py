@@ -13,9 +13,9 @@ from typing import Any
 import httpx
 import pytest
 
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.db.models import utcnow
-from metnos.reminders import outbox
+from metnos.features.reminders import outbox
+from metnos.ground.db.engine import database_url, in_session, make_engine
+from metnos.ground.db.models import utcnow
 from tests.reminders.test_delivery import FAST, web_chat
 from tests.support.home import MakeHome
 from tests.support.pg import free_port

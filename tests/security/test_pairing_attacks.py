@@ -11,8 +11,7 @@ from datetime import datetime, timedelta
 import pytest
 from sqlmodel import Session, select
 
-from metnos.audit import AuditLog
-from metnos.pairing import (
+from metnos.features.pairing import (
     ALPHABET,
     Admission,
     PairingCodeExpired,
@@ -26,6 +25,7 @@ from metnos.pairing import (
     list_paired,
     revoke,
 )
+from metnos.mechanisms.audit import AuditLog
 from tests.pairing.support import T0, TTL, audit, audit_lines, pairing_client, policy
 from tests.support.home import MakeHome
 
@@ -180,8 +180,8 @@ def test_every_refusal_leaves_exactly_one_audit_line(db_session: Session,
 
 @attack
 async def test_approving_without_the_owner_token_pairs_nobody(make_home: MakeHome) -> None:
-    from metnos.db.engine import database_url, make_engine
-    from metnos.db.engine import session as db_session
+    from metnos.ground.db.engine import database_url, make_engine
+    from metnos.ground.db.engine import session as db_session
 
     home = make_home()
     engine = make_engine(database_url(home.settings))

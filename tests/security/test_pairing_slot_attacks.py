@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from metnos.audit.log import open_audit_log
-from metnos.cli.pair import app
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
-from metnos.pairing import admit
-from metnos.pairing.service import Admission
+from metnos.faces.cli.pair import app
+from metnos.features.pairing import admit
+from metnos.features.pairing.service import Admission
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.engine import session as db_session
+from metnos.mechanisms.audit.log import open_audit_log
 from tests.pairing.support import pairing_client
 from tests.support.home import Home, MakeHome, served_gateway
 from tests.support.pg import free_port

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from metnos import i18n
-from metnos.policy import printable
+from metnos.ground import i18n
+from metnos.mechanisms.policy import printable
 from metnos.testing.llm_server import ToolCall
 from tests.security.paths_calls import call_args, host_set_targets, manifest, path_targets
 from tests.security.paths_env import Arena, Outcome, open_arena

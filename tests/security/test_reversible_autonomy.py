@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from metnos.policy.routine import ROUTINE
+from metnos.mechanisms.policy.routine import ROUTINE
 from metnos.testing.llm_server import ToolCall
 from tests.security.paths_calls import manifest, repo_manifests
 from tests.security.paths_env import Arena, Outcome, open_arena, wait_closed

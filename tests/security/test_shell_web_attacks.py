@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from metnos.errors import PolicyDenied
-from metnos.policy.shell import check_command
-from metnos.policy.urls import check_url
-from metnos.settings import PolicySettings
+from metnos.ground.errors import PolicyDenied
+from metnos.ground.settings import PolicySettings
+from metnos.mechanisms.policy.shell import check_command
+from metnos.mechanisms.policy.urls import check_url
 from tests.executors.test_shell_web import Site, error_of, run_in_sandbox
 from tests.sandbox._helpers import make_workspace
 from tests.support.system import ensure_debian_binary
@@ -184,9 +184,9 @@ import asyncio, json, sys, tempfile
 from pathlib import Path
 from urllib.parse import quote
 sys.path.insert(0, sys.argv[1])
-from metnos.errors import PolicyDenied
-from metnos.policy.urls import check_url
-from metnos.sandbox import run_sandboxed
+from metnos.ground.errors import PolicyDenied
+from metnos.mechanisms.policy.urls import check_url
+from metnos.mechanisms.sandbox import run_sandboxed
 from tests.executors.test_shell_web import Site, sandbox_request
 
 public, private = Site("1.1.1.1"), Site("127.0.0.1")

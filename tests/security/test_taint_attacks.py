@@ -93,7 +93,7 @@ def _system(llm: ScriptedLLM, index: int) -> str:
 
 async def test_a_tainted_identity_write_stays_untrusted_until_the_owner_confirms(
         home: Home, scripted_llm: ScriptedLLM) -> None:
-    from metnos.cli.main import app as cli
+    from metnos.faces.cli.main import app as cli
 
     (home.workspace / "logs").mkdir()
     (home.workspace / "logs" / "x.log").write_text(f"error 42\n{RULE}\n")

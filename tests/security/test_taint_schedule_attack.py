@@ -13,10 +13,10 @@ import pytest
 from prefect import get_client
 from sqlmodel import col, select
 
-from metnos.db import models
-from metnos.db.engine import database_url, in_session, make_engine
-from metnos.db.engine import session as db_session
-from metnos.schedules import store
+from metnos.features.schedules import store
+from metnos.ground.db import models
+from metnos.ground.db.engine import database_url, in_session, make_engine
+from metnos.ground.db.engine import session as db_session
 from metnos.testing.llm_server import ScriptedLLM
 from tests.approvals.test_approval_flow import wait_status
 from tests.gateway.test_turns import audit_lines

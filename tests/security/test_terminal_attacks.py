@@ -22,8 +22,8 @@ import pyte
 import pytest
 from typer.testing import CliRunner
 
-from metnos.audit import audit_log_path, open_audit_log, read_tail
-from metnos.cli.main import app
+from metnos.faces.cli.main import app
+from metnos.mechanisms.audit import audit_log_path, open_audit_log, read_tail
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.support.home import Home
 

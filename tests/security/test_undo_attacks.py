@@ -18,9 +18,9 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from metnos import reversibility
-from metnos.sandbox import SandboxProfile, SandboxRequest, run_sandboxed
-from metnos.undo import UndoError, UndoItem
+from metnos.ground import reversibility
+from metnos.mechanisms.sandbox import SandboxProfile, SandboxRequest, run_sandboxed
+from metnos.mechanisms.undo import UndoError, UndoItem
 from tests.undo.support import Actor, actor, audit_lines, build_tree, tree_digest
 
 __all__ = ["actor"]  # the fixture, imported for this module

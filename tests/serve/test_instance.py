@@ -1,5 +1,5 @@
-"""The instance's lock and process records (metnos.serve.instance), on a real file system and
-real processes; the leftovers' rule that a pid alone is not ours (metnos.serve.leftovers)."""
+"""The instance's lock and process records (metnos.faces.serve.instance), on a real file system and
+real processes; the leftovers' rule that a pid alone is not ours (metnos.faces.serve.leftovers)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
-from metnos import i18n
-from metnos.errors import MetnosError
-from metnos.serve import instance
-from metnos.serve.instance import InstanceLock, ProcessRecord
-from metnos.serve.leftovers import stop_leftovers
-from metnos.settings import Settings
+from metnos.faces.serve import instance
+from metnos.faces.serve.instance import InstanceLock, ProcessRecord
+from metnos.faces.serve.leftovers import stop_leftovers
+from metnos.ground import i18n
+from metnos.ground.errors import MetnosError
+from metnos.ground.settings import Settings
 
 
 @pytest.fixture
@@ -41,8 +41,8 @@ def test_a_second_lock_on_the_same_home_is_refused_naming_the_holder(
 
 
 def test_the_lock_goes_with_a_killed_holder(settings: Settings) -> None:
-    code = ("import sys, time\nfrom metnos.serve.instance import InstanceLock\n"
-            "from metnos.settings import Settings\n"
+    code = ("import sys, time\nfrom metnos.faces.serve.instance import InstanceLock\n"
+            "from metnos.ground.settings import Settings\n"
             f"InstanceLock(Settings(home={str(settings.home)!r})).acquire()\n"
             "print('held', flush=True)\ntime.sleep(600)\n")
     holder = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)

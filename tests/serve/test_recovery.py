@@ -32,7 +32,7 @@ import httpx
 import psutil
 import pytest
 
-from metnos.serve.instance import ProcessRecord
+from metnos.faces.serve.instance import ProcessRecord
 from tests.support.serve_process import (
     METNOS,
     ServedInstance,
@@ -43,8 +43,8 @@ from tests.support.serve_process import (
 )
 
 ROLES = {  # a process's role, from marks its command line holds
-    "supervisor": ("metnos.cli.main", "serve"),
-    "watchdog": ("metnos.serve.watchdog",),
+    "supervisor": ("metnos.faces.cli.main", "serve"),
+    "watchdog": ("metnos.faces.serve.watchdog",),
     "prefect-server": ("deployments.prefect_server",),
     "gateway": ("flows.gateway",),
     "runner": ("deployments.serve",),

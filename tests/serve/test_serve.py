@@ -160,7 +160,7 @@ def test_serve_refuses_a_taken_port(instance_env: dict[str, str]) -> None:
 def test_serve_names_a_wrong_model_key_at_start(compiled_catalog: Path) -> None:
     """The model is checked once at start: a key its server refuses is said before the
     banner, as a configuration error with the setting to fix; Metnos starts anyway."""
-    from metnos import i18n
+    from metnos.ground import i18n
     from metnos.testing.llm_server import ScriptedLLM
     from tests.support.serve_process import served_instance
 

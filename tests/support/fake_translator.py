@@ -27,7 +27,7 @@ from typing import Any
 
 import tomlkit
 
-from metnos.paths import resources_path
+from metnos.ground.paths import resources_path
 
 _CODES = re.compile(r"\(`([A-Za-z]{2,3}(?:-[A-Za-z0-9]+)*)`\)")
 _EDGES = re.compile(r"^(\s*)(.*?)(\s*)$", re.DOTALL)

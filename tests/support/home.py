@@ -27,15 +27,15 @@ import pytest
 from asgi_lifespan import LifespanManager
 from sqlalchemy import Engine
 
-from metnos import durable
-from metnos.db.engine import database_url, make_engine, uses_embedded
-from metnos.home import initialise
-from metnos.settings import Settings, get_settings
+from metnos.faces.home import initialise
+from metnos.ground import durable
+from metnos.ground.db.engine import database_url, make_engine, uses_embedded
+from metnos.ground.settings import Settings, get_settings
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.pg import TestPostgres
 
 if TYPE_CHECKING:
-    from metnos.wiring import Edges
+    from metnos.faces.wiring import Edges
 
 GATEWAY_BASE = "http://127.0.0.1:42618"
 
@@ -146,7 +146,7 @@ def _template_home(settings: Settings, tmp_path_factory: pytest.TempPathFactory,
 @asynccontextmanager
 async def gateway_client(home: Home, *, prefect: bool = True, edges: Edges | None = None,
                          **client_kwargs: Any) -> AsyncIterator[httpx.AsyncClient]:
-    from metnos.gateway.app import create_app
+    from metnos.faces.gateway.app import create_app
 
     runner = resumer = None
     if prefect:
@@ -201,7 +201,7 @@ def served_app(app: Any, port: int) -> Iterator[str]:
 def served_gateway(home: Home) -> Iterator[Home]:
     """The gateway on its configured loopback port (uvicorn in a thread, plain runner): for
     CLI commands, which reach it over real HTTP. Give the home a free `METNOS_GATEWAY_PORT`."""
-    from metnos.gateway.app import create_app
+    from metnos.faces.gateway.app import create_app
 
     with served_app(create_app(home.settings), home.settings.gateway.port):
         yield home

@@ -9,7 +9,7 @@
   delivering would) and returns its UID; `.flags(folder)` → {uid: flags} and `.folders()` →
   {name: [uids]} read without changing anything (EXAMINE, FLAGS only: \\Seen never set).
 - `configure(home, server)` writes the account into a test METNOS_HOME the way
-  `metnos mail add` does (`metnos.mail.account.save_account`) and returns fresh settings.
+  `metnos mail add` does (`metnos.features.mail.account.save_account`) and returns fresh settings.
 - `message(...)` builds an RFC 822 message; `SAMPLES` names every seeded message by what it is.
 
 The dict backend keeps everything in memory: a stopped server forgets its mail.
@@ -34,8 +34,8 @@ from typing import Any
 
 import pytest
 
-from metnos.mail.account import save_account
-from metnos.settings import Settings, get_settings
+from metnos.features.mail.account import save_account
+from metnos.ground.settings import Settings, get_settings
 from tests.support.pg import free_port
 
 USERNAME = "famiglia"

@@ -39,10 +39,10 @@ from psycopg import sql
 from sqlalchemy import Engine
 from sqlmodel import Session
 
-from metnos.db.embedded import Driver, EmbeddedPostgres
-from metnos.db.engine import make_engine
-from metnos.errors import DatabaseError
-from metnos.features import create_tables
+from metnos.faces.registry import create_tables
+from metnos.ground.db.embedded import Driver, EmbeddedPostgres
+from metnos.ground.db.engine import make_engine
+from metnos.ground.errors import DatabaseError
 
 ENV_DATA, ENV_PORT, ENV_PASSWORD = (
     "METNOS_TEST_PG_DATA", "METNOS_TEST_PG_PORT", "METNOS_TEST_PG_PASSWORD_FILE")

@@ -20,11 +20,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from metnos.serve.processes import tail
+from metnos.faces.serve.processes import tail
 from tests.support.pg import free_port
 from tests.support.tutor_catalog import install_catalog
 
-METNOS = [sys.executable, "-m", "metnos.cli.main"]
+METNOS = [sys.executable, "-m", "metnos.faces.cli.main"]
 
 
 @dataclass
@@ -127,7 +127,7 @@ def _stop(proc: subprocess.Popen[str], env: dict[str, str]) -> None:
 def stop_postgres(env: dict[str, str]) -> None:
     """Stop the embedded PostgreSQL a killed `metnos serve` left running (no-op otherwise)."""
     home = Path(env["METNOS_HOME"])
-    subprocess.run([sys.executable, "-m", "metnos.db.embedded", "stop", "--data-dir",
+    subprocess.run([sys.executable, "-m", "metnos.ground.db.embedded", "stop", "--data-dir",
                     str(home / "pg"), "--port", env["METNOS_DATABASE_PORT"],
                     "--password-file", str(home / "secrets" / "pg.password")],
                    capture_output=True, timeout=60, check=False)

@@ -25,9 +25,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from metnos.db.embedded import EmbeddedPostgres
-from metnos.serve.prefect_access import AUTH_ENV, new_credential
-from metnos.serve.processes import Service, base_environment, prefect_server
+from metnos.faces.serve.prefect_access import AUTH_ENV, new_credential
+from metnos.faces.serve.processes import Service, base_environment, prefect_server
+from metnos.ground.db.embedded import EmbeddedPostgres
 
 URLS_ENV, DBS_ENV = "METNOS_TEST_PREFECT_URLS", "METNOS_TEST_PREFECT_DATABASES"
 # two workers' fixtures, engines and Prefect servers at once: more than the default 100

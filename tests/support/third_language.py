@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from metnos.cli.prompts import app as prompts_cli
-from metnos.languages.admin import LAYERS
-from metnos.settings import get_settings
+from metnos.faces.cli.prompts import app as prompts_cli
+from metnos.features.languages.admin import LAYERS
+from metnos.ground.settings import get_settings
 from metnos.testing.llm_server import ScriptedLLM
 from tests.i18n.conftest import copy_resources
 from tests.support.fake_translator import fake_translation

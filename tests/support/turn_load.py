@@ -12,7 +12,7 @@ from typing import Any
 
 import httpx
 
-from metnos import i18n
+from metnos.ground import i18n
 
 REPLY = "Here is what you asked for."  # the scripted model's answer
 INTERRUPTED = i18n.get("ERR_TURN_INTERRUPTED", "en")

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from metnos.tutor.compile import compile_catalog
+from metnos.features.tutor.compile import compile_catalog
 from tests.support.system import machine_lock
 
 

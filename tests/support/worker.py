@@ -22,8 +22,8 @@ import time
 from pathlib import Path
 from types import TracebackType
 
-from metnos.paths import resources_path
-from metnos.settings import Settings
+from metnos.ground.paths import resources_path
+from metnos.ground.settings import Settings
 
 QUERY_SECONDS = "1"
 HEARTBEAT_SECONDS = "5"  # the server calls a worker offline after 3 missed heartbeats

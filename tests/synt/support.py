@@ -10,18 +10,18 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
-from metnos import keys
-from metnos.audit.log import audit_log_path, read_tail
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
-from metnos.db.models import new_id
-from metnos.executors.registry import signatures_dir
-from metnos.executors.signing import sign_executor, signature_path
-from metnos.features import create_tables
-from metnos.mnestoma.models import ProtoMnest
-from metnos.settings import Settings
-from metnos.synt.compose import Need
-from metnos.synt.jobs import Job
+from metnos.faces.registry import create_tables
+from metnos.features.mnestoma.models import ProtoMnest
+from metnos.features.synt.compose import Need
+from metnos.features.synt.jobs import Job
+from metnos.ground import keys
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import new_id
+from metnos.ground.settings import Settings
+from metnos.mechanisms.audit.log import audit_log_path, read_tail
+from metnos.mechanisms.executors.registry import signatures_dir
+from metnos.mechanisms.executors.signing import sign_executor, signature_path
 from metnos.testing.llm_server import ScriptedLLM
 
 ECHO = '''import json, sys

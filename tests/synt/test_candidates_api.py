@@ -12,13 +12,13 @@ from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 from typer.testing import CliRunner
 
-from metnos.audit.log import audit_log_path, read_tail
-from metnos.cli.synt import app as synt_cli
-from metnos.db.engine import session as db_session
-from metnos.db.models import TurnStep
-from metnos.executors import versions
-from metnos.executors.registry import load_registry
-from metnos.synt import generate
+from metnos.faces.cli.synt import app as synt_cli
+from metnos.features.synt import generate
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import TurnStep
+from metnos.mechanisms.audit.log import audit_log_path, read_tail
+from metnos.mechanisms.executors import versions
+from metnos.mechanisms.executors.registry import load_registry
 from metnos.testing.llm_server import ScriptedLLM
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client, served_gateway

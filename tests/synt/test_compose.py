@@ -10,18 +10,18 @@ from pathlib import Path
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from metnos.audit import open_audit_log
-from metnos.audit.log import audit_log_path, read_tail
-from metnos.db.engine import session as db_session
-from metnos.db.models import TurnStep
-from metnos.executors.manifest import Manifest
-from metnos.executors.registry import ExecutorSpec, Registry, load_registry
-from metnos.mnestoma import moves
-from metnos.mnestoma.models import EvolutionMove, ExecutorUse
-from metnos.proposals.models import Proposal
-from metnos.proposals.store import handler_for
-from metnos.synt import _common, cascade, composition
-from metnos.synt.compose import Need, find_chain, pool
+from metnos.features.mnestoma import moves
+from metnos.features.mnestoma.models import EvolutionMove, ExecutorUse
+from metnos.features.proposals.models import Proposal
+from metnos.features.proposals.store import handler_for
+from metnos.features.synt import _common, cascade, composition
+from metnos.features.synt.compose import Need, find_chain, pool
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import TurnStep
+from metnos.mechanisms.audit import open_audit_log
+from metnos.mechanisms.audit.log import audit_log_path, read_tail
+from metnos.mechanisms.executors.manifest import Manifest
+from metnos.mechanisms.executors.registry import ExecutorSpec, Registry, load_registry
 from metnos.testing.llm_server import ScriptedLLM
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import MakeHome, gateway_client

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 from sqlmodel import col, select
 
-from metnos.audit import open_audit_log
-from metnos.db.engine import in_session
-from metnos.db.engine import session as db_session
-from metnos.executors.registry import load_registry
-from metnos.mnestoma import moves
-from metnos.mnestoma.models import EvolutionMove, ExecutorUse
-from metnos.proposals.store import Draft, handler_for, submit
-from metnos.synt import candidates, generate, jobs
+from metnos.features.mnestoma import moves
+from metnos.features.mnestoma.models import EvolutionMove, ExecutorUse
+from metnos.features.proposals.store import Draft, handler_for, submit
+from metnos.features.synt import candidates, generate, jobs
+from metnos.ground.db.engine import in_session
+from metnos.ground.db.engine import session as db_session
+from metnos.mechanisms.audit import open_audit_log
+from metnos.mechanisms.executors.registry import load_registry
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome
 from tests.synt.support import add_proto, install_scan_reader, job_for, script_generation

@@ -10,12 +10,12 @@ import json
 from sqlalchemy.engine import Engine
 from sqlmodel import col, select
 
-from metnos.db.engine import session as db_session
-from metnos.executors.registry import load_registry
-from metnos.proposals.models import Proposal
-from metnos.proposals.store import handler_for
-from metnos.settings import Settings
-from metnos.synt import cascade, generate, jobs
+from metnos.features.proposals.models import Proposal
+from metnos.features.proposals.store import handler_for
+from metnos.features.synt import cascade, generate, jobs
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.settings import Settings
+from metnos.mechanisms.executors.registry import load_registry
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome
 from tests.synt.support import (

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from metnos import prompts
-from metnos.synt.stages import STAGES
+from metnos.features.synt.stages import STAGES
+from metnos.mechanisms import prompts
 
 NEED = {"capability": "ocr", "have_kind": "pdf_image", "want_kind": "text", "src": "pdf_ext",
         "why": "the PDF has no text layer"}

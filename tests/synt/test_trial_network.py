@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-from metnos.executors.registry import load_registry
-from metnos.synt import generate
+from metnos.features.synt import generate
+from metnos.mechanisms.executors.registry import load_registry
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome
 from tests.synt.support import (

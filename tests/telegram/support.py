@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from metnos.channels.telegram import TelegramChannel, TelegramConfig, start_telegram
+from metnos.faces.channels.telegram import TelegramChannel, TelegramConfig, start_telegram
 from metnos.testing.telegram_server import Call, FakeTelegram
 from tests.support.home import Home, gateway_client
 

@@ -10,9 +10,9 @@ from typing import Any
 
 from sqlmodel import select
 
-from metnos.db import models
-from metnos.db.engine import session as db_session
-from metnos.gateway.drain import drain
+from metnos.faces.gateway.drain import drain
+from metnos.ground.db import models
+from metnos.ground.db.engine import session as db_session
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import FakeTelegram
 from tests.support.home import MakeHome

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from metnos import i18n
+from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import FakeTelegram
 from tests.support.home import MakeHome
@@ -51,7 +51,7 @@ async def test_a_tutor_answer_on_telegram_has_no_relative_docs_link(
 
 
 def test_links_become_names_or_full_addresses() -> None:
-    from metnos.channels.telegram.links import telegram_links
+    from metnos.faces.channels.telegram.links import telegram_links
 
     text = "Undo a change. Sources: [Undo](/docs/en/undo#top), [Site](https://example.org/a)"
     assert telegram_links(text, "") == "Undo a change. Sources: Undo, Site (https://example.org/a)"

@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from metnos.channels.telegram import load_config
-from metnos.settings import get_settings
+from metnos.faces.channels.telegram import load_config
+from metnos.ground.settings import get_settings
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import FakeTelegram
 from tests.support.home import MakeHome
@@ -44,7 +44,7 @@ def _ours() -> list[asyncio.Task[object]]:
     for task in asyncio.all_tasks():
         module = getattr(task.get_coro(), "cr_frame", None)
         name = module.f_globals.get("__name__", "") if module is not None else ""
-        if name.startswith(("aiogram", "metnos.channels")) and not task.done():
+        if name.startswith(("aiogram", "metnos.faces.channels")) and not task.done():
             found.append(task)
     return found
 

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
-from metnos.channels.telegram.cards import parse_button
-from metnos.db import models
-from metnos.db.engine import session as db_session
+from metnos.faces.channels.telegram.cards import parse_button
+from metnos.ground.db import models
+from metnos.ground.db.engine import session as db_session
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import Call, FakeTelegram
 from tests.approvals.test_loop_approvals import (

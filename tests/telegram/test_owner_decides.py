@@ -16,10 +16,10 @@ import httpx
 import pytest
 from typer.testing import CliRunner
 
-from metnos import i18n
-from metnos.cli.approvals import app as approvals_cli
-from metnos.gateway.app import create_app
-from metnos.gateway.outbox_delivery import with_reminders
+from metnos.faces.cli.approvals import app as approvals_cli
+from metnos.faces.gateway.app import create_app
+from metnos.faces.gateway.outbox_delivery import with_reminders
+from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import Call, FakeTelegram
 from tests.gateway.test_turns import audit_lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from metnos import i18n
+from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from metnos.testing.telegram_server import FakeTelegram
 from tests.gateway.test_turns import audit_lines

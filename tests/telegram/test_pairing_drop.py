@@ -13,10 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from metnos import i18n
-from metnos.channels.telegram import TelegramChannel
-from metnos.db.engine import session as db_session
-from metnos.pairing.models import PairingRequest
+from metnos.faces.channels.telegram import TelegramChannel
+from metnos.features.pairing.models import PairingRequest
+from metnos.ground import i18n
+from metnos.ground.db.engine import session as db_session
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import Call, FakeTelegram
 from tests.gateway.test_turns import audit_lines

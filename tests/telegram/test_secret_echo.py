@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from metnos.policy.laws import REDACTED
+from metnos.mechanisms.policy.laws import REDACTED
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import FakeTelegram
 from tests.gateway.test_turns import audit_lines

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from metnos.channels.render import render
-from metnos.channels.telegram.split import LIMIT, split_html, units
+from metnos.faces.channels.render import render
+from metnos.faces.channels.telegram.split import LIMIT, split_html, units
 
 
 def _balanced(piece: str) -> bool:

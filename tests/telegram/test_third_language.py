@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from metnos import i18n
-from metnos.i18n.lint import i18n_lint_text
+from metnos.ground import i18n
+from metnos.ground.i18n.lint import i18n_lint_text
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import FakeTelegram
 from tests.support.fake_translator import spoken

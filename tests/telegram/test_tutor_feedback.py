@@ -8,11 +8,11 @@ from typing import Any
 
 from sqlmodel import select
 
-from metnos import i18n
-from metnos.channels.telegram.feedback import parse_feedback
-from metnos.db.engine import database_url, make_engine, session
+from metnos.faces.channels.telegram.feedback import parse_feedback
+from metnos.features.tutor.feedback_models import TutorAnswer, TutorGap
+from metnos.ground import i18n
+from metnos.ground.db.engine import database_url, make_engine, session
 from metnos.testing.telegram_server import FakeTelegram
-from metnos.tutor.feedback_models import TutorAnswer, TutorGap
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import MakeHome
 from tests.support.tutor_catalog import install_catalog

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from metnos import i18n
-from metnos.channels.telegram.cards import card
-from metnos.channels.telegram.undo import parse_undo
+from metnos.faces.channels.telegram.cards import card
+from metnos.faces.channels.telegram.undo import parse_undo
+from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.testing.telegram_server import Call, FakeTelegram
 from tests.gateway.test_turns import audit_lines

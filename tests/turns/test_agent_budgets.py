@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from metnos.settings.agent import AgentSettings
+from metnos.ground.settings.agent import AgentSettings
 from metnos.turns import budget as budgets
 from metnos.turns.budget import Budget, LoopDetector
 from metnos.turns.conversation import cap

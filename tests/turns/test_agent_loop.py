@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 
-from metnos import i18n
+from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.approvals.test_approval_flow import wait_status
 from tests.gateway.test_turns import wait_closed
@@ -233,9 +233,9 @@ async def test_results_are_capped_for_the_model_and_whole_in_the_trace(
     assert "characters cut" in sent["content"]
     assert '"status": "failed"' in failed["content"]  # a failing executor's error: to the model
     assert turn["steps"][1]["outcome"] == "failed" and turn["steps"][1]["error_key"]
-    from metnos.db.engine import session as db_session
-    from metnos.db.models import turn_steps
-    from metnos.wiring import build_runtime
+    from metnos.faces.wiring import build_runtime
+    from metnos.ground.db.engine import session as db_session
+    from metnos.ground.db.models import turn_steps
 
     service = await build_runtime(home.settings)
     with db_session(service.engine) as db:
@@ -292,9 +292,9 @@ async def test_a_secret_in_a_refused_call_is_never_stored_or_sent_again(
         stored = (await client.get(f"/api/sessions/{first['session_id']}/messages")).json()
     assert secret not in said(scripted_llm.requests[-1])  # the next turn's history
     assert secret not in json.dumps(stored)
-    from metnos.db.engine import session as db_session
-    from metnos.db.models import ChatMessage
-    from metnos.wiring import build_runtime
+    from metnos.faces.wiring import build_runtime
+    from metnos.ground.db.engine import session as db_session
+    from metnos.ground.db.models import ChatMessage
 
     service = await build_runtime(home.settings)
     try:

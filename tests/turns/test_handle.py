@@ -8,10 +8,10 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
-from metnos.db.engine import session as db_session
-from metnos.db.models import get_turn
+from metnos.faces.wiring import build_runtime
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import get_turn
 from metnos.turns.handle import TurnHandle, plain_runner
-from metnos.wiring import build_runtime
 from tests.support.home import MakeHome
 
 

@@ -22,17 +22,17 @@ import pytest
 from sqlalchemy import Engine
 from sqlmodel import select
 
-from metnos import i18n
-from metnos.audit import AuditLog, open_audit_log
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
-from metnos.db.models import ChatSession, open_session, record_turn_start
-from metnos.features import create_tables
-from metnos.llm import tokens
-from metnos.llm.port import LLMPort
-from metnos.policy.limits import day_spent_usd
-from metnos.policy.usage_models import LLMUsage
-from metnos.settings import Settings
+from metnos.faces.registry import create_tables
+from metnos.ground import i18n
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import ChatSession, open_session, record_turn_start
+from metnos.ground.settings import Settings
+from metnos.mechanisms.audit import AuditLog, open_audit_log
+from metnos.mechanisms.llm import tokens
+from metnos.mechanisms.llm.port import LLMPort
+from metnos.mechanisms.policy.limits import day_spent_usd
+from metnos.mechanisms.policy.usage_models import LLMUsage
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns import history
 from metnos.turns.compaction import MAX_ROUNDS
@@ -262,7 +262,7 @@ async def test_a_failing_model_falls_back_and_gives_its_reservation_back(chat: C
     chat.llm.enqueue_text("   ")  # an empty summary is a failure too
     empty = await chat.window()
     assert empty.note == NOTE_DROPPED and chat.chat_row().summary is None
-    # the port itself refuses a reply with nothing in it (metnos.llm.port, EMPTY_REPLY)
+    # the port itself refuses a reply with nothing in it (metnos.mechanisms.llm.port, EMPTY_REPLY)
     assert chat.audit_lines()[-1]["reason"] == "ERR_LLM_EMPTY_REPLY"
     chat.llm.respond_with(keep_facts)  # the model is back: it folds, nothing is dropped
     back = await chat.window()

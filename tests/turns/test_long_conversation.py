@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from metnos.db.engine import session as db_session
-from metnos.db.models import ChatSession
-from metnos.llm.tokens import count_messages
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import ChatSession
+from metnos.mechanisms.llm.tokens import count_messages
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome, gateway_client
 
@@ -56,7 +56,7 @@ async def test_sixty_turns_stay_under_the_budget_and_keep_the_first_fact(
     assert "Turn 2:" not in last  # the early chatter was folded away
     summaries = [r for r in scripted_llm.requests if r not in turns]
     assert summaries, "the history never needed folding"
-    from metnos.wiring import build_runtime
+    from metnos.faces.wiring import build_runtime
 
     service = await build_runtime(home.settings)
     try:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from metnos import reversibility
-from metnos.reversibility import canonical, record_before
+from metnos.ground import reversibility
+from metnos.ground.reversibility import canonical, record_before
 
 
 def test_snapshot_of_files_dirs_and_missing_paths_is_signed(tmp_path: Path) -> None:

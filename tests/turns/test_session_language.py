@@ -17,11 +17,11 @@ from typing import Any
 import httpx
 from sqlalchemy import text
 
-from metnos import i18n
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
-from metnos.db.models import ChatSession
-from metnos.features import create_tables
+from metnos.faces.registry import create_tables
+from metnos.ground import i18n
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import ChatSession
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import Home, MakeHome, gateway_client
 

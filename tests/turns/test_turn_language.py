@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from metnos.i18n.lint import detect_language
+from metnos.ground.i18n.lint import detect_language
 from metnos.testing.llm_server import ScriptedLLM
 from metnos.turns.language import message_language
 from tests.support.home import Home, MakeHome, gateway_client

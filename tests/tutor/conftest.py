@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.tutor.classify import Classifier
+from metnos.features.tutor.classify import Classifier
 
 
 @pytest.fixture(scope="module")

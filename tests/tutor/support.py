@@ -7,11 +7,11 @@ from datetime import UTC, datetime
 
 from sqlalchemy import Engine
 
-from metnos.audit import AuditLog, open_audit_log
-from metnos.db.engine import database_url, make_engine
-from metnos.settings import Settings
+from metnos.features.tutor.probes import Asker
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.settings import Settings
+from metnos.mechanisms.audit import AuditLog, open_audit_log
 from metnos.turns.context import TurnContext
-from metnos.tutor.probes import Asker
 
 NOW = datetime(2026, 12, 1, 22, 0, tzinfo=UTC)  # the probes' and the views' clock
 OWNER = Asker("owner-1", is_owner=True)

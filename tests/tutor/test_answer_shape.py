@@ -8,11 +8,11 @@ import re
 
 import pytest
 
-from metnos.paths import resources_path
-from metnos.tutor import compose
-from metnos.tutor.catalog import Hit, Section
-from metnos.tutor.sections import doc_sections
-from metnos.tutor.views import Marker, render
+from metnos.features.tutor import compose
+from metnos.features.tutor.catalog import Hit, Section
+from metnos.features.tutor.sections import doc_sections
+from metnos.features.tutor.views import Marker, render
+from metnos.ground.paths import resources_path
 
 ISO = re.compile(r"\d{4}-\d{2}-\d{2}(?:[T ]\d{2}:\d{2})?")
 RELATIVE = re.compile(r"\]\((?!https?://|/)")  # a docs file's own link: nowhere in a chat

@@ -11,11 +11,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from metnos.paths import resources_path
-from metnos.tutor.catalog import CatalogUnavailable, catalog_path, open_catalog
-from metnos.tutor.compile import CompileReport, compile_catalog
-from metnos.tutor.embedder import UseEmbedder, default_embedder
-from metnos.tutor.sections import all_sections
+from metnos.features.tutor.catalog import CatalogUnavailable, catalog_path, open_catalog
+from metnos.features.tutor.compile import CompileReport, compile_catalog
+from metnos.features.tutor.embedder import UseEmbedder, default_embedder
+from metnos.features.tutor.sections import all_sections
+from metnos.ground.paths import resources_path
 
 
 @pytest.fixture(scope="module")
@@ -114,7 +114,7 @@ def test_another_key_and_a_missing_catalog_are_refused(
     assert caught.value.reason == "missing"
     home = tmp_path / "home"
     shutil.copytree(compiled[0] / "tutor", home / "tutor")
-    from metnos.keys import ensure_keypair
+    from metnos.ground.keys import ensure_keypair
 
     ensure_keypair(home / "keys", "tutor")  # a fresh pair: not the one that signed
     with pytest.raises(CatalogUnavailable) as caught:
@@ -233,8 +233,8 @@ def test_the_cli_compiles_and_verifies_in_the_users_language(
         monkeypatch: pytest.MonkeyPatch) -> None:
     from typer.testing import CliRunner
 
-    from metnos.cli.main import app
-    from metnos.settings import get_settings
+    from metnos.faces.cli.main import app
+    from metnos.ground.settings import get_settings
 
     home = clone(compiled[0], tmp_path / "home")
     monkeypatch.setenv("METNOS_HOME", str(home))
@@ -261,7 +261,7 @@ def test_the_cli_compiles_and_verifies_in_the_users_language(
 
 def test_the_cached_catalog_checks_again_after_a_change(
         compiled: tuple[Path, CompileReport], tmp_path: Path) -> None:
-    from metnos.tutor.catalog import cached_catalog
+    from metnos.features.tutor.catalog import cached_catalog
 
     home = clone(compiled[0], tmp_path / "home")
     first = cached_catalog(home)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from metnos.tutor.classify import (
+from metnos.features.tutor.classify import (
     CLASSES,
     INTENTS_DIR,
     Classifier,
@@ -18,7 +18,7 @@ from metnos.tutor.classify import (
     load_intents,
     split_clauses,
 )
-from metnos.tutor.identity import route
+from metnos.features.tutor.identity import route
 from tests.tutor.support import MIXED
 
 
@@ -101,6 +101,6 @@ def test_close_or_weak_scores_are_unclear() -> None:
 
 
 def test_no_python_holds_language_words() -> None:
-    source = (Path(__file__).resolve().parents[2] / "metnos/tutor/classify.py").read_text()
+    source = (Path(__file__).resolve().parents[2] / "metnos/features/tutor/classify.py").read_text()
     for word in ("e poi", "and then", "mostrami", "spiegami"):
         assert f'"{word}"' not in source

@@ -10,13 +10,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from metnos.llm.port import LLMPort
-from metnos.paths import resources_path
-from metnos.settings import LLMSettings
+from metnos.features.tutor import compose
+from metnos.features.tutor.catalog import Hit, Section
+from metnos.features.tutor.sections import doc_sections
+from metnos.ground.paths import resources_path
+from metnos.ground.settings import LLMSettings
+from metnos.mechanisms.llm.port import LLMPort
 from metnos.testing.llm_server import ScriptedLLM
-from metnos.tutor import compose
-from metnos.tutor.catalog import Hit, Section
-from metnos.tutor.sections import doc_sections
 
 MNESTOMA_EN = "/docs/en/memory#what-it-remembers-the-mnestoma"
 MNESTOMA_IT = "/docs/it/memoria#cosa-ricorda-il-mnestoma"

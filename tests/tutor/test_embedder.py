@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from metnos.tutor.embedder import default_embedder
+from metnos.features.tutor.embedder import default_embedder
 
 
 def test_vectors_are_normalised_and_multilingual() -> None:

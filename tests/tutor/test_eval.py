@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.tutor.catalog import open_catalog
-from metnos.tutor.classify import LABELS, Classifier
-from metnos.tutor.compile import compile_catalog
-from metnos.tutor.sections import all_sections
+from metnos.features.tutor.catalog import open_catalog
+from metnos.features.tutor.classify import LABELS, Classifier
+from metnos.features.tutor.compile import compile_catalog
+from metnos.features.tutor.sections import all_sections
 from tests.tutor.eval import LANGS, Report, base_id, load, run
 
 RECALL = 0.9  # issue 27: restored (was 0.87 since issue 15), with questions asked as people ask

@@ -14,16 +14,16 @@ import numpy as np
 import pytest
 from sqlmodel import select
 
-from metnos.audit import read_tail
-from metnos.db.engine import in_session, session
-from metnos.db.models import utcnow
+from metnos.features.tutor import feedback, feedback_report
+from metnos.features.tutor.catalog import Catalog, Hit, open_catalog
+from metnos.features.tutor.embedder import default_embedder
+from metnos.features.tutor.feedback import FeedbackRefused
+from metnos.features.tutor.feedback_models import TutorAnswer, TutorAssociation, TutorGap
+from metnos.features.tutor.precheck import Plan, Tutor
+from metnos.ground.db.engine import in_session, session
+from metnos.ground.db.models import utcnow
+from metnos.mechanisms.audit import read_tail
 from metnos.turns.context import TurnContext
-from metnos.tutor import feedback, feedback_report
-from metnos.tutor.catalog import Catalog, Hit, open_catalog
-from metnos.tutor.embedder import default_embedder
-from metnos.tutor.feedback import FeedbackRefused
-from metnos.tutor.feedback_models import TutorAnswer, TutorAssociation, TutorGap
-from metnos.tutor.precheck import Plan, Tutor
 from tests.support.home import MakeHome
 from tests.support.tutor_catalog import install_catalog
 from tests.tutor.support import Turns
@@ -242,7 +242,7 @@ def _stale_association(setup: Setup) -> None:
 async def test_the_cli_checks_the_feedback_and_lists_the_gaps(setup: Setup) -> None:
     from typer.testing import CliRunner
 
-    from metnos.cli.main import app
+    from metnos.faces.cli.main import app
 
     hits = setup.hits(OTHER_TOPIC)
     for text, rating, cause in ((QUESTION, "up", None), (OTHER_TOPIC, "down", "outdated")):

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from metnos import i18n
+from metnos.features.tutor.catalog import catalog_path
+from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM
-from metnos.tutor.catalog import catalog_path
 from tests.support.home import Home, MakeHome, gateway_client
 from tests.support.serve_process import METNOS
 from tests.tutor.test_tutor_turn import _ask, _tutor_lines

@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.paths import resources_path
-from metnos.tutor.catalog import DocEntry
-from metnos.tutor.classify import Classifier
-from metnos.tutor.identity import Ambiguous, Bound, UserPath, docs_from_folder, resolve, route
+from metnos.features.tutor.catalog import DocEntry
+from metnos.features.tutor.classify import Classifier
+from metnos.features.tutor.identity import (
+    Ambiguous,
+    Bound,
+    UserPath,
+    docs_from_folder,
+    resolve,
+    route,
+)
+from metnos.ground.paths import resources_path
 
 DOCS = docs_from_folder(resources_path("docs"))
 

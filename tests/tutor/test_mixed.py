@@ -17,14 +17,14 @@ import pytest
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
-from metnos import i18n
-from metnos.audit import read_tail
-from metnos.db.engine import database_url, make_engine
-from metnos.db.models import ChatMessage, utcnow
-from metnos.paths import resources_path
+from metnos.features.tutor.compile import compile_catalog
+from metnos.features.tutor.confirm_models import TutorConfirmation
+from metnos.ground import i18n
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.models import ChatMessage, utcnow
+from metnos.ground.paths import resources_path
+from metnos.mechanisms.audit import read_tail
 from metnos.testing.llm_server import ScriptedLLM
-from metnos.tutor.compile import compile_catalog
-from metnos.tutor.confirm_models import TutorConfirmation
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client
 from tests.support.tutor_catalog import install_catalog

@@ -12,11 +12,9 @@ from collections.abc import Iterator
 import pytest
 from sqlmodel import Session, select
 
-from metnos.audit import read_tail
-from metnos.db.models import utcnow
-from metnos.tutor.classify import Classifier
-from metnos.tutor.confirm_models import TutorConfirmation
-from metnos.tutor.mixed import (
+from metnos.features.tutor.classify import Classifier
+from metnos.features.tutor.confirm_models import TutorConfirmation
+from metnos.features.tutor.mixed import (
     DATA,
     Confirmations,
     Split,
@@ -27,6 +25,8 @@ from metnos.tutor.mixed import (
     split,
     stands_alone,
 )
+from metnos.ground.db.models import utcnow
+from metnos.mechanisms.audit import read_tail
 from tests.support.home import MakeHome
 from tests.tutor.support import MIXED, Turns
 

@@ -12,8 +12,8 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from metnos.tutor.observation import MAX_BYTES, observe
-from metnos.tutor.probes import (
+from metnos.features.tutor.observation import MAX_BYTES, observe
+from metnos.features.tutor.probes import (
     Asker,
     ProbeContext,
     ProbeRefused,

@@ -9,16 +9,16 @@ import shutil
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from metnos.db.engine import database_url, in_session, make_engine, session
-from metnos.executors.registry import load_registry, signatures_dir
-from metnos.executors.signing import sign_executor, signature_path
-from metnos.keys import load_private_key
-from metnos.mnestoma.models import ExecutorUse
-from metnos.paths import resources_path
-from metnos.reminders import outbox
-from metnos.reminders.outbox import Outbox
-from metnos.settings import Settings
-from metnos.tutor.probes import Asker, ProbeContext, default_probes
+from metnos.features.mnestoma.models import ExecutorUse
+from metnos.features.reminders import outbox
+from metnos.features.reminders.outbox import Outbox
+from metnos.features.tutor.probes import Asker, ProbeContext, default_probes
+from metnos.ground.db.engine import database_url, in_session, make_engine, session
+from metnos.ground.keys import load_private_key
+from metnos.ground.paths import resources_path
+from metnos.ground.settings import Settings
+from metnos.mechanisms.executors.registry import load_registry, signatures_dir
+from metnos.mechanisms.executors.signing import sign_executor, signature_path
 from tests.support.home import MakeHome
 from tests.tutor.support import OWNER
 

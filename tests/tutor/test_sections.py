@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections import Counter
 from pathlib import Path
 
-from metnos.paths import resources_path
-from metnos.tutor import sections as S
-from metnos.tutor.sections import all_sections, chunks, doc_sections, slug
+from metnos.features.tutor import sections as S
+from metnos.features.tutor.sections import all_sections, chunks, doc_sections, slug
+from metnos.ground.paths import resources_path
 
 
 def test_slugs_are_github_anchors() -> None:

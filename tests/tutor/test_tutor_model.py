@@ -11,8 +11,8 @@ from typing import Any
 
 from sqlmodel import Session, select
 
-from metnos.db.engine import database_url, make_engine
-from metnos.policy.usage_models import LLMUsage
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.mechanisms.policy.usage_models import LLMUsage
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome, gateway_client
 from tests.support.tutor_catalog import install_catalog

@@ -18,12 +18,19 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from metnos import i18n
-from metnos.channels.telegram import TelegramConfig, start_telegram
+from metnos.faces.channels.telegram import TelegramConfig, start_telegram
+from metnos.features.tutor.embedder import default_embedder
+from metnos.features.tutor.probes import Asker, SchedulerSignals, default_probes
+from metnos.features.tutor.views import (
+    Marker,
+    admit,
+    load_views,
+    render,
+    requested_facts,
+    visible_views,
+)
+from metnos.ground import i18n
 from metnos.testing.telegram_server import FakeTelegram
-from metnos.tutor.embedder import default_embedder
-from metnos.tutor.probes import Asker, SchedulerSignals, default_probes
-from metnos.tutor.views import Marker, admit, load_views, render, requested_facts, visible_views
 from tests.support.home import GATEWAY_BASE, Home, MakeHome
 from tests.support.tutor_catalog import install_catalog
 from tests.telegram.support import TOKEN, pair, shown_texts, until
@@ -53,8 +60,8 @@ class Signals:
 async def observed_gateway(home: Home, signals: Signals) -> AsyncIterator[httpx.AsyncClient]:
     """The gateway app with the Prefect turn flow and `signals` as the scheduler's source."""
     from flows.turn import resume_approval, run_turn
-    from metnos.gateway.app import create_app
-    from metnos.wiring import Edges
+    from metnos.faces.gateway.app import create_app
+    from metnos.faces.wiring import Edges
 
     app = create_app(home.settings, runner=run_turn, resumer=resume_approval,
                      edges=Edges(signals=signals))

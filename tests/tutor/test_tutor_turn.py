@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from metnos import i18n
-from metnos.audit import read_tail
-from metnos.tutor.catalog import catalog_path
+from metnos.features.tutor.catalog import catalog_path
+from metnos.ground import i18n
+from metnos.mechanisms.audit import read_tail
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, gateway_client
 from tests.support.tutor_catalog import install_catalog

@@ -7,9 +7,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from metnos.tutor.embedder import Embedder, default_embedder
-from metnos.tutor.probes import Asker, ProbeContext, SchedulerSignals, default_probes
-from metnos.tutor.views import (
+from metnos.features.tutor.embedder import Embedder, default_embedder
+from metnos.features.tutor.probes import Asker, ProbeContext, SchedulerSignals, default_probes
+from metnos.features.tutor.views import (
     Marker,
     _plain_time,
     admit,

@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
-from metnos import keys, reversibility
-from metnos.audit import AuditLog
-from metnos.executors.manifest import parse_manifest
-from metnos.paths import resources_path
-from metnos.sandbox import SandboxRequest, SandboxResult, run_sandboxed
-from metnos.undo import UndoReport, undo
+from metnos.ground import keys, reversibility
+from metnos.ground.paths import resources_path
+from metnos.mechanisms.audit import AuditLog
+from metnos.mechanisms.executors.manifest import parse_manifest
+from metnos.mechanisms.sandbox import SandboxRequest, SandboxResult, run_sandboxed
+from metnos.mechanisms.undo import UndoReport, undo
 
 EXECUTORS = resources_path("executors")
 COPYLESS = {"fs_delete"}  # its bytes go to the trash: hashes only in the before manifest

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from metnos import i18n
+from metnos.ground import i18n
 from metnos.testing.executors import direct_argv
 from tests.undo.support import EXECUTORS, Actor, build_tree
 

@@ -10,7 +10,7 @@ import httpx
 from typer import Typer
 from typer.testing import CliRunner
 
-from metnos.cli.undo import undo as undo_command
+from metnos.faces.cli.undo import undo as undo_command
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.support.home import Home, MakeHome, gateway_client
 from tests.support.pg import free_port

@@ -16,10 +16,10 @@ import pytest
 from typer import Typer
 from typer.testing import CliRunner
 
-from metnos.audit.log import open_audit_log
-from metnos.audit.verify import verify_instance
-from metnos.cli.trash import app as trash_app
-from metnos.cli.undo import undo as undo_command
+from metnos.faces.cli.trash import app as trash_app
+from metnos.faces.cli.undo import undo as undo_command
+from metnos.mechanisms.audit.log import open_audit_log
+from metnos.mechanisms.audit.verify import verify_instance
 from metnos.turns import trash
 from tests.support.home import Home, MakeHome, gateway_client, served_gateway
 from tests.support.pg import free_port
@@ -33,8 +33,8 @@ def purge_lines(home: Home) -> list[dict[str, Any]]:
 
 def backdate(home: Home, action_id: str, days: float) -> None:
     """Make a before-record `days` old (re-signed: the record stays valid)."""
-    from metnos import keys
-    from metnos.reversibility import canonical
+    from metnos.ground import keys
+    from metnos.ground.reversibility import canonical
 
     path = home.settings.state_dir / "before" / action_id / "manifest.json"
     doc = json.loads(path.read_text())

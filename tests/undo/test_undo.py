@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from metnos import reversibility
-from metnos.undo import UndoError
+from metnos.ground import reversibility
+from metnos.mechanisms.undo import UndoError
 from tests.undo.support import Actor, audit_lines, build_tree, tree_digest
 
 

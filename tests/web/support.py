@@ -12,9 +12,9 @@ import httpx
 from asgi_lifespan import LifespanManager
 from fastapi import FastAPI
 
-from metnos.gateway.app import create_app
-from metnos.gateway.routes import login
-from metnos.web.link import create_login_link
+from metnos.faces.gateway.app import create_app
+from metnos.faces.gateway.routes import login
+from metnos.faces.web.link import create_login_link
 from tests.support.home import GATEWAY_BASE, Home, served_app
 
 ORIGIN = GATEWAY_BASE  # http://127.0.0.1:42618: the gateway's own origin in these tests

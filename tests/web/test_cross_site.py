@@ -17,7 +17,7 @@ from starlette.routing import Route, WebSocketRoute
 from websockets.exceptions import InvalidStatus
 from websockets.sync.client import connect
 
-from metnos.gateway.security import HostGuard
+from metnos.faces.gateway.security import HostGuard
 from tests.support.home import MakeHome
 from tests.support.pg import free_port
 from tests.web.support import ORIGIN, audit_lines, browser, link_path, log_in, served, web_app

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from metnos.db.engine import database_url, make_engine
-from metnos.features import create_tables
-from metnos.mnestoma import moves
+from metnos.faces.registry import create_tables
+from metnos.features.mnestoma import moves
+from metnos.ground.db.engine import database_url, make_engine
 from tests.support.home import MakeHome
 from tests.web.support import ORIGIN, browser, log_in
 

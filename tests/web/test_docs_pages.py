@@ -9,9 +9,9 @@ import re
 import httpx
 import pytest
 
-from metnos.gateway.routes.docs import listing, render_markdown
-from metnos.paths import resources_path
-from metnos.tutor.sections import doc_sections
+from metnos.faces.gateway.routes.docs import listing, render_markdown
+from metnos.features.tutor.sections import doc_sections
+from metnos.ground.paths import resources_path
 from tests.support.home import MakeHome, gateway_client
 from tests.web.support import browser
 

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from metnos.paths import resources_path
+from metnos.ground.paths import resources_path
 from metnos.testing.llm_server import ScriptedLLM
 from tests.approvals.test_approval_flow import answer
 from tests.gateway.test_turns import wait_closed

@@ -13,13 +13,13 @@ import typer
 from sqlmodel import select
 from typer.testing import CliRunner
 
-from metnos.cli.login import login
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
-from metnos.db.models import utcnow
-from metnos.settings import WebSettings
-from metnos.web import service as web
-from metnos.web.models import LoginToken, WebSession
+from metnos.faces.cli.login import login
+from metnos.faces.web import service as web
+from metnos.faces.web.models import LoginToken, WebSession
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import utcnow
+from metnos.ground.settings import WebSettings
 from tests.support.home import Home, MakeHome
 from tests.web.support import ORIGIN, audit_lines, browser, link_path, log_in
 
@@ -321,7 +321,7 @@ def test_cli_prints_a_link_that_is_stored_as_a_digest(make_home: MakeHome) -> No
 
 def test_cli_with_the_database_down_says_so(make_home: MakeHome,
                                            monkeypatch: pytest.MonkeyPatch) -> None:
-    from metnos.settings import get_settings
+    from metnos.ground.settings import get_settings
     from tests.support.pg import free_port
 
     make_home(lang="en")
@@ -338,9 +338,9 @@ def test_install_is_idempotent_and_the_page_at_root_is_the_web_chat() -> None:
     from fastapi import FastAPI
     from starlette.routing import Match
 
-    from metnos.gateway.app import create_app
-    from metnos.gateway.routes import login as login_routes
-    from metnos.gateway.routes import web as web_routes
+    from metnos.faces.gateway.app import create_app
+    from metnos.faces.gateway.routes import login as login_routes
+    from metnos.faces.gateway.routes import web as web_routes
 
     def serving(app: FastAPI, path: str) -> list[object]:
         scope = {"type": "http", "method": "GET", "path": path, "root_path": "", "headers": []}

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
-from metnos.audit import read_tail
-from metnos.db.engine import database_url, make_engine, session
-from metnos.db.models import utcnow
-from metnos.tutor.feedback import PENDING_TTL
-from metnos.tutor.feedback_models import TutorAnswer, TutorAssociation, TutorGap
+from metnos.features.tutor.feedback import PENDING_TTL
+from metnos.features.tutor.feedback_models import TutorAnswer, TutorAssociation, TutorGap
+from metnos.ground.db.engine import database_url, make_engine, session
+from metnos.ground.db.models import utcnow
+from metnos.mechanisms.audit import read_tail
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import MakeHome
 from tests.support.tutor_catalog import install_catalog

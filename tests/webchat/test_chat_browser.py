@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from metnos import i18n
+from metnos.faces.web.link import create_login_link
+from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM
-from metnos.web.link import create_login_link
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port
 
@@ -108,9 +108,9 @@ async def test_a_family_member_is_paired_from_the_browser(
         make_home: MakeHome, browser: Any) -> None:
     from playwright.async_api import expect
 
-    from metnos.db.engine import database_url, make_engine
-    from metnos.db.engine import session as db_session
-    from metnos.pairing import admit
+    from metnos.features.pairing import admit
+    from metnos.ground.db.engine import database_url, make_engine
+    from metnos.ground.db.engine import session as db_session
 
     home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()))
     with served_gateway(home):

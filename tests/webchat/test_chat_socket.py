@@ -10,8 +10,8 @@ import httpx
 import pytest
 import websockets
 
+from metnos.faces.web.link import create_login_link
 from metnos.testing.llm_server import ScriptedLLM
-from metnos.web.link import create_login_link
 from tests.support.home import Home, MakeHome, served_gateway
 from tests.support.pg import free_port
 

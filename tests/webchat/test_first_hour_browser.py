@@ -19,8 +19,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from metnos import i18n
-from metnos.paths import resources_path
+from metnos.ground import i18n
+from metnos.ground.paths import resources_path
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port
 from tests.webchat.test_history_browser import open_chat

@@ -18,12 +18,12 @@ from typing import Any
 
 import httpx
 
-from metnos import i18n
-from metnos.db.engine import database_url, make_engine
-from metnos.db.engine import session as db_session
-from metnos.db.models import ChatMessage, ChatSession, Turn, utcnow
+from metnos.faces.web.link import create_login_link
+from metnos.ground import i18n
+from metnos.ground.db.engine import database_url, make_engine
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.db.models import ChatMessage, ChatSession, Turn, utcnow
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
-from metnos.web.link import create_login_link
 from tests.gateway.test_turns import wait_closed
 from tests.support.home import Home, MakeHome, served_gateway
 from tests.support.pg import free_port

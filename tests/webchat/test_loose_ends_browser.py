@@ -13,8 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from metnos import i18n
-from metnos.db.engine import database_url, make_engine
+from metnos.ground import i18n
+from metnos.ground.db.engine import database_url, make_engine
 from tests.gateway.test_session_messages import add_session, add_turn
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port

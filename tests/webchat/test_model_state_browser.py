@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from metnos import i18n
-from metnos.web.link import create_login_link
+from metnos.faces.web.link import create_login_link
+from metnos.ground import i18n
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port
 

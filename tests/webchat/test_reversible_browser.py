@@ -8,7 +8,7 @@ from typing import Any
 
 import httpx
 
-from metnos import i18n
+from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port

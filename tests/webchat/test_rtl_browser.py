@@ -13,8 +13,8 @@ from typing import Any
 
 import pytest
 
-from metnos.channels.bidi import RLM, marked
-from metnos.i18n.formatting import text_direction
+from metnos.faces.channels.bidi import RLM, marked
+from metnos.ground.i18n.formatting import text_direction
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port

@@ -15,8 +15,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from metnos import i18n
-from metnos.db.engine import in_session
+from metnos.ground import i18n
+from metnos.ground.db.engine import in_session
 from metnos.testing.llm_server import ScriptedLLM
 from tests.gateway.test_turns import audit_lines
 from tests.support.home import Home, MakeHome, served_gateway
@@ -213,11 +213,11 @@ async def test_a_reminder_comes_as_a_message_with_its_time(
         make_home: MakeHome, browser: Any, tmp_path: Path) -> None:
     from playwright.async_api import expect
 
-    from metnos.db.engine import database_url, make_engine
-    from metnos.db.models import utcnow
-    from metnos.gateway.app import create_app
-    from metnos.gateway.outbox_delivery import with_reminders
-    from metnos.reminders import outbox
+    from metnos.faces.gateway.app import create_app
+    from metnos.faces.gateway.outbox_delivery import with_reminders
+    from metnos.features.reminders import outbox
+    from metnos.ground.db.engine import database_url, make_engine
+    from metnos.ground.db.models import utcnow
     from tests.support.home import served_app
 
     home = make_home(lang="en", METNOS_GATEWAY_PORT=str(free_port()),

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from metnos import i18n
-from metnos.i18n.lint import i18n_lint_text
+from metnos.ground import i18n
+from metnos.ground.i18n.lint import i18n_lint_text
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.fake_translator import spoken
 from tests.support.home import MakeHome, served_gateway

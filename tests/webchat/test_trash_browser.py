@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from metnos import i18n
-from metnos.web.link import create_login_link
+from metnos.faces.web.link import create_login_link
+from metnos.ground import i18n
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port
 from tests.undo.support import Actor

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from sqlmodel import select
 
-from metnos import i18n
-from metnos.db.engine import database_url, make_engine, session
-from metnos.tutor.feedback_models import TutorAssociation, TutorGap
+from metnos.features.tutor.feedback_models import TutorAssociation, TutorGap
+from metnos.ground import i18n
+from metnos.ground.db.engine import database_url, make_engine, session
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port
 from tests.support.tutor_catalog import install_catalog

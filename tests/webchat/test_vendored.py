@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import re
 
-from metnos.gateway.routes.web import STATIC_FILES, WEBCHAT
+from metnos.faces.gateway.routes.web import STATIC_FILES, WEBCHAT
 
 STATIC = WEBCHAT / "static"
 ROW = re.compile(r"^\| `(?P<file>[\w.-]+\.js)` \|.*\((?P<licence>`LICENSE\.[\w.-]+`)\) \| "

@@ -10,9 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from metnos import i18n
+from metnos.faces.web.link import create_login_link
+from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM
-from metnos.web.link import create_login_link
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port
 

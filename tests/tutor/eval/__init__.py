@@ -11,11 +11,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from metnos.tutor.catalog import Catalog, Hit
-from metnos.tutor.classify import LABELS, Classifier
-from metnos.tutor.compose import GAP_BELOW
-from metnos.tutor.identity import Bound, resolve
-from metnos.tutor.retrieval import DEPTH, admitted, retrieve
+from metnos.features.tutor.catalog import Catalog, Hit
+from metnos.features.tutor.classify import LABELS, Classifier
+from metnos.features.tutor.compose import GAP_BELOW
+from metnos.features.tutor.identity import Bound, resolve
+from metnos.features.tutor.retrieval import DEPTH, admitted, retrieve
 
 EVAL_DIR = Path(__file__).resolve().parent
 LANGS = ("it", "en")

@@ -2,7 +2,7 @@
 
 The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`.
 The cwd is the workspace; paths are workspace-relative. The host chooses the destination
-before the run (`dst`, host-set: `metnos.archiving`), so that the before-record covers both
+before the run (`dst`, host-set: `metnos.features.archiving`), so that the before-record covers both
 ends of the move and an undo moves the file back; this side checks that `dst` is the file's
 place in the archive (`archive/<year>/<category>/<name>` or a numbered `<stem>-<n><ext>`)
 and moves it with link + unlink, which fails atomically when the destination exists: never

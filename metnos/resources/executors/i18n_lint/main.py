@@ -1,7 +1,7 @@
 """i18n_lint: is a user-facing text in the expected language? (Metnos executor, read-only).
 
 The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`.
-The work is `metnos.i18n.lint.i18n_lint_text`, which the sandbox binds read-only, with the
+The work is `metnos.ground.i18n.lint.i18n_lint_text`, which the sandbox binds read-only, with the
 `lingua` package, under /home/metnos/pylib (manifest `[sandbox] python_packages`).
 An `invalid` verdict (too large, bad tag or limit) comes back as an error with its own key.
 """
@@ -35,10 +35,10 @@ def checked_args(args):
 
 def load_lint():
     try:
-        import metnos_i18n_lint
+        import metnos_ground_i18n_lint
     except ImportError as exc:
         raise Refused("ERR_LINT_UNAVAILABLE", reason=str(exc)[:200]) from None
-    return metnos_i18n_lint
+    return metnos_ground_i18n_lint
 
 
 def excerpt_lines(spans):

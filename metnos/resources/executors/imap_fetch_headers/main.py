@@ -41,7 +41,7 @@ HIDDEN = {0x200B, 0x200C, 0x200D, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D
 if PYLIB not in sys.path:
     sys.path.append(PYLIB)
 
-import metnos_mail_imap as imap  # noqa: E402
+import metnos_features_mail_imap as imap  # noqa: E402
 
 
 def clean(text, limit):

@@ -6,7 +6,7 @@ account block is written by the host from `metnos mail add`); stdout is one JSON
 
 STATUS only (MESSAGES UNSEEN UIDNEXT UIDVALIDITY): no folder is opened, no message is
 downloaded, nothing changes (no \\Seen is set). The IMAP session code is the host's
-`metnos.mail.imap`, bound read-only under /home/metnos/pylib.
+`metnos.features.mail.imap`, bound read-only under /home/metnos/pylib.
 """
 
 import sys
@@ -18,7 +18,7 @@ MAX_FOLDERS = 100
 if PYLIB not in sys.path:
     sys.path.append(PYLIB)
 
-import metnos_mail_imap as imap  # noqa: E402
+import metnos_features_mail_imap as imap  # noqa: E402
 
 
 def run(args, account):

@@ -29,7 +29,7 @@ MID_FETCH = "(UID FLAGS BODY.PEEK[HEADER.FIELDS (MESSAGE-ID)])"
 if PYLIB not in sys.path:
     sys.path.append(PYLIB)
 
-import metnos_mail_imap as imap  # noqa: E402
+import metnos_features_mail_imap as imap  # noqa: E402
 
 
 def arg_list(args, name, kind, required=True):

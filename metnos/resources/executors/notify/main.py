@@ -2,7 +2,7 @@
 
 The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`.
 Nothing is sent here (no network, no files): the gateway turns this validated result into
-a message on the person's preferred channel (`metnos.notify.effect`), after the quiet
+a message on the person's preferred channel (`metnos.features.notify.effect`), after the quiet
 hours when it falls inside them; an undo cancels it until it is delivered.
 """
 

@@ -4,7 +4,7 @@ The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_pr
 The cwd is the workspace.
 
 No shell is ever used: the command is split with `shlex.split` and started with an argv.
-The host checked it already (metnos/policy/shell.py); these checks repeat it (defence in
+The host checked it already (metnos/mechanisms/policy/shell.py); these checks repeat it (defence in
 depth) against this file's OWN allow list: a command outside it is refused whatever the host
 configuration says. Wildcards (`*`, `?`, `[..]`) in arguments are expanded here on workspace
 files (hidden files never match), as a shell would; nothing else of a shell exists.
@@ -30,7 +30,7 @@ ARGS = {"command"}
 ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}
 HIDDEN_NAMES = frozenset({".audit", ".trash"})
 
-# Keep equal to settings.policy.shell_allow's default and metnos/policy/shell.py (a test does).
+# Keep equal to settings.policy.shell_allow's default and metnos/mechanisms/policy/shell.py (a test does).
 ALLOWED = frozenset({
     "ls", "cat", "head", "tail", "wc", "grep", "sort", "uniq", "cut", "tr", "du", "stat",
     "file", "date", "echo", "mkdir", "touch", "cp",

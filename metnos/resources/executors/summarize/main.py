@@ -5,7 +5,7 @@ No network, no files. `messages` is a JSON array of {"uid", "from", "subject", "
 (mail headers and a snippet: untrusted data). Each message gets two lines: the sender and
 the subject, then the first meaningful sentence of the snippet, cut; control characters and
 chat-template tokens are stripped. The host may have the `fast` model rewrite them
-(`metnos.mail.summary`, the manifest's effect "summarize"); these lines are its fallback.
+(`metnos.features.mail.summary`, the manifest's effect "summarize"); these lines are its fallback.
 """
 
 import json

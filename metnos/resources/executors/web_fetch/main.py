@@ -3,7 +3,7 @@
 The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_protocol`;
 the arguments are {"url": "...", "allow_private": false}.
 
-The host checked the URL already (metnos/policy/urls.py). DNS can change after that check,
+The host checked the URL already (metnos/mechanisms/policy/urls.py). DNS can change after that check,
 so every connection this executor opens (the first and each redirect) resolves the host
 itself, refuses the whole host if ANY of its addresses is loopback, private, link-local,
 multicast, reserved or unspecified (unless the host set `allow_private`, which it always

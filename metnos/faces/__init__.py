@@ -1,0 +1,1 @@
+"""The faces ring: gateway, cli, channels, web; and the composition root."""

@@ -1,0 +1,1 @@
+"""The features ring: mail, reminders, schedules, the tutor, the mnestoma, ..."""

@@ -1,0 +1,1 @@
+"""The mechanisms ring: policy, sandbox, audit, executors, llm, approvals, undo."""
