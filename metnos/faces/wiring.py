@@ -134,8 +134,8 @@ def _remote(rt: Runtime, edges: Edges) -> Hooks:
     """The work pools, and the undo of a step run there (by the same pool)."""
     port = edges.remote
 
-    async def remote(rt: Runtime, ctx: TurnContext, checked: CheckedStep) -> StepOutcome:
-        return await run_remote(rt, port, ctx, checked)
+    async def remote(runtime: Runtime, ctx: TurnContext, checked: CheckedStep) -> StepOutcome:
+        return await run_remote(runtime, port, ctx, checked)
     return Hooks(reversals=MappingProxyType({REMOTE: Remote(port)}), remote=remote)
 
 
