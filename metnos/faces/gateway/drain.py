@@ -30,6 +30,7 @@ KEY = "ERR_GATEWAY_DRAINING"
 RETRY_AFTER_S = 30  # a stop and start of Metnos takes about this long
 CANCEL_WAIT_S = 3.0  # how long cancelled turns get to unwind before they are recorded
 CLOSE_RUNS_S = 5.0  # ending their Prefect runs, at most
+DELIVER_S = 5.0  # sending the replies of finished turns (a card waiting on a person: no longer)
 
 
 class Drain:
@@ -78,6 +79,8 @@ async def _drain(state: GatewayState, window_s: float) -> None:
     deadline = time.monotonic() + window_s
     while background and time.monotonic() < deadline:  # turns launched meanwhile count too
         await asyncio.wait(set(background), timeout=deadline - time.monotonic())
+    if telegram is not None:  # the replies of the turns that finished are still sent
+        await telegram.settle(min(DELIVER_S, deadline - time.monotonic()))
     late = set(background)
     for task in late:
         task.cancel()

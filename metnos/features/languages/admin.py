@@ -232,7 +232,7 @@ class LanguageAdmin:
                 continue
             try:
                 _, by = self._promote(found, name, code, False)
-                self._align(found, name, code, source=None, by=by)
+                self._align(found, name, code, source=None, by=by, flush=False)
             except LanguagesError as exc:
                 skipped.append(f"{name}: {i18n.message(exc, self.settings.lang)}")
                 continue
@@ -309,7 +309,9 @@ class LanguageAdmin:
         return layer.promote(name, lang, cand.value), cand.translated_by
 
     def _align(self, layer: Layer, name: str, lang: str | None, *, source: str | None,
-               by: str | None) -> None:
+               by: str | None, flush: bool = True) -> None:
+        """Align `name`'s record; `flush=False` leaves the write to the caller (a bulk
+        review writes each file once, not once per resource)."""
         try:
             record = align(layer.record(name), layer.hashes(name), layer.languages,
                            layer.default_source, lang, source=source, translated_by=by,
@@ -318,7 +320,8 @@ class LanguageAdmin:
             raise LanguagesError(f"ERR_LANGS_ALIGN_{exc.code.upper()}", name=name,
                                  lang=exc.lang) from exc
         layer.save_record(name, record)
-        layer.flush()
+        if flush:
+            layer.flush()
 
     def _check_texts(self, layer: Layer, name: str, source: str) -> list[CheckIssue]:
         issues = []

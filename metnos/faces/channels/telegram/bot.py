@@ -86,6 +86,12 @@ class TelegramChannel:
             await asyncio.gather(self._runner, return_exceptions=True)
             self._runner = None
 
+    async def settle(self, timeout_s: float) -> None:
+        """Wait up to `timeout_s` for the work in flight (replies being sent) without
+        cancelling it: a draining gateway lets the replies of finished turns go out."""
+        if self._tasks and timeout_s > 0:
+            await asyncio.wait(set(self._tasks), timeout=timeout_s)
+
     async def stop(self, drain_s: float = DRAIN_S) -> None:
         """Stop polling, let in-flight work finish for `drain_s`, cancel the rest, close.
         Calling it again does nothing."""
