@@ -8,6 +8,8 @@ markdown templates) and files at the top (`i18n/lang_state.json`) are not.
 
 from __future__ import annotations
 
+import functools
+
 import logging
 import tomllib
 from dataclasses import dataclass
@@ -59,10 +61,19 @@ def check_value(value: Any, where: str = "") -> Value:
 def read_catalog_file(path: Path) -> dict[str, Value]:
     """The messages of one file; CatalogError naming the file when it is broken."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-        return {str(key): check_value(value, str(key)) for key, value in data.items()}
+        values = _parsed(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, ValueError) as exc:
         raise CatalogError(path=str(path), detail=str(exc)) from None
+    return {key: dict(value) if isinstance(value, dict) else value
+            for key, value in values.items()}
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str) -> dict[str, Value]:
+    """The checked messages of a file's text, parsed once per process for the same text
+    (every start, every language tool reads the same files); callers get copies."""
+    data = tomllib.loads(text)
+    return {str(key): check_value(value, str(key)) for key, value in data.items()}
 
 
 def read_catalogs(i18n_dir: Path, *, strict: bool = True) -> Catalogs:
