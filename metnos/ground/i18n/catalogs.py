@@ -9,7 +9,6 @@ markdown templates) and files at the top (`i18n/lang_state.json`) are not.
 from __future__ import annotations
 
 import functools
-
 import logging
 import tomllib
 from dataclasses import dataclass

@@ -6,7 +6,6 @@ sees of the executor in one language."""
 from __future__ import annotations
 
 import functools
-
 import re
 import tomllib
 from collections.abc import Mapping

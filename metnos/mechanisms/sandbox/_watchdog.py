@@ -104,7 +104,11 @@ class Watch:
     Fails closed: a namespace it cannot attach to within `ATTACH_TIMEOUT_S` is killed too.
     """
 
-    def __init__(self, bwrap_pid: int, max_tasks: int, max_rss_bytes: int) -> None:
+    def __init__(self, bwrap_pid: int, max_tasks: int, max_rss_bytes: int,
+                 gate: int | None = None) -> None:
+        """`gate`: the write end of bwrap's `--block-fd` pipe (owned from here on): one
+        byte is written once the watch is attached, so the executor starts watched; it is
+        closed unwritten when the watch cannot attach (bwrap is killed then)."""
         loop = asyncio.get_running_loop()
         self._done: asyncio.Future[Breach | None] = loop.create_future()
         self._stop = threading.Event()
@@ -112,9 +116,11 @@ class Watch:
         def run() -> None:
             outcome: Breach | BaseException | None
             try:
-                outcome = _watch(bwrap_pid, max_tasks, max_rss_bytes, self._stop)
+                outcome = _watch(bwrap_pid, max_tasks, max_rss_bytes, self._stop, gate)
             except BaseException as exc:  # handed to `stop`, which raises it
                 outcome = exc
+            finally:
+                _close(gate)
             with contextlib.suppress(RuntimeError):  # the loop is closed: nobody waits any more
                 loop.call_soon_threadsafe(_settle, self._done, outcome)
 
@@ -137,15 +143,24 @@ def _settle(done: asyncio.Future[Breach | None], outcome: Breach | BaseException
         done.set_result(outcome)
 
 
+def _close(fd: int | None) -> None:
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
 def _watch(bwrap_pid: int, max_tasks: int, max_rss_bytes: int,
-           stop: threading.Event) -> Breach | None:
-    """The watchdog's thread: attach, then poll every POLL_S until the run ends, a bound is
-    breached (kill, then the Breach) or `stop` is set (None)."""
+           stop: threading.Event, gate: int | None) -> Breach | None:
+    """The watchdog's thread: attach, open the gate, then poll every POLL_S until the run
+    ends, a bound is breached (kill, then the Breach) or `stop` is set (None)."""
     ns = _attach(bwrap_pid, stop)
     if not isinstance(ns, _Namespace):
         if ns is not None:
             _kill_bwrap(bwrap_pid)
         return ns
+    if gate is not None:
+        with contextlib.suppress(OSError):  # bwrap gone meanwhile: the polls find it so
+            os.write(gate, b"1")
     try:
         while not stop.is_set():
             breach = _check(ns.proc_fd, max_tasks, max_rss_bytes)

@@ -189,20 +189,30 @@ async def _execute(
 ) -> _process.Run:
     """Spawn, feed, drain and reap; the process group is SIGKILLed in `finally`."""
     started = time.monotonic()
-    proc = await asyncio.create_subprocess_exec(
-        *_process.limit_prefix(request),
-        *argv,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        pass_fds=fds,
-        start_new_session=True,
-        env={"PATH": PATH_ENV} if env is None else dict(env),
-        preexec_fn=_process.preexec(request),
-    )
+    # bwrap sets the namespace up, then waits on `gate` before it runs the executor: the
+    # watchdog's thread opens it once attached, so no executor code runs unwatched, however
+    # late this (maybe busy) event loop gets to start the watch
+    gate, opener = os.pipe()
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            *_process.limit_prefix(request),
+            argv[0], "--block-fd", str(gate), *argv[1:],
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            pass_fds=(*fds, gate),
+            start_new_session=True,
+            env={"PATH": PATH_ENV} if env is None else dict(env),
+            preexec_fn=_process.preexec(request),
+        )
+    except BaseException:
+        os.close(opener)
+        raise
+    finally:
+        os.close(gate)
     run = _process.Run(spawn_s=time.monotonic() - started)
     max_rss = request.profile.memory_mb * 1024 * 1024
-    watchdog = _watchdog.Watch(proc.pid, request.max_processes, max_rss)
+    watchdog = _watchdog.Watch(proc.pid, request.max_processes, max_rss, opener)
     try:
         await _communicate(proc, payload, request, run)
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any
 
 from fastapi import APIRouter, Query, Request, Response
@@ -18,6 +19,9 @@ router = APIRouter(prefix="/api/audit", tags=["audit"])
 
 
 SCAN_LINES = 5000  # how far back a per-session view looks
+# one read at a time: it holds the GIL while it parses, and many at once would leave the
+# event loop (every turn's stream) a sliver of it; one after the other they take as long
+_READING = threading.BoundedSemaphore(1)
 
 
 @router.get("", responses=error_responses(401), response_model=list[dict[str, Any]])
@@ -35,6 +39,11 @@ async def audit_tail(request: Request, service: ServiceDep, owner: OwnerDep,
 
 
 def _tail_json(service: Runtime, limit: int, session_id: str | None, lang: str) -> bytes:
+    with _READING:
+        return _read_tail(service, limit, session_id, lang)
+
+
+def _read_tail(service: Runtime, limit: int, session_id: str | None, lang: str) -> bytes:
     if session_id is None:
         lines = service.audit.tail(limit)
     else:
