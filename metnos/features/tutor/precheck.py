@@ -239,6 +239,9 @@ class Tutor:
         return self.probes.run(admission.view.probe, self.probe_context(asker))
 
 
+READING_GRACE_S = 10.0  # the window's stretch while the guide is read at start (once)
+
+
 def prefer_language(hits: list[Hit], lang: str) -> list[Hit]:
     """One hit per concept, the asker's language first, English as the fallback, in the
     order of each concept's best score."""
@@ -256,9 +259,18 @@ def prefer_language(hits: list[Hit], lang: str) -> list[Hit]:
 
 
 async def within(tutor: Tutor, ctx: TurnContext) -> Plan | None:
-    """`tutor.plan` within the window; a busy or failing pre-check steps aside."""
+    """`tutor.plan` within the window; a busy or failing pre-check steps aside. While the
+    guide is read at start (a compile beside it, on a machine busy starting up), the window
+    stretches by READING_GRACE_S: a question about Metnos is then told "I'm still reading",
+    where the loop, with no model, could only say it did not understand."""
+    planning = asyncio.ensure_future(asyncio.to_thread(tutor.plan, ctx))
     try:
-        return await asyncio.wait_for(asyncio.to_thread(tutor.plan, ctx), tutor.window_s)
+        try:
+            return await asyncio.wait_for(asyncio.shield(planning), tutor.window_s)
+        except TimeoutError:
+            if not tutor.reading():
+                raise
+        return await asyncio.wait_for(planning, READING_GRACE_S)
     except TimeoutError:
         tutor.audit.append(action="tutor.busy", turn_id=ctx.turn_id, decision="info")
     except Exception as exc:  # optional help: its failure is the loop's turn, not an error
