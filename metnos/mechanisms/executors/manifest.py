@@ -345,7 +345,11 @@ def parse_manifest(path: Path, data: bytes | None = None) -> Manifest:
     `data`: the file's content already read (so a caller hashes exactly the bytes parsed)."""
     folder = path.parent
     if data is None:
-        data = _read_bytes(path, folder.name)
+        try:
+            data = manifest_bytes(path)
+        except OSError as exc:
+            detail = exc.strerror or str(exc)
+            raise ManifestError(name=folder.name, path=str(path), detail=detail) from exc
     manifest = _validated(path, folder.name, data)
     if manifest.name != folder.name:
         detail = f"name {manifest.name!r} differs from the folder name {folder.name!r}"
@@ -367,43 +371,14 @@ def manifest_bytes(path: Path) -> bytes:
     return data
 
 
-def _read_bytes(path: Path, name: str) -> bytes:
-    try:
-        return manifest_bytes(path)
-    except OSError as exc:
-        raise ManifestError(name=name, path=str(path), detail=exc.strerror or str(exc)) from exc
-
-
-class _Key:
-    """A manifest's bytes as a cache key, with the path its errors name (not compared)."""
-
-    __slots__ = ("path", "name", "data")
-
-    def __init__(self, path: Path, name: str, data: bytes) -> None:
-        self.path, self.name, self.data = path, name, data
-
-    def __hash__(self) -> int:
-        return hash((self.name, self.data))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, _Key) and (self.name, self.data) == (other.name, other.data)
-
-
-def _validated(path: Path, name: str, data: bytes) -> Manifest:
-    """The validated manifest of these bytes. A manifest is frozen and its checks (the
-    utterances parsed by hassil among them) depend on its bytes alone, so the same bytes
-    are validated once per process: every gateway start re-reads every executor (ms each
-    time, not a quarter of a second). Refusals are not kept: they are said every time."""
-    return _validated_once(_Key(path, name, data))
-
-
 @functools.lru_cache(maxsize=512)
-def _validated_once(key: _Key) -> Manifest:
-    table = _load_toml(key.path, key.name, key.data)
+def _validated(path: Path, name: str, data: bytes) -> Manifest:
+    """These bytes validated once per process (a frozen manifest, checks on its bytes alone):
+    every gateway start re-reads every executor. Refusals are not kept: said every time."""
     try:
-        return Manifest.model_validate(table)
+        return Manifest.model_validate(_load_toml(path, name, data))
     except ValidationError as exc:
-        raise ManifestError(name=key.name, path=str(key.path), detail=_brief(exc)) from exc
+        raise ManifestError(name=name, path=str(path), detail=_brief(exc)) from exc
 
 
 def _load_toml(path: Path, name: str, data: bytes) -> dict[str, Any]:
