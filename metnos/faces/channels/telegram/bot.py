@@ -99,11 +99,11 @@ class TelegramChannel:
             return
         self._stopped = True
         await self.stop_polling()
-        if self._tasks:
-            _, late = await asyncio.wait(set(self._tasks), timeout=drain_s)
-            for task in late:
-                task.cancel()
-            await asyncio.gather(*late, return_exceptions=True)
+        await self.settle(drain_s)
+        late = [task for task in self._tasks if not task.done()]
+        for task in late:
+            task.cancel()
+        await asyncio.gather(*late, return_exceptions=True)
         await self.bot.session.close()
         log.info("telegram.stopped")
 
