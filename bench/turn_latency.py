@@ -9,7 +9,7 @@ then the answer (four model calls). Every model call streams (the answer arrives
 events on `service.events`). Each call passes the policy, runs in the bubblewrap sandbox, is
 audited, and its result goes back to the model. Three pipelines run interleaved in one process:
 
-- `prefect`: HTTP → gateway → Prefect `turn` flow (in-process) → `think`/executor tasks;
+- `prefect`: HTTP → gateway → Prefect `turn` flow (in-process) → executor tasks (model calls plain);
 - `plain`:   HTTP → gateway → `run_pipeline` as plain function calls;
 - `direct`:  `run_pipeline` called as functions, no HTTP.
 

@@ -18,6 +18,14 @@ from prefect import State, flow, get_client, tags
 from prefect.context import get_run_context
 from prefect.settings import get_current_settings
 from prefect.states import Crashed
+from sqlalchemy.exc import InterfaceError, OperationalError
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_chain,
+    wait_fixed,
+)
 
 from flows._clients import shared_clients
 from flows._runview import describe_run, name_run
@@ -26,7 +34,7 @@ from metnos.ground import i18n
 from metnos.turns import recovery, runview
 from metnos.turns.pipeline import HeadStart, discard, head_start, run_pipeline
 from metnos.turns.service import TurnContext, TurnService
-from tasks.turn import close_turn, execute_step, thinking
+from tasks.turn import execute_step
 
 log = logging.getLogger(__name__)
 
@@ -66,7 +74,7 @@ async def turn(turn_id: str) -> State[str]:
     try:
         reply = await run_pipeline(
             service, ctx,
-            think=thinking(head), execute=execute_step,
+            execute=execute_step,
             await_approval=wait_for_owner, via="prefect-ui", head=head,
         )
     except Exception as exc:  # the outermost boundary of a turn: tell the user, keep the turn
@@ -74,8 +82,20 @@ async def turn(turn_id: str) -> State[str]:
         await asyncio.gather(books, return_exceptions=True)
         raise  # the flow run shows as Failed in the Prefect UI
     await books  # a failed link or rename fails the turn, as it did before the loop began
-    await close_turn(service, ctx, reply, "completed")
+    await close(service, ctx, reply)
     return await describe_run(service, ctx, run_id, reply)  # the state named after the outcome
+
+
+async def close(service: TurnService, ctx: TurnContext, reply: str) -> None:
+    """The turn's bookkeeping (its record, the mnestoma), plain code after the reply: an
+    idempotent update, tried twice more (0.5 s, then 2 s later) when the database dropped the
+    connection under it."""
+    async for attempt in AsyncRetrying(
+            retry=retry_if_exception_type((OperationalError, InterfaceError)),
+            wait=wait_chain(wait_fixed(0.5), wait_fixed(2.0)), stop=stop_after_attempt(3),
+            reraise=True):
+        with attempt:
+            await service.close_turn(ctx, reply, "completed")
 
 
 async def crash_runs(flow_run_ids: list[str]) -> None:

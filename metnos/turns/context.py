@@ -18,6 +18,17 @@ from metnos.mechanisms.sandbox import SandboxRequest
 from metnos.turns.reply import StepOutcome
 
 
+@dataclass(frozen=True)
+class ModelCall:
+    """One model call of a turn, for its card: how long it took and what it asked for (the
+    tools the model named, as it named them; none: it answered)."""
+
+    index: int
+    ms: float
+    asked: tuple[str, ...] = ()
+    failed: bool = False
+
+
 @dataclass
 class TurnContext:
     """One turn in flight: who asked what, where, and the figures measured along the way.
@@ -55,6 +66,7 @@ class TurnContext:
     # about Metnos (the trash's confirm answers it)
     confirm_said: bool = False
     opened_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    calls: list[ModelCall] = field(default_factory=list)  # the model calls, in order
 
     def mark(self, name: str, started: float) -> None:
         self.timings[name] = self.timings.get(name, 0.0) + (time.perf_counter() - started) * 1000

@@ -1,15 +1,16 @@
 """A turn end to end (SPEC §2): with a model, the agent loop; without one, the embedded
 planner, one step, as before the loop existed. Both keep the session's history.
 
-`run_pipeline` is the composition; `flows/turn.py` runs the same composition with each model
-call (`think`) and each executor run as Prefect tasks and the approval wait as a Prefect
-pause, so the logic lives here once and the flow stays thin. The bench and the plain path
-pass nothing and get the same pipeline as plain function calls (an approval then waits on
-the database).
+`run_pipeline` is the composition; `flows/turn.py` runs the same composition with each
+executor run as a Prefect task and the approval wait as a Prefect pause, so the logic lives
+here once and the flow stays thin. The model calls (`think`) are plain code in either case:
+the run's card shows them step by step (`runview.card`). The bench and the plain path pass
+nothing and get the same pipeline as plain function calls (an approval then waits on the
+database).
 
 `head_start` is the flow's head start: it opens the conversation and starts the first model
 call while Prefect is still creating the flow run; the pipeline then takes the conversation
-from it (`head=`), and the flow's first `think` task awaits that call.
+and that first call from it (`head=`).
 
 Before either, the Tutor's pre-check (SPEC §10, `service.hooks.precheck`, set by the runtime) may
 answer a question about Metnos itself from the signed docs catalog; it runs first in the
@@ -118,7 +119,8 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
             added.append({"role": "assistant", "content": reply})
         elif service.port is not None and _model_serves(service, started):
             try:
-                reply, added = await _agent(service, ctx, think or plain_think, how, head)
+                thinking = think or (plain_think if head is None else _taking(head))
+                reply, added = await _agent(service, ctx, thinking, how, head)
             except ModelBudgetSpent as exc:  # the day's LLM budget is spent: the planner serves
                 reply = await _embedded(service, ctx, how, i18n.get(exc.key, ctx.lang,
                                                                     **exc.vars))
@@ -138,6 +140,17 @@ async def run_pipeline(service: TurnService, ctx: TurnContext, *,
         # a known secret (the model may have put one in a refused call) is never stored or
         # sent again with a later turn's history (Law 2)
         await asyncio.to_thread(_remember, service, ctx, added)
+
+
+def _taking(head: Awaitable[HeadStart | None]) -> ThinkFn:
+    """The model calls of a turn with a head start: the first is the call it began."""
+    async def think(service: TurnService, ctx: TurnContext, convo: Conversation, tools: bool,
+                    index: int) -> LLMReply:
+        started = await head if index == 1 else None
+        if started is not None and started.first is not None:
+            return await started.first
+        return await plain_think(service, ctx, convo, tools, index)
+    return think
 
 
 def _model_serves(service: TurnService, started: HeadStart | None) -> bool:

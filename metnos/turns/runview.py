@@ -116,13 +116,15 @@ def artifact_key(ctx: TurnContext) -> str:
 
 
 def card(ctx: TurnContext, question: str, reply: str, started: datetime, tz: ZoneInfo) -> str:
-    """The turn as Markdown: who asked what, when; the steps; the reply; the undo ids."""
+    """The turn as Markdown: who asked what, when; the model calls (the loop) and the steps;
+    the reply; the undo ids."""
     lang = ctx.lang
     when = started.astimezone(tz).strftime("%Y-%m-%d %H:%M")
     lines = [f"### {i18n.get('MSG_RUN_CARD_TITLE', lang)}",
              i18n.get("MSG_RUN_CARD_WHO", lang, channel=escape.markdown_text(ctx.channel),
                       user=escape.markdown_text(ctx.user_id), when=when), "",
              f"**{i18n.get('MSG_RUN_CARD_QUESTION', lang)}**", "", _quoted(question), ""]
+    lines += _calls(ctx)
     steps = [item for item in ctx.activity if item.get("executor") != "history"]
     if steps:
         lines += [f"**{i18n.get('MSG_RUN_CARD_STEPS', lang)}**", ""]
@@ -137,6 +139,24 @@ def card(ctx: TurnContext, question: str, reply: str, started: datetime, tz: Zon
         lines.append("")
     lines += [f"**{i18n.get('MSG_RUN_CARD_REPLY', lang)}**", "", _quoted(reply)]
     return "\n".join(lines)
+
+
+def _calls(ctx: TurnContext) -> list[str]:
+    """The loop, one line per model call: its number, its time, what it asked for. The
+    tool names are the model's words: shown as code, never as markup."""
+    if not ctx.calls:
+        return []
+    lines = [f"**{i18n.get('MSG_RUN_CARD_CALLS', ctx.lang)}**", ""]
+    for call in ctx.calls:
+        if call.failed:
+            what = i18n.get("MSG_RUN_CARD_CALL_FAILED", ctx.lang)
+        elif call.asked:
+            what = i18n.get("MSG_RUN_CARD_CALL_TOOLS", ctx.lang, tools=", ".join(
+                escape.markdown_code(_one_line(name, 80)) for name in call.asked))
+        else:
+            what = i18n.get("MSG_RUN_CARD_CALL_ANSWER", ctx.lang)
+        lines.append(f"{call.index}. {call.ms:.0f} ms · {what}")
+    return [*lines, ""]
 
 
 def _one_line(text: str, limit: int = 200) -> str:

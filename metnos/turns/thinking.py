@@ -3,7 +3,7 @@
 Each call first reserves its estimate of the day's LLM budget (the reservation is settled to
 the real cost, or given back when the call fails; a spent day raises `ModelBudgetSpent` with
 one audit line), streams its text to the turn's events as `delta`s, and adds its time to the
-turn's timings (`think`, and `think_<n>` per call).
+turn's timings (`think`, and `think_<n>` per call) and a line to the turn's card (`ctx.calls`).
 
 The tools offered are routed by traces (the mnestoma's `route` hook,
 `metnos.features.mnestoma.routing`): above `[evolution] route_above` executors only the core and the
@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from metnos.mechanisms.llm.port import LLMReply
 from metnos.mechanisms.llm.tools import ToolSpec
 from metnos.mechanisms.policy.decide import Decision
-from metnos.turns.context import TurnContext
+from metnos.turns.context import ModelCall, TurnContext
 from metnos.turns.conversation import Conversation
 from metnos.turns.loop import ModelBudgetSpent
 
@@ -41,6 +41,7 @@ async def think(service: TurnService, ctx: TurnContext, convo: Conversation, too
     offered = [tool.openai_tool() for tool in routed(service, ctx)] if tools else None
     started = time.perf_counter()
     cost: float | None = None
+    asked: tuple[str, ...] | None = None
 
     def delta(piece: str) -> None:
         service.events.publish(ctx.turn_id, "delta", text=piece, think=index)
@@ -49,9 +50,11 @@ async def think(service: TurnService, ctx: TurnContext, convo: Conversation, too
         reply = await port.complete(convo.sent(), tools=offered or None, tier="fast",
                                     on_delta=delta)
         cost = reply.cost_usd
+        asked = tuple(call.name for call in reply.tool_calls)
         return reply
     finally:
-        ctx.timings[f"think_{index}"] = (time.perf_counter() - started) * 1000
+        ms = ctx.timings[f"think_{index}"] = (time.perf_counter() - started) * 1000
+        ctx.calls.append(ModelCall(index, ms, asked or (), failed=asked is None))
         ctx.mark("think", started)
         await asyncio.to_thread(service.guard.settle_llm, ctx, slot, cost,
                                 port.resolve("fast") or "")

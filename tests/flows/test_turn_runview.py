@@ -8,12 +8,15 @@ import asyncio
 import logging
 import re
 from typing import Any
+from uuid import UUID
 
 import pytest
 from prefect.client.orchestration import get_client
 from prefect.client.schemas.filters import (
     ArtifactFilter,
     ArtifactFilterFlowRunId,
+    FlowRunFilter,
+    FlowRunFilterId,
     LogFilter,
     LogFilterFlowRunId,
 )
@@ -40,6 +43,19 @@ async def artifacts_of(flow_run_id: str) -> list[Any]:
             flow_run_id=ArtifactFilterFlowRunId(any_=[flow_run_id])))
 
 
+async def task_runs_of(flow_run_id: str) -> list[Any]:
+    """The run's task runs, once the server has recorded them (from the run's events: a few
+    seconds after the run) and for a second more, so none that comes late is missed."""
+    wanted = FlowRunFilter(id=FlowRunFilterId(any_=[UUID(flow_run_id)]))
+    async with get_client() as prefect:
+        for _ in range(150):
+            if await prefect.read_task_runs(flow_run_filter=wanted):
+                break
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(1.0)
+        return await prefect.read_task_runs(flow_run_filter=wanted)
+
+
 async def test_a_turn_run_is_named_tagged_described_and_ends_answered(
         make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
     home = make_home(llm=scripted_llm, lang="en", METNOS_TIMEZONE="Europe/Rome")
@@ -64,6 +80,10 @@ async def test_a_turn_run_is_named_tagged_described_and_ends_answered(
     assert "what does my secret note say\\?" in card.data
     assert "buy \\<b\\>milk\\<\\/b\\>" in card.data and "<b>" not in card.data  # inert HTML
     assert "`fs_read` · done" in card.data
+    # the loop on the card: the model calls are plain code of the flow, not tasks
+    assert re.search(r"^1\. \d+ ms · asked for `fs_read`$", card.data, re.M), card.data
+    assert re.search(r"^2\. \d+ ms · answered$", card.data, re.M), card.data
+    assert [t.name for t in await task_runs_of(turn["flow_run_id"])] == ["fs_read"]
 
 
 async def test_not_understood_and_denied_turns_say_so_in_their_state(

@@ -14,8 +14,9 @@ import pytest
 from sqlalchemy.engine import Engine
 from typer.testing import CliRunner
 
+from metnos.faces.channels.telegram.sender import TelegramSender
 from metnos.faces.cli.main import app as cli
-from metnos.faces.gateway.outbox_delivery import Delivery, TelegramSender
+from metnos.faces.gateway.outbox_delivery import Delivery
 from metnos.faces.wiring import build_runtime
 from metnos.features.proposals import store
 from metnos.features.proposals.models import Proposal

@@ -147,7 +147,8 @@ def _all(engine: object) -> list[outbox.Outbox]:
 
 
 async def test_an_unreachable_bot_api_keeps_the_message_for_later(make_home: MakeHome) -> None:
-    from metnos.faces.gateway.outbox_delivery import Delivery, TelegramSender
+    from metnos.faces.channels.telegram.sender import TelegramSender
+    from metnos.faces.gateway.outbox_delivery import Delivery
     from metnos.faces.wiring import build_runtime
     from metnos.ground.db.models import utcnow
 

@@ -29,7 +29,7 @@ from prefect.exceptions import PrefectHTTPStatusError
 from metnos.ground import escape
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from metnos.turns import gate, runview
-from metnos.turns.context import TurnContext
+from metnos.turns.context import ModelCall, TurnContext
 from tests.approvals.test_approval_flow import paused, wait_status
 from tests.flows.test_turn_runview import artifacts_of, final_run
 from tests.support.home import MakeHome, gateway_client
@@ -164,6 +164,7 @@ def test_the_turn_card_keeps_its_structure(question: str, reply: str, step: str,
         ctx = TurnContext("t1", "s1", who, who, who, "en", "Supervised", question)
         ctx.activity = [{"executor": step, "status": "done", "text": step, "undo": True,
                          "action_id": "ab12"}]
+        ctx.calls = [ModelCall(1, 12.0, (step, who)), ModelCall(2, 3.0)]  # the model's names
         return runview.card(ctx, question, reply, datetime(2026, 12, 1, tzinfo=UTC),
                             ZoneInfo("UTC"))
 

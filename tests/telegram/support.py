@@ -11,7 +11,8 @@ from typing import Any
 
 import httpx
 
-from metnos.faces.channels.telegram import TelegramChannel, TelegramConfig, start_telegram
+from metnos.faces.channels.telegram import TelegramConfig
+from metnos.faces.channels.telegram.bot import TelegramChannel, start_telegram
 from metnos.testing.telegram_server import Call, FakeTelegram
 from tests.support.home import Home, gateway_client
 

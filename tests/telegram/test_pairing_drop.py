@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from metnos.faces.channels.telegram import TelegramChannel
+from metnos.faces.channels.telegram.bot import TelegramChannel
 from metnos.features.pairing.models import PairingRequest
 from metnos.ground import i18n
 from metnos.ground.db.engine import session as db_session

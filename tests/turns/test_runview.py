@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
 
 from metnos.turns import runview
-from metnos.turns.context import TurnContext
+from metnos.turns.context import ModelCall, TurnContext
 
 ROME = ZoneInfo("Europe/Rome")
 NOON_UTC = datetime(2026, 12, 1, 11, 5, tzinfo=UTC)
@@ -89,3 +90,16 @@ def test_the_card_holds_question_steps_reply_and_undo_ids_as_inert_text() -> Non
     assert "`fs_write` · fatto · Scritto \\*note\\*\\.md" in text
     assert "per annullare: `metnos undo ab12`" in text
     assert runview.artifact_key(ctx(turn_id="A1_b2")) == "turn-a1-b2"
+
+
+def test_the_card_shows_the_loop_one_model_call_a_line() -> None:
+    turn = ctx("en", activity=[item("fs_read", "done", text="Looked at notes.md")])
+    turn.calls = [ModelCall(1, 212.4, ("fs_read", "*bold*`x")), ModelCall(2, 80.0),
+                  ModelCall(3, 5.0, failed=True)]
+    text = runview.card(turn, "what do my notes say?", "Milk.", NOON_UTC, ROME)
+    loop = text[text.index("**Model calls**"):text.index("**Steps**")]
+    assert loop.splitlines()[2:5] == [
+        "1. 212 ms · asked for `fs_read`, ``*bold*`x``", "2. 80 ms · answered", "3. 5 ms · failed"]
+    assert "**Model calls**" not in runview.card(ctx("en"), "q", "r", NOON_UTC, ROME)
+    assert "1. 212 ms · ha chiesto `fs_read`" in runview.card(
+        replace(turn, lang="it"), "q", "r", NOON_UTC, ROME)

@@ -18,7 +18,8 @@ import httpx
 import pytest
 from asgi_lifespan import LifespanManager
 
-from metnos.faces.channels.telegram import TelegramConfig, start_telegram
+from metnos.faces.channels.telegram import TelegramConfig
+from metnos.faces.channels.telegram.bot import start_telegram
 from metnos.features.tutor.embedder import default_embedder
 from metnos.features.tutor.probes import Asker, SchedulerSignals, default_probes
 from metnos.features.tutor.views import (

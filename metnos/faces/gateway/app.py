@@ -15,7 +15,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -24,7 +24,7 @@ from sqlalchemy.exc import DataError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 import metnos.faces.registry  # noqa: F401 - what every feature adds: tables, host checks, planners
-from metnos.faces.channels.telegram import start_telegram
+from metnos.faces.channels.telegram import load_config
 from metnos.faces.gateway.drain import drain
 from metnos.faces.gateway.invalid import body_lang, problems
 from metnos.faces.gateway.routes import (
@@ -65,7 +65,20 @@ from metnos.turns.handle import TurnHandle, TurnRunner, open_only, plain_runner
 from metnos.turns.recovery import recover_at_start
 from metnos.turns.runtime import Runtime
 
+if TYPE_CHECKING:
+    from metnos.faces.channels.telegram.bot import TelegramChannel
+
 log = logging.getLogger(__name__)
+
+
+async def _telegram(turns: TurnHandle, settings: Settings) -> TelegramChannel | None:
+    """The Telegram channel when a bot token is configured (aiogram loaded only then)."""
+    config = load_config(settings)
+    if config is None:
+        return None
+    from metnos.faces.channels.telegram.bot import start_telegram
+
+    return await start_telegram(turns, settings, config)
 
 
 async def _probe_model(service: Runtime) -> None:
@@ -106,7 +119,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
         state.service = service
         state.turns = TurnHandle(service, state.runner, launch, resumer)
         state.owner_token = settings.owner_token()
-        telegram = state.telegram = await start_telegram(state.turns, settings)
+        telegram = state.telegram = await _telegram(state.turns, settings)
         # the model's state known from the start (/healthz, the web chat's header, `metnos
         # serve`'s report), not only after the first turn: one probe, beside the start
         probe = asyncio.get_running_loop().create_task(_probe_model(service))

@@ -25,18 +25,12 @@ import contextlib
 import logging
 from collections.abc import Coroutine, Iterator
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from aiogram import Bot
-from aiogram.client.session.aiohttp import AiohttpSession
-from aiogram.client.telegram import TelegramAPIServer
-from aiogram.exceptions import TelegramBadRequest, TelegramForbiddenError, TelegramNetworkError
-from aiogram.types import InlineKeyboardMarkup
 from fastapi import FastAPI
 
 from metnos.faces.channels.bidi import marked
 from metnos.faces.channels.telegram.config import load_config
-from metnos.faces.channels.telegram.proposals import keyboard
 from metnos.faces.gateway.state import run_alongside, state_of
 from metnos.features.pairing.service import OWNER_USER_ID
 from metnos.features.proposals import delivery as proposals
@@ -47,21 +41,10 @@ from metnos.features.reminders.outbox import Outbox
 from metnos.ground.db.engine import in_session
 from metnos.turns.runtime import Runtime
 
+if TYPE_CHECKING:
+    from metnos.faces.channels.telegram.sender import TelegramSender
+
 log = logging.getLogger(__name__)
-
-
-class TelegramSender:
-    """A bot that only sends (the channel's poller is `metnos.faces.channels.telegram`)."""
-
-    def __init__(self, token: str, api_base: str) -> None:
-        self.bot = Bot(token, session=AiohttpSession(api=TelegramAPIServer.from_base(api_base)))
-
-    async def send(self, chat_id: int, text: str,
-                   markup: InlineKeyboardMarkup | None = None) -> None:
-        await self.bot.send_message(chat_id, text, reply_markup=markup)
-
-    async def close(self) -> None:
-        await self.bot.session.close()
 
 
 class Delivery:
@@ -102,13 +85,7 @@ class Delivery:
                 wake.set()
         for row in rows:
             if row.channel == "telegram" and self.telegram is not None:
-                try:
-                    await self._to_telegram(row)
-                except (TelegramForbiddenError, TelegramBadRequest) as exc:  # never will
-                    log.warning("outbox.telegram_refused id=%s: %s", row.id, exc)
-                    await asyncio.to_thread(in_session, engine, outbox.cancel, row.id)
-                except TelegramNetworkError as exc:  # tried again at the next round
-                    log.warning("outbox.telegram_unreachable id=%s: %s", row.id, exc)
+                await self._to_telegram(row)
         if self.scheduler is not None:
             for row in await asyncio.to_thread(in_session, engine, outbox.runs_to_close):
                 await self.scheduler.cancel(str(row.flow_run_id))
@@ -136,14 +113,20 @@ class Delivery:
             log.warning("outbox.bad_address id=%s", row.id)
             await asyncio.to_thread(in_session, self.service.engine, outbox.cancel, row.id)
             return
-        markup = None
+        open_ = None
         if row.kind == proposals.KIND:
             open_ = await asyncio.to_thread(in_session, self.service.engine, store.listing,
                                             user_id=row.user_id, statuses=store.OPEN,
                                             outbox_id=row.id)
-            markup = keyboard(open_[::-1], row.lang)
-        await self.telegram.send(int(chat), marked(row.text, row.lang), markup)
-        await asyncio.to_thread(in_session, self.service.engine, outbox.claim, [row.id])
+        sent = await self.telegram.send(int(chat), marked(row.text, row.lang),
+                                        open_[::-1] if open_ else None, row.lang)
+        if sent == "refused":  # never will: blocked, or no such chat
+            log.warning("outbox.telegram_refused id=%s", row.id)
+            await asyncio.to_thread(in_session, self.service.engine, outbox.cancel, row.id)
+        elif sent == "unreachable":  # tried again at the next round
+            log.warning("outbox.telegram_unreachable id=%s", row.id)
+        else:
+            await asyncio.to_thread(in_session, self.service.engine, outbox.claim, [row.id])
 
 
 def notice(row: Outbox) -> dict[str, Any]:
@@ -169,7 +152,10 @@ def _deliver(app: FastAPI) -> Coroutine[Any, Any, None]:
     gateway = state_of(app)
     service, scheduler = gateway.ready(), gateway.edges.scheduler
     config = load_config(service.settings)
-    telegram = TelegramSender(config.token, config.api_base) if config else None
+    telegram = None
+    if config is not None:  # aiogram loaded only for a gateway with a bot
+        from metnos.faces.channels.telegram.sender import TelegramSender
+        telegram = TelegramSender(config.token, config.api_base)
     delivery = gateway.delivery = Delivery(service, scheduler, telegram)
 
     async def run() -> None:

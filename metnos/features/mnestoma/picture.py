@@ -5,21 +5,19 @@ when traces exist, each trace has its colour (nodes and the edges inside it); qu
 and archived executors are grey. An empty mnestoma is a picture saying so, not an error.
 The layout is seeded: the same mnestoma draws the same picture. Drawn on a `Figure` of its
 own (never pyplot's global state), so concurrent requests do not share a canvas.
+
+matplotlib and networkx are loaded by the first picture, not with the module: the gateway
+imports this page's sizes at start and most instances never draw.
 """
 
 from __future__ import annotations
 
 import io
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib
-
-matplotlib.use("Agg")  # before anything imports pyplot (networkx's drawing may)
-
-import networkx as nx  # noqa: E402
-from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
+if TYPE_CHECKING:
+    import networkx as nx
 
 WIDTH_PX = 1200
 HEIGHT_PX = 900
@@ -36,6 +34,12 @@ def render(view: dict[str, Any], *, title: str, empty: str, width_px: int = WIDT
            height_px: int = HEIGHT_PX) -> bytes:
     """The PNG bytes of `view` (`metnos.features.mnestoma.views.snapshot`), exactly `width_px` ×
     `height_px`; `title` and `empty` (the "nothing yet" line) are in the reader's language."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # before anything imports pyplot (networkx's drawing may)
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
     figure = Figure(figsize=(width_px / DPI, height_px / DPI), dpi=DPI)
     FigureCanvasAgg(figure)
     ax = figure.add_axes((0.02, 0.02, 0.96, 0.90))
@@ -53,6 +57,8 @@ def render(view: dict[str, Any], *, title: str, empty: str, width_px: int = WIDT
 
 
 def _graph(view: dict[str, Any]) -> nx.DiGraph:
+    import networkx as nx
+
     graph = nx.DiGraph()
     for mnest in view.get("mnests", [])[:MAX_EDGES]:
         if mnest["weight"] > 0:
@@ -64,6 +70,8 @@ def _graph(view: dict[str, Any]) -> nx.DiGraph:
 
 
 def _draw(ax: Any, graph: nx.DiGraph, view: dict[str, Any]) -> None:
+    import networkx as nx
+
     uses = {e["name"]: e for e in view.get("executors", [])}
     trace_of = {member: index for index, trace in enumerate(view.get("traces", []))
                 for member in trace["members"]}

@@ -18,9 +18,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import networkx as nx
 from sqlalchemy import func, insert
 from sqlalchemy.engine import Engine
 from sqlmodel import Session, col, select
@@ -32,6 +31,9 @@ from metnos.ground.db.models import utcnow
 from metnos.ground.settings import Settings
 from metnos.mechanisms.audit import AuditLog, open_audit_log
 
+if TYPE_CHECKING:  # loaded by a detection, not by every turn that reads the current traces
+    import networkx as nx
+
 AUDIT_ACTION = "traces_detect"
 LABEL_SIZE = 3  # executors named in a trace's label
 _SEP = " · "
@@ -39,6 +41,8 @@ _SEP = " · "
 
 def graph(engine: Engine) -> nx.Graph:
     """The mnestoma as an undirected weighted graph (one bulk read of three columns)."""
+    import networkx as nx
+
     g: nx.Graph = nx.Graph()
     with engine.connect() as conn:
         rows = conn.execute(select(col(Mnest.src), col(Mnest.dst), col(Mnest.weight))
@@ -57,6 +61,8 @@ def partition(g: nx.Graph, seed: int = 0) -> tuple[list[set[str]], float]:
     community without running Louvain over them (it would leave them alone anyway, and
     they add nothing to the modularity): on 10k executors with few hand-offs that is most
     of the time saved."""
+    import networkx as nx
+
     alone = [{n} for n in sorted(g.nodes) if g.degree(n) == 0]
     linked = g.subgraph(n for n in g.nodes if g.degree(n) > 0)
     if linked.number_of_nodes() == 0:

@@ -1,7 +1,10 @@
-"""The Telegram channel (SPEC §11): aiogram 3, long polling, private chats, DM pairing."""
+"""The Telegram channel (SPEC §11): aiogram 3, long polling, private chats, DM pairing.
 
-from metnos.faces.channels.telegram.bot import TelegramChannel, start_telegram
+The bot itself is `bot.TelegramChannel` (`bot.start_telegram`); this package's top imports
+nothing of aiogram, so a gateway without a bot token never loads it.
+"""
+
 from metnos.faces.channels.telegram.config import TelegramConfig, load_config
 from metnos.faces.channels.telegram.split import split_html
 
-__all__ = ["TelegramChannel", "TelegramConfig", "load_config", "split_html", "start_telegram"]
+__all__ = ["TelegramConfig", "load_config", "split_html"]
