@@ -10,13 +10,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from metnos.faces.cli._lang import cli_lang
 from metnos.ground.errors import MetnosError
 from metnos.ground.settings import Settings
+
+if TYPE_CHECKING:  # httpx is loaded by the first call, not by `metnos --help`
+    import httpx
 
 TIMEOUT_S = 180.0
 STREAM_READ_S = 60.0  # the gateway sends a keep-alive every 15 s: silence this long = gone
@@ -35,6 +36,8 @@ def api_call(settings: Settings, method: str, path: str, *, body: dict[str, Any]
              params: dict[str, Any] | None = None, timeout_s: float = TIMEOUT_S,
              lang: str | None = None) -> dict[str, Any]:
     """`method path` on the gateway; the decoded JSON object, or MetnosError for the user."""
+    import httpx
+
     url, headers = _target(settings, path, lang)
     try:
         resp = httpx.request(method, url, json=body, params=params, headers=headers,
@@ -73,6 +76,8 @@ def follow_events(settings: Settings, turn_id: str, *, after: int = 0,
                   lang: str | None = None) -> Iterator[ServerEvent | None]:
     """The turn's events with `seq > after` as they come (None for each keep-alive, so the
     caller can keep its own deadline); ends with the stream. Leaving the loop closes it."""
+    import httpx
+
     url, headers = _target(settings, f"/api/turns/{turn_id}/events", lang)
     headers["Accept"] = "text/event-stream"
     if after:

@@ -1,5 +1,8 @@
 """`metnos approvals list|approve|deny`: the owner decides from the terminal (SPEC §4).
 
+Imports what it prints with when a command runs (the card's value helpers), not at start:
+`metnos --help` loads every command's module.
+
 A client of the running gateway (`POST /api/approvals/{id}`), so the decision goes through the
 same checks, audit line and flow resume as any other surface.
 """
@@ -21,7 +24,6 @@ from metnos.ground import i18n
 from metnos.ground.errors import MetnosError
 from metnos.ground.escape import terminal_line
 from metnos.ground.settings import Settings
-from metnos.mechanisms.approvals.card import raw_value, value_size
 
 app = typer.Typer(help=msg("CLI_APPROVALS_HELP"), no_args_is_help=True)
 _JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))
@@ -65,6 +67,8 @@ def show(approval_id: str = _ID) -> None:
 def full_view(row: dict[str, Any]) -> str:
     """An approval's whole action: who asked, the outside sources, then each argument
     with its length and every byte of it (made safe for the terminal, never cut)."""
+    from metnos.mechanisms.approvals.card import raw_value, value_size
+
     lines = [f"── {row['approval_id']} · {terminal_line(str(row.get('executor', '')))}",
              msg("MSG_APPROVALS_ASKER", who=terminal_line(str(row.get("asker") or NONE))),
              msg("MSG_APPROVALS_SOURCES", sources=_sources(row))]
@@ -80,6 +84,8 @@ def full_view(row: dict[str, Any]) -> str:
 def argument_lines(name: str, value: Any, lang: str | None = None) -> list[str]:
     """One argument of a card: short on one line; a long one with its length, then every
     byte of it (`metnos chat`'s inline card, never cut)."""
+    from metnos.mechanisms.approvals.card import raw_value, value_size
+
     shown = json.dumps(value, ensure_ascii=False)
     if len(shown) <= INLINE_CHARS:
         return [f"    {terminal_line(name)} = {terminal_line(shown)}"]
@@ -169,6 +175,8 @@ def _action(row: dict[str, Any]) -> str:
 
 
 def _shown(value: Any) -> str:
+    from metnos.mechanisms.approvals.card import raw_value, value_size
+
     text = json.dumps(value, ensure_ascii=False)
     if len(text) <= SHOWN_CHARS:
         return text

@@ -11,7 +11,6 @@ from metnos.faces.cli._lang import cli_lang, msg
 from metnos.faces.cli._out import echo, echo_json
 from metnos.faces.cli._table import local_time, print_table, word, words
 from metnos.ground.settings import Settings
-from metnos.mechanisms.audit import audit_log_path, read_tail, verify_instance
 
 app = typer.Typer(help=msg("CLI_AUDIT_HELP"), no_args_is_help=True)
 
@@ -20,6 +19,8 @@ JsonFlag = Annotated[bool, typer.Option("--json", help=msg("CLI_AUDIT_JSON_HELP"
 
 @app.command("verify", help=msg("CLI_AUDIT_VERIFY_HELP"))
 def verify_cmd(as_json: JsonFlag = False) -> None:
+    from metnos.mechanisms.audit import verify_instance
+
     report = verify_instance(settings_or_exit())
     if as_json:
         payload = {**report.to_dict(), "message": report.message(cli_lang())}
@@ -35,6 +36,8 @@ def tail_cmd(
     n: Annotated[int, typer.Option("-n", "--lines", min=1, help=msg("CLI_AUDIT_N_HELP"))] = 20,
     as_json: JsonFlag = False,
 ) -> None:
+    from metnos.mechanisms.audit import audit_log_path, read_tail
+
     settings = settings_or_exit()
     records = read_tail(audit_log_path(settings), n)
     if as_json:

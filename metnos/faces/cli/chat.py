@@ -31,7 +31,6 @@ from metnos.ground.errors import MetnosError
 from metnos.ground.escape import terminal_line
 from metnos.ground.i18n import phrases
 from metnos.ground.settings import Settings
-from metnos.mechanisms.approvals.card import action_sentence
 from metnos.turns.actions import HANDLE_CHARS, item_text, short_handles, undoable
 
 
@@ -299,6 +298,8 @@ def _card(approval: dict[str, Any], lang: str | None, verbose: bool = False) -> 
     """What will happen: why it asks, the action in plain words (the tool's name with
     --verbose), its arguments, the files it touches. Each line is one row whatever its values
     hold (`terminal_line`): none can break or forge one."""
+    from metnos.mechanisms.approvals.card import action_sentence
+
     card = approval.get("card") if isinstance(approval.get("card"), dict) else None
     executor, args = str(approval.get("executor")), dict(approval.get("args") or {})
     action = str(card["action"]) if card and card.get("action") else action_sentence(

@@ -1,8 +1,12 @@
-"""`metnos executors`: list, sign (the owner's approval) and verify executors."""
+"""`metnos executors`: list, sign (the owner's approval) and verify executors.
+
+The registry (manifests, signatures, the embedded planner's sentences) is loaded when a
+command runs, not at import: `metnos --help` loads every command's module.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
@@ -12,16 +16,9 @@ from metnos.faces.cli._out import echo, echo_json
 from metnos.faces.cli._table import print_table, word
 from metnos.ground import i18n
 from metnos.ground.errors import ExecutorNotFound, MetnosError
-from metnos.mechanisms.executors.owner import sign_as_owner
-from metnos.mechanisms.executors.registry import (
-    ExecutorSpec,
-    Refusal,
-    admit_with_settings,
-    discover_all,
-    executor_dirs,
-    signatures_dir,
-)
-from metnos.mechanisms.executors.signing import signature_path
+
+if TYPE_CHECKING:
+    from metnos.mechanisms.executors.registry import ExecutorSpec, Refusal
 
 app = typer.Typer(help=msg("CLI_EXECUTORS_HELP"), no_args_is_help=True)
 
@@ -51,6 +48,10 @@ def sign(
         "--downgrade", help=msg("CLI_EXECUTORS_DOWNGRADE_HELP"))] = False,
     as_json: JsonOpt = False,
 ) -> None:
+    from metnos.mechanisms.executors.owner import sign_as_owner
+    from metnos.mechanisms.executors.registry import signatures_dir
+    from metnos.mechanisms.executors.signing import signature_path
+
     settings = settings_or_exit()
     try:
         spec = _find(name)
@@ -106,6 +107,12 @@ def verify(
 
 def _rows(only: str | None) -> list[dict[str, Any]]:
     """One row per executor found (admitted first by name, then the refused ones)."""
+    from metnos.mechanisms.executors.registry import (
+        admit_with_settings,
+        discover_all,
+        executor_dirs,
+    )
+
     settings = settings_or_exit()
     specs, problems = discover_all(executor_dirs(settings))
     if only is not None:
@@ -135,6 +142,8 @@ def _row(spec: ExecutorSpec | None, refusal: Refusal | None) -> dict[str, Any]:
 
 
 def _find(name: str) -> ExecutorSpec:
+    from metnos.mechanisms.executors.registry import discover_all, executor_dirs
+
     specs, problems = discover_all(executor_dirs(settings_or_exit()))
     for spec in specs:
         if spec.name == name:

@@ -12,10 +12,11 @@ import math
 from metnos.faces.cli._common import JsonFlag, or_exit, settings_or_exit
 from metnos.faces.cli._lang import msg
 from metnos.faces.cli._out import echo, echo_json
-from metnos.faces.web.link import create_login_link
 
 
 def login(as_json: JsonFlag = False) -> None:
+    from metnos.faces.web.link import create_login_link  # the database: loaded when it runs
+
     link = or_exit(create_login_link, settings_or_exit())
     if as_json:
         echo_json({"url": link.url, "expires_at": link.expires_at.isoformat(),

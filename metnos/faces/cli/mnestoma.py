@@ -6,7 +6,6 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Any
 
-import httpx
 import typer
 
 from metnos.faces.cli._client import TIMEOUT_S, _target, api_call
@@ -57,6 +56,8 @@ def show(
 
 def fetch_png(settings: Settings) -> bytes:
     """The picture's bytes, in the CLI's language; MetnosError when the gateway says no."""
+    import httpx
+
     url, headers = _target(settings, "/api/mnestoma.png", None)
     try:
         resp = httpx.get(url, headers=headers, params={"lang": cli_lang()}, timeout=TIMEOUT_S)

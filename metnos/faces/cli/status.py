@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import typer
 
 from metnos.faces.cli._client import api_call
@@ -72,6 +71,8 @@ def _base(settings: Settings) -> str:
 
 def _health(settings: Settings) -> dict[str, Any]:
     """`/healthz` as the gateway answers it, a draining one's 503 included."""
+    import httpx
+
     url = _base(settings) + "/healthz"
     try:
         resp = httpx.get(url, timeout=HEALTH_TIMEOUT_S)

@@ -16,7 +16,6 @@ import typer
 from metnos.faces.cli._common import run_alone, settings_or_exit
 from metnos.faces.cli._lang import msg
 from metnos.faces.cli._out import echo, echo_json, echo_line
-from metnos.mechanisms import identity
 from metnos.mechanisms.workspace import FILES
 
 app = typer.Typer(help=msg("CLI_WORKSPACE_HELP"), invoke_without_command=True)
@@ -26,6 +25,7 @@ _JSON = typer.Option(False, "--json", help=msg("CLI_JSON_HELP"))
 @app.command("status", help=msg("CLI_WORKSPACE_STATUS_HELP"))
 def status(as_json: bool = _JSON) -> None:
     from metnos.ground.db.engine import database_url, make_engine
+    from metnos.mechanisms import identity
 
     settings = settings_or_exit()
     engine = make_engine(database_url(settings))
@@ -52,6 +52,7 @@ def confirm(
     yes: Annotated[bool, typer.Option("--yes", help=msg("CLI_WORKSPACE_YES_HELP"))] = False,
 ) -> None:
     from metnos.ground.db.engine import database_url, make_engine
+    from metnos.mechanisms import identity
     from metnos.mechanisms.audit import open_audit_log
 
     settings = settings_or_exit()
