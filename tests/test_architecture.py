@@ -185,3 +185,24 @@ def test_only_the_turn_ring_imports_the_turn_service() -> None:
                     for _, name in _imports(path, names=True)):
                 found.add(where)
     assert found == TURN_SERVICE_OUTSIDE_THE_TURN
+
+
+# What a process loads before it does anything (issue 29): `metnos --help` and the thin
+# commands load no database driver, no HTTP client and no orchestrator; a gateway without a
+# bot token loads no Telegram library, and no plotting or graph library until it draws.
+AT_START = {
+    "metnos.faces.cli.main": {"sqlalchemy", "sqlmodel", "psycopg", "httpx", "prefect",
+                              "litellm", "aiogram", "fastapi", "hassil", "numpy"},
+    "flows.gateway": {"aiogram", "matplotlib", "networkx"},
+}
+
+
+@pytest.mark.parametrize("module", sorted(AT_START))
+def test_what_a_process_loads_at_start(module: str) -> None:
+    code = (f"import sys, {module}\n"
+            "print(','.join(sorted({m.split('.')[0] for m in sys.modules})))\n")
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                         text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    loaded = set(out.stdout.strip().split(","))
+    assert not loaded & AT_START[module], f"{module} loads {sorted(loaded & AT_START[module])}"
