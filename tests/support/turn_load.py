@@ -102,5 +102,7 @@ def check_answers(sent: list[Sent], signalled: float, window_s: float,
             assert int(one.headers["retry-after"]) > 0
         else:  # no answer: only once the window was over and the server was closing
             assert one.status is None and one.error == "ConnectError", one
-            assert one.started >= signalled + window_s, (one, log())
+            # `started` is taken before the connect, which a starved thread may make up to
+            # a few seconds later on two busy cores (seen: the closing socket met): as above
+            assert one.started >= signalled + window_s - 2.0, (one, signalled, log())
     return answered

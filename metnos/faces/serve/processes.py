@@ -90,7 +90,7 @@ class Service:
                 raise MetnosError("ERR_SERVE_INTERRUPTED")
             if self.process is not None and self.process.poll() is not None:
                 break
-            if self.health_url and _answers(self.health_url):
+            if self.health_url and answers(self.health_url):
                 return
             time.sleep(0.25)
         raise MetnosError(
@@ -191,12 +191,23 @@ def responds(url: str, timeout_s: float = 3.0) -> bool:
         return False
 
 
-def _answers(url: str) -> bool:
+def answers(url: str) -> bool:
+    """True when `url` answers 200 within 2 s."""
     try:
         with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - loopback URL
             return bool(resp.status == 200)
     except (urllib.error.URLError, OSError, ValueError):
         return False
+
+
+def wait_answering(url: str, timeout_s: float) -> bool:
+    """Poll `url` until it answers 200 (True), or `timeout_s` passed (False)."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if answers(url):
+            return True
+        time.sleep(0.2)
+    return False
 
 
 def tail(path: Path, lines: int = 20) -> str:

@@ -4,9 +4,10 @@ Start: the instance lock (`METNOS_HOME/run/serve.lock`: a second `metnos serve` 
 home is refused, naming the running one's pid), the leftovers of a crashed run stopped
 (`leftovers.py`), every port checked (a foreign holder is named), then, in order: the
 embedded PostgreSQL (unless external URLs are set) and its watchdog, the Prefect server with
-its UI on 127.0.0.1:4200 (unless PREFECT_API_URL is set), the gateway, and the deployment
-runner. Each is recorded in `METNOS_HOME/run/processes.json` as it starts and forgotten as it
-stops; each child gets SIGTERM should the supervisor die (`processes.die_with_parent`), and the
+its UI on 127.0.0.1:4200 (unless PREFECT_API_URL is set) and the gateway side by side (the
+gateway waits for the Prefect server before its own start-up), and the deployment runner.
+Each is recorded in `METNOS_HOME/run/processes.json` as it starts and forgotten as it stops;
+each child gets SIGTERM should the supervisor die (`processes.die_with_parent`), and the
 watchdog then stops PostgreSQL once the others have ended.
 
 A child that dies while it runs is restarted with backoff (1, 2, 4... up to 60 s; back to 1 s
@@ -133,13 +134,14 @@ class Supervisor:
                                               str(os.getpid())], env,
                                  self.log_dir / "watchdog.log", stop_timeout_s=5.0), None)
         urls = {"gateway": f"http://{s.gateway.host}:{s.gateway.port}"}
+        server: Service | None = None
         if own_prefect:
             ensure_prefect_credential(s)  # an instance set up before the credential existed
             server = prefect_server(port=s.prefect.port, prefect_home=s.prefect_home,
                                     database_url=prefect_database_url(s),
                                     log_path=self.log_dir / "prefect-server.log",
                                     auth_string=read_credential(s) or "")
-            self._launch(server, s.prefect.startup_timeout_s)
+            self._launch(server, None)  # waited for below, while the gateway starts too
             env["PREFECT_API_URL"] = f"http://127.0.0.1:{s.prefect.port}/api"
         urls["prefect_ui"] = ui_url(s)
         env.setdefault("PREFECT_HOME", str(s.prefect_home))
@@ -147,7 +149,12 @@ class Supervisor:
         gateway = Service("gateway", [sys.executable, "-m", "flows.gateway"], env,
                           self.log_dir / "gateway.log", health_url=f"{urls['gateway']}/healthz",
                           stop_timeout_s=s.gateway.drain_s + GATEWAY_STOP_MARGIN_S)
-        self._launch(gateway, GATEWAY_START_S)
+        # side by side: the gateway loads its code while the Prefect server comes up, and
+        # waits for it before its own start-up talks to it (`flows.gateway.main`)
+        self._launch(gateway, None)
+        if server is not None:
+            server.wait_healthy(s.prefect.startup_timeout_s, self._stop)
+        gateway.wait_healthy(GATEWAY_START_S, self._stop)
         runner = Service("runner", [sys.executable, "-m", "deployments.serve"], env,
                          self.log_dir / "runner.log", stop_timeout_s=20.0)
         self._launch(runner, None)
