@@ -19,6 +19,7 @@ Targets (issue 29): idle after 20 turns ≤ 600 MiB PSS in all; warm start ≤ 8
 from __future__ import annotations
 
 import argparse
+import json
 import signal
 import statistics
 import subprocess
@@ -60,11 +61,16 @@ def kind(proc: psutil.Process, supervisor: int) -> str:
     return str(proc.name())
 
 
-def memory(supervisor: int) -> dict[str, tuple[float, float, int]]:
-    """(RSS MiB, PSS MiB, processes) per kind of process of the instance."""
-    root = psutil.Process(supervisor)
+def memory(inst: ServedInstance) -> dict[str, tuple[float, float, int]]:
+    """(RSS MiB, PSS MiB, processes) per kind of process of the instance: the supervisor's
+    tree, and PostgreSQL's (its postmaster is not the supervisor's child: `pg_ctl` starts it)."""
+    supervisor = inst.process.pid
+    roots = [psutil.Process(supervisor)]
+    records = json.loads((inst.home / "run" / "processes.json").read_text())
+    roots += [psutil.Process(int(r["pid"])) for r in records if r["name"] == "postgres"]
+    procs = {p.pid: p for root in roots for p in [root, *root.children(recursive=True)]}
     found: dict[str, tuple[float, float, int]] = {}
-    for proc in [root, *root.children(recursive=True)]:
+    for proc in procs.values():
         try:
             info = proc.memory_full_info()
         except psutil.Error:
@@ -142,10 +148,10 @@ def main() -> None:
             first = time.perf_counter() - t0  # `metnos init` included: said apart below
             warm = restart(inst)
             time.sleep(5)  # the runner's deployments registered, the start's work settled
-            show_memory("idle right after the start", memory(inst.process.pid))
+            show_memory("idle right after the start", memory(inst))
             took = turns(inst, llm, args.turns)
             time.sleep(3)
-            idle = show_memory(f"idle after {args.turns} turns", memory(inst.process.pid))
+            idle = show_memory(f"idle after {args.turns} turns", memory(inst))
             env = {**inst.env, "METNOS_LANG": "en"}
             helped = cli_wall(env, ["--help"])
             chatted = cli_wall(env, ["chat", "ciao"], llm)
