@@ -4,8 +4,8 @@
 `LANG` that is set and not empty decides (`it_IT.UTF-8` → `it`); `C`/`POSIX`, or a language
 that is not active here, gives the instance's language (`lang` in metnos.toml, else the
 default). A language Metnos has no messages in (`METNOS_LANG=xx`) gives English, and every
-command says so once on stderr (`metnos serve` refuses to start). Read at each call, never
-cached: nothing is decided at import time.
+command says so once on stderr (`metnos serve` refuses to start). Read at each call: the
+answer is kept only for the same settings object, variables and languages.
 """
 
 from __future__ import annotations
@@ -31,8 +31,21 @@ def cli_lang(environ: Mapping[str, str] | None = None) -> str:
         active, default = settings.active_languages, settings.lang
     except (MetnosError, ValueError):  # broken settings: said in the person's language
         return _spoken(env.get("METNOS_LANG", "").strip() or locale_tag(env) or FALLBACK_LANG)
+    # the same settings and the same variables give the same answer: worked out once (the
+    # help of every command asks for it, some two hundred times at start)
+    key = (id(settings), tuple(env.get(name, "") for name in ("METNOS_LANG", *LOCALE_VARS)),
+           i18n.languages())
+    known = _ANSWERS.get(key)
+    if known is not None and known[0] is settings:
+        return known[1]
     instance = match_language(default, active) or active[0]
-    return _spoken(_chosen(env, active, instance))
+    answer = _spoken(_chosen(env, active, instance))
+    _ANSWERS.clear()  # one entry: the settings or the variables of this process
+    _ANSWERS[key] = (settings, answer)
+    return answer
+
+
+_ANSWERS: dict[tuple[object, ...], tuple[object, str]] = {}
 
 
 def _chosen(env: Mapping[str, str], active: tuple[str, ...], instance: str) -> str:
