@@ -18,14 +18,6 @@ from prefect import State, flow, get_client, tags
 from prefect.context import get_run_context
 from prefect.settings import get_current_settings
 from prefect.states import Crashed
-from sqlalchemy.exc import InterfaceError, OperationalError
-from tenacity import (
-    AsyncRetrying,
-    retry_if_exception_type,
-    stop_after_attempt,
-    wait_chain,
-    wait_fixed,
-)
 
 from flows._clients import shared_clients
 from flows._runview import describe_run, name_run
@@ -82,20 +74,8 @@ async def turn(turn_id: str) -> State[str]:
         await asyncio.gather(books, return_exceptions=True)
         raise  # the flow run shows as Failed in the Prefect UI
     await books  # a failed link or rename fails the turn, as it did before the loop began
-    await close(service, ctx, reply)
+    await service.close_turn(ctx, reply, "completed")  # plain code: the bookkeeping
     return await describe_run(service, ctx, run_id, reply)  # the state named after the outcome
-
-
-async def close(service: TurnService, ctx: TurnContext, reply: str) -> None:
-    """The turn's bookkeeping (its record, the mnestoma), plain code after the reply: an
-    idempotent update, tried twice more (0.5 s, then 2 s later) when the database dropped the
-    connection under it."""
-    async for attempt in AsyncRetrying(
-            retry=retry_if_exception_type((OperationalError, InterfaceError)),
-            wait=wait_chain(wait_fixed(0.5), wait_fixed(2.0)), stop=stop_after_attempt(3),
-            reraise=True):
-        with attempt:
-            await service.close_turn(ctx, reply, "completed")
 
 
 async def crash_runs(flow_run_ids: list[str]) -> None:

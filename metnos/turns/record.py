@@ -14,6 +14,14 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import InterfaceError, OperationalError
+from tenacity import (
+    AsyncRetrying,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_chain,
+    wait_fixed,
+)
 
 from metnos.ground import i18n
 from metnos.ground.db import models
@@ -203,7 +211,15 @@ class TurnRecord:
     # -- closing -----------------------------------------------------------------------------
     async def close_turn(self, ctx: TurnContext, reply: str, status: str,
                          error_key: str | None = None) -> None:
-        await asyncio.to_thread(self._record_close, ctx, reply, status, error_key)
+        """The turn's row gets its status, reply, activity and timings (the mnestoma first):
+        an idempotent update, tried twice more (0.5 s, then 2 s later) when the database
+        dropped the connection under it."""
+        async for attempt in AsyncRetrying(
+                retry=retry_if_exception_type((OperationalError, InterfaceError)),
+                wait=wait_chain(wait_fixed(0.5), wait_fixed(2.0)), stop=stop_after_attempt(3),
+                reraise=True):
+            with attempt:
+                await asyncio.to_thread(self._record_close, ctx, reply, status, error_key)
         ctx.closed = True
         self._end(ctx, status)
 

@@ -218,7 +218,7 @@ async def test_an_adversarial_turn_leaves_no_active_markdown_in_prefect(
     assert "<" not in ended.name and "*" not in ended.name
     [card] = await artifacts_of(body["flow_run_id"])
     assert "127.0.0.1:9/?d=reply" in rendered_text(card.data)  # shown as text
-    _no_active_markdown_from_data(card.data, bold_allowed=3)  # question, steps, reply titles
+    _no_active_markdown_from_data(card.data, bold_allowed=4)  # question, calls, steps, reply
 
 
 async def _description(run: Any) -> str:
