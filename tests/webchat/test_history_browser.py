@@ -289,3 +289,34 @@ async def test_earlier_messages_are_loaded_on_request(make_home: MakeHome, brows
         await expect(earlier).to_be_hidden()
         await context.close()
     assert errors == []
+
+
+async def test_a_message_sent_while_the_conversation_comes_back_joins_it(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, browser: Any) -> None:
+    """A new tab shows the latest conversation again (a slow answer here: a busy server).
+    What the person types meanwhile waits for it, then goes to that conversation and gets
+    its reply on screen: before, the conversation coming back wiped the message, and its
+    reply went to a new conversation nobody saw."""
+    from playwright.async_api import Route, expect
+
+    home = make_home(llm=scripted_llm, lang="en", METNOS_GATEWAY_PORT=str(free_port()))
+    _, weather = seed(home)
+    scripted_llm.enqueue_text("Sunny all week.")
+    with served_gateway(home):
+        context, page, errors = await open_chat(browser, home)
+
+        async def slowly(route: Route) -> None:
+            await asyncio.sleep(2.0)
+            await route.continue_()
+
+        await page.route(re.compile(r".*/api/sessions/[^/]+/messages.*"), slowly)
+        await page.locator("body[data-ready]").wait_for(state="attached")
+        await page.fill("#text", "and tomorrow?")
+        await page.keyboard.press("Enter")
+        await expect(page.locator(".msg.metnos .text").last).to_have_text(
+            "Sunny all week.", timeout=60_000)
+        await expect(page.locator(".msg.me .text")).to_have_text(
+            ["will it rain?", "and tomorrow?"])
+        assert await page.evaluate("sessionStorage.getItem('metnos.session')") == weather
+        await context.close()
+    assert errors == []

@@ -15,6 +15,9 @@ const messages = $("messages");
 const input = $("text");
 let sessionId = sessionStorage.getItem(SESSION_KEY) || null;
 let earlierBefore = null; // `before` for the older messages of the conversation on screen
+// the conversation that comes back when the page opens (`reopen`, below): a message sent
+// before it is on screen waits for it, so it joins that conversation and is not wiped by it
+let reopened = Promise.resolve();
 
 const fail = (error) => { bubble("error", error.message); };
 
@@ -70,10 +73,11 @@ async function resumeTurn(id, shown) {
 }
 
 async function send(text) {
-  bubble("me", text);
-  setStatus(S.status.planning);
   $("send").disabled = true;
   try {
+    await reopened.catch(() => {}); // its failure is said where it happened
+    bubble("me", text);
+    setStatus(S.status.planning);
     // answered at once: the progress, the approval cards and the reply come as events
     const turn = await api("POST", "/api/turns?wait=false", { text, session_id: sessionId, lang: S.locale, ...askAllBody() });
     sessionId = turn.session_id;
@@ -173,4 +177,5 @@ async function reopen() {
     await refreshWaiting();
   }
 }
-reopen().catch(fail);
+reopened = reopen();
+reopened.catch(fail);
