@@ -2,8 +2,7 @@
 audit lines (a large real audit log) do not delay a waiting turn's SSE keep-alive by more
 than three seconds (a loose bound: the suite runs on two busy cores, where a 1 s bound failed
 once, and 2 s once, at 2.95 s, in a whole run; with three CPU hogs beside it, ~1 s; the
-figures are printed). Real HTTP (uvicorn on loopback), the
-real audit log, a scripted LLM."""
+figures are printed). Real HTTP (uvicorn on loopback), the real audit log, a scripted LLM."""
 
 from __future__ import annotations
 
