@@ -27,7 +27,7 @@ from metnos.faces.gateway.app import create_app
 from metnos.faces.gateway.outbox_delivery import with_reminders
 from metnos.faces.gateway.process import serve
 from metnos.faces.gateway.scheduled import with_schedules
-from metnos.faces.serve.processes import wait_answering
+from metnos.faces.serve.processes import wait_responding
 from metnos.faces.wiring import Edges
 from metnos.features.tutor.signals import Snapshot, with_scheduler_signals
 from metnos.ground.settings import get_settings
@@ -55,7 +55,7 @@ def main() -> None:
     # gateway left, the schedules) talks to it, so it waits for it, within the server's own
     # start-up bound; past it, it starts anyway and says so (a turn then fails, told)
     api = os.environ.get("PREFECT_API_URL", "")
-    if api and not wait_answering(api.rstrip("/") + "/health", settings.prefect.startup_timeout_s):
+    if api and not wait_responding(api.rstrip("/") + "/health", settings.prefect.startup_timeout_s):
         logging.getLogger(__name__).warning("gateway.prefect_not_ready url=%s", api)
     config = uvicorn.Config(built, host=settings.gateway.host, port=settings.gateway.port,
                             log_level="info", proxy_headers=False, server_header=False,

@@ -200,11 +200,12 @@ def answers(url: str) -> bool:
         return False
 
 
-def wait_answering(url: str, timeout_s: float) -> bool:
-    """Poll `url` until it answers 200 (True), or `timeout_s` passed (False)."""
+def wait_responding(url: str, timeout_s: float) -> bool:
+    """Poll `url` until the server there answers at all (True: any HTTP status, an
+    external server's 401 included), or `timeout_s` passed (False)."""
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
-        if answers(url):
+        if responds(url, timeout_s=2.0):
             return True
         time.sleep(0.2)
     return False
