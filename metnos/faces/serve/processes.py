@@ -90,7 +90,7 @@ class Service:
                 raise MetnosError("ERR_SERVE_INTERRUPTED")
             if self.process is not None and self.process.poll() is not None:
                 break
-            if self.health_url and answers(self.health_url):
+            if self.health_url and _answers(self.health_url):
                 return
             time.sleep(0.25)
         raise MetnosError(
@@ -191,7 +191,7 @@ def responds(url: str, timeout_s: float = 3.0) -> bool:
         return False
 
 
-def answers(url: str) -> bool:
+def _answers(url: str) -> bool:
     """True when `url` answers 200 within 2 s."""
     try:
         with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - loopback URL
