@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(PY) bench/hot_paths.py
 	$(PY) bench/sandbox_limits.py
 	$(PY) bench/footprint.py
+	$(PY) bench/peer_compare.py
 	$(PY) bench/tutor_eval.py
 	$(PY) -m tests.support.services -- $(PY) bench/chat_concurrency.py
 	$(PY) -m tests.support.services -- $(PY) bench/mnestoma_scale.py

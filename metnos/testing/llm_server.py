@@ -7,7 +7,10 @@ server into an attacker model that emits the same tool call forever.
 
 A request with `"stream": true` is answered in OpenAI's chunk format, a word (or a piece of
 tool-call arguments) per chunk, `chunk_delay_s` apart (so a browser can see tokens arrive);
-`enqueue_cut` scripts a stream that breaks after some chunks.
+`enqueue_cut` scripts a stream that breaks after some chunks. `first_token_s` and
+`tokens_per_s` pace it like a real model (a chunk counts as a token): the first chunk after the
+role's comes `first_token_s` late, each later one `1 / tokens_per_s` after the one before; an
+answer that does not stream waits as long as its stream would have taken. Both off by default.
 
 Point litellm at it with `model="openai/scripted"`, `api_base=server.base_url + "/v1"`, any key.
 With `api_key=...` it is a server that wants that key: any request without it as bearer gets
@@ -65,13 +68,17 @@ class ScriptedLLM(LoopbackServer):
     name = "scripted-llm"
 
     def __init__(self, model: str = "scripted", *, chunk_delay_s: float = 0.0,
-                 api_key: str | None = None) -> None:
+                 api_key: str | None = None, first_token_s: float = 0.0,
+                 tokens_per_s: float | None = None) -> None:
         super().__init__()
         self.model = model
         self.api_key = api_key  # when set, a request without it as bearer gets 401
         self.lists_models = True  # False: `GET /v1/models` is 404 (a server without it)
         self.chunk_delay_s = chunk_delay_s  # pause before each streamed chunk (settable)
         self._default_delay_s = chunk_delay_s
+        self.first_token_s = first_token_s  # a real model's wait for its first token (settable)
+        self.tokens_per_s = tokens_per_s  # ... and its rate after it; None: no pacing (settable)
+        self._default_pace = (first_token_s, tokens_per_s)
         self.requests: list[dict[str, Any]] = []
         self._queue: deque[_Reply] = deque()
         self._always: _Reply | None = None
@@ -122,6 +129,7 @@ class ScriptedLLM(LoopbackServer):
             self._responder = None
             self.requests.clear()
             self.chunk_delay_s = self._default_delay_s
+            self.first_token_s, self.tokens_per_s = self._default_pace
 
     @property
     def pending(self) -> int:
@@ -172,6 +180,13 @@ class ScriptedLLM(LoopbackServer):
             return self._always
 
     # -- responses ------------------------------------------------------------------------
+    def _pauses(self, chunks: list[dict[str, Any]]) -> list[float]:
+        """The model's own pause before each chunk: none before the role's, `first_token_s`
+        before the next, `1 / tokens_per_s` before each later one that carries a choice."""
+        step = 1 / self.tokens_per_s if self.tokens_per_s else 0.0
+        return [0.0 if i == 0 or not chunk.get("choices") else
+                self.first_token_s if i == 1 else step for i, chunk in enumerate(chunks)]
+
     def _completion(self, reply: _Reply, body: dict[str, Any]) -> dict[str, Any]:
         message: dict[str, Any] = {"role": "assistant", "content": reply.text}
         if reply.tool_calls:
@@ -273,7 +288,10 @@ def _handler_for(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
             elif reply.cut_after is not None:
                 self._drop()
             else:
-                self._send(200, llm._completion(reply, body))
+                completion = llm._completion(reply, body)
+                if llm.first_token_s or llm.tokens_per_s:  # as long as its stream would take
+                    time.sleep(sum(llm._pauses(stream_chunks(completion, include_usage=False))))
+                self._send(200, completion)
 
         def _send(
             self, status: int, payload: dict[str, Any], headers: tuple[tuple[str, str], ...] = ()
@@ -297,6 +315,7 @@ def _handler_for(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             frames = [f"data: {json.dumps(chunk)}\n\n" for chunk in chunks]
             frames.append("data: [DONE]\n\n")
+            pauses = [*llm._pauses(chunks), 0.0]
             try:
                 for sent, frame in enumerate(frames):
                     if cut_after is not None and sent >= cut_after:
@@ -304,6 +323,8 @@ def _handler_for(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
                         return
                     if llm.chunk_delay_s > 0:
                         time.sleep(llm.chunk_delay_s)
+                    if pauses[sent] > 0:
+                        time.sleep(pauses[sent])
                     data = frame.encode()
                     self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.write(b"0\r\n\r\n")
