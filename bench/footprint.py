@@ -34,10 +34,9 @@ import psutil  # noqa: E402
 
 from metnos.testing.llm_server import ScriptedLLM  # noqa: E402
 from tests.support.serve_process import (  # noqa: E402
-    METNOS,
     ServedInstance,
     served_instance,
-    wait_ready,
+    start,
 )
 
 CLI = [str(Path(sys.executable).parent / "metnos")]  # the console script a person runs
@@ -128,12 +127,7 @@ def restart(inst: ServedInstance) -> float:
     """Stop `metnos serve` (SIGTERM), start it again: seconds to its "ready" banner."""
     inst.process.send_signal(signal.SIGTERM)
     inst.process.wait(timeout=120)
-    t0 = time.perf_counter()
-    inst.process = subprocess.Popen([*METNOS, "serve"], env=inst.env, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, text=True,
-                                    start_new_session=True)
-    inst.banner = wait_ready(inst.process)
-    return time.perf_counter() - t0
+    return start(inst)
 
 
 def main() -> None:

@@ -43,7 +43,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -357,14 +356,6 @@ def report(found: dict[str, Any], args: argparse.Namespace) -> None:
               f"{'' if value <= target else '  MISSED'}")
 
 
-def follow_output(inst: ServedInstance) -> None:
-    """Keep reading what `metnos serve` prints, unless served_instance does: a full pipe would
-    block it."""
-    if getattr(inst, "output", None) is None and inst.process.stdout is not None:
-        stdout = inst.process.stdout
-        threading.Thread(target=lambda: [None for _ in stdout], daemon=True).start()
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--turns", type=int, default=20, help="rounds with the instant model")
@@ -385,7 +376,6 @@ def main() -> None:
             with served_instance(METNOS_LANG="en", METNOS_LLM_MODEL="openai/scripted",
                                  METNOS_LLM_API_BASE=llm.api_base, METNOS_LLM_API_KEY="sk-bench",
                                  METNOS_POLICY_MAX_ACTIONS_PER_HOUR="1000000") as inst:
-                follow_output(inst)
                 for name, line in NOTES.items():
                     (inst.home / "workspace" / name).write_text(line)
                 found = asyncio.run(run(llm, inst, nanobot, args))

@@ -32,20 +32,24 @@ from metnos.mechanisms.audit import audit_log_path, open_audit_log
 from metnos.mechanisms.sandbox.bwrap import find_bwrap
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.pg import TestPostgres
-from tests.support.serve_process import METNOS, instance_env, served_instance, wait_ready
+from tests.support.serve_process import (
+    METNOS,
+    init_home,
+    instance_env,
+    served_instance,
+    wait_ready,
+)
 from tests.support.tutor_catalog import install_catalog
 
 SCREEN_LINES = 25
 
 
 @pytest.fixture(scope="module")
-def initialised() -> Iterator[Path]:
+def initialised(compiled_catalog: Path) -> Iterator[Path]:
     """One `metnos init` home for the module; each test gets its own copy of it."""
     root = Path(tempfile.mkdtemp(prefix="metnos-doctor-"))
     try:
-        init = subprocess.run([*METNOS, "init"], env=instance_env(root), capture_output=True,
-                              text=True, timeout=600)
-        assert init.returncode == 0, init.stdout + init.stderr
+        init_home(instance_env(root), compiled_catalog)
         yield root / "home"
     finally:
         shutil.rmtree(root, ignore_errors=True)
@@ -100,7 +104,7 @@ def test_json_gives_every_finding(env: dict[str, str]) -> None:
     assert set(found) == {"port:gateway", "port:prefect-server", "port:postgres", "processes",
                           "sandbox", "model", "prefect-credential", "tutor", "disk", "audit"}
     assert found["processes"]["ok"] is None and found["sandbox"]["ok"] is True
-    assert found["tutor"]["ok"] is True  # `metnos init` compiled the Tutor's catalog (issue 27)
+    assert found["tutor"]["ok"] is True  # init's own compile: tests/tutor/test_first_turn.py
     assert all(set(f) == {"name", "ok", "line", "fix"} for f in found.values())
 
 
@@ -285,7 +289,8 @@ def test_a_running_instance_is_healthy_and_its_prefect_password_works(
 
 @pytest.mark.timeout(600)
 def test_a_gateway_running_without_its_sandbox_is_named(pg_server: TestPostgres,
-                                                        prefect_api: str) -> None:
+                                                        prefect_api: str,
+                                                        compiled_catalog: Path) -> None:
     """`metnos serve` started where user namespaces are refused (an outer bubblewrap with
     --disable-userns; the session's PostgreSQL and Prefect, since an embedded PostgreSQL
     cannot change user there): its gateway runs with a failed canary. The doctor, outside,
@@ -301,9 +306,7 @@ def test_a_gateway_running_without_its_sandbox_is_named(pg_server: TestPostgres,
                  "--disable-userns", "--"]
     proc: subprocess.Popen[str] | None = None
     try:
-        init = subprocess.run([*METNOS, "init"], env=env, capture_output=True, text=True,
-                              timeout=600)
-        assert init.returncode == 0, init.stdout + init.stderr
+        init_home(env, compiled_catalog)
         proc = subprocess.Popen([*no_userns, *METNOS, "serve"], env=env, text=True,
                                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                 start_new_session=True)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import shutil
 import signal
 import subprocess
@@ -36,6 +35,7 @@ from metnos.faces.serve.instance import ProcessRecord
 from tests.support.serve_process import (
     METNOS,
     ServedInstance,
+    init_home,
     instance_env,
     served_instance,
     stop_postgres,
@@ -267,14 +267,12 @@ def test_kill_9_of_the_supervisor_then_serve_is_healthy_with_one_of_each(
 
 
 @pytest.fixture(scope="module")
-def set_up_home() -> Iterator[dict[str, str]]:
+def set_up_home(compiled_catalog: Path) -> Iterator[dict[str, str]]:
     """A home after `metnos init`, not running."""
     root = Path(tempfile.mkdtemp(prefix="metnos-ports-"))
     env = instance_env(root, METNOS_LANG="en")
     try:
-        init = subprocess.run([*METNOS, "init"], env=env, capture_output=True, text=True,
-                              timeout=600)
-        assert init.returncode == 0, init.stdout + init.stderr
+        init_home(env, compiled_catalog)
         yield env
     finally:
         stop_postgres(env)
@@ -306,27 +304,17 @@ def test_a_foreign_process_on_a_port_is_named(set_up_home: dict[str, str],
 
 
 class Said:
-    """What `metnos serve` prints from now on, read from its pipe's descriptor (unbuffered:
-    the text wrapper `wait_ready` used may hold lines of the tests before)."""
+    """What `metnos serve` prints from now on."""
 
     def __init__(self, served: ServedInstance) -> None:
-        assert served.process.stdout is not None
-        self.fd = served.process.stdout.fileno()
-        while select.select([self.fd], [], [], 0.2)[0] and os.read(self.fd, 65536):
-            pass  # what was printed before
-        self.pending = ""
+        assert served.output is not None
+        self.output = served.output
+        self.seen = served.output.mark()
 
     def next(self, needle: str, within_s: float = BACK_WITHIN_S) -> str:
         """The next line that holds `needle` (waits for it)."""
-        deadline = time.monotonic() + within_s
-        while True:
-            while "\n" in self.pending:
-                line, self.pending = self.pending.split("\n", 1)
-                if needle in line:
-                    return line
-            assert time.monotonic() < deadline, f"metnos serve did not say {needle!r}"
-            if select.select([self.fd], [], [], 0.5)[0]:
-                self.pending += os.read(self.fd, 65536).decode(errors="replace")
+        self.seen, line = self.output.wait_for(needle, self.seen, within_s)
+        return line
 
 
 def test_a_child_that_dies_again_waits_longer_before_its_restart(

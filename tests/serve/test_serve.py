@@ -22,7 +22,7 @@ import httpx
 import psutil
 import pytest
 
-from tests.support.serve_process import METNOS, stop_postgres, wait_ready
+from tests.support.serve_process import METNOS, init_home, stop_postgres, wait_ready
 from tests.support.serve_process import instance_env as fresh_instance_env
 
 
@@ -36,10 +36,9 @@ def instance_env() -> Iterator[dict[str, str]]:
 
 
 @pytest.fixture
-def served(instance_env: dict[str, str]) -> Iterator[subprocess.Popen[str]]:
-    init = subprocess.run([*METNOS, "init"], env=instance_env, capture_output=True, text=True,
-                          timeout=600)
-    assert init.returncode == 0, init.stderr
+def served(instance_env: dict[str, str],
+           compiled_catalog: Path) -> Iterator[subprocess.Popen[str]]:
+    init_home(instance_env, compiled_catalog)  # init's own Tutor compile: tests/tutor
     again = subprocess.run([*METNOS, "init", "--json"], env=instance_env, capture_output=True,
                            text=True, timeout=600)
     assert json.loads(again.stdout)["created"] == []  # idempotent
@@ -134,20 +133,18 @@ def browse_the_web_chat(env: dict[str, str], gateway: str) -> None:
     assert errors == []
 
 
-def test_chat_says_how_to_start_when_metnos_is_not_running(instance_env: dict[str, str]) -> None:
-    init = subprocess.run([*METNOS, "init"], env=instance_env, capture_output=True, text=True,
-                          timeout=600)
-    assert init.returncode == 0, init.stdout + init.stderr
+def test_chat_says_how_to_start_when_metnos_is_not_running(
+        instance_env: dict[str, str], compiled_catalog: Path) -> None:
+    init_home(instance_env, compiled_catalog)
     chat = subprocess.run([*METNOS, "chat", "ciao"], env=instance_env, capture_output=True,
                           text=True, timeout=60)
     assert chat.returncode == 1
     assert "make run" in chat.stderr and "metnos serve" in chat.stderr
 
 
-def test_serve_refuses_a_taken_port(instance_env: dict[str, str]) -> None:
-    init = subprocess.run([*METNOS, "init"], env=instance_env, capture_output=True, text=True,
-                          timeout=600)
-    assert init.returncode == 0, init.stderr
+def test_serve_refuses_a_taken_port(instance_env: dict[str, str],
+                                    compiled_catalog: Path) -> None:
+    init_home(instance_env, compiled_catalog)
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", int(instance_env["METNOS_GATEWAY_PORT"])))
         taken.listen(1)
