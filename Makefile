@@ -40,6 +40,7 @@ bench: $(STAMP)
 	$(PY) bench/i18n_sweep.py
 	$(PY) bench/hot_paths.py
 	$(PY) bench/sandbox_limits.py
+	$(PY) bench/sandbox_spawn.py
 	$(PY) bench/footprint.py
 	$(PY) bench/peer_compare.py
 	$(PY) bench/tutor_eval.py

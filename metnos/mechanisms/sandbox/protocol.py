@@ -31,14 +31,19 @@ import errno
 import json
 import os
 import sys
-import tempfile
-from collections.abc import Callable, Collection, Mapping
-from typing import Any
+
+# Every executor run imports this module afresh: what it imports is paid on every run (typing
+# and tempfile cost more than the rest together), so the types are for the type checker only
+# and `tempfile` is imported by the one function that writes a file.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Collection, Mapping
+    from typing import Any
+
+    Result = dict[str, Any]
+    ErrorMap = Mapping[type[Exception] | tuple[type[Exception], ...], Callable[[Any], "Refused"]]
 
 MAX_STDIN = 1 << 20
-
-Result = dict[str, Any]
-ErrorMap = Mapping[type[Exception] | tuple[type[Exception], ...], Callable[[Any], "Refused"]]
 
 
 class Refused(Exception):
@@ -148,6 +153,8 @@ def replace_file(path: str, data: bytes, file_mode: int | None, prefix: str) -> 
     """Write `data` to `path` atomically: a temporary file `<prefix>*` in the same folder,
     flushed to disk, then renamed over it (mode `file_mode`, 0o644 for a new file), and the
     folder synced; a reader sees the old file or the new one, never half of it."""
+    import tempfile
+
     folder = os.path.dirname(path) or "."
     fd, tmp = tempfile.mkstemp(dir=folder, prefix=prefix)
     try:
