@@ -40,7 +40,6 @@ import psutil
 from metnos.faces.serve import instance
 from metnos.faces.serve.instance import SUPERVISOR, InstanceLock, ProcessRecord
 from metnos.faces.serve.leftovers import stop_leftovers
-from metnos.faces.serve.notice import tell_owner_restarted
 from metnos.faces.serve.ports import instance_ports
 from metnos.faces.serve.prefect_access import (
     client_environment,
@@ -57,7 +56,7 @@ from metnos.faces.serve.processes import (
 )
 from metnos.ground import i18n
 from metnos.ground.db.embedded import EmbeddedPostgres
-from metnos.ground.db.engine import embedded_postgres, prefect_database_url, uses_embedded
+from metnos.ground.db.urls import embedded_postgres, prefect_database_url, uses_embedded
 from metnos.ground.errors import MetnosError
 from metnos.ground.settings import Settings
 
@@ -303,6 +302,10 @@ class Supervisor:
         del self._pending[name]
         log.warning("service.restarted name=%s", name)
         self.say(i18n.get("MSG_SERVICE_RESTARTED", name=name))
+        # here, not at the top: the notice needs the database's code (tens of megabytes),
+        # which a supervisor whose children never die never loads
+        from metnos.faces.serve.notice import tell_owner_restarted
+
         tell_owner_restarted(self.settings, name, pending.died_at)
 
     # -- stop -----------------------------------------------------------------------------

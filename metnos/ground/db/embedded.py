@@ -28,16 +28,17 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 from urllib.parse import quote
 
 import psutil
-import psycopg
-from psycopg import sql
 
 from metnos.ground import durable, i18n
 from metnos.ground.db import _system
 from metnos.ground.errors import DatabaseError
+
+if TYPE_CHECKING:
+    import psycopg
 
 log = logging.getLogger(__name__)
 
@@ -146,6 +147,9 @@ class EmbeddedPostgres:
     # -- databases and URLs -------------------------------------------------------------
     def ensure_database(self, name: str) -> bool:
         """CREATE DATABASE `name` unless it exists; True when it was created."""
+        import psycopg  # here, not at the top: `metnos serve`'s supervisor starts the cluster
+        from psycopg import sql  # and never connects to it (it stays a small process)
+
         with self._admin() as conn:
             if conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
                 return False
@@ -157,6 +161,8 @@ class EmbeddedPostgres:
 
     def drop_database(self, name: str) -> None:
         """DROP DATABASE `name` if it exists, closing its connections."""
+        from psycopg import sql
+
         with self._admin() as conn:
             query = sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)")
             conn.execute(query.format(sql.Identifier(name)))
@@ -201,6 +207,8 @@ class EmbeddedPostgres:
 
     @contextmanager
     def _admin(self) -> Iterator[psycopg.Connection]:
+        import psycopg
+
         try:
             conn = psycopg.connect(self.conninfo("postgres"), autocommit=True, connect_timeout=10)
         except psycopg.OperationalError as exc:

@@ -8,7 +8,6 @@ Nothing here connects at import time: callers build the engine with `make_engine
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Concatenate, ParamSpec, TypeVar
@@ -18,44 +17,21 @@ from sqlalchemy.exc import SQLAlchemyError
 from sqlmodel import Session, SQLModel
 
 from metnos.ground.db import models as _models  # noqa: F401 - registers the core tables
-from metnos.ground.db.embedded import EmbeddedPostgres
+from metnos.ground.db.urls import PREFECT_URL_ENV as PREFECT_URL_ENV
+from metnos.ground.db.urls import database_url as database_url
+from metnos.ground.db.urls import embedded_postgres as embedded_postgres
+from metnos.ground.db.urls import prefect_database_url as prefect_database_url
+from metnos.ground.db.urls import uses_embedded as uses_embedded
+from metnos.ground.db.urls import with_psycopg
 from metnos.ground.errors import DatabaseError
-from metnos.ground.settings import Settings
 
-PREFECT_URL_ENV = "PREFECT_SERVER_DATABASE_CONNECTION_URL"
 P = ParamSpec("P")
 T = TypeVar("T")
 
 
-def embedded_postgres(settings: Settings) -> EmbeddedPostgres:
-    """The instance's embedded cluster: METNOS_HOME/pg, password in secrets/pg.password."""
-    return EmbeddedPostgres(settings.pg_dir, settings.database.port,
-                            settings.secrets_dir / "pg.password")
-
-
-def database_url(settings: Settings) -> str:
-    """URL of Metnos's own database (external when `database.url` is set)."""
-    if settings.database.url:
-        return _with_psycopg(settings.database.url)
-    return embedded_postgres(settings).url(settings.database.name)
-
-
-def prefect_database_url(settings: Settings) -> str:
-    """URL the Prefect server should use (`postgresql+asyncpg://...`)."""
-    external = os.environ.get(PREFECT_URL_ENV)
-    if external:
-        return external
-    return embedded_postgres(settings).url(settings.database.prefect_name, driver="asyncpg")
-
-
-def uses_embedded(settings: Settings) -> bool:
-    """True when at least one of the two databases lives in the embedded cluster."""
-    return not (settings.database.url and os.environ.get(PREFECT_URL_ENV))
-
-
 def make_engine(url: str) -> Engine:
     """A pooled engine that checks connections before handing them out."""
-    return create_engine(_with_psycopg(url), pool_pre_ping=True)
+    return create_engine(with_psycopg(url), pool_pre_ping=True)
 
 
 def ping(engine: Engine) -> None:
@@ -132,11 +108,3 @@ def in_session(engine: Engine, work: Callable[Concatenate[Session, P], T],
     e.g. `await asyncio.to_thread(in_session, engine, outbox.pending)`."""
     with session(engine) as db:
         return work(db, *args, **kwargs)
-
-
-def _with_psycopg(url: str) -> str:
-    """`postgresql://` (which SQLAlchemy maps to psycopg2, not installed) → psycopg 3."""
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url.removeprefix(prefix)
-    return url
