@@ -79,6 +79,28 @@ async def test_retries_stop_at_max_attempts(scripted_llm: ScriptedLLM) -> None:
     assert scripted_llm.pending == 1
 
 
+SYSTEM_AND_HELLO = [{"role": "system", "content": "You are Metnos."}, *HELLO]
+
+
+@pytest.mark.parametrize("model, marked", [
+    ("openrouter/anthropic/claude-3.5-sonnet", True),  # caches only what the request marks
+    ("openrouter/openai/gpt-4o", False),  # caches a stable prefix by itself
+    ("openai/scripted", False),  # a local OpenAI-compatible server: nothing it does not know
+])
+async def test_the_system_prompt_is_marked_for_caching_where_the_provider_needs_it(
+        scripted_llm: ScriptedLLM, model: str, marked: bool) -> None:
+    port = LLMPort(llm_settings(scripted_llm, model=model))
+    scripted_llm.enqueue_text("Buongiorno!")
+    assert (await port.complete(SYSTEM_AND_HELLO)).text == "Buongiorno!"
+    system, user = scripted_llm.requests[0]["messages"]
+    assert user == HELLO[0]
+    if marked:
+        assert system["content"] == [{"type": "text", "text": "You are Metnos.",
+                                      "cache_control": {"type": "ephemeral"}}]
+    else:
+        assert system == SYSTEM_AND_HELLO[0]
+
+
 async def test_rate_limit_honours_retry_after(port: LLMPort, scripted_llm: ScriptedLLM) -> None:
     scripted_llm.enqueue_error(429, "slow down", headers={"Retry-After": "0.3"})
     scripted_llm.enqueue_text("ok")

@@ -15,6 +15,12 @@ it; each redaction leaves an audit line naming the secrets.
 
 litellm is imported lazily, on the first call: importing it takes seconds, and the embedded
 planner (no LLM configured) must never pay for it.
+
+Prompt caching: the system prompt (workspace files, language block, tools, in a fixed order)
+is the stable prefix of every call. Providers that cache a prefix only where the request marks
+it (`CACHE_MARKED`) get litellm's mark on the system message (litellm decides per model: an
+OpenRouter Claude model gets it, an OpenRouter GPT model not); OpenAI, DeepSeek and xAI cache
+a stable prefix by themselves, and a local server is sent nothing it does not know.
 """
 
 from __future__ import annotations
@@ -48,6 +54,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 EMPTY_REPLY = "ERR_LLM_EMPTY_REPLY"  # a reply with no text and no tool call, or unreadable
+
+# providers whose prompt cache needs a mark in the request (litellm's `cache_control` ones)
+CACHE_MARKED = frozenset({"anthropic", "bedrock", "vertex_ai", "gemini", "openrouter",
+                          "azure_ai", "databricks", "dashscope", "minimax", "zai"})
+CACHE_POINTS = ({"location": "message", "role": "system"},)
 
 Tier = Literal["fast", "wise", "frontier"]
 TIERS: tuple[str, ...] = ("fast", "wise", "frontier")
@@ -233,6 +244,8 @@ class LLMPort:
         }
         if tools:
             kwargs["tools"] = tools
+        if model.split("/", 1)[0] in CACHE_MARKED:
+            kwargs["cache_control_injection_points"] = [dict(p) for p in CACHE_POINTS]
         if s.api_base:
             kwargs["api_base"] = s.api_base
         if s.api_key is not None:
