@@ -190,13 +190,16 @@ def test_only_the_turn_ring_imports_the_turn_service() -> None:
 # What a process loads before it does anything (issue 29): `metnos --help` and the thin
 # commands load no database driver, no HTTP client and no orchestrator; a gateway without a
 # bot token loads no Telegram library, and no plotting or graph library until it draws;
-# `metnos serve`'s supervisor only starts, watches and stops processes: no database code.
+# `metnos serve`'s supervisor and PostgreSQL's watchdog only start, watch and stop processes:
+# no database code.
 AT_START = {
     "metnos.faces.cli.main": {"sqlalchemy", "sqlmodel", "psycopg", "httpx", "prefect",
                               "litellm", "aiogram", "fastapi", "hassil", "numpy"},
     "flows.gateway": {"aiogram", "matplotlib", "networkx"},
     "metnos.faces.serve.supervisor": {"sqlalchemy", "sqlmodel", "psycopg", "httpx", "prefect",
                                       "litellm", "fastapi", "numpy"},
+    "metnos.faces.serve.watchdog": {"sqlalchemy", "sqlmodel", "psycopg", "httpx", "prefect",
+                                    "litellm", "fastapi", "numpy"},
 }
 
 

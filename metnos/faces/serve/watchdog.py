@@ -22,7 +22,7 @@ import time
 from types import FrameType
 
 from metnos.faces.serve.instance import SUPERVISOR, recorded
-from metnos.ground.db.engine import embedded_postgres, uses_embedded
+from metnos.ground.db.urls import embedded_postgres, uses_embedded
 from metnos.ground.errors import MetnosError
 from metnos.ground.settings import Settings, get_settings
 
