@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -74,6 +75,10 @@ def main(argv: list[str]) -> int:
         return 2
     workers, command = parsed
     from tests.support.pg import free_port  # not at import: conftest imports this module first
+
+    # a SIGTERM (`timeout`, CI's stop) stops the command and the services like a Ctrl-C: the
+    # command is killed by `subprocess.call`, the rest in `finally`
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     root = Path(tempfile.mkdtemp(prefix="metnos-test-services-"))
     os.chmod(root, 0o755)
