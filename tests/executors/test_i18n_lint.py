@@ -179,7 +179,8 @@ def test_inside_the_sandbox_only_the_bound_packages_exist(
     bound = bool(packages)
     assert data["found"] == {"lingua": bound, "metnos_ground_i18n_lint": bound, "metnos": False,
                              "pydantic": False}
-    helper = [PROTOCOL_DEST]  # the protocol helper: bound into every run
-    assert data["pylib"] == (["lingua", "metnos_ground_i18n_lint.py", *helper] if bound else helper)
+    helper = [PROTOCOL_DEST]  # the protocol helper: bound into every run (and its bytecode)
+    assert data["pylib"] == (["__pycache__", "lingua", "metnos_ground_i18n_lint.py", *helper]
+                             if bound else ["__pycache__", *helper])
     assert data["writable"] is False
     assert data["workspace"] == []  # read = []: the workspace is not mounted

@@ -8,18 +8,21 @@ from __future__ import annotations
 import ast
 import asyncio
 import json
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from metnos.ground.errors import SignatureError
 from metnos.mechanisms.executors.builtin import check_builtin, lock_path
 from metnos.mechanisms.executors.manifest import parse_manifest
 from metnos.mechanisms.executors.registry import discover
 from metnos.mechanisms.executors.signing import code_hash, sign_executor, verify_executor
-from metnos.mechanisms.sandbox import SandboxRequest, bwrap, run_sandboxed
+from metnos.mechanisms.sandbox import SandboxRequest, bwrap, protocol, run_sandboxed
 from metnos.testing.llm_server import ScriptedLLM
 from tests.executors.conftest import REPO_EXECUTORS
 from tests.gateway.test_attacks import attempts, audit_lines, changed_between_turns
@@ -48,6 +51,44 @@ def test_the_helper_imports_only_the_standard_library() -> None:
     assert names - {"__future__"} <= set(sys.stdlib_module_names), names
 
 
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None, database=None)
+@given(JSON_VALUES)
+def test_the_helper_writes_and_reads_what_json_does(value: object) -> None:
+    """The helper's own `dumps`/`loads` (json's C parts, without importing json) give the
+    bytes `json.dumps` gives and read them back as `json.loads` does."""
+    for ascii_only in (True, False):
+        written = protocol.dumps(value, ensure_ascii=ascii_only)
+        assert written == json.dumps(value, ensure_ascii=ascii_only)
+        assert json.dumps(protocol.loads(f" {written}\n")) == json.dumps(json.loads(written))
+
+
+@pytest.mark.parametrize("text", ["", " ", "{", "[1,]", "1 2", '{"a": 1}}', "\ufeff{}",
+                                  "'a'", '{"a": undefined}', "[1, 2] x"])
+def test_the_helper_refuses_what_json_refuses(text: str) -> None:
+    with pytest.raises(ValueError):
+        json.loads(text)
+    with pytest.raises(ValueError):
+        protocol.loads(text)
+
+
+def test_an_executor_run_loads_neither_json_nor_re(tmp_path: Path) -> None:
+    """What the helper imports is paid by every executor run: json pulls in re and enum."""
+    pylib = tmp_path / "pylib"
+    pylib.mkdir()
+    (pylib / bwrap.PROTOCOL_DEST).write_bytes(bwrap.PROTOCOL_SOURCE.read_bytes())
+    code = (f"import sys\nsys.path.append({str(pylib)!r})\nimport metnos_sandbox_protocol\n"
+            "print(sorted({'json', 're', 'enum', 'typing', 'tempfile'} & set(sys.modules)))")
+    out = subprocess.run([sys.executable, "-I", "-S", "-B", "-c", code], capture_output=True,
+                         text=True, timeout=60, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 def test_every_builtin_imports_the_helper() -> None:
     for folder in sorted(p.parent for p in REPO_EXECUTORS.glob("*/main.py")):
         code = (folder / "main.py").read_text()
@@ -74,6 +115,31 @@ def test_a_changed_helper_fails_the_signature_and_the_lock(
         check_builtin(spec, lock_path(executors_dir))
     assert (mismatch.value.key, mismatch.value.vars["field"]) == (
         "ERR_EXECUTOR_BUILTIN_MISMATCH", "code_sha256")
+
+
+CACHED = """import importlib.util, json, sys
+sys.path.append("/home/metnos/pylib")
+import metnos_sandbox_protocol as helper
+with open(helper.__spec__.cached, "rb") as pyc, open(helper.__file__, "rb") as src:
+    head, source = pyc.read(16), src.read()
+flags = int.from_bytes(head[4:8], "little")
+checked = flags == 3 and head[8:16] == importlib.util.source_hash(source)
+sys.stdout.write(json.dumps({"ok": True, "result": {"checked": checked}}))
+"""
+
+
+def test_the_sandbox_binds_the_helpers_bytecode_checked_against_it(tmp_path: Path) -> None:
+    """The helper's compiled form is bound where the interpreter looks, in checked-hash mode
+    and matching the source bound beside it: the run uses it instead of compiling."""
+    folder, workspace = tmp_path / "probe", tmp_path / "workspace"
+    folder.mkdir()
+    workspace.mkdir()
+    (folder / "main.py").write_text(CACHED)
+    result = asyncio.run(run_sandboxed(SandboxRequest(
+        exec_dir=folder, entry="main.py", profile=parse_manifest(
+            REPO_EXECUTORS / "fs_read" / "manifest.toml").sandbox, workspace=workspace)))
+    assert result.ok and result.result == {"checked": True}, (result.error_key,
+                                                              result.stderr_tail)
 
 
 def test_the_sandbox_binds_the_helper_the_hash_covers(helper: Path, tmp_path: Path) -> None:

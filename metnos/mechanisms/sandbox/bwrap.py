@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+from metnos.mechanisms.sandbox._bytecode import compiled
 from metnos.mechanisms.sandbox.profile import ALLOWED_PYTHON_PACKAGES, SandboxProfile
 
 HOME = "/home/metnos"
@@ -80,11 +81,14 @@ class PythonPackage:
 
     source: Path
     dest: str
+    bytecode: Path | None = None  # its compiled form, bound at PYLIB_DIR/__pycache__/<name>
 
 
 def protocol_package() -> PythonPackage:
-    """The protocol helper every executor imports, as bound under PYLIB_DIR."""
-    return PythonPackage(source=PROTOCOL_SOURCE, dest=PROTOCOL_DEST)
+    """The protocol helper every executor imports, as bound under PYLIB_DIR, with its
+    bytecode (`_bytecode.compiled`)."""
+    return PythonPackage(source=PROTOCOL_SOURCE, dest=PROTOCOL_DEST,
+                         bytecode=compiled(PROTOCOL_SOURCE, Path(PROTOCOL_DEST).stem))
 
 
 def find_bwrap(explicit: os.PathLike[str] | str | None = None) -> Path:
@@ -231,6 +235,9 @@ def build_argv(
         if not _PYLIB_NAME_RE.match(package.dest):
             raise ValueError(f"python package destination must be a plain name: {package.dest!r}")
         argv += ["--ro-bind", str(package.source), f"{PYLIB_DIR}/{package.dest}"]
+        if package.bytecode is not None:
+            argv += ["--ro-bind", str(package.bytecode),
+                     f"{PYLIB_DIR}/__pycache__/{package.bytecode.name}"]
     if profile.network and profile.egress != "none":
         for path in host_network_files() if network_files is None else network_files:
             argv += ["--ro-bind", path, path]

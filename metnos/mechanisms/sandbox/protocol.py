@@ -28,13 +28,20 @@ The cwd is the workspace: `safe_path` checks a workspace-relative path argument.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import sys
 
-# Every executor run imports this module afresh: what it imports is paid on every run (typing
-# and tempfile cost more than the rest together), so the types are for the type checker only
-# and `tempfile` is imported by the one function that writes a file.
+# Every executor run imports this module afresh: what it imports is paid on every run. typing
+# and tempfile cost more than the rest together, so the types are for the type checker only
+# and `tempfile` is imported by the one function that writes a file. `json` imports `re`
+# (with `enum`: a third of a run's start), so the request and the reply go through json's own
+# C scanner and encoder, made as `json.loads` and `json.dumps` make them (the same bytes);
+# where `_json` is missing, `json` itself.
+try:
+    import _json
+except ImportError:  # pragma: no cover - an interpreter without json's C accelerator
+    _json = None  # type: ignore[assignment]
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Collection, Mapping
@@ -44,6 +51,7 @@ if TYPE_CHECKING:
     ErrorMap = Mapping[type[Exception] | tuple[type[Exception], ...], Callable[[Any], "Refused"]]
 
 MAX_STDIN = 1 << 20
+_JSON_SPACE = " \t\n\r"
 
 
 class Refused(Exception):
@@ -82,7 +90,7 @@ def _read_request(max_stdin: int = MAX_STDIN) -> Result:
     if len(raw) > max_stdin:
         raise Refused("ERR_EXECUTOR_INPUT_INVALID")
     try:
-        request = json.loads(raw.decode("utf-8"))
+        request = loads(raw.decode("utf-8"))
     except ValueError:
         raise Refused("ERR_EXECUTOR_INPUT_INVALID") from None
     if not isinstance(request, dict) or not isinstance(request.get("args"), dict):
@@ -94,11 +102,57 @@ def _write_reply(reply: Result, scrub: Callable[[str], str] = str) -> None:
     """The reply as UTF-8 JSON on stdout (escaped to ASCII when a string holds a lone
     surrogate: a file name that is not UTF-8), passed through `scrub` first."""
     try:
-        data = scrub(json.dumps(reply, ensure_ascii=False)).encode("utf-8")
+        data = scrub(dumps(reply, ensure_ascii=False)).encode("utf-8")
     except UnicodeEncodeError:
-        data = scrub(json.dumps(reply)).encode("ascii")
+        data = scrub(dumps(reply)).encode("ascii")
     sys.stdout.buffer.write(data)
     sys.stdout.buffer.flush()
+
+
+class _Scanning:
+    """What json's C scanner reads from its decoder: `json.loads`'s defaults."""
+
+    strict = True
+    object_hook = None
+    object_pairs_hook = None
+    array_hook = None  # read from Python 3.15 on
+    parse_float = float
+    parse_int = int
+
+    @staticmethod
+    def parse_constant(name: str) -> float:
+        return float(name.replace("Infinity", "inf"))  # NaN, Infinity, -Infinity
+
+
+def loads(text: str) -> Any:
+    """`json.loads(text)` (ValueError when it is not one JSON value)."""
+    if _json is None:  # pragma: no cover
+        import json
+
+        return json.loads(text)
+    body = text.strip(_JSON_SPACE)
+    try:
+        value, end = _json.make_scanner(_Scanning)(body, 0)  # type: ignore[arg-type]
+    except StopIteration:
+        raise ValueError("no JSON value") from None
+    if end != len(body):
+        raise ValueError("more than one JSON value")
+    return value
+
+
+def dumps(value: object, *, ensure_ascii: bool = True) -> str:
+    """`json.dumps(value, ensure_ascii=ensure_ascii)`."""
+    if _json is None:  # pragma: no cover
+        import json
+
+        return json.dumps(value, ensure_ascii=ensure_ascii)
+    quote = _json.encode_basestring_ascii if ensure_ascii else _json.encode_basestring
+    encode = _json.make_encoder({}, _unknown, quote, None, ": ", ", ", False, False, True)
+    return "".join(encode(value, 0))
+
+
+def _unknown(value: object) -> object:
+    raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
 
 
 def _mapped(exc: Exception, errors: ErrorMap) -> Refused | None:
