@@ -142,6 +142,25 @@ def test_the_sandbox_binds_the_helpers_bytecode_checked_against_it(tmp_path: Pat
                                                               result.stderr_tail)
 
 
+def test_the_bytecode_goes_only_to_a_folder_of_ours_closed_to_others(tmp_path: Path) -> None:
+    """A folder of that name someone left open, or a link in its place, is never used."""
+    from metnos.mechanisms.sandbox._bytecode import _own_folder
+
+    mine = _own_folder(tmp_path / "fresh")
+    assert mine is None  # its parent does not exist: nothing is made there
+    (tmp_path / "fresh").mkdir()
+    mine = _own_folder(tmp_path / "fresh")
+    assert mine is not None and mine.stat().st_mode & 0o777 == 0o700
+    opened = tmp_path / "opened"
+    (opened / mine.name).mkdir(parents=True)
+    (opened / mine.name).chmod(0o777)
+    assert _own_folder(opened) is None
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / mine.name).symlink_to(mine)
+    assert _own_folder(linked) is None
+
+
 def test_the_sandbox_binds_the_helper_the_hash_covers(helper: Path, tmp_path: Path) -> None:
     """What runs is what was hashed: the file at PROTOCOL_SOURCE, not another copy."""
     helper.write_text(PWNED)
