@@ -156,7 +156,8 @@ def nanobot_served(work: Path, llm: ScriptedLLM, binary: Path) -> Iterator[str]:
                     if httpx.get(f"{url}/v1/models", timeout=2).status_code == 200:
                         break
                 except httpx.HTTPError:
-                    time.sleep(0.2)
+                    pass
+                time.sleep(0.2)  # not ready yet: refused, or any other answer than 200
             yield url
         finally:
             stop_group(proc)
