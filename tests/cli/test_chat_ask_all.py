@@ -4,6 +4,7 @@ rename Supervised would run with Undo; without it, the rename runs and says how 
 from __future__ import annotations
 
 import json
+import time
 
 import httpx
 from typer.testing import CliRunner
@@ -14,6 +15,13 @@ from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port
 
 runner = CliRunner()
+
+
+def finished(url: str, headers: dict[str, str], timeout_s: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not httpx.get(url, headers=headers).json()["finished_at"]:
+        assert time.monotonic() < deadline, f"{url} never finished"
+        time.sleep(0.05)
 
 
 def test_ask_all_makes_a_rename_wait_and_without_it_the_rename_runs(
@@ -38,6 +46,9 @@ def test_ask_all_makes_a_rename_wait_and_without_it_the_rename_runs(
         assert approval["reason_key"] == "ASK_POLICY_ASK_ALL", approval
         httpx.post(f"{base}/api/approvals/{approval['approval_id']}", headers=home.auth(),
                    json={"decision": "deny"})
+        # the denied turn resumes and asks the model once more: let it finish before the
+        # next turn's answers are queued, or it takes them
+        finished(f"{base}/api/turns/{turn['turn_id']}", home.auth())
 
         scripted_llm.enqueue_tool_call("fs_move", {"src": "draft.md", "dst": "final.md"})
         scripted_llm.enqueue_text("Handled.")

@@ -1,4 +1,5 @@
-"""The `metnos` command: init, serve, chat, executors, audit."""
+"""The `metnos` command: `init` and `serve` here, every other command loaded when it runs
+(`_lazy.py`)."""
 
 from __future__ import annotations
 
@@ -7,27 +8,7 @@ from typing import TYPE_CHECKING
 
 import typer
 
-from metnos.faces.cli import (
-    approvals,
-    audit,
-    chat,
-    doctor,
-    evolution,
-    executors,
-    login,
-    mail,
-    mnestoma,
-    pair,
-    proposals,
-    schedule,
-    status,
-    synt,
-    trash,
-    tutor,
-    ui,
-    undo,
-    workspace,
-)
+from metnos.faces.cli import _lazy
 from metnos.faces.cli._common import exit_with
 from metnos.faces.cli._lang import cli_lang, msg, unspoken_language, unspoken_vars
 from metnos.faces.cli._out import echo, echo_json
@@ -40,7 +21,22 @@ if TYPE_CHECKING:
     from metnos.faces.home import InitReport
     from metnos.ground.settings import Settings
 
-app = typer.Typer(help=msg("CLI_MAIN_HELP"), no_args_is_help=True,
+
+class _Metnos(_lazy.LazyGroup):
+    entries = {
+        **{name: _lazy.group(name) for name in (
+            "executors", "audit", "approvals", "pair", "proposals", "evolution", "synt",
+            "mnestoma", "tutor", "mail", "schedule", "workspace", "trash")},
+        "chat": _lazy.command("chat", "CLI_CHAT_HELP"),
+        "undo": _lazy.command("undo", "CLI_UNDO_CHANGE_HELP"),
+        "login": _lazy.command("login", "CLI_LOGIN_HELP"),
+        "ui": _lazy.command("ui", "CLI_UI_HELP"),
+        "doctor": _lazy.command("doctor", "CLI_DOCTOR_HELP"),
+        "status": _lazy.command("status", "CLI_STATUS_HELP"),
+    }
+
+
+app = typer.Typer(cls=_Metnos, help=msg("CLI_MAIN_HELP"), no_args_is_help=True,
                   pretty_exceptions_enable=False)
 
 
@@ -51,18 +47,6 @@ def _language_check(ctx: typer.Context) -> None:
     lang = unspoken_language()
     if lang is not None and ctx.invoked_subcommand != "serve":
         echo(i18n.get("MSG_LANG_NOT_SPOKEN", FALLBACK_LANG, **unspoken_vars(lang)), err=True)
-
-
-for _group in (executors, audit, approvals, pair, proposals, evolution, synt, mnestoma, tutor,
-               mail, schedule, workspace, trash):
-    app.add_typer(_group.app, name=_group.__name__.rsplit(".", 1)[-1])
-for _name, _command, _help in (("chat", chat.chat, "CLI_CHAT_HELP"),
-                               ("undo", undo.undo, "CLI_UNDO_CHANGE_HELP"),
-                               ("login", login.login, "CLI_LOGIN_HELP"),
-                               ("ui", ui.ui, "CLI_UI_HELP"),
-                               ("doctor", doctor.doctor, "CLI_DOCTOR_HELP"),
-                               ("status", status.status, "CLI_STATUS_HELP")):
-    app.command(name=_name, help=msg(_help))(_command)
 
 
 @app.command(help=msg("CLI_INIT_HELP"))

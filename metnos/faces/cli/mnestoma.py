@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from metnos.faces.cli._client import TIMEOUT_S, _target, api_call
+from metnos.faces.cli._client import _target, api_call, fetch
 from metnos.faces.cli._common import JsonFlag, exit_with, settings_or_exit
 from metnos.faces.cli._lang import cli_lang, msg
 from metnos.faces.cli._out import echo, echo_json
@@ -56,16 +56,9 @@ def show(
 
 def fetch_png(settings: Settings) -> bytes:
     """The picture's bytes, in the CLI's language; MetnosError when the gateway says no."""
-    import httpx
-
     url, headers = _target(settings, "/api/mnestoma.png", None)
-    try:
-        resp = httpx.get(url, headers=headers, params={"lang": cli_lang()}, timeout=TIMEOUT_S)
-    except httpx.ConnectError as exc:
-        raise MetnosError("ERR_CHAT_NOT_RUNNING", url=url) from exc
-    except httpx.HTTPError as exc:
-        raise MetnosError("ERR_CHAT_REFUSED", status="-", detail=str(exc)[:200]) from exc
-    if resp.status_code != 200 or not resp.content.startswith(b"\x89PNG"):
-        raise MetnosError("ERR_CHAT_REFUSED", status=resp.status_code,
-                          detail=resp.text[:200] if resp.status_code != 200 else "not a PNG")
-    return resp.content
+    answer = fetch("GET", url, headers=headers, params={"lang": cli_lang()})
+    if answer.status != 200 or not answer.body.startswith(b"\x89PNG"):
+        raise MetnosError("ERR_CHAT_REFUSED", status=answer.status,
+                          detail=answer.text[:200] if answer.status != 200 else "not a PNG")
+    return answer.body

@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from metnos.faces.cli._client import api_call
+from metnos.faces.cli._client import api_call, fetch
 from metnos.faces.cli._common import JsonFlag, exit_with, settings_or_exit
 from metnos.faces.cli._lang import cli_lang, msg
 from metnos.faces.cli._out import echo, echo_json
@@ -71,18 +71,14 @@ def _base(settings: Settings) -> str:
 
 def _health(settings: Settings) -> dict[str, Any]:
     """`/healthz` as the gateway answers it, a draining one's 503 included."""
-    import httpx
-
     url = _base(settings) + "/healthz"
     try:
-        resp = httpx.get(url, timeout=HEALTH_TIMEOUT_S)
-        data = resp.json()
-    except httpx.ConnectError as exc:
+        answer = fetch("GET", url, timeout_s=HEALTH_TIMEOUT_S)
+    except MetnosError as exc:  # not running: said of the instance, not of one page
+        if exc.key != "ERR_CHAT_NOT_RUNNING":
+            raise
         raise MetnosError("ERR_CHAT_NOT_RUNNING", url=_base(settings)) from exc
-    except httpx.TimeoutException as exc:
-        raise MetnosError("ERR_CHAT_TIMEOUT", url=url) from exc
-    except (httpx.HTTPError, ValueError) as exc:
-        raise MetnosError("ERR_CHAT_REFUSED", status="-", detail=str(exc)[:200]) from exc
-    if resp.status_code not in (200, 503) or not isinstance(data, dict):
-        raise MetnosError("ERR_CHAT_REFUSED", status=resp.status_code, detail=resp.text[:200])
+    data = answer.json()
+    if answer.status not in (200, 503) or not isinstance(data, dict):
+        raise MetnosError("ERR_CHAT_REFUSED", status=answer.status, detail=answer.text[:200])
     return data

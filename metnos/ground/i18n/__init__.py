@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from metnos.ground.i18n import formatting
-from metnos.ground.i18n.catalogs import Value, read_catalogs
+from metnos.ground.i18n.catalogs import Value, language_folders, read_language
 from metnos.ground.i18n.tags import LanguageTagError, base_language, match_language
 from metnos.ground.settings import get_settings
 
@@ -78,7 +78,7 @@ class _StoreView:
 
 
 _view: _StoreView | None = None
-_files_by_dir: dict[Path, tuple[int, dict[str, dict[str, Value]]]] = {}
+_files_by_dir: dict[Path, _FileCatalogs] = {}
 _norm_cache: dict[tuple[str | None, tuple[str, ...], str], str] = {}
 
 
@@ -143,7 +143,7 @@ def languages() -> tuple[str, ...]:
             return view.store.languages(pending=False)
         except sqlite3.Error as exc:
             _store_failed(view, exc)
-    return tuple(sorted(_file_catalogs()))
+    return tuple(sorted(_files().folders))
 
 
 def normalise_lang(tag: str | None) -> str:
@@ -188,7 +188,7 @@ def _messages(lang: str) -> Mapping[str, Value]:
             return view.messages(lang)
         except sqlite3.Error as exc:
             _store_failed(view, exc)
-    return _file_catalogs().get(lang, {})
+    return _files().messages(lang)
 
 
 def _store_failed(view: _StoreView, exc: Exception) -> None:
@@ -198,9 +198,27 @@ def _store_failed(view: _StoreView, exc: Exception) -> None:
                     view.store.path, exc)
 
 
-def _file_catalogs() -> dict[str, dict[str, Value]]:
-    """The catalog files of the configured resources folder, read once per folder and read
-    again when `metnos-prompts` changed them (its record, `lang_state.json`, is rewritten)."""
+class _FileCatalogs:
+    """The catalog files of one resources folder, each language read when first asked for
+    (the CLI speaks one language: it reads that one, and English only for a missing key),
+    all of them read again when `metnos-prompts` changed them (its record,
+    `lang_state.json`, is rewritten)."""
+
+    def __init__(self, folder: Path, stamp: int) -> None:
+        self.folder, self.stamp = folder, stamp
+        self.folders = {f.name: f for f in language_folders(folder) if any(f.glob("*.toml"))}
+        self.read: dict[str, dict[str, Value]] = {}
+
+    def messages(self, lang: str) -> dict[str, Value]:
+        found = self.read.get(lang)
+        if found is None:
+            where = self.folders.get(lang)
+            entries = read_language(where, strict=False) if where is not None else {}
+            found = self.read[lang] = {key: entry.value for key, entry in entries.items()}
+        return found
+
+
+def _files() -> _FileCatalogs:
     from metnos.ground.i18n.lexicon import resources_root
 
     folder = resources_root() / "i18n"  # the shipped catalogs when the settings are broken
@@ -209,11 +227,9 @@ def _file_catalogs() -> dict[str, dict[str, Value]]:
     except OSError:
         stamp = 0
     found = _files_by_dir.get(folder)
-    if found is None or found[0] != stamp:
-        catalogs = {lang: {key: entry.value for key, entry in entries.items()}
-                    for lang, entries in read_catalogs(folder, strict=False).items()}
-        found = _files_by_dir[folder] = (stamp, catalogs)
-    return found[1]
+    if found is None or found.stamp != stamp:
+        found = _files_by_dir[folder] = _FileCatalogs(folder, stamp)
+    return found
 
 
 def _plural(table: dict[str, str], vars: dict[str, Any], tag: str) -> tuple[str, dict[str, Any]]:

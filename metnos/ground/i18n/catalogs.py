@@ -83,20 +83,31 @@ def read_catalogs(i18n_dir: Path, *, strict: bool = True) -> Catalogs:
     never fails because another file is broken.
     """
     catalogs: Catalogs = {}
-    if not i18n_dir.is_dir():
-        return catalogs
-    for folder in sorted(p for p in i18n_dir.iterdir() if _is_language_folder(p)):
-        entries: dict[str, CatalogEntry] = {}
-        for path in sorted(folder.glob("*.toml")):
-            try:
-                _merge(entries, path, read_catalog_file(path))
-            except CatalogError as exc:
-                if strict:
-                    raise
-                log.error("i18n.catalog_invalid path=%s detail=%s", path, exc.vars.get("detail"))
+    for folder in language_folders(i18n_dir):
+        entries = read_language(folder, strict=strict)
         if entries:
             catalogs[folder.name] = entries
     return catalogs
+
+
+def language_folders(i18n_dir: Path) -> list[Path]:
+    """The language folders under `i18n_dir` (`en/`, `it/`, …), sorted; none when missing."""
+    if not i18n_dir.is_dir():
+        return []
+    return sorted(p for p in i18n_dir.iterdir() if _is_language_folder(p))
+
+
+def read_language(folder: Path, *, strict: bool = True) -> dict[str, CatalogEntry]:
+    """The messages of one language folder (`strict` as in `read_catalogs`)."""
+    entries: dict[str, CatalogEntry] = {}
+    for path in sorted(folder.glob("*.toml")):
+        try:
+            _merge(entries, path, read_catalog_file(path))
+        except CatalogError as exc:
+            if strict:
+                raise
+            log.error("i18n.catalog_invalid path=%s detail=%s", path, exc.vars.get("detail"))
+    return entries
 
 
 def _merge(entries: dict[str, CatalogEntry], path: Path, values: dict[str, Value]) -> None:

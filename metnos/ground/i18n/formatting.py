@@ -15,8 +15,6 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from babel import Locale, UnknownLocaleError
-from babel.dates import format_date, format_datetime, format_time
-from babel.numbers import format_decimal
 
 DateFormat = Literal["full", "long", "medium", "short"]
 FALLBACK = "en"
@@ -51,12 +49,16 @@ def plural_category(count: Any, tag: str) -> str:
 
 def number(value: Any, tag: str) -> str:
     """`value` formatted as a decimal number of `tag` (`1234.5` → `1.234,5` in `it`)."""
+    from babel.numbers import format_decimal  # loaded when a number is written
+
     parsed = _number(value)
     return str(value) if parsed is None else format_decimal(parsed, locale=locale_for(tag))
 
 
 def date(value: dt.date, tag: str, format: DateFormat = "medium") -> str:
     """A date or datetime in the CLDR format of `tag`."""
+    from babel.dates import format_date, format_datetime  # loaded when a date is written
+
     if isinstance(value, dt.datetime):
         return format_datetime(value, format=format, locale=locale_for(tag))
     return format_date(value, format=format, locale=locale_for(tag))
@@ -90,6 +92,8 @@ def _number(value: Any) -> int | float | Decimal | None:
 
 def spoken_time(at: dt.datetime, lang: str, tz: Any, now: dt.datetime) -> str:
     """"today at 18:00", "tomorrow at 9:00", "on 3 Dec 2026 at 9:00" in the household's zone."""
+    from babel.dates import format_date, format_time
+
     from metnos.ground.i18n import get  # the package imports this module
 
     local, today = at.astimezone(tz), now.astimezone(tz).date()
