@@ -17,11 +17,7 @@ import string
 import sys
 from collections.abc import Iterable, Sequence
 from datetime import datetime
-
-from rich import box
-from rich.console import Console
-from rich.table import Column, Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from metnos.faces.cli import _out as out
 from metnos.faces.cli._lang import cli_lang
@@ -29,6 +25,9 @@ from metnos.ground import i18n
 from metnos.ground.escape import terminal_line
 from metnos.ground.i18n.words import status
 from metnos.ground.settings import Settings
+
+if TYPE_CHECKING:  # rich loads when a table is printed, not with every command
+    from rich.text import Text
 
 NONE = "—"
 WIDTH = 200  # when stdout is no terminal and COLUMNS is not set
@@ -40,6 +39,10 @@ def print_table(headers: Sequence[str], rows: Iterable[Sequence[str]],
     """Every header, cell and the title are outside text for the terminal: each is made one
     inert row (`escape.terminal_line`) and given to rich as plain `Text` (no markup, no
     emoji codes, no highlighting), so a cell cannot break, erase or forge a row."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Column, Table
+
     table = Table(*(Column(header=_cell(h)) for h in headers), box=box.SIMPLE_HEAD,
                   title=_cell(title) if title is not None else None, title_justify="left",
                   show_edge=False, pad_edge=False, highlight=False)
@@ -54,6 +57,8 @@ def print_table(headers: Sequence[str], rows: Iterable[Sequence[str]],
 
 
 def _cell(value: object) -> Text:
+    from rich.text import Text
+
     return Text(terminal_line(str(value)))
 
 
