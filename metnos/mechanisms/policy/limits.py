@@ -1,13 +1,13 @@
 """Rate limit (executor runs per user per hour) and daily LLM cost cap (SPEC §4).
 
 Both are reservations on a counter row (`usage_counter`, one per user and clock hour, one per
-UTC day for the instance's LLM spend), taken with one conditional statement
-(`UPDATE ... SET used = used + n WHERE used + n <= cap RETURNING used`) on a row created by an
-upsert: PostgreSQL serialises concurrent updates of the row and re-checks the condition, so
-concurrent turns can never pass a cap together, whatever they wait for between the check and
-the run. What was reserved and not spent goes back (`release`; `settle_llm` trades an LLM
-call's estimate for its real cost). The per-run and per-call rows (`action_usage`,
-`llm_usage`) stay the history of what was spent.
+UTC day for the instance's LLM spend), taken with one conditional statement (`INSERT ... ON
+CONFLICT DO UPDATE SET used = used + n WHERE used + n <= cap RETURNING used`): PostgreSQL
+serialises concurrent updates of the row and re-checks the condition, so concurrent turns can
+never pass a cap together, whatever they wait for between the check and the run. What was
+reserved and not spent goes back (`release`; `settle_llm` trades an LLM call's estimate for its
+real cost). The per-run and per-call rows (`action_usage`, `llm_usage`) stay the history of
+what was spent.
 
 Plain helpers on an open `Session`; each commits its own change. A refused reservation is a
 deny `Decision` (the turn refuses with its message and one audit line).
@@ -117,14 +117,21 @@ def format_usd(amount: float) -> str:
 
 def _take(db: Session, slot: Reservation, cap: float) -> float | None:
     """Add `slot.amount` to its counter if the total stays within `cap` (and the counter is
-    below it: a zero amount does not pass a spent cap); the new total, or None. Commits."""
-    db.exec(pg_insert(UsageCounter)
-            .values(kind=slot.kind, scope=slot.scope, window_start=slot.window_start, used=0.0)
-            .on_conflict_do_nothing())
+    below it: a zero amount does not pass a spent cap); the new total, or None. Commits.
+
+    One statement: the window's first reservation creates the row with its amount, a later
+    one adds to it under the same condition (`ON CONFLICT DO UPDATE ... WHERE`: PostgreSQL
+    locks the row and checks the condition on its latest version)."""
+    if not (slot.amount <= cap + _SLACK and cap > 0):  # does not fit even an empty window
+        return None
     used = col(UsageCounter.used)
-    stmt = (update(UsageCounter)
-            .where(*_key(slot), used + slot.amount <= cap + _SLACK, used < cap)
-            .values(used=used + slot.amount)
+    stmt = (pg_insert(UsageCounter)
+            .values(kind=slot.kind, scope=slot.scope, window_start=slot.window_start,
+                    used=slot.amount)
+            .on_conflict_do_update(
+                index_elements=["kind", "scope", "window_start"],
+                set_={"used": used + slot.amount},
+                where=(used + slot.amount <= cap + _SLACK) & (used < cap))
             .returning(used))
     total = db.exec(stmt).first()
     db.commit()
