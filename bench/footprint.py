@@ -3,7 +3,7 @@
     python bench/footprint.py [--turns 20]
 
 One real instance under a throwaway METNOS_HOME (`metnos init`, then `metnos serve`: embedded
-PostgreSQL, the Prefect server, the gateway, the deployment runner), its model a scripted
+PostgreSQL, the Prefect server, the gateway serving the schedules too), its model a scripted
 OpenAI-compatible server on loopback. Printed:
 - start to healthy: from `metnos serve` to its "ready" banner (the gateway answering, the
   model checked), the first start after `init` and a warm one (stopped, started again);

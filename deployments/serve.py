@@ -1,4 +1,10 @@
-"""The deployment runner of `metnos serve`: scheduled flows (SPEC §12).
+"""The deployment runner: scheduled flows (SPEC §12).
+
+`metnos serve` runs it inside the gateway process (`serve_schedules`, started by
+`python -m flows.gateway --schedules` once the gateway is up, stopped after its drain): a
+process of its own held ~145 MiB for a loop that polls Prefect every few seconds, and the
+gateway already holds Prefect and every flow (issue 29). On its own, for a test or to look at
+it:
 
     python -m deployments.serve
 
@@ -19,6 +25,7 @@ import logging
 from typing import Any
 
 from prefect import serve
+from prefect.runner import Runner
 from prefect.schedules import Cron, Interval
 
 from flows._schedules_start import missed, reconcile, tables
@@ -37,6 +44,9 @@ from metnos.ground.db.engine import database_url, make_engine
 from metnos.ground.settings import Settings, get_settings
 
 log = logging.getLogger(__name__)
+
+LIMIT = 4  # scheduled runs at a time
+RETRY_S = 30.0  # a runner that could not start (Prefect unreachable) tries again after this
 
 
 def built_in(settings: Settings) -> list[Any]:
@@ -130,20 +140,57 @@ def _tasks_only(settings: Settings) -> list[ScheduledTask]:
         engine.dispose()
 
 
-def main() -> None:
-    logging.basicConfig(level=logging.INFO)
-    settings = get_settings()
-    deployments = built_in(settings)
+async def served(settings: Settings) -> list[Any]:
+    """Every deployment to serve: the built-in ones and the owner's scheduled tasks, after the
+    runs missed while nothing served them are reported (`prepare`)."""
+    # built in a thread: Prefect's `to_deployment` is its coroutine on an event loop
+    deployments = await asyncio.to_thread(built_in, settings)
     names = [f"{d.flow_name}/{d.name}" for d in deployments] + [settings.schedules.deployment]
     try:
-        tasks = asyncio.run(prepare(settings, names))
+        tasks = await prepare(settings, names)
     except Exception:  # the schedules are served anyway: a report is not worth no schedules
         log.exception("serve.prepare_failed: missed runs not checked, owner tasks from the "
                       "database only")
-        tasks = _tasks_only(settings)
-    # not paused on shutdown: pausing deletes the scheduled runs, and a run missed while the
-    # runner is stopped would leave no trace; kept, it turns Late and is reported at start
-    serve(*deployments, owner_tasks(settings, tasks), limit=4, pause_on_shutdown=False)
+        tasks = await asyncio.to_thread(_tasks_only, settings)
+    return [*deployments, await asyncio.to_thread(owner_tasks, settings, tasks)]
+
+
+async def serve_schedules(settings: Settings) -> None:
+    """Serve the deployments until cancelled, then stop the runner (its runs in flight are
+    cancelled, as a runner stopped with SIGTERM does); a runner that fails is started again
+    after `RETRY_S`. Not paused on shutdown: pausing deletes the scheduled runs, and a run
+    missed while nothing serves them would leave no trace; kept, it turns Late and is
+    reported at the next start."""
+    while True:
+        try:
+            await _serve_once(settings)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("serve.runner_failed retry_s=%s", RETRY_S)
+        await asyncio.sleep(RETRY_S)
+
+
+async def _serve_once(settings: Settings) -> None:
+    runner = Runner(limit=LIMIT, pause_on_shutdown=False)
+    deployments = await served(settings)
+    for deployment in deployments:
+        await runner.aadd_deployment(deployment)
+    log.info("serve.schedules_served deployments=%d", len(deployments))
+    started = asyncio.ensure_future(runner.start(webserver=False))
+    try:
+        await asyncio.shield(started)
+    except asyncio.CancelledError:
+        if runner.started and not runner.stopping:
+            await runner.astop()
+        await asyncio.gather(started, return_exceptions=True)
+        raise
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO)
+    settings = get_settings()
+    serve(*asyncio.run(served(settings)), limit=LIMIT, pause_on_shutdown=False)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,11 @@
 This is the composition root. `metnos/` stays free of Prefect by taking the turn runner as a
 parameter; here the runner is the flow. `metnos serve` starts this module as a process:
 
-    python -m flows.gateway
+    python -m flows.gateway --schedules
+
+`--schedules`: the process also serves the scheduled deployments (`deployments.serve`) once
+the gateway is up, and stops them when it stops (after the drain, before the rest of its
+lifespan); without it (the tests that start a gateway alone), nothing is scheduled from here.
 
 The process serves from a thread and keeps its stop signals in the main thread
 (`metnos.faces.gateway.process.serve`).
@@ -11,6 +15,7 @@ The process serves from a thread and keeps its stop signals in the main thread
 
 from __future__ import annotations
 
+import argparse
 import logging
 import os
 import sys
@@ -18,6 +23,7 @@ import sys
 import uvicorn
 from fastapi import FastAPI
 
+from deployments.serve import serve_schedules
 from flows._scheduler_signals import empty, reader
 from flows.owner_task import sync
 from flows.reminder import scheduler
@@ -27,6 +33,7 @@ from metnos.faces.gateway.app import create_app
 from metnos.faces.gateway.outbox_delivery import with_reminders
 from metnos.faces.gateway.process import serve
 from metnos.faces.gateway.scheduled import with_schedules
+from metnos.faces.gateway.state import run_alongside
 from metnos.faces.serve.processes import wait_responding
 from metnos.faces.wiring import Edges
 from metnos.features.tutor.signals import Snapshot, with_scheduler_signals
@@ -46,11 +53,17 @@ def app() -> FastAPI:
     return with_scheduler_signals(with_schedules(with_reminders(built)), signals, reader)
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m flows.gateway")
+    parser.add_argument("--schedules", action="store_true",
+                        help="also serve the scheduled deployments (as `metnos serve` does)")
+    args = parser.parse_args(argv)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     settings = get_settings()
     built = app()
+    if args.schedules:  # the outermost part of the lifespan: started last, stopped first
+        run_alongside(built, "schedules", lambda _app: serve_schedules(settings))
     # `metnos serve` starts the Prefect server beside this process: its start-up (runs a dead
     # gateway left, the schedules) talks to it, so it waits for it, within the server's own
     # start-up bound; past it, it starts anyway and says so (a turn then fails, told)

@@ -47,9 +47,8 @@ ROLES = {  # a process's role, from marks its command line holds
     "watchdog": ("metnos.faces.serve.watchdog",),
     "prefect-server": ("deployments.prefect_server",),
     "gateway": ("flows.gateway",),
-    "runner": ("deployments.serve",),
 }
-EVERY = {"supervisor", "watchdog", "postgres", "prefect-server", "gateway", "runner"}
+EVERY = {"supervisor", "watchdog", "postgres", "prefect-server", "gateway"}
 BACK_WITHIN_S = 30.0  # the issue's acceptance bound
 
 
@@ -101,26 +100,12 @@ def one_of_each(home: Path) -> str | None:
 
 
 def assert_one_of_each(home: Path, within_s: float = BACK_WITHIN_S) -> None:
-    """One of each, at once or within `within_s` (a part that died with the one killed, e.g.
-    the runner with the Prefect server, is being restarted meanwhile)."""
+    """One of each, at once or within `within_s` (a part that died with the one killed is
+    being restarted meanwhile)."""
     deadline = time.monotonic() + within_s
     while (differs := one_of_each(home)) is not None:
         assert time.monotonic() < deadline, differs
         time.sleep(0.5)
-
-
-def runner_log(home: Path) -> bytes:
-    log = home / "logs" / "runner.log"
-    return log.read_bytes() if log.exists() else b""
-
-
-def serving(home: Path, since: int, within_s: float = 60) -> None:
-    """Wait until the deployment runner serves: it prints its deployments' table then (in
-    its log past `since`, the log's size before this `metnos serve`)."""
-    deadline = time.monotonic() + within_s
-    while b"To trigger any of these deployments" not in runner_log(home)[since:]:
-        assert time.monotonic() < deadline, "the runner does not serve"
-        time.sleep(0.25)
 
 
 def healthy(url: str) -> bool:
@@ -166,13 +151,12 @@ def served(compiled_catalog: Path) -> Iterator[ServedInstance]:
         yield inst
 
 
-PARTS = {"gateway": "its web and chat service", "runner": "reminders and scheduled tasks",
+PARTS = {"gateway": "its web and chat service (with reminders and scheduled tasks)",
          "prefect-server": "keeps track of its tasks", "postgres": "its database",
          "watchdog": "shuts its database down safely"}
 
 
-@pytest.mark.parametrize("name", ["gateway", "runner", "prefect-server", "postgres",
-                                  "watchdog"])
+@pytest.mark.parametrize("name", ["gateway", "prefect-server", "postgres", "watchdog"])
 def test_a_killed_child_comes_back_by_itself_and_the_owner_is_told(
         served: ServedInstance, name: str) -> None:
     before = records(served.home)[name]
@@ -243,7 +227,6 @@ def test_kill_9_of_the_supervisor_then_serve_is_healthy_with_one_of_each(
         while processes_of(home):
             assert time.monotonic() < deadline, processes_of(home)
             time.sleep(0.5)
-        logged = len(runner_log(home))
         again = serve(env)
         try:
             t0 = time.monotonic()
@@ -253,13 +236,9 @@ def test_kill_9_of_the_supervisor_then_serve_is_healthy_with_one_of_each(
             assert_one_of_each(home)
 
             # leftovers that cannot stop by themselves (frozen: deaf to the parent-death
-            # signal) and a database nobody stops: the next serve stops them, and says so.
-            # The runner is frozen once it serves: it is started after the "ready" banner,
-            # and one frozen before it served was once missing from the records the next
-            # serve read (a whole run; not reproduced alone)
-            serving(home, since=logged)
+            # signal) and a database nobody stops: the next serve stops them, and says so
             recs = records(home)
-            frozen = [recs[n] for n in ("watchdog", "runner", "gateway", "prefect-server")]
+            frozen = [recs[n] for n in ("watchdog", "gateway", "prefect-server")]
             for rec in frozen:
                 os.kill(rec.pid, signal.SIGSTOP)
             os.kill(again.pid, signal.SIGKILL)
@@ -273,7 +252,7 @@ def test_kill_9_of_the_supervisor_then_serve_is_healthy_with_one_of_each(
                 banner = wait_ready(third, timeout_s=120)
                 took = time.monotonic() - t0
                 assert "had not stopped cleanly" in banner
-                for name in ("watchdog", "runner", "gateway", "prefect-server", "postgres"):
+                for name in ("watchdog", "gateway", "prefect-server", "postgres"):
                     assert name in banner
                 assert not any(rec.alive() for rec in frozen)
                 assert healthy(f"{first.gateway}/healthz")

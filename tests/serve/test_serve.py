@@ -1,8 +1,8 @@
 """`make run` in miniature: `metnos init` then `metnos serve` as real processes.
 
-Embedded PostgreSQL, a Prefect server with its own database, the gateway and the deployment
-runner all start; a turn goes through HTTP and through `metnos chat`; the flow run is in the
-Prefect API; SIGTERM stops everything in order and leaves no process behind.
+Embedded PostgreSQL, a Prefect server with its own database and the gateway, which serves the
+scheduled deployments too, all start; a turn goes through HTTP and through `metnos chat`; the
+flow run is in the Prefect API; SIGTERM stops everything in order and leaves no process behind.
 """
 
 from __future__ import annotations
@@ -91,6 +91,7 @@ def test_serve_answers_a_turn_and_stops_cleanly(
                     auth=tuple(credential.strip().split(":", 1))).json()  # type: ignore[arg-type]
     assert run["name"].startswith("api · ") and "metnos-turn" in run["tags"]
     assert httpx.get(prefect).status_code == 200  # the UI is served
+    the_gateway_serves_the_schedules(served, gateway, prefect, credential.strip())
     browse_the_web_chat(instance_env, gateway)
 
     children = psutil.Process(served.pid).children(recursive=True)
@@ -101,6 +102,26 @@ def test_serve_answers_a_turn_and_stops_cleanly(
     assert alive == [], f"left running: {[p.cmdline() for p in alive]}"
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{gateway}/healthz")
+
+
+def the_gateway_serves_the_schedules(served: subprocess.Popen[str], gateway: str, prefect: str,
+                                     credential: str) -> None:
+    """The scheduled deployments are served from the gateway's process (issue 29): they are
+    in Prefect, the runner's heartbeat is seen, and no process of the instance is a runner."""
+    user, password = credential.split(":", 1)
+    wanted = ("audit-check/nightly", "reminder/at", "tutor-catalog/check", "owner-task/scheduled")
+    deadline = time.monotonic() + 90
+    while True:
+        served_now = [name for name in wanted if httpx.get(
+            f"{prefect}/api/deployments/name/{name}", auth=(user, password)).status_code == 200]
+        runner = httpx.get(f"{gateway}/healthz").json()["runner"]
+        if len(served_now) == len(wanted) and runner == "alive":
+            break
+        assert time.monotonic() < deadline, (served_now, runner)
+        time.sleep(1)
+    lines = [" ".join(p.cmdline()) for p in psutil.Process(served.pid).children(recursive=True)]
+    assert any("flows.gateway --schedules" in line for line in lines), lines
+    assert not any("deployments.serve" in line for line in lines), lines
 
 
 def browse_the_web_chat(env: dict[str, str], gateway: str) -> None:

@@ -1,6 +1,6 @@
 """The acceptance line of issue 26 §3 on the whole topology: SIGTERM to `metnos serve` while 5
 sessions send turns. It exits within the drain window plus a few seconds (the supervisor
-stops the runner first, then the gateway, which drains); every turn that got HTTP 200
+stops the gateway, which drains, then stops its runner); every turn that got HTTP 200
 completed or says it was interrupted; the rest got 503 (or, once the window was over and
 the gateway closed, a refused connection). The database side (no turn row without an
 answer, the interrupted run Crashed) is checked on the gateway process alone:
@@ -21,7 +21,7 @@ from tests.support.serve_process import served_instance
 from tests.support.turn_load import Sent, check_answers, client_loop, send, slow_model
 
 DRAIN_S = 5.0
-STOP_S = 30.0  # the runner's and watchdog's stop, the gateway's window and close, the rest
+STOP_S = 30.0  # the watchdog's stop, the gateway's window, its runner and close, the rest
 
 
 def test_sigterm_to_serve_with_5_sessions_sending_turns(compiled_catalog: Path) -> None:
@@ -60,8 +60,8 @@ def test_sigterm_to_serve_with_5_sessions_sending_turns(compiled_catalog: Path) 
                 for thread in threads:
                     thread.join(120)
             assert proc.returncode == 0 and took <= STOP_S
-            # the runner stops first: until the gateway drains, turns are still taken, and
-            # it listens until its window is over
+            # until the gateway drains, turns are still taken, and it listens until its
+            # window is over
             check_answers([s for ss in [*sent, saga] for s in ss], signalled, DRAIN_S, lambda: "")
             [long] = saga
             assert long.status == 200 and long.body["status"] == "failed", long.body

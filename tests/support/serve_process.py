@@ -1,6 +1,6 @@
 """A real `metnos init` + `metnos serve` process group for tests of the whole topology.
 
-Embedded PostgreSQL, the Prefect server with its UI, the gateway and the deployment runner,
+Embedded PostgreSQL, the Prefect server with its UI, the gateway serving the schedules too,
 each on a free loopback port under a throwaway METNOS_HOME outside pytest's basetemp (pytest
 resets that tree to 0700, and the embedded PostgreSQL, run as its own user when we are root,
 must traverse it).
@@ -161,8 +161,9 @@ def served_instance(catalog: Path | None = None, **extra_env: str) -> Iterator[S
             _stop(proc if inst is None else inst.process, env)
             if inst is not None and inst.output is not None:
                 print("--- metnos serve (tail) ---\n" + inst.output.tail())
-            for log in ("gateway.log", "runner.log"):  # shown by pytest when a test failed
-                print(f"--- {log} (tail) ---\n" + tail(Path(env["METNOS_HOME"]) / "logs" / log))
+            # shown by pytest when a test failed (the gateway's holds its runner's too)
+            print("--- gateway.log (tail) ---\n" + tail(Path(env["METNOS_HOME"]) / "logs" /
+                                                     "gateway.log"))
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

@@ -100,8 +100,9 @@ def check_answers(sent: list[Sent], signalled: float, window_s: float,
             assert one.body["error"]["key"] == "ERR_GATEWAY_DRAINING", one.body
             assert one.body["error"]["message"] == i18n.get("ERR_GATEWAY_DRAINING", "en")
             assert int(one.headers["retry-after"]) > 0
-        else:  # no answer: only once the window was over and the server was closing
-            assert one.status is None and one.error == "ConnectError", one
+        else:  # no answer: only once the window was over and the server was closing (a
+            # connection the kernel took into the backlog as the socket closed is reset)
+            assert one.status is None and one.error in ("ConnectError", "ReadError"), one
             # `started` is taken before the connect, which a starved thread may make up to
             # a few seconds later on two busy cores (seen: the closing socket met): as above
             assert one.started >= signalled + window_s - 2.0, (one, signalled, log())

@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 RECORDS = "processes.json"
 LOCK = "serve.lock"
 SUPERVISOR = "supervisor"
-# the names records use, in start order (the supervisor first)
+# the names records use, in start order (the supervisor first; `runner`: an earlier version's
+# deployment runner, still sorted and stopped when it is a leftover)
 NAMES = (SUPERVISOR, "watchdog", "postgres", "prefect-server", "gateway", "runner")
 
 

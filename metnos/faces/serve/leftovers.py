@@ -2,7 +2,8 @@
 
 Holding the instance lock, every live recorded process (same pid and start time:
 `ProcessRecord.alive`) is a leftover: the watchdog first (so it does not stop the database
-under us), then the runner, the gateway and the Prefect server get SIGTERM (each one's whole
+under us), then the gateway and the Prefect server (and the `runner` an earlier version ran
+as a process of its own) get SIGTERM (each one's whole
 process group), one short grace, SIGKILL for what is left; then the embedded PostgreSQL
 with a fast shutdown, found through `pg/postmaster.pid` (recorded or not). A process that
 is not ours is never signalled: a pid whose start time differs is someone else's.

@@ -8,7 +8,7 @@ Metnos closes that with Prefect's own settings, never with a proxy of its own:
 - the server runs with `PREFECT_SERVER_API_AUTH_STRING` (HTTP basic auth on every route but
   the health check; the UI asks for it), `PREFECT_SERVER_API_CSRF_PROTECTION_ENABLED=true`
   and `PREFECT_SERVER_API_CORS_ALLOWED_ORIGINS` set to the UI's own origin;
-- every Metnos process that talks to it (gateway, runner, tests) gets
+- every Metnos process that talks to it (the gateway and its runner, tests) gets
   `PREFECT_API_AUTH_STRING`. With an external `PREFECT_API_URL`, the owner's own
   `PREFECT_API_AUTH_STRING` is passed through untouched.
 """

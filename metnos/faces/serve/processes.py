@@ -1,8 +1,9 @@
 """Child processes that `metnos serve` (and the test launcher) supervise.
 
 Each service is a plain OS process started with an explicit environment and stopped in order.
-Nothing here imports prefect: the Prefect server and the deployment runner are started as
-commands (`python -m deployments.prefect_server`, `python -m deployments.serve`).
+Nothing here imports prefect: the Prefect server and the gateway, which also serves the
+scheduled deployments, are started as commands (`python -m deployments.prefect_server`,
+`python -m flows.gateway --schedules`).
 """
 
 from __future__ import annotations
@@ -112,8 +113,8 @@ class Service:
         self.process.wait(timeout=10)
 
     def end_orphans(self) -> None:
-        """After this child died: SIGTERM what it left in its process group (the runner's
-        flow runs, say), so that its restart never runs beside them."""
+        """After this child died: SIGTERM what it left in its process group (the scheduled
+        flow runs the gateway started, say), so that its restart never runs beside them."""
         if self.process is None or self.process.returncode is None:
             return
         try:

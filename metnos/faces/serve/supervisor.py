@@ -2,22 +2,24 @@
 
 Start: the instance lock (`METNOS_HOME/run/serve.lock`: a second `metnos serve` on the same
 home is refused, naming the running one's pid), the leftovers of a crashed run stopped
-(`leftovers.py`), every port checked (a foreign holder is named), then, in order: the
-embedded PostgreSQL (unless external URLs are set) and its watchdog, the Prefect server with
-its UI on 127.0.0.1:4200 (unless PREFECT_API_URL is set) and the gateway side by side (the
-gateway waits for the Prefect server before its own start-up), and the deployment runner.
-Each is recorded in `METNOS_HOME/run/processes.json` as it starts and forgotten as it stops;
-each child gets SIGTERM should the supervisor die (`processes.die_with_parent`), and the
-watchdog then stops PostgreSQL once the others have ended.
+(`leftovers.py`), every port checked (a foreign holder is named), then, in order: the embedded
+PostgreSQL (unless external URLs are set) and its watchdog, the Prefect server with its UI on
+127.0.0.1:4200 (unless PREFECT_API_URL is set) and the gateway side by side (the gateway waits
+for the Prefect server before its own start-up). The gateway also serves the scheduled
+deployments (`python -m flows.gateway --schedules`): a deployment runner of its own held ~145
+MiB for a loop that polls Prefect (issue 29). Each is recorded in
+`METNOS_HOME/run/processes.json` as it starts and forgotten as it stops; each child gets
+SIGTERM should the supervisor die (`processes.die_with_parent`), and the watchdog then stops
+PostgreSQL once the others have ended.
 
 A child that dies while it runs is restarted with backoff (1, 2, 4... up to 60 s; back to 1 s
 once it stayed up `STEADY_S`), one at a time, PostgreSQL first, then the gateway (it is what
 the family talks to), each waited healthy before the next; the owner gets a notice.
 
-On SIGTERM/SIGINT it stops them in the reverse order: the watchdog, the runner, the gateway
-(which drains running turns: its stop timeout is `[gateway] drain_s` plus
-`GATEWAY_STOP_MARGIN_S`), the Prefect server, and
-PostgreSQL last.
+On SIGTERM/SIGINT it stops them in the reverse order: the watchdog, the gateway (which drains
+running turns, then stops its runner: its stop timeout is `[gateway] drain_s` plus
+`GATEWAY_STOP_MARGIN_S`), the Prefect server, and PostgreSQL last. (A `runner` recorded by an
+earlier version is still stopped as a leftover: `leftovers.py`.)
 """
 
 from __future__ import annotations
@@ -69,7 +71,7 @@ BACKOFF_MAX_S = 60.0
 LIVENESS_EVERY_S = 5.0  # how often the children with a health URL are asked
 STEADY_S = 600.0  # up this long: its next death starts the backoff again at 1 s
 POSTGRES = "postgres"
-RESTART_ORDER = (POSTGRES, "gateway", "prefect-server", "runner", "watchdog")
+RESTART_ORDER = (POSTGRES, "gateway", "prefect-server", "watchdog")
 
 
 def _stderr(line: str) -> None:
@@ -144,8 +146,8 @@ class Supervisor:
             env["PREFECT_API_URL"] = f"http://127.0.0.1:{s.prefect.port}/api"
         urls["prefect_ui"] = ui_url(s)
         env.setdefault("PREFECT_HOME", str(s.prefect_home))
-        env.update(client_environment(s))  # gateway and runner talk to Prefect with it
-        gateway = Service("gateway", [sys.executable, "-m", "flows.gateway"], env,
+        env.update(client_environment(s))  # the gateway talks to Prefect with it
+        gateway = Service("gateway", [sys.executable, "-m", "flows.gateway", "--schedules"], env,
                           self.log_dir / "gateway.log", health_url=f"{urls['gateway']}/healthz",
                           stop_timeout_s=s.gateway.drain_s + GATEWAY_STOP_MARGIN_S)
         # side by side: the gateway loads its code while the Prefect server comes up, and
@@ -154,9 +156,6 @@ class Supervisor:
         if server is not None:
             server.wait_healthy(s.prefect.startup_timeout_s, self._stop)
         gateway.wait_healthy(GATEWAY_START_S, self._stop)
-        runner = Service("runner", [sys.executable, "-m", "deployments.serve"], env,
-                         self.log_dir / "runner.log", stop_timeout_s=20.0)
-        self._launch(runner, None)
         return urls
 
     def model_check_at_start(self, urls: dict[str, str], lang: str) -> list[str]:

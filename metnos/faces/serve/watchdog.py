@@ -29,7 +29,7 @@ from metnos.ground.settings import Settings, get_settings
 log = logging.getLogger(__name__)
 
 DRAIN_MARGIN_S = 15.0  # after the gateway's drain window ([gateway] drain_s)
-CHILDREN = ("runner", "gateway", "prefect-server")
+CHILDREN = ("gateway", "prefect-server")
 
 
 def orphaned(parent: int) -> bool:
