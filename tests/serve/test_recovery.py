@@ -4,7 +4,8 @@
   the watchdog stops PostgreSQL), and the next `metnos serve` is healthy within 30 s with one
   copy of each process; with leftovers that could not stop by themselves (frozen), the next
   `metnos serve` stops them and says so.
-- kill -9 of each child (gateway, runner, Prefect server, PostgreSQL's postmaster, watchdog):
+- kill -9 of each child (the gateway, with its runner; the Prefect server, PostgreSQL's
+  postmaster, the watchdog):
   the supervisor brings it back healthy within 30 s without any command, and the owner gets a
   notice.
 - A second `metnos serve` on a running home is refused, naming the running supervisor's pid;
