@@ -50,7 +50,7 @@ def test_help_lists_every_command_and_loads_none() -> None:
         assert f" {name} " in listed.output, name
 
 
-def test_a_command_loads_itself_and_no_other(tmp_path: Path) -> None:
+def test_a_command_loads_itself_and_no_other() -> None:
     loaded = loaded_by(["chat", "--help"])
     assert "metnos.faces.cli.chat" in loaded
     others = {e.module for n, e in _Metnos.entries.items() if n not in ("chat", "approvals")}
