@@ -17,7 +17,9 @@ state, and two workers sharing one would see each other's.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import resource
 import shutil
 import signal
 import subprocess
@@ -26,12 +28,14 @@ import tempfile
 import time
 from pathlib import Path
 
+import psutil
+
 from metnos.faces.serve.prefect_access import AUTH_ENV, new_credential
 from metnos.faces.serve.processes import Service, base_environment, prefect_server
 from metnos.ground.db.embedded import EmbeddedPostgres
 
 URLS_ENV, DBS_ENV = "METNOS_TEST_PREFECT_URLS", "METNOS_TEST_PREFECT_DATABASES"
-# two workers' fixtures, engines and Prefect servers at once: more than the default 100
+# three workers' fixtures, engines and Prefect servers at once: more than the default 100
 MAX_CONNECTIONS = 400
 
 
@@ -56,6 +60,38 @@ def use_worker_services() -> None:
     home = os.environ.get("PREFECT_HOME")
     if home and not home.endswith(f"-{worker}"):  # a child pytest inherits the worker's
         os.environ["PREFECT_HOME"] = f"{home}-{worker}"
+
+
+def _tree_cpu_s(pid: int | None) -> float:
+    """CPU seconds of a live process and its live children (the ones gone are not counted)."""
+    if pid is None:
+        return 0.0
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except psutil.Error:
+        return 0.0
+    total = 0.0
+    for proc in procs:
+        with contextlib.suppress(psutil.Error):
+            times = proc.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+def cpu_report(wall_s: float, servers: list[Service], postmaster: int | None) -> str:
+    """Where the session's CPU went: the command (pytest with its workers and everything they
+    started and waited for), the Prefect servers, PostgreSQL. Issue 28's suite time is CPU
+    bound on two cores; this says whose."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    command = children.ru_utime + children.ru_stime
+    prefect = sum(_tree_cpu_s(server.pid) for server in servers)
+    postgres = _tree_cpu_s(postmaster)
+    total = command + prefect + postgres
+    return (f"[services] {wall_s:.0f} s of wall time, {total:.0f} CPU-s: the command "
+            f"{command:.0f} ({command / total:.0%}), the Prefect servers {prefect:.0f} "
+            f"({prefect / total:.0%}), PostgreSQL {postgres:.0f} ({postgres / total:.0%})"
+            if total else f"[services] {wall_s:.0f} s of wall time")
 
 
 def _parse(argv: list[str]) -> tuple[int, list[str]] | None:
@@ -118,7 +154,10 @@ def main(argv: list[str]) -> int:
             "METNOS_TEST_PG_PORT": str(pg.port),
             "METNOS_TEST_PG_PASSWORD_FILE": str(pg.password_file),
         })
-        return subprocess.call(command, env=env)  # noqa: S603 - the developer's own command
+        started = time.monotonic()
+        rc = subprocess.call(command, env=env)  # noqa: S603 - the developer's own command
+        print(cpu_report(time.monotonic() - started, servers, pg.postmaster_pid()), flush=True)
+        return rc
     finally:
         for server in servers:
             server.stop()
