@@ -21,6 +21,9 @@ from metnos.turns.runtime import Runtime
 from metnos.turns.service import CheckedStep, TurnContext
 
 PAUSE_POLL_S = 0.5  # how often a paused run checks whether it was resumed (Prefect: 10 s)
+# Prefect pauses a run, then saves its form's schema: a resume between the two is refused with
+# this reason, and passes a moment later
+SCHEMA_NOT_YET = "Run input schema not found"
 RESUME_RETRY_S = 10.0  # how long a failing resume is retried before the owner is told
 log = logging.getLogger(__name__)
 
@@ -34,9 +37,10 @@ class ApprovalInput(RunInput):
 
 async def resume_approval(flow_run_id: str, run_input: dict[str, Any]) -> None:
     """Resume a paused turn with the owner's decision (the UI's Resume button). Retried for
-    RESUME_RETRY_S while the run is still Running (the decision came before the pause) or the
-    API fails or answers 5xx/429; a run seen Running that then ends took it in (`gate.decided`);
-    one ended at once, or unknown, fails to the caller (`metnos.mechanisms.approvals.resume`)."""
+    RESUME_RETRY_S while the run is still Running (the decision came before the pause), is
+    Paused without its form yet (`SCHEMA_NOT_YET`), or the API fails or answers 5xx/429; a
+    run seen Running that then ends took it in (`gate.decided`); one ended at once, or
+    unknown, fails to the caller (`metnos.mechanisms.approvals.resume`)."""
     retrying = tenacity.AsyncRetrying(
         retry=tenacity.retry_if_exception(_may_pass),
         stop=tenacity.stop_after_delay(RESUME_RETRY_S),
@@ -72,6 +76,8 @@ def _may_pass(exc: BaseException) -> bool:
     """Whether a resume that failed with `exc` may work if tried again soon."""
     if isinstance(exc, PrefectHTTPStatusError):
         return exc.response.status_code >= 500 or exc.response.status_code == 429
+    if type(exc) is RuntimeError:  # aresume_flow_run's refusal, the server's reason in it
+        return SCHEMA_NOT_YET in str(exc)
     return isinstance(exc, NotPausedError | httpx.TransportError) and not isinstance(
         exc, RunFinished)
 
