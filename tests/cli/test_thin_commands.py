@@ -10,9 +10,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -24,6 +21,7 @@ from metnos.ground.errors import MetnosError
 from metnos.ground.settings import Settings
 from metnos.ground.settings.gateway import GatewaySettings
 from tests.support.pg import free_port
+from tests.support.sockets import one_answer as gateway
 
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = {"httpx", "sqlalchemy", "prefect", "litellm", "fastapi"}
@@ -82,30 +80,6 @@ def test_a_misspelt_command_is_answered_with_the_near_ones() -> None:
 
 
 # -- the client against gateways that misbehave -------------------------------------------
-@contextmanager
-def gateway(answer: Callable[[socket.socket], None]) -> Iterator[str]:
-    """A one-connection server on loopback that reads the request, then does `answer`."""
-    server = socket.create_server(("127.0.0.1", 0))
-    port = server.getsockname()[1]
-
-    def serve() -> None:
-        try:
-            conn, _ = server.accept()
-        except OSError:
-            return
-        with conn:
-            conn.recv(65536)
-            answer(conn)
-
-    thread = threading.Thread(target=serve, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.close()
-        thread.join(timeout=5)
-
-
 def silent(conn: socket.socket) -> None:
     conn.recv(1)  # until the client gives up and closes
 

@@ -9,6 +9,7 @@ scheduled deployments, are started as commands (`python -m deployments.prefect_s
 from __future__ import annotations
 
 import ctypes
+import http.client
 import logging
 import os
 import signal
@@ -182,13 +183,14 @@ def ensure_port_free(service: str, port: int, host: str = "127.0.0.1") -> None:
 
 def responds(url: str, timeout_s: float = 3.0) -> bool:
     """True when the server at `url` answers at all (any HTTP status: a draining gateway's
-    503 is an answer); False when it does not within `timeout_s` (hung, or gone)."""
+    503 is an answer); False when it does not within `timeout_s` (hung, or gone) or what it
+    says is not HTTP."""
     try:
         with urllib.request.urlopen(url, timeout=timeout_s):  # noqa: S310 - loopback URL
             return True
     except urllib.error.HTTPError:
         return True
-    except (urllib.error.URLError, OSError, ValueError):
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException):
         return False
 
 
@@ -197,7 +199,7 @@ def _answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(url, timeout=2) as resp:  # noqa: S310 - loopback URL
             return bool(resp.status == 200)
-    except (urllib.error.URLError, OSError, ValueError):
+    except (urllib.error.URLError, OSError, ValueError, http.client.HTTPException):
         return False
 
 

@@ -24,6 +24,7 @@ earlier version is still stopped as a leftover: `leftovers.py`.)
 
 from __future__ import annotations
 
+import http.client
 import json
 import logging
 import os
@@ -100,6 +101,14 @@ class Supervisor:
     _last_look: float = 0.0  # the last health look at the children (time.monotonic)
     _silent_since: dict[str, float] = field(default_factory=dict)
 
+    def _tell(self, line: str) -> None:
+        """One line for the person who ran `metnos serve`; a terminal that is gone (a closed
+        pipe, a hung-up session) loses the line, never the supervisor."""
+        try:
+            self.say(line)
+        except OSError:
+            log.warning("serve.terminal_gone line=%r", line)
+
     @property
     def owns_home(self) -> bool:
         """True once this supervisor holds the instance's lock (it has something to stop)."""
@@ -123,7 +132,7 @@ class Supervisor:
         instance.record(s, ProcessRecord.of(SUPERVISOR, os.getpid()))
         if stopped:
             log.warning("serve.leftovers_stopped names=%s", ",".join(stopped))
-            self.say(i18n.get("MSG_SERVE_LEFTOVERS_STOPPED", names=", ".join(stopped)))
+            self._tell(i18n.get("MSG_SERVE_LEFTOVERS_STOPPED", names=", ".join(stopped)))
         for name, port in instance_ports(s, embedded_db=embedded, own_prefect=own_prefect).items():
             ensure_port_free(name, port)
         env = base_environment()
@@ -170,7 +179,7 @@ class Supervisor:
         try:
             with urllib.request.urlopen(request, timeout=20) as resp:  # noqa: S310 - loopback
                 found = json.load(resp)
-        except (OSError, ValueError):
+        except (OSError, ValueError, http.client.HTTPException):  # e.g. cut short
             log.warning("serve.model_check_unavailable", exc_info=True)
             return []
         if not isinstance(found, dict) or found.get("model") not in (
@@ -187,7 +196,7 @@ class Supervisor:
         try:
             with urllib.request.urlopen(f"{gateway_url}/healthz", timeout=5) as resp:  # noqa: S310
                 return bool(json.load(resp).get("sandbox") == "ok")
-        except (OSError, ValueError):
+        except (OSError, ValueError, http.client.HTTPException):  # e.g. cut short
             return False
 
     def handle_signals(self) -> None:
@@ -223,11 +232,17 @@ class Supervisor:
 
     # -- while running --------------------------------------------------------------------
     def wait(self) -> int:
-        """Block until a signal arrives, restarting the children that die or hang; 0 then."""
+        """Block until a signal arrives, restarting the children that die or hang; 0 then.
+        A look that fails (a bug, a full disk) is logged and the next one comes a second
+        later: the supervisor is what keeps the rest running, so nothing stops it but a
+        signal."""
         while not self._stop.wait(1.0):
-            self._notice_hangs()
-            self._notice_deaths()
-            self._restart_next()
+            try:
+                self._notice_hangs()
+                self._notice_deaths()
+                self._restart_next()
+            except Exception:
+                log.exception("serve.watch_failed")
         return 0
 
     def _notice_hangs(self) -> None:
@@ -248,7 +263,7 @@ class Supervisor:
             since = self._silent_since.setdefault(svc.name, now)
             if now - since >= self.settings.gateway.hung_after_s:
                 log.error("service.hung name=%s silent_s=%.0f", svc.name, now - since)
-                self.say(i18n.get("MSG_SERVICE_HUNG", name=svc.name,
+                self._tell(i18n.get("MSG_SERVICE_HUNG", name=svc.name,
                                   seconds=f"{now - since:.0f}"))
                 svc.kill()
                 self._silent_since.pop(svc.name, None)
@@ -272,7 +287,7 @@ class Supervisor:
         self._pending[name] = _Pending(datetime.now(UTC), now + delay)
         instance.forget(self.settings, name)
         log.error("service.died name=%s log=%s restart_in_s=%.0f", name, log_path, delay)
-        self.say(i18n.get("MSG_SERVICE_DIED_RESTARTING", name=name, log=log_path,
+        self._tell(i18n.get("MSG_SERVICE_DIED_RESTARTING", name=name, log=log_path,
                           seconds=f"{delay:.0f}"))
 
     def _restart_next(self) -> None:
@@ -300,7 +315,7 @@ class Supervisor:
             return
         del self._pending[name]
         log.warning("service.restarted name=%s", name)
-        self.say(i18n.get("MSG_SERVICE_RESTARTED", name=name))
+        self._tell(i18n.get("MSG_SERVICE_RESTARTED", name=name))
         # here, not at the top: the notice needs the database's code (tens of megabytes),
         # which a supervisor whose children never die never loads
         from metnos.faces.serve.notice import tell_owner_restarted
