@@ -10,8 +10,9 @@ from uuid import UUID
 
 import httpx
 import pytest
-from prefect.client.orchestration import get_client
+from prefect.client.orchestration import PrefectClient, get_client
 from prefect.client.schemas.objects import FlowRun
+from prefect.exceptions import PrefectHTTPStatusError
 from prefect.flow_runs import aresume_flow_run
 
 from metnos.ground import i18n
@@ -41,13 +42,29 @@ async def answer(client: httpx.AsyncClient, body: dict[str, Any], decision: str)
 
 
 async def paused(flow_run_id: str) -> FlowRun:
+    """The run once paused with its form in place: Prefect saves the form's schema just
+    after the Paused state, and the UI shows the form once it is there."""
     async with get_client() as prefect:
         for _ in range(100):
             run = await prefect.read_flow_run(UUID(flow_run_id))
-            if run.state is not None and run.state.is_paused():
+            if run.state is not None and run.state.is_paused() and await _form_saved(
+                    prefect, run):
                 return run
             await asyncio.sleep(0.1)
     raise AssertionError(f"flow run {flow_run_id} never paused: {run.state}")
+
+
+async def _form_saved(prefect: PrefectClient, run: FlowRun) -> bool:
+    keyset = run.state.state_details.run_input_keyset if run.state is not None else None
+    if keyset is None:
+        return True  # a pause that waits for no form
+    try:
+        await prefect.read_flow_run_input(run.id, keyset["schema"])
+    except PrefectHTTPStatusError as exc:
+        if exc.response.status_code != 404:
+            raise
+        return False
+    return True
 
 
 FINAL = "That is all I did."

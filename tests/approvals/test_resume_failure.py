@@ -13,7 +13,7 @@ import httpx
 import pytest
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
-import flows.approval
+import flows._resume
 from metnos.ground.db.engine import session as db_session
 from metnos.mechanisms import approvals
 from metnos.mechanisms.approvals import NewApproval
@@ -89,18 +89,18 @@ async def test_an_unreachable_prefect_api_is_retried_then_told(
         make_home: MakeHome, prefect_api: str, monkeypatch: pytest.MonkeyPatch,
         caplog: pytest.LogCaptureFixture) -> None:
     home = make_home(lang="en")
-    monkeypatch.setattr(flows.approval, "RESUME_RETRY_S", 4.0)  # one attempt: ~1.6 s
+    monkeypatch.setattr(flows._resume, "RESUME_RETRY_S", 4.0)  # one attempt: ~1.6 s
     async with gateway_client(home) as client:
         turn = await _finished_turn(client)
         approval_id = _approval(client, turn, str(uuid.uuid4()))
         closed = f"http://127.0.0.1:{free_port()}/api"  # nothing listens there
         with temporary_settings(updates={PREFECT_API_URL: closed}), \
-                caplog.at_level(logging.WARNING, logger="flows.approval"):
+                caplog.at_level(logging.WARNING, logger="flows._resume"):
             resp = await client.post(f"/api/approvals/{approval_id}",
                                      json={"decision": "deny"})
         message = _told(resp, approval_id, "denied")
         assert "ConnectError" in message
         retries = [r for r in caplog.records
-                   if r.name == "flows.approval" and r.getMessage().startswith("Retrying")]
+                   if r.name == "flows._resume" and r.getMessage().startswith("Retrying")]
         assert len(retries) >= 1, [r.getMessage() for r in caplog.records]  # tried again
         _recorded(home, client, approval_id, "denied")

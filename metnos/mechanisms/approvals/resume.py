@@ -36,7 +36,7 @@ async def decide_and_resume(engine: Engine, audit: AuditLog, resumer: Resumer | 
     the paused turn flow through `resumer` (None: the plain path polls the row); True when
     it was resumed.
 
-    The resumer retries what may pass (flows/approval.py); when the resume still fails, the
+    The resumer retries what may pass (flows/_resume.py); when the resume still fails, the
     decision stays recorded and the caller gets ApprovalError(ERR_APPROVAL_RESUME_FAILED,
     502) naming the approval's state, with one more audit line: never a silent success."""
     row = await asyncio.to_thread(_decide, engine, audit, approval_id, decision, user_id,
