@@ -31,7 +31,7 @@ from flows.remote_step import port
 from flows.turn import crash_runs, resume_approval, run_turn
 from metnos.faces.gateway.app import create_app
 from metnos.faces.gateway.outbox_delivery import with_reminders
-from metnos.faces.gateway.process import serve
+from metnos.faces.gateway.process import own_lines_at_info, serve
 from metnos.faces.gateway.scheduled import with_schedules
 from metnos.faces.gateway.state import run_alongside
 from metnos.faces.serve.processes import wait_responding
@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="also serve the scheduled deployments (as `metnos serve` does)")
     args = parser.parse_args(argv)
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    own_lines_at_info()
     settings = get_settings()
     built = app()
     if args.schedules:  # the outermost part of the lifespan: started last, stopped first

@@ -102,6 +102,11 @@ def test_serve_answers_a_turn_and_stops_cleanly(
     assert alive == [], f"left running: {[p.cmdline() for p in alive]}"
     with pytest.raises(httpx.ConnectError):
         httpx.get(f"{gateway}/healthz")
+    # Metnos's own progress is in the gateway's log beside uvicorn's and Prefect's lines
+    log = (Path(instance_env["METNOS_HOME"]) / "logs" / "gateway.log").read_text()
+    for line in ("gateway.ready executors=", "serve.schedules_served deployments=",
+                 "gateway.stop signal=SIGTERM", "gateway.drained"):
+        assert line in log, line
 
 
 def the_gateway_serves_the_schedules(served: subprocess.Popen[str], gateway: str, prefect: str,

@@ -26,6 +26,19 @@ from metnos.faces.gateway.state import state_of
 log = logging.getLogger(__name__)
 
 FORCED_EXIT_S = 3.0  # after a second stop signal, what is left is cut short
+OWN_LOGGERS = ("metnos", "flows", "tasks", "deployments")
+
+
+def own_lines_at_info() -> None:
+    """Metnos's own INFO lines (ready, schedules served, draining, stopped) reach the
+    process's log (`logs/gateway.log` under `metnos serve`). Prefect configures logging when
+    it is imported — the root at WARNING, its console handler on it — so `basicConfig`
+    alone (kept for a process where Prefect has not) leaves them out; Metnos's loggers are
+    raised to INFO on their own, and third parties' INFO (httpx's line per request) stays
+    out."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    for name in OWN_LOGGERS:
+        logging.getLogger(name).setLevel(logging.INFO)
 
 
 def serve(server: uvicorn.Server, built: FastAPI, drain_s: float) -> int:
