@@ -23,7 +23,7 @@ run: $(STAMP)
 # three pytest-xdist workers on two cores: the tests wait on the servers they start, and a third
 # worker fills those waits (a full run: 1,604 s with two, 1,368 s with three); each has its own
 # Prefect server (tests/support/services.py);
-# worksteal: a worker that runs out takes the tail of the other's share
+# worksteal: a worker that runs out takes the tail of the others' shares
 TEST_WORKERS ?= 3
 
 test: $(STAMP)
