@@ -1,5 +1,5 @@
 """The turn flow's id is asked of the Prefect server once per process, not before every run
-(`flows/_clients.py`, `FlowIds`), and a flow deleted from the Prefect UI costs no turn.
+(`flows/_flow_ids.py`), and a flow deleted from the Prefect UI costs no turn.
 
 The gateway's Prefect client talks to the server through a recording TCP proxy on loopback:
 what it records is what went over the wire."""
