@@ -20,11 +20,10 @@ run: $(STAMP)
 	$(VENV)/bin/metnos init --if-needed
 	$(VENV)/bin/metnos serve
 
-# three pytest-xdist workers on two cores: the tests wait on the servers they start, and a third
-# worker fills those waits (a full run: 1,604 s with two, 1,368 s with three); each has its own
-# Prefect server (tests/support/services.py);
-# worksteal: a worker that runs out takes the tail of the others' shares
-TEST_WORKERS ?= 3
+# one pytest-xdist worker per core, each with its own Prefect server (tests/support/services.py)
+# (three on two cores ran ~15% faster, and missed the crash tests' 30 s bounds in one full run
+# of three); worksteal: a worker that runs out takes the tail of the other's share
+TEST_WORKERS ?= 2
 
 test: $(STAMP)
 	$(PY) -m tests.support.services --workers $(TEST_WORKERS) -- \

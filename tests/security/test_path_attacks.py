@@ -122,7 +122,8 @@ async def test_forbidden_path_is_refused(arena: Arena, spelling: Spelling,
     assert out.body["status"] == "completed", out.body
     assert out.turn is not None and out.turn["status"] == "completed", out.turn
     assert out.stray == [], out.stray  # no audit line outside the attacks' own turns
-    [line] = out.lines  # exactly one audit line for the turn, whatever happened
+    assert len(out.lines) == 1, out.lines  # exactly one audit line for the turn, whatever
+    [line] = out.lines  # happened
     assert line["action"] == executor, line
     if spelling.lookalike and line["decision"] == "allow":
         return  # an ordinary workspace name: it ran inside the sandbox, harmlessly

@@ -98,9 +98,9 @@ def make_home(tmp_path: Path, pg_server: TestPostgres, monkeypatch: pytest.Monke
         # a home without a catalog stays one (the Tutor steps aside) unless a test asks for
         # the compile at start (issue 27): no test pays for a compile it does not use
         monkeypatch.setenv("METNOS_TUTOR_READ_AT_START", "false")
-        # the pre-check's 2 s window is a household machine's; three test workers on two cores
-        # can take longer, and a pre-check that steps aside fails a test of what the Tutor
-        # says (seen in a full run): the longest window the setting allows
+        # the pre-check's 2 s window is a household machine's; a loaded test machine can take
+        # longer, and a pre-check that steps aside fails a test of what the Tutor says (seen
+        # in a full run): the longest window the setting allows
         monkeypatch.setenv("METNOS_TUTOR_WINDOW_MS", "10000")
         # a gateway stopped at the end of a test with a turn still waiting for its approval
         # waits out the whole drain window (30 s by default) before recording it interrupted:

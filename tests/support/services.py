@@ -35,7 +35,7 @@ from metnos.faces.serve.processes import Service, base_environment, prefect_serv
 from metnos.ground.db.embedded import EmbeddedPostgres
 
 URLS_ENV, DBS_ENV = "METNOS_TEST_PREFECT_URLS", "METNOS_TEST_PREFECT_DATABASES"
-# three workers' fixtures, engines and Prefect servers at once: more than the default 100
+# the workers' fixtures, engines and Prefect servers at once: more than the default 100
 MAX_CONNECTIONS = 400
 
 
