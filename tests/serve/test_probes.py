@@ -21,8 +21,7 @@ import pytest
 
 from metnos.faces.serve.processes import Service, _answers, responds
 from metnos.faces.serve.supervisor import Supervisor
-from metnos.ground.settings import Settings
-from metnos.ground.settings.gateway import GatewaySettings
+from tests.cli.test_thin_commands import settings_for
 from tests.support.sockets import one_answer
 
 
@@ -40,11 +39,7 @@ def closed_at_once(conn: socket.socket) -> None:
 
 
 def supervisor_for(base: str, tmp_path: Path) -> Supervisor:
-    settings = Settings(home=tmp_path / "home",
-                        gateway=GatewaySettings(port=int(base.rsplit(":", 1)[1])))
-    settings.owner_token_path.parent.mkdir(parents=True, exist_ok=True)
-    settings.owner_token_path.write_text("t0ken\n")
-    return Supervisor(settings, say=lambda line: None)
+    return Supervisor(settings_for(base, tmp_path), say=lambda line: None)
 
 
 BAD = [cut_short, not_http, closed_at_once]
