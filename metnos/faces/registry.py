@@ -13,6 +13,7 @@ from __future__ import annotations
 from sqlalchemy import Engine
 
 from metnos.faces.web import models as _web  # noqa: F401
+from metnos.features.attachments import models as _attachments  # noqa: F401
 from metnos.features.mnestoma import models as _mnestoma  # noqa: F401
 from metnos.features.pairing import models as _pairing  # noqa: F401
 from metnos.features.proposals import models as _proposals  # noqa: F401

@@ -32,16 +32,22 @@ class MetnosError(Exception):
         super().__init__(f"{self.key} {vars}" if vars else self.key)
 
 
-
 class ConfigError(MetnosError, ValueError):
+    """A setting that does not fit: `metnos.toml` unparsable, an unknown key, a value its
+    field refuses (at load, or when a command writes it, as `metnos mail set` does)."""
+
     key = "ERR_CONFIG_INVALID"
 
 
 class NotInitialisedError(MetnosError, FileNotFoundError):
+    """The home has no owner token yet: `metnos init` has not run there."""
+
     key = "ERR_HOME_NOT_INITIALISED"
 
 
 class ExecutorNotFound(MetnosError, LookupError):
+    """No executor of that name is in the registry, or in the executor folders a command reads."""
+
     key = "ERR_EXECUTOR_NOT_FOUND"
 
 
@@ -57,6 +63,9 @@ class SignatureError(MetnosError, PermissionError):
 
 
 class ManifestError(MetnosError, ValueError):
+    """An executor's `manifest.toml` is unreadable or fails its schema (an input type the
+    policy cannot check included): the executor is not loaded."""
+
     key = "ERR_EXECUTOR_MANIFEST_INVALID"
 
 
@@ -67,10 +76,16 @@ class PolicyDenied(MetnosError, PermissionError):
 
 
 class SandboxError(MetnosError, RuntimeError):
+    """The sandbox cannot run a step safely: no bubblewrap or no Python for it, or a path it
+    would bind is unsafe."""
+
     key = "ERR_SANDBOX_FAILED"
 
 
 class AuditError(MetnosError, RuntimeError):
+    """The audit log cannot be trusted or written: its checkpoint is unreadable, unsigned or
+    disagrees with the lines, the tail was cut, a write failed, or the log is closed."""
+
     key = "ERR_AUDIT_BROKEN"
 
 
@@ -87,4 +102,6 @@ class ModelRetryError(MetnosError, ValueError):
 
 
 class DatabaseError(MetnosError, RuntimeError):
+    """PostgreSQL cannot be reached, or the embedded one cannot be set up or started."""
+
     key = "ERR_DATABASE_UNAVAILABLE"

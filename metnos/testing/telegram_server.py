@@ -2,7 +2,8 @@
 
 It speaks the part of the Bot API the Metnos bot uses (`getMe`, `deleteWebhook`,
 `getUpdates` with long polling, `sendMessage`, `editMessageText`, `editMessageReplyMarkup`,
-`answerCallbackQuery`, `sendChatAction`) at `<base_url>/bot<token>/<method>`, the layout
+`answerCallbackQuery`, `sendChatAction`, `getFile`, and the download of a file at
+`<base_url>/file/bot<token>/<path>`) at `<base_url>/bot<token>/<method>`, the layout
 aiogram's `TelegramAPIServer.from_base(base_url)` expects. Tests feed updates
 (`push_message`, `push_callback`, `push_edit`) and read what the bot sent (`calls`,
 `sent_texts(chat_id)`, `wait_for(...)`). Updates are delivered as given, whatever
@@ -52,6 +53,7 @@ class FakeTelegram(LoopbackServer):
         self._message_ids = itertools.count(1000)
         self._cond = threading.Condition()
         self._closing = False
+        self.files: dict[str, bytes] = {}  # what `getFile` and /file/ serve, by file id
 
     def handler(self) -> type[BaseHTTPRequestHandler]:
         return _handler_for(self)
@@ -67,16 +69,26 @@ class FakeTelegram(LoopbackServer):
                      chat_id: int | None = None, forward: bool = False,
                      reply_to: str | None = None, quote: str | None = None,
                      language_code: str | None = "it", first_name: str | None = None,
-                     username: str | None = None, photo: bool = False) -> int:
+                     username: str | None = None, photo: bytes | None = None,
+                     document: tuple[str, str, bytes] | None = None) -> int:
         """A message from `user_id` (in its private chat unless `chat_type` says otherwise);
         returns its message id. `first_name` / `username` replace the sender's defaults;
-        `photo`: a photo, `text` its caption (none when empty)."""
+        `photo` (its bytes) or `document` (name, media type, bytes): a file the bot fetches
+        with getFile, `text` its caption (none when empty)."""
         message = self._message(user_id, text, chat_type, chat_id, language_code)
-        if photo:
+        number = message["message_id"]
+        if photo is not None:
+            self.files[f"photo-{number}"] = photo
+            message["photo"] = [{"file_id": f"photo-{number}", "file_unique_id": f"p{number}",
+                                 "width": 640, "height": 480, "file_size": len(photo)}]
+        if document is not None:
+            name, media_type, data = document
+            self.files[f"doc-{number}"] = data
+            message["document"] = {"file_id": f"doc-{number}", "file_unique_id": f"d{number}",
+                                   "file_name": name, "mime_type": media_type,
+                                   "file_size": len(data)}
+        if photo is not None or document is not None:
             caption = message.pop("text")
-            message["photo"] = [{"file_id": f"photo-{message['message_id']}",
-                                 "file_unique_id": f"p{message['message_id']}",
-                                 "width": 640, "height": 480}]
             if caption:
                 message["caption"] = caption
         if first_name is not None:
@@ -182,6 +194,11 @@ class FakeTelegram(LoopbackServer):
         if method == "getMe":
             result = {**_bot(), "can_join_groups": False, "can_read_all_group_messages": False,
                       "supports_inline_queries": False}
+        elif method == "getFile":
+            file_id = str(params.get("file_id", ""))
+            result = {"file_id": file_id, "file_unique_id": f"u-{file_id}",
+                      "file_size": len(self.files.get(file_id, b"")),
+                      "file_path": f"files/{file_id}"}
         elif method in ("sendMessage", "editMessageText", "editMessageReplyMarkup"):
             result = self._sent_message(method, params)
         with self._cond:
@@ -244,6 +261,9 @@ def _handler_for(server: FakeTelegram) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
             parts = self.path.strip("/").split("/")
+            if len(parts) == 4 and parts[:1] == ["file"] and parts[2] == "files":
+                self._send_file(server.files.get(parts[3]))
+                return
             if len(parts) != 2 or not parts[0].startswith("bot"):
                 self._send(404, {"ok": False, "error_code": 404, "description": "Not Found"})
                 return
@@ -251,6 +271,13 @@ def _handler_for(server: FakeTelegram) -> type[BaseHTTPRequestHandler]:
             self._send(200, {"ok": True, "result": server.answer(parts[1], params)})
 
         do_GET = do_POST  # noqa: N815 - stdlib name
+
+        def _send_file(self, data: bytes | None) -> None:
+            self.send_response(200 if data is not None else 404)
+            self.send_header("Content-Type", "application/octet-stream")
+            self.send_header("Content-Length", str(len(data or b"")))
+            self.end_headers()
+            self.wfile.write(data or b"")
 
         def _send(self, status: int, body: dict[str, Any]) -> None:
             data = json.dumps(body).encode()

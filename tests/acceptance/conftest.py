@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.telegram.conftest import telegram
 from tests.webchat.conftest import browser, chromium_path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -23,4 +22,4 @@ def artifacts() -> Path:
     return folder
 
 
-__all__ = ["artifacts", "browser", "chromium_path", "telegram"]
+__all__ = ["artifacts", "browser", "chromium_path"]

@@ -102,9 +102,15 @@ def test_a_healthy_instance_says_so_in_one_screen(env: dict[str, str]) -> None:
 def test_json_gives_every_finding(env: dict[str, str]) -> None:
     found = findings(env)
     assert set(found) == {"port:gateway", "port:prefect-server", "port:postgres", "processes",
-                          "sandbox", "model", "prefect-credential", "tutor", "disk", "audit"}
+                          "sandbox", "model", "prefect-credential", "tutor", "disk", "audit",
+                          "ocr"}
     assert found["processes"]["ok"] is None and found["sandbox"]["ok"] is True
     assert found["tutor"]["ok"] is True  # init's own compile: tests/tutor/test_first_turn.py
+    readable = shutil.which("tesseract") is not None and all(
+        list(Path("/usr/share/tesseract-ocr").glob(f"*/tessdata/{code}.traineddata"))
+        for code in ("ita", "eng"))
+    assert found["ocr"]["ok"] is (True if readable else None)
+    assert (found["ocr"]["fix"] is None) is readable
     assert all(set(f) == {"name", "ok", "line", "fix"} for f in found.values())
 
 

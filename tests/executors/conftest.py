@@ -20,7 +20,7 @@ from metnos.testing.executors import direct_argv
 REPO_EXECUTORS = resources_path("executors")
 BUILTINS = (
     "fs_find", "fs_read", "fs_write", "fs_move", "fs_delete", "shell_run", "web_fetch", "i18n_lint",
-    "lists", "reminder_set", "pdf_ext", "archive", "notify", "summarize",
+    "lists", "reminder_set", "pdf_ext", "ocr", "archive", "notify", "summarize",
     "imap_status", "imap_fetch_headers", "move_messages", "photo_rename", "schedule_set",
 )
 

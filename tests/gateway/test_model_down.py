@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -36,12 +36,6 @@ OWNER_CHAT, ANNA = 7101, 7102  # the first chat paired is the owner's; Anna is a
 UNREACHABLE = "MSG_TURN_NO_MODEL_UNREACHABLE"
 
 Check = Callable[[str], list[str]]
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
 
 
 @pytest.fixture

@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -21,12 +20,6 @@ from tests.support.home import GATEWAY_BASE, MakeHome
 from tests.telegram.support import TOKEN, pair, until
 
 ANNA = 5551234
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
 
 
 @pytest.mark.timeout(180)

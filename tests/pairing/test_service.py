@@ -30,13 +30,13 @@ from metnos.features.pairing.codes import new_code
 from metnos.ground import i18n
 from metnos.ground.db.engine import session as db_session
 from metnos.mechanisms.audit import AuditLog
-from tests.pairing.support import T0, TTL, audit_lines, policy
+from tests.pairing.support import T0, TTL, admit_as, audit_lines, policy
 
 P = policy()
 
 
 def _code(db: Session, sender: str, channel: str = "telegram", now: datetime = T0) -> str:
-    adm = admit(db, channel=channel, sender_id=sender, settings=P, now=now)
+    adm = admit_as(db, sender, channel, now)
     assert adm.status == "code_sent" and adm.code, adm
     return adm.code
 

@@ -40,6 +40,7 @@ EXPECTED: list[tuple[str, dict[str, Any], str]] = [
     ("lists", {"action": "clear", "list": "shopping"}, "owner"),
     ("move_messages", {"folder": "INBOX", "to_folder": "Trash", "uids": [1]}, "owner"),
     ("notify", {"text": "hi"}, "owner"),
+    ("ocr", {"path": "inbox/receipt.jpg"}, "self"),
     ("pdf_ext", {"path": "a.pdf"}, "self"),
     ("photo_rename", {"folder": "photos", "prefix": "x"}, "owner"),
     ("reminder_set", {"text": "call mum", "at": "18:00"}, "self"),

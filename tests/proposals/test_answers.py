@@ -63,12 +63,6 @@ def _fresh_ran() -> Iterator[None]:
     ran.clear()
 
 
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
-
-
 async def test_accept_and_dismiss_through_the_web_api(make_home: MakeHome) -> None:
     home = make_home(lang="en", **NO_QUIET)
     async with gateway_client(home, prefect=False) as client:

@@ -5,7 +5,7 @@ deployment runner runs the reminder's flow on the session's Prefect server."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import httpx
@@ -36,12 +36,6 @@ from tests.support.pg import free_port
 from tests.telegram.support import TOKEN, pair, until
 
 ANNA = 5551234
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
 
 
 @asynccontextmanager

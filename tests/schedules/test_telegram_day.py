@@ -8,7 +8,6 @@ embedded planner could not run is refused when it is said, with the forms it rea
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from contextlib import AbstractAsyncContextManager
 from datetime import UTC, datetime
 from zoneinfo import ZoneInfo
@@ -37,12 +36,6 @@ def gateway(home: Home) -> AbstractAsyncContextManager[httpx.AsyncClient]:
     """The gateway as `flows/gateway.py` composes it (turns, reminders, scheduled tasks), the
     Telegram channel polling the fake Bot API, as the owner."""
     return reminders_gateway(home, sync(home.settings))
-
-
-@pytest.fixture
-def telegram() -> Iterator[FakeTelegram]:
-    with FakeTelegram() as server:
-        yield server
 
 
 def _cards(tg: FakeTelegram) -> list[object]:

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import secrets
 from collections.abc import Callable
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 import pytest
 from sqlmodel import Session, select
 
 from metnos.features.pairing import (
     ALPHABET,
-    Admission,
     PairingCodeExpired,
     PairingCodeUnknown,
     PairingError,
@@ -26,7 +25,15 @@ from metnos.features.pairing import (
     revoke,
 )
 from metnos.mechanisms.audit import AuditLog
-from tests.pairing.support import T0, TTL, audit, audit_lines, pairing_client, policy
+from tests.pairing.support import (
+    T0,
+    TTL,
+    admit_as,
+    audit,
+    audit_lines,
+    pairing_client,
+    policy,
+)
 from tests.support.home import MakeHome
 
 __all__ = ["audit"]  # the fixture, imported for this module
@@ -35,19 +42,14 @@ P = policy()
 attack = pytest.mark.attack
 
 
-def _admit(db: Session, sender: str, channel: str = "telegram", now: datetime = T0,
-           audit: AuditLog | None = None) -> Admission:
-    return admit(db, channel=channel, sender_id=sender, settings=P, now=now, audit=audit)
-
-
 @attack
 def test_unpaired_sender_gets_a_code_once_and_nothing_runs(db_session: Session,
                                                            audit: AuditLog) -> None:
-    first = _admit(db_session, "666", audit=audit)
+    first = admit_as(db_session, "666", audit=audit)
     assert first.status == "code_sent" and first.user_id is None
     # the attacker keeps writing, including its own code and an "approve" command
     for i in range(20):
-        later = _admit(db_session, "666", now=T0 + timedelta(minutes=i), audit=audit)
+        later = admit_as(db_session, "666", now=T0 + timedelta(minutes=i), audit=audit)
         assert (later.status, later.user_id, later.code, later.message()) == (
             "ignored", None, None, None)
     assert find_paired(db_session, "telegram", "666") is None
@@ -59,8 +61,8 @@ def test_unpaired_sender_gets_a_code_once_and_nothing_runs(db_session: Session,
 @attack
 def test_fourth_pending_request_is_ignored(db_session: Session, audit: AuditLog) -> None:
     for sender in ("a", "b", "c"):
-        assert _admit(db_session, sender).status == "code_sent"
-    fourth = _admit(db_session, "d", audit=audit)
+        assert admit_as(db_session, sender).status == "code_sent"
+    fourth = admit_as(db_session, "d", audit=audit)
     assert (fourth.status, fourth.code, fourth.message_key) == ("ignored", None, None)
     assert [(ln["sender"], ln["reason"]) for ln in audit_lines(audit)] == [
         ("d", "ERR_PAIRING_TOO_MANY_PENDING")]
@@ -70,12 +72,12 @@ def test_fourth_pending_request_is_ignored(db_session: Session, audit: AuditLog)
 
 @attack
 def test_expired_code_cannot_be_approved(db_session: Session, audit: AuditLog) -> None:
-    code = _admit(db_session, "666").code
+    code = admit_as(db_session, "666").code
     assert code
     with pytest.raises(PairingCodeExpired):
         approve(db_session, code, approver="owner", settings=P, now=T0 + TTL, audit=audit)
     assert find_paired(db_session, "telegram", "666") is None
-    assert _admit(db_session, "666", now=T0 + TTL).status == "code_sent"  # a NEW code, not this
+    assert admit_as(db_session, "666", now=T0 + TTL).status == "code_sent"  # a NEW code, not this
     with pytest.raises(PairingCodeExpired):
         approve(db_session, code, approver="owner", settings=P, now=T0 + TTL, audit=audit)
     assert [ln["reason"] for ln in audit_lines(audit)] == ["ERR_PAIRING_CODE_EXPIRED"] * 2
@@ -83,7 +85,7 @@ def test_expired_code_cannot_be_approved(db_session: Session, audit: AuditLog) -
 
 @attack
 def test_brute_force_locks_out(db_session: Session, audit: AuditLog) -> None:
-    right = _admit(db_session, "666").code
+    right = admit_as(db_session, "666").code
     assert right
     refused = 0
     for i in range(40):  # random guesses, then the right code
@@ -100,33 +102,33 @@ def test_brute_force_locks_out(db_session: Session, audit: AuditLog) -> None:
 
 @attack
 def test_revoked_sender_is_no_longer_paired(db_session: Session) -> None:
-    code = _admit(db_session, "42").code
+    code = admit_as(db_session, "42").code
     assert code
     approve(db_session, code, approver="owner", settings=P, now=T0)
     assert revoke(db_session, channel="telegram", sender_id="42")
-    after = _admit(db_session, "42", now=T0 + timedelta(seconds=1))
+    after = admit_as(db_session, "42", now=T0 + timedelta(seconds=1))
     assert after.status == "code_sent" and after.user_id is None
     with pytest.raises(PairingCodeUnknown):  # the old code does not bring it back
         approve(db_session, code, approver="owner", settings=P, now=T0 + timedelta(seconds=2))
-    assert _admit(db_session, "42", now=T0 + timedelta(seconds=3)).status == "ignored"
+    assert admit_as(db_session, "42", now=T0 + timedelta(seconds=3)).status == "ignored"
 
 
 @attack
 def test_a_code_pairs_only_its_own_request(db_session: Session) -> None:
-    tg = _admit(db_session, "42", channel="telegram").code
-    web = _admit(db_session, "42", channel="web").code
+    tg = admit_as(db_session, "42", channel="telegram").code
+    web = admit_as(db_session, "42", channel="web").code
     assert tg and web and tg != web
     paired = approve(db_session, tg, approver="owner", settings=P, now=T0)
     assert (paired.channel, paired.sender_id) == ("telegram", "42")
     assert find_paired(db_session, "web", "42") is None
-    assert _admit(db_session, "42", channel="web").status == "ignored"
-    assert _admit(db_session, "42", channel="telegram").status == "paired"
+    assert admit_as(db_session, "42", channel="web").status == "ignored"
+    assert admit_as(db_session, "42", channel="telegram").status == "paired"
 
 
 @attack
 def test_a_replayed_code_pairs_nobody_else(db_session: Session) -> None:
-    code = _admit(db_session, "42").code
-    _admit(db_session, "666")
+    code = admit_as(db_session, "42").code
+    admit_as(db_session, "666")
     assert code
     approve(db_session, code, approver="owner", settings=P, now=T0)
     with pytest.raises(PairingCodeUnknown):
@@ -136,13 +138,13 @@ def test_a_replayed_code_pairs_nobody_else(db_session: Session) -> None:
 
 @attack
 def test_a_sender_named_owner_is_not_the_owner(db_session: Session) -> None:
-    real = _admit(db_session, "42").code
-    fake = _admit(db_session, "owner").code
+    real = admit_as(db_session, "42").code
+    fake = admit_as(db_session, "owner").code
     assert real and fake
     approve(db_session, real, approver="owner", settings=P, now=T0)
     impostor = approve(db_session, fake, approver="owner", settings=P, now=T0)
     assert (impostor.role, impostor.user_id) == ("member", "telegram:owner")
-    assert _admit(db_session, "owner").user_id == "telegram:owner"
+    assert admit_as(db_session, "owner").user_id == "telegram:owner"
 
 
 @attack
@@ -157,12 +159,12 @@ def test_every_refusal_leaves_exactly_one_audit_line(db_session: Session,
         assert result is None or getattr(result, "status", "") == "ignored" or result is False
         assert len(audit_lines(audit)) == before + 1
 
-    code = _admit(db_session, "a", audit=audit).code
+    code = admit_as(db_session, "a", audit=audit).code
     assert code
-    _admit(db_session, "b", audit=audit)
-    _admit(db_session, "c", audit=audit)
-    refused(lambda: _admit(db_session, "a", audit=audit))  # already pending
-    refused(lambda: _admit(db_session, "d", audit=audit))  # cap
+    admit_as(db_session, "b", audit=audit)
+    admit_as(db_session, "c", audit=audit)
+    refused(lambda: admit_as(db_session, "a", audit=audit))  # already pending
+    refused(lambda: admit_as(db_session, "d", audit=audit))  # cap
     refused(lambda: approve(db_session, "AAAAAAAA", approver="owner", settings=P, now=T0,
                             audit=audit))  # unknown
     refused(lambda: approve(db_session, code, approver="owner", settings=P, now=T0 + TTL,

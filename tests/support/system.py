@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -36,16 +36,27 @@ def skip_or_fail(reason: str) -> None:
 
 def ensure_debian_binary(binary: str, package: str) -> str | None:
     """The path of `binary`, installing Debian's `package` when missing (root and apt-get)."""
-    found = shutil.which(binary)
-    if found or os.geteuid() != 0 or not shutil.which("apt-get"):
-        return found
+    ensure_debian(package, lambda: shutil.which(binary) is not None)
+    return shutil.which(binary)
+
+
+def ensure_debian_file(path: Path, package: str) -> bool:
+    """Whether `path` exists, installing Debian's `package` when it does not (a language's
+    data, a font)."""
+    return ensure_debian(package, path.exists)
+
+
+def ensure_debian(package: str, present: Callable[[], bool]) -> bool:
+    """`present()`, after installing Debian's `package` when it says False (root, apt-get)."""
+    if present() or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return present()
     with machine_lock("apt"):
-        if shutil.which(binary):  # another worker installed it meanwhile
-            return shutil.which(binary)
+        if present():  # another worker installed it meanwhile
+            return True
         install = ("install", "-y", "-q", "--no-install-recommends", package)
         if not _apt_get(*install) and _apt_get("update", "-q"):  # lists missing or stale
             _apt_get(*install)
-    return shutil.which(binary)
+    return present()
 
 
 @contextmanager

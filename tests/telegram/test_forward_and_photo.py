@@ -1,12 +1,17 @@
 """What a family sends on Telegram besides typed text (issue 27): a forwarded message with a
 model configured is the turn's input as outside text (the model sees it, as data; the Tutor
 does not answer it without it); a Tutor answer carries no `/docs/` link Telegram cannot
-open; a photo with a caption gets one plain line about photos, and its caption is acted on.
+open; a photo is kept in the workspace's inbox, said in one plain line, and its caption is
+acted on; a document whose bytes are not what it says is refused.
 The real gateway with the channel on a fake Bot API; the scripted model at the LLM edge."""
 
 from __future__ import annotations
 
+import io
+from datetime import datetime
 from typing import Any
+
+from PIL import Image
 
 from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM
@@ -61,25 +66,43 @@ def test_links_become_names_or_full_addresses() -> None:
     assert telegram_links("see /docs/en/undo for more", "") == "see for more"
 
 
-async def test_a_photo_with_a_caption(make_home: MakeHome, telegram: FakeTelegram) -> None:
+async def test_a_photo_is_kept_and_its_caption_acted_on(
+        make_home: MakeHome, telegram: FakeTelegram) -> None:
     home = make_home(lang="it")  # no model: the embedded planner reads the caption
     (home.workspace / "ricetta.md").write_text("pane\n")
-    photo_line = i18n.get("MSG_TELEGRAM_PHOTO_CAPTION", "it")
+    day = datetime.now(home.settings.tz).date().isoformat()
+    kept = i18n.get("MSG_ATTACHMENT_KEPT", "it", count=1, paths=f"inbox/{day}/photo.jpg")
     async with telegram_gateway(home, telegram, prefect=False, owner=ANNA,
                                 owner_lang="it") as (client, _):
         before = len(said(telegram, ANNA))
-        telegram.push_message(ANNA, "elenca i file", photo=True, language_code="it")
-        await until(telegram, lambda t: any(photo_line in x and "ricetta.md" in x
+        telegram.push_message(ANNA, "elenca i file", photo=jpeg(), language_code="it")
+        await until(telegram, lambda t: any(kept in x and "ricetta.md" in x
                                             for x in said(t, ANNA)[before:]),
-                    "the caption acted on, the photo said plainly")
+                    "the caption acted on, the photo kept")
+        assert (home.workspace / "inbox" / day / "photo.jpg").read_bytes() == jpeg()
         before = len(said(telegram, ANNA))
-        telegram.push_message(ANNA, "cosa c'è in questa foto?", photo=True,
-                              language_code="it")
-        await until(telegram, lambda t: any(photo_line in x for x in said(t, ANNA)[before:]),
-                    "the photo line")
-        assert not any(i18n.get("MSG_PLAN_NOT_UNDERSTOOD", "it") in x
-                       for x in said(telegram, ANNA)[before:])
-        before = len(said(telegram, ANNA))
-        telegram.push_message(ANNA, "", photo=True, language_code="it")
-        alone = i18n.get("MSG_TELEGRAM_PHOTO_ONLY", "it")
-        await until(telegram, lambda t: alone in said(t, ANNA)[before:], "a photo alone")
+        telegram.push_message(ANNA, "", photo=jpeg(), language_code="it")
+        again = i18n.get("MSG_ATTACHMENT_KEPT", "it", count=1,
+                         paths=f"inbox/{day}/photo-2.jpg")
+        await until(telegram, lambda t: again in said(t, ANNA)[before:], "a photo alone")
+
+
+async def test_a_document_that_lies_about_its_type_is_refused(
+        make_home: MakeHome, telegram: FakeTelegram) -> None:
+    home = make_home(lang="en")
+    async with telegram_gateway(home, telegram, prefect=False, owner=ANNA) as (client, _):
+        telegram.push_message(ANNA, "file this bill", language_code="en",
+                              document=("bill.pdf", "application/pdf", jpeg()))
+        refusal = i18n.get("ERR_ATTACHMENT_TYPE_MISMATCH", "en", name="bill.pdf",
+                           claimed="pdf", actual="jpeg")
+        await until(telegram, lambda t: any(refusal in x for x in said(t, ANNA)),
+                    "the refusal")
+    assert not (home.workspace / "inbox").exists()
+    assert not (home.path / "attachments").exists() or not any(
+        (home.path / "attachments").iterdir())
+
+
+def jpeg() -> bytes:
+    out = io.BytesIO()
+    Image.new("RGB", (64, 48), "white").save(out, "JPEG")
+    return out.getvalue()

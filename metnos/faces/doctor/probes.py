@@ -1,10 +1,13 @@
 """The two live probes: the model (one request, through the degrade helper's check) and the
-sandbox canary (the very probe the gateway runs at start-up, run here on the workspace)."""
+sandbox canary (the very probe the gateway runs at start-up, run here on the workspace); and
+whether the system has what `ocr` reads photos with (Debian's tesseract and its languages)."""
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
+from pathlib import Path
 
 from metnos.faces.doctor.finding import Finding, text
 from metnos.ground.settings import Settings
@@ -13,6 +16,8 @@ from metnos.mechanisms.sandbox.bwrap import find_bwrap
 
 BWRAP_SAYS = re.compile(r"bwrap: [^'\"\\\n;]+")
 DETAIL_CHARS = 160
+TESSDATA = Path("/usr/share/tesseract-ocr")  # <version>/tessdata/<lang>.traineddata
+OCR_LANGS = ("ita", "eng")
 
 
 async def check_model(settings: Settings, lang: str | None) -> Finding:
@@ -46,3 +51,15 @@ def _detail(detail: str) -> str:
     said = BWRAP_SAYS.findall(detail)
     shown = said[-1] if said else detail
     return shown if len(shown) <= DETAIL_CHARS else "…" + shown[-DETAIL_CHARS:]
+
+
+def check_ocr(settings: Settings, lang: str | None) -> Finding:
+    """Photos are always kept; reading their text needs tesseract and its Italian and English
+    data in the system's /usr (what the sandbox sees)."""
+    binary = shutil.which("tesseract", path="/usr/bin:/bin")
+    found = {p.name.split(".")[0] for p in TESSDATA.glob("*/tessdata/*.traineddata")}
+    missing = [code for code in OCR_LANGS if code not in found]
+    if binary is None or missing:
+        return Finding("ocr", None, text("DOCTOR_OCR_MISSING", lang),
+                       text("DOCTOR_FIX_OCR", lang))
+    return Finding("ocr", True, text("DOCTOR_OCR_OK", lang))

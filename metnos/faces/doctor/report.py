@@ -18,7 +18,7 @@ from metnos.faces.doctor.credential import check_credential
 from metnos.faces.doctor.finding import Finding, text
 from metnos.faces.doctor.gateway import check_gateway
 from metnos.faces.doctor.instance import check_ports, check_processes
-from metnos.faces.doctor.probes import check_model, check_sandbox
+from metnos.faces.doctor.probes import check_model, check_ocr, check_sandbox
 from metnos.faces.doctor.stores import check_audit, check_disk, check_tutor
 from metnos.ground import keys
 from metnos.ground.settings import Settings
@@ -50,6 +50,7 @@ async def _diagnose(settings: Settings, lang: str | None) -> list[Finding]:
             ("tutor", _one(_thread(lambda: check_tutor(settings, lang)))),
             ("disk", _one(_thread(lambda: check_disk(settings, lang)))),
             ("audit", _one(_thread(lambda: check_audit(settings, lang)))),
+            ("ocr", _one(_thread(lambda: check_ocr(settings, lang)))),
         ]
     results = await asyncio.gather(*(job for _, job in jobs), return_exceptions=True)
     found: list[Finding] = []

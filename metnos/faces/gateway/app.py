@@ -29,6 +29,7 @@ from metnos.faces.gateway.drain import drain
 from metnos.faces.gateway.invalid import body_lang, problems
 from metnos.faces.gateway.routes import (
     approvals,
+    attachments,
     audit,
     chat_ws,
     docs,
@@ -154,6 +155,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(health.router)
     app.include_router(status.router)
     app.include_router(turns.router)
+    app.include_router(attachments.router)
     app.include_router(audit.router)
     app.include_router(approvals.router)
     app.include_router(sessions.router)
@@ -174,7 +176,8 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     # character, plus their JSON envelope
     max_body = settings.gateway.max_message_chars * 11 * 4 + 4096
     app.add_middleware(HostGuard, allowed_hosts=settings.gateway.allowed_hosts,
-                       max_body_bytes=max_body)
+                       max_body_bytes=max_body,
+                       path_limits={attachments.PATH: settings.attachments.max_bytes})
     return app
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
 from metnos.faces.gateway.invalid import active_lang, message_text
 from metnos.mechanisms.llm.health import ModelState
@@ -16,8 +17,14 @@ TurnStatus = Literal["running", "completed", "awaiting_approval", "failed"]
 class TurnCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    text: str = Field(min_length=1, pattern=r"\S",
-                      description="The user's message (not only blanks).")
+    attachments: list[Annotated[str, Field(min_length=1, max_length=64)]] = Field(
+        default_factory=list, max_length=10,
+        description="Ids of photos or documents sent first (POST /api/attachments), by "
+                    "the same person: filed into the workspace for this turn and described "
+                    "to the model as data (the turn then asks before acting).")
+    text: str = Field(None, validate_default=True,
+                      description="The user's message (not only blanks; it may be left out "
+                                  "when `attachments` names a file).")
     session_id: str | None = Field(None, max_length=64, description="Continue this session.")
     lang: str | None = Field(
         None, max_length=35,
@@ -33,7 +40,23 @@ class TurnCreate(BaseModel):
                            "even one that can be undone (`metnos chat --ask-all`); it stays "
                            "on until PATCH /api/sessions/{id} with `ask_all: false`.")
 
-    _text = field_validator("text", mode="before")(message_text)
+    @field_validator("text", mode="before")
+    @classmethod
+    def _text(cls, value: Any, info: ValidationInfo) -> Any:
+        """Required and not only blanks, unless files come with it (`attachments` is declared
+        first, so it is validated by now); text a client cannot encode is refused."""
+        files = bool(info.data.get("attachments"))
+        if value is None:
+            if files:
+                return ""
+            raise PydanticCustomError("missing", "Field required")
+        if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise PydanticCustomError("string_unicode", "not valid text") from None
+        return value if files else message_text(value)
+
     _lang = field_validator("lang", mode="before")(active_lang)
 
 

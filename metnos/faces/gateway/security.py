@@ -7,7 +7,7 @@ from __future__ import annotations
 import hmac
 import json
 import re
-from collections.abc import Awaitable, Callable, Iterable, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from typing import Any
 
 from metnos.ground import i18n
@@ -38,10 +38,13 @@ class HostGuard:
     request with neither comes from no browser (the CLI with its bearer token) and passes.
     """
 
-    def __init__(self, app: ASGIApp, allowed_hosts: list[str], max_body_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, allowed_hosts: list[str], max_body_bytes: int,
+                 path_limits: Mapping[str, int] | None = None) -> None:
         self.app = app
         self.allowed = {h.lower() for h in allowed_hosts}
         self.max_body_bytes = max_body_bytes
+        # paths that take a larger body (a photo sent to /api/attachments)
+        self.path_limits = dict(path_limits or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] not in ("http", "websocket"):
@@ -74,8 +77,9 @@ class HostGuard:
             length = _header(scope, b"content-length")
             if not length.isdigit():  # chunked or missing: the size must be known up front
                 return 411, "ERR_REQUEST_LENGTH_REQUIRED", {}
-            if int(length) > self.max_body_bytes:
-                return 413, "ERR_REQUEST_TOO_LARGE", {"limit": self.max_body_bytes}
+            limit = self.path_limits.get(scope.get("path", ""), self.max_body_bytes)
+            if int(length) > limit:
+                return 413, "ERR_REQUEST_TOO_LARGE", {"limit": limit}
         return None
 
     def same_origin(self, scope: Scope, host: str) -> bool:

@@ -46,6 +46,10 @@ LAYERS = ("prompts", "manifests", "messages", "channels", "lexicon", "workspace"
 
 
 class LanguagesError(MetnosError, ValueError):
+    """A language request that cannot be done: an unknown layer, resource or language (or one
+    not active), a translation from a language to itself, nothing to sync, or a candidate that
+    is obsolete, fails its checks or does not align with its record."""
+
     key = "ERR_LANGS_REQUEST_INVALID"
 
 

@@ -23,6 +23,7 @@ from pydantic_settings import BaseSettings, PydanticBaseSettingsSource, Settings
 
 from metnos.ground.errors import ConfigError
 from metnos.ground.settings.agent import AgentSettings
+from metnos.ground.settings.attachments import AttachmentSettings
 from metnos.ground.settings.channels import TelegramSettings, WebSettings
 from metnos.ground.settings.database import DatabaseSettings, PrefectSettings
 from metnos.ground.settings.errors import config_error
@@ -81,6 +82,7 @@ class Settings(BaseSettings):
     mail: MailSettings = Field(default_factory=lambda: MailSettings())
     schedules: ScheduleSettings = Field(default_factory=lambda: ScheduleSettings())
     remote: RemoteSettings = Field(default_factory=lambda: RemoteSettings())
+    attachments: AttachmentSettings = Field(default_factory=lambda: AttachmentSettings())
 
     @field_validator("lang")
     @classmethod

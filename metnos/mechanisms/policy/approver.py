@@ -56,7 +56,7 @@ MEMBER_MAY: dict[str, Callable[[Acting, Mapping[str, Any]], bool]] = {
     "reminder_set": _own_reminder,
     "lists": _list_addition,
     "fs_read": _changes_nothing, "fs_find": _changes_nothing, "i18n_lint": _changes_nothing,
-    "summarize": _changes_nothing, "pdf_ext": _changes_nothing,
+    "summarize": _changes_nothing, "pdf_ext": _changes_nothing, "ocr": _changes_nothing,
 }
 
 

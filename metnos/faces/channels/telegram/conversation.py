@@ -24,10 +24,12 @@ from aiogram.types import LinkPreviewOptions, Message
 
 from metnos.faces.channels.render import render
 from metnos.faces.channels.telegram.cards import CHANNEL, card, cuts, keyboard
+from metnos.faces.channels.telegram.files import has_files, keep_files
 from metnos.faces.channels.telegram.live import LiveReply, follow_deltas
 from metnos.faces.channels.telegram.pairing_drop import tell_owner
 from metnos.faces.channels.telegram.split import split_html
 from metnos.features import pairing
+from metnos.features.attachments.turn import start_turn
 from metnos.ground import i18n
 from metnos.ground.db import models
 from metnos.ground.db.engine import session as db_session
@@ -68,15 +70,18 @@ async def handle_message(ch: TelegramChannel, message: Message) -> None:
         return
     if admission.status != "paired" or admission.user_id is None:
         return  # a pending request, or too many of them: nothing is said, nothing processed
-    content = _content(message, lang)
+    files = await keep_files(ch, message, admission.user_id, lang) if has_files(message) else []
+    if isinstance(files, str):  # refused: the person is told why
+        await send_html(ch, message.chat.id, render(CHANNEL, "reply", lang, text=files))
+        return
+    content = _content(message, lang, bool(files))
     if content is None:
-        key = "MSG_TELEGRAM_PHOTO_ONLY" if message.photo else "MSG_TELEGRAM_TEXT_ONLY"
-        await send_html(ch, message.chat.id, i18n.get(key, lang))
+        await send_html(ch, message.chat.id, i18n.get("MSG_TELEGRAM_KINDS", lang))
         return
     text, untrusted = content
     try:
-        ctx = await ch.turns.start(
-            text, session_id=f"telegram-{message.chat.id}", lang=lang,
+        ctx, filed = await start_turn(
+            ch.turns, text, files, session_id=f"telegram-{message.chat.id}", lang=lang,
             channel=CHANNEL, sender=admission.user_id, untrusted=untrusted)
     except MetnosError as exc:
         await send_html(ch, message.chat.id, render(CHANNEL, "reply", lang,
@@ -89,8 +94,8 @@ async def handle_message(ch: TelegramChannel, message: Message) -> None:
             published = await ch.turns.reply(ctx.turn_id)
         if published is not None and published.status in ("completed", "failed"):
             reply = published.reply
-            if message.photo:
-                reply = with_photo_line(reply, published.activity, ctx.lang)
+            if filed:
+                reply = with_kept_line(reply, published.activity, filed, ctx.lang)
             await live.finish(reply, published.activity)
             return
         if published is not None:
@@ -106,19 +111,22 @@ def _admit(service: Runtime, sender: str) -> pairing.Admission:
                              settings=service.settings.policy, audit=service.audit)
 
 
-def with_photo_line(reply: str | None, activity: list[dict[str, Any]], lang: str) -> str:
-    """A photo's reply: one plain line first (Metnos cannot look at photos, it read the
-    caption), then what the caption got; that line alone when nothing ran and the caption
-    was not understood (it was about the photo)."""
-    line = i18n.get("MSG_TELEGRAM_PHOTO_CAPTION", lang)
+def with_kept_line(reply: str | None, activity: list[dict[str, Any]], paths: list[str],
+                   lang: str) -> str:
+    """The reply to a message with files: one plain line first (where they were kept), then
+    what the turn said; that line alone when nothing ran and the words were not understood
+    (no model: only the caption was read)."""
+    line = i18n.get("MSG_ATTACHMENT_KEPT", lang, count=len(paths), paths=", ".join(paths))
     text = (reply or "").strip()
     if not activity and (not text or text.startswith(i18n.get("MSG_PLAN_NOT_UNDERSTOOD", lang))):
         return line
     return f"{line}\n\n{text}"
 
 
-def _content(message: Message, lang: str) -> tuple[str, list[tuple[str, str]]] | None:
-    """The user's own words and the untrusted pieces (forwarded, quoted) of a message."""
+def _content(message: Message, lang: str, files: bool = False
+             ) -> tuple[str, list[tuple[str, str]]] | None:
+    """The user's own words and the untrusted pieces (forwarded, quoted) of a message (its
+    words may be empty when it brings `files`)."""
     own = message.text or message.caption
     untrusted: list[tuple[str, str]] = []
     if message.forward_origin is not None and own:
@@ -129,6 +137,8 @@ def _content(message: Message, lang: str) -> tuple[str, list[tuple[str, str]]] |
               (replied.text or replied.caption) if replied is not None else None)
     if quoted:
         untrusted.append(("quoted", quoted))
+    if files:
+        return own or "", untrusted
     if not own and not untrusted:
         return None
     return own or i18n.get("MSG_TELEGRAM_FORWARDED_TEXT", lang), untrusted

@@ -28,6 +28,7 @@ from fastapi.responses import StreamingResponse
 from metnos.faces.gateway.deps import OwnerDep, ServiceDep, TurnsDep, gateway_state
 from metnos.faces.gateway.drain import draining, refusal
 from metnos.faces.gateway.schemas import ErrorPublic, StepPublic, TurnCreate, TurnPublic
+from metnos.features.attachments.turn import start_turn
 from metnos.ground import i18n
 from metnos.ground.db import models
 from metnos.ground.db.engine import session as db_session
@@ -41,6 +42,7 @@ from metnos.turns.service import Published, TurnContext
 router = APIRouter(prefix="/api/turns", tags=["turns"])
 log = logging.getLogger(__name__)
 
+_REFUSED = {"ERR_MESSAGE_TOO_LONG": 413, "ERR_ATTACHMENT_NOT_FOUND": 404}
 KEEP_ALIVE_S = 15.0  # an SSE comment this often keeps proxies and clients from timing out
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorPublic} for code in (401, 404, 413, 422)}
@@ -68,11 +70,12 @@ async def create_turn(body: TurnCreate, request: Request, turns: TurnsDep,
     if draining(gateway_state(request)):  # stopping: no turn row, come back after the restart
         raise refusal(locale)
     try:
-        ctx = await turns.start(body.text, session_id=body.session_id, lang=locale,
-                                channel=_channel(request), sender=owner, ask_all=body.ask_all,
-                                untrusted=[("forwarded", t) for t in body.forwarded])
+        ctx, _ = await start_turn(turns, body.text, body.attachments, session_id=body.session_id,
+                               lang=locale, channel=_channel(request), sender=owner,
+                               ask_all=body.ask_all,
+                               untrusted=[("forwarded", t) for t in body.forwarded])
     except MetnosError as exc:
-        code = 413 if exc.key == "ERR_MESSAGE_TOO_LONG" else 400
+        code = _REFUSED.get(exc.key, 400)
         raise HTTPException(code, detail={"key": exc.key, "message": i18n.message(exc,
             locale)}) from exc
     # the turn has its row: from here on the client gets that turn, never an error

@@ -59,7 +59,8 @@ _JS_KEYS = {
     "pasteSendFit": "WEB_CHAT_PASTE_SEND_FIT", "notice": "WEB_CHAT_NOTICE",
     "feedbackAsk": "TUTOR_FEEDBACK_ASK", "feedbackUp": "TUTOR_FEEDBACK_UP",
     "feedbackDown": "TUTOR_FEEDBACK_DOWN", "feedbackWhy": "TUTOR_FEEDBACK_WHY",
-    "feedbackFailed": "TUTOR_FEEDBACK_FAILED",
+    "feedbackFailed": "TUTOR_FEEDBACK_FAILED", "attachRemove": "WEB_CHAT_ATTACH_REMOVE",
+    "attachTooLarge": "WEB_CHAT_ATTACH_TOO_LARGE", "attachSending": "WEB_CHAT_ATTACH_SENDING",
 }
 _FEEDBACK_CAUSES = ("wrong_section", "insufficient", "outdated", "not_about_metnos")
 NOTICES_ROUTE = "notice_events"  # the reminders' stream (routes/notices.py), when served
@@ -83,6 +84,7 @@ async def chat_page(request: Request, service: ServiceDep) -> HTMLResponse:
             response.delete_cookie(SESSION_COOKIE, path="/")
         return response
     strings = {**_strings(locale), "maxChars": service.settings.gateway.max_message_chars,
+               "maxBytes": service.settings.attachments.max_bytes,
                "noticesUrl": _path_of(request, NOTICES_ROUTE)}
     return HTMLResponse(_render(
         "chat.html.j2", locale, strings=strings, modules=MODULES[1:],

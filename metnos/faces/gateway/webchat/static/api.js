@@ -12,9 +12,20 @@ export function fill(template, vars) {
 export async function api(method, path, body) {
   const headers = { "Accept-Language": S.locale };
   if (body) headers["Content-Type"] = "application/json";
-  const response = await fetch(path, {
+  return answered(await fetch(path, {
     method, credentials: "same-origin", headers, body: body ? JSON.stringify(body) : undefined,
-  });
+  }));
+}
+
+// Send one file (a photo, a PDF, a text) to be kept for the next message: its id, name, kind.
+export async function upload(file) {
+  const headers = { "Accept-Language": S.locale, "Content-Type": file.type || "application/octet-stream" };
+  return answered(await fetch(`/api/attachments?name=${encodeURIComponent(file.name)}`, {
+    method: "POST", credentials: "same-origin", headers, body: file,
+  }));
+}
+
+async function answered(response) {
   let data = null;
   try { data = await response.json(); } catch (e) { data = null; }
   if (!response.ok) {

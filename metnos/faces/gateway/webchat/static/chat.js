@@ -1,6 +1,6 @@
 // Metnos web chat: plain JavaScript modules, no build step. The page holds no token: the
 // browser sends the HttpOnly session cookie; every request is same-origin.
-import { S, $, api, fill } from "./api.js";
+import { S, $, api, fill, upload } from "./api.js";
 import { askAllBody, setUpAskAll, showAskAll } from "./askall.js";
 import { bubble, historyItems } from "./bubbles.js";
 import { refreshWaiting, whenDecided } from "./cards.js";
@@ -72,23 +72,31 @@ async function resumeTurn(id, shown) {
   follow(stored.turn, new Set(own.filter((m) => m.role === "assistant").map((m) => "reply:" + m.content)));
 }
 
-async function send(text) {
+async function send(text, files = []) {
   $("send").disabled = true;
   try {
     await reopened.catch(() => {}); // its failure is said where it happened
-    bubble("me", text);
+    const attachments = [];
+    for (const file of files) { // each kept first; a refused one stops the message, unsent
+      setStatus(fill(S.attachSending, { name: file.name }));
+      attachments.push((await upload(file)).id);
+    }
+    const shown = [text, ...files.map((file) => "📎 " + file.name)].filter(Boolean).join("\n");
+    bubble("me", shown);
     setStatus(S.status.planning);
     // answered at once: the progress, the approval cards and the reply come as events
-    const turn = await api("POST", "/api/turns?wait=false", { text, session_id: sessionId, lang: S.locale, ...askAllBody() });
+    const turn = await api("POST", "/api/turns?wait=false", { text, attachments, session_id: sessionId, lang: S.locale, ...askAllBody() });
     sessionId = turn.session_id;
     sessionStorage.setItem(SESSION_KEY, sessionId);
     sessionStorage.removeItem(FRESH_KEY);
-    sessionStorage.setItem(TURN_KEY, JSON.stringify({ turn: turn.turn_id, session: sessionId, text }));
+    sessionStorage.setItem(TURN_KEY, JSON.stringify({ turn: turn.turn_id, session: sessionId, text: shown }));
     showSession();
     follow(turn.turn_id, new Set(), () => { input.focus(); refreshModel().catch(() => {}); });
+    return true;
   } catch (error) {
     setStatus("");
     fail(error);
+    return false;
   } finally {
     $("send").disabled = false;
   }
@@ -147,7 +155,7 @@ $("new-session").addEventListener("click", () => {
 });
 
 setUpMenu();
-setUpComposer(send);
+setUpComposer(send, fail);
 setUpSessions(() => sessionId, async (id) => {
   try { await openSession(id); closeSessions(); input.focus(); } catch (error) { fail(error); }
 }, fail);
