@@ -7,14 +7,15 @@ from __future__ import annotations
 
 import io
 import json
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 from PIL import Image, ImageDraw
 
-from metnos.features.attachments import keep
+from metnos.features.attachments import AttachmentRefused, file_all, keep, mark_filed, owned
 from metnos.features.attachments.kinds import claimed, sniff
+from metnos.features.attachments.store import forget_unused
 from metnos.ground import i18n
 from metnos.ground.db.engine import database_url, make_engine
 from metnos.testing.llm_server import ScriptedLLM
@@ -165,3 +166,42 @@ async def test_a_name_with_folders_and_controls_is_kept_as_one_plain_name(
     assert sent.status_code == 201, sent.text
     assert sent.json()["name"] == "_[31mkeys_.png"
     assert bare.json()["name"] == "photo.jpg"
+
+
+async def test_a_turn_refused_at_its_start_leaves_nothing_filed(
+        make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
+    home = make_home(llm=scripted_llm, lang="en", METNOS_GATEWAY_MAX_MESSAGE_CHARS="400")
+    async with gateway_client(home, prefect=False) as client:
+        sent = await client.post("/api/attachments", params={"name": "a.png"},
+                                 content=photo("PNG"))
+        resp = await client.post("/api/turns", json={"text": "x" * 401,
+                                                     "attachments": [sent.json()["id"]]})
+        assert resp.status_code == 413, resp.text
+        again = await client.post("/api/turns", json={"attachments": [sent.json()["id"]]})
+    assert again.status_code == 200
+    day = datetime.now(home.settings.tz).date().isoformat()
+    assert sorted(p.name for p in (home.workspace / "inbox" / day).iterdir()) == ["a.png"]
+
+
+def test_kept_bytes_go_after_keep_days_and_an_unused_file_is_forgotten(
+        make_home: MakeHome) -> None:
+    home = make_home(lang="en")
+    engine = make_engine(database_url(home.settings))
+    try:
+        unused, used = (keep(engine, home.settings, None, photo(), name=n, media_type=None,
+                             user_id="owner", channel="api") for n in ("u.jpg", "f.jpg"))
+        [filed] = file_all(engine, home.settings, [used])
+        mark_filed(engine, None, [filed], turn_id="t1")
+        assert forget_unused(engine, home.settings) == 0  # too young
+        later = datetime.now(UTC) + timedelta(days=home.settings.attachments.keep_days + 1)
+        assert forget_unused(engine, home.settings, now=later) == 2
+        assert not any((home.path / "attachments").iterdir())
+        with pytest.raises(AttachmentRefused, match="ERR_ATTACHMENT_NOT_FOUND"):
+            owned(engine, [unused.id], user_id="owner", channel="api", audit=None)
+        [row] = owned(engine, [used.id], user_id="owner", channel="api", audit=None)
+        assert file_all(engine, home.settings, [row])[0].path == filed.path  # still there
+        (home.workspace / filed.path).unlink()  # moved away since: its bytes are gone too
+        with pytest.raises(AttachmentRefused, match="ERR_ATTACHMENT_NOT_FOUND"):
+            file_all(engine, home.settings, [row])
+    finally:
+        engine.dispose()

@@ -6,8 +6,9 @@ refused) and keeps the bytes in `METNOS_HOME/attachments/<id>`, with a row sayin
 are. A turn that names attachments files each into the workspace (`inbox/<day>/<name>`, never
 over another file, never through a link), where the executors reach it through their sandbox
 like any file, and hands the model a description of each as an untrusted block (its name is
-outside text). Only the person who sent a file may use it. A file nobody used is deleted after
-`[attachments] keep_days`.
+outside text). Only the person who sent a file may use it. The kept bytes are deleted after
+`[attachments] keep_days` (a filed file lives on in the workspace), with the row of a file
+nobody used.
 """
 
 from __future__ import annotations
@@ -55,6 +56,7 @@ class Filed:
 
     attachment: Attachment
     path: str  # workspace-relative
+    placed: bool = True  # by this turn (False: filed by an earlier turn, still there)
 
     def described(self) -> tuple[str, str]:
         """The untrusted `(source, text)` piece the model reads: what was sent, and where."""
@@ -114,17 +116,45 @@ def owned(engine: Engine, ids: Sequence[str], *, user_id: str, channel: str,
 def file_all(engine: Engine, settings: Settings, items: Sequence[Attachment],
              now: datetime | None = None) -> list[Filed]:
     """Place each attachment in the workspace (`<folder>/<day>/<name>`; a taken name gets a
-    number); one already filed and still there keeps its place."""
+    number); one already filed and still there keeps its place. One whose bytes are gone
+    (`keep_days` after it was sent) refuses them all, and what was placed is taken back."""
     day = (now or utcnow()).astimezone(settings.tz).date().isoformat()
     filed: list[Filed] = []
-    for item in items:
-        path = item.filed_path if item.filed_path and _still_there(settings, item) else None
-        if path is None:
-            data = (folder(settings) / item.id).read_bytes()
+    try:
+        for item in items:
+            if item.filed_path and _still_there(settings, item):
+                filed.append(Filed(item, str(item.filed_path), placed=False))
+                continue
+            try:
+                data = (folder(settings) / item.id).read_bytes()
+            except FileNotFoundError:
+                raise AttachmentRefused("ERR_ATTACHMENT_NOT_FOUND") from None
             path = _place(settings.workspace, [settings.attachments.folder, day], item.name,
                           data)
-        filed.append(Filed(item, path))
+            filed.append(Filed(item, path, placed=True))
+    except BaseException:
+        unfile(settings, filed)
+        raise
     return filed
+
+
+def unfile(settings: Settings, filed: Sequence[Filed]) -> None:
+    """Take back what `file_all` placed for a turn that did not start (never a file that was
+    there before it, never through a link)."""
+    for one in filed:
+        if not one.placed:
+            continue
+        *parts, name = one.path.split("/")
+        with contextlib.suppress(OSError):
+            ws_fd = open_workspace(settings.workspace)
+            try:
+                dir_fd = open_dir(ws_fd, parts)
+            finally:
+                os.close(ws_fd)
+            try:
+                os.unlink(name, dir_fd=dir_fd)
+            finally:
+                os.close(dir_fd)
 
 
 def mark_filed(engine: Engine, audit: AuditLog | None, filed: Sequence[Filed], *,
@@ -145,15 +175,16 @@ def mark_filed(engine: Engine, audit: AuditLog | None, filed: Sequence[Filed], *
 
 
 def forget_unused(engine: Engine, settings: Settings, now: datetime | None = None) -> int:
-    """Delete the attachments never filed and older than `keep_days`; how many."""
+    """Delete the kept bytes of the attachments sent more than `keep_days` ago (a filed one
+    lives on in the workspace), and the rows of those never filed; how many."""
     cutoff = (now or utcnow()) - timedelta(days=settings.attachments.keep_days)
     with db_session(engine) as db:
-        old = list(db.exec(select(Attachment).where(
-            col(Attachment.filed_path).is_(None), col(Attachment.created_at) < cutoff)))
+        old = list(db.exec(select(Attachment).where(col(Attachment.created_at) < cutoff)))
         for row in old:
             with contextlib.suppress(FileNotFoundError):
                 (folder(settings) / row.id).unlink()
-            db.delete(row)
+            if row.filed_path is None:
+                db.delete(row)
         db.commit()
     return len(old)
 

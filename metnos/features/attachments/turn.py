@@ -7,8 +7,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from metnos.features.attachments.store import file_all, mark_filed, owned
+from metnos.features.attachments.store import file_all, mark_filed, owned, unfile
 from metnos.ground import i18n
+from metnos.ground.errors import MetnosError
 from metnos.ground.system_lang import Lang
 from metnos.turns.context import TurnContext
 from metnos.turns.handle import TurnHandle
@@ -31,9 +32,13 @@ async def start_turn(turns: TurnHandle, text: str, attachment_ids: Sequence[str]
     filed = await asyncio.to_thread(file_all, runtime.engine, runtime.settings, items)
     said = text.strip() or i18n.get("MSG_ATTACHMENT_ONLY", lang or runtime.settings.lang,
                                     count=len(filed))
-    ctx = await turns.start(
-        said, session_id=session_id, lang=lang, channel=channel, sender=sender,
-        untrusted=[*untrusted, *(one.described() for one in filed)], ask_all=ask_all,
-        prepare=lambda ctx: mark_filed(runtime.engine, runtime.audit, filed,
-                                       turn_id=ctx.turn_id))
+    try:
+        ctx = await turns.start(
+            said, session_id=session_id, lang=lang, channel=channel, sender=sender,
+            untrusted=[*untrusted, *(one.described() for one in filed)], ask_all=ask_all,
+            prepare=lambda ctx: mark_filed(runtime.engine, runtime.audit, filed,
+                                           turn_id=ctx.turn_id))
+    except MetnosError:  # refused before it had a row (too long...): nothing stays filed
+        await asyncio.to_thread(unfile, runtime.settings, filed)
+        raise
     return ctx, [one.path for one in filed]

@@ -23,5 +23,6 @@ class AttachmentSettings(_Group):
         description="The workspace folder a turn files what was sent into, one folder a "
         "day (inbox/2026-12-07/receipt.jpg).")
     keep_days: float = Field(
-        7.0, gt=0, description="A file sent but never used by a turn is deleted after this "
-        "many days.")
+        7.0, gt=0, description="Days the bytes of a sent file are kept outside the workspace: "
+        "then a file never used by a turn is forgotten (a filed one lives on in the "
+        "workspace).")
