@@ -34,17 +34,19 @@ from metnos.faces.channels.telegram.config import load_config
 from metnos.faces.gateway.state import run_alongside, state_of
 from metnos.features.pairing.service import OWNER_USER_ID
 from metnos.features.proposals import delivery as proposals
-from metnos.features.proposals import store, vaglio
+from metnos.features.proposals import habits, store, vaglio
 from metnos.features.reminders import outbox
 from metnos.features.reminders.effect import Scheduler
 from metnos.features.reminders.outbox import Outbox
 from metnos.ground.db.engine import in_session
+from metnos.ground.db.models import utcnow
 from metnos.turns.runtime import Runtime
 
 if TYPE_CHECKING:
     from metnos.faces.channels.telegram.sender import TelegramSender
 
 log = logging.getLogger(__name__)
+HABITS_EVERY_S = 60.0  # how often the rounds look for a habit due ("as usual?")
 
 
 class Delivery:
@@ -52,6 +54,7 @@ class Delivery:
                  telegram: TelegramSender | None) -> None:
         self.service, self.scheduler, self.telegram = service, scheduler, telegram
         self._web: set[asyncio.Event] = set()  # one per open notice stream
+        self._habits_at: datetime | None = None  # when habits were last looked for
 
     @contextlib.contextmanager
     def listen(self) -> Iterator[asyncio.Event]:
@@ -95,6 +98,11 @@ class Delivery:
         """The Vaglio on new proposals, ignored ones decayed, queued ones to the outbox."""
         service = self.service
         engine, settings = service.engine, service.settings
+        at = now or utcnow()
+        if settings.evolution.enabled and (now is not None or self._habits_at is None or (
+                at - self._habits_at).total_seconds() >= HABITS_EVERY_S):
+            self._habits_at = at
+            await asyncio.to_thread(in_session, engine, habits.propose_habits, settings, at)
         if await asyncio.to_thread(in_session, engine, store.of_status, "new", 1):
             target = await asyncio.to_thread(in_session, engine, proposals.preferred, settings,
                                              OWNER_USER_ID)

@@ -81,6 +81,17 @@ class EvolutionSettings(_Group):
         "(their own quota: the owner consented to the rhythm).")
     ignore_after_h: float = Field(
         48.0, gt=0, description="A delivered proposal left unanswered this long is ignored.")
+    habit_days: int = Field(
+        21, ge=2, le=365, description="Days of turns looked at for habits (\"as usual?\").")
+    habit_min: int = Field(
+        5, ge=2, le=100, description="Days one habit must have happened on (the same chain "
+        "of tools on the same kind of thing, at a similar time) before Metnos offers it.")
+    habit_window_min: int = Field(
+        45, ge=5, le=360, description="How far from its usual time of day a habit may happen "
+        "and still count (minutes either side).")
+    habit_lead_min: int = Field(
+        30, ge=1, le=360, description="How long before a habit's usual time the \"as "
+        "usual?\" proposal is made (never in quiet hours).")
     judge_tier: Literal["fast", "wise", "frontier"] = Field(
         "fast", description="Model tier of the Vaglio's judge (its own context and prompt).")
     synt_tier: Literal["fast", "wise", "frontier"] = Field(

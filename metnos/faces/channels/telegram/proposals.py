@@ -17,8 +17,8 @@ from aiogram.filters.callback_data import CallbackData
 from aiogram.types import CallbackQuery, InlineKeyboardButton, InlineKeyboardMarkup
 
 from metnos.faces.channels.telegram.cards import CHANNEL, paired_user, unpack
-from metnos.features.proposals import store
-from metnos.features.proposals.answer import ACTION, answer_proposal
+from metnos.features.proposals import store, usual
+from metnos.features.proposals.answer import ACTION
 from metnos.features.proposals.models import PROPOSAL_STATUSES, Proposal
 from metnos.features.proposals.store import ProposalError
 from metnos.ground import i18n
@@ -77,9 +77,8 @@ async def handle_proposal(ch: TelegramChannel, query: CallbackQuery,
         await query.answer(i18n.get("ERR_TELEGRAM_NOT_YOURS", lang), show_alert=True)
         return
     try:
-        row = await asyncio.to_thread(answer_proposal, service.engine, service.audit,
-                                      proposal_id, answer, user_id=user_id, sender=sender,
-                                      channel=CHANNEL, reload_registry=service.reload_registry)
+        row = await usual.answer(ch.turns, proposal_id, answer, user_id=user_id,
+                                 sender=sender, channel=CHANNEL)
     except ProposalError as exc:  # already answered, unknown kind: audited there
         await query.answer(i18n.message(exc, lang), show_alert=True)
         return

@@ -20,10 +20,9 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
-from metnos.faces.gateway.deps import LangDep, OwnerDep, ServiceDep
+from metnos.faces.gateway.deps import LangDep, OwnerDep, ServiceDep, TurnsDep
 from metnos.faces.gateway.schemas import error_responses
-from metnos.features.proposals import store
-from metnos.features.proposals.answer import answer_proposal
+from metnos.features.proposals import store, usual
 from metnos.features.proposals.models import Proposal
 from metnos.features.proposals.store import ProposalError
 from metnos.features.proposals.telos import read_telos
@@ -89,14 +88,14 @@ async def telos(service: ServiceDep, owner: OwnerDep, lang: LangDep) -> dict[str
 
 @router.post("/{proposal_id}/{answer}", responses=error_responses(401, 404, 409, 422, 502))
 async def answer_route(proposal_id: str, answer: Literal["accept", "dismiss"],
-                       request: Request, service: ServiceDep, owner: OwnerDep,
+                       request: Request, turns: TurnsDep, owner: OwnerDep,
                        lang: LangDep) -> dict[str, Any]:
-    """Accept (the kind's handler runs once) or dismiss a delivered proposal."""
+    """Accept (the kind's handler runs once; an "as usual?" runs its words as a turn) or
+    dismiss a delivered proposal."""
     channel = "api" if request.headers.get("authorization") else "web"
     try:
-        row = await asyncio.to_thread(answer_proposal, service.engine, service.audit,
-                                      proposal_id, answer, user_id=owner, sender=owner,
-                                      channel=channel, reload_registry=service.reload_registry)
+        row = await usual.answer(turns, proposal_id, answer, user_id=owner, sender=owner,
+                                 channel=channel)
     except ProposalError as exc:
         raise HTTPException(_STATUS.get(exc.key, 409), detail={
             "key": exc.key, "message": i18n.message(exc, lang)}) from exc
