@@ -102,7 +102,8 @@ class Delivery:
         if settings.evolution.enabled and (now is not None or self._habits_at is None or (
                 at - self._habits_at).total_seconds() >= HABITS_EVERY_S):
             self._habits_at = at
-            await asyncio.to_thread(in_session, engine, habits.propose_habits, settings, at)
+            await asyncio.to_thread(in_session, engine, habits.propose_habits, settings, at,
+                                    service.registry.changes_something)
         if await asyncio.to_thread(in_session, engine, store.of_status, "new", 1):
             target = await asyncio.to_thread(in_session, engine, proposals.preferred, settings,
                                              OWNER_USER_ID)

@@ -18,7 +18,7 @@ kept in the silent register, with their reason.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import date, datetime, timedelta
 from typing import Any
@@ -37,6 +37,7 @@ TITLE = "MSG_PROPOSAL_AS_USUAL"
 REASON_QUIET = "MSG_PROPOSAL_SILENT_QUIET"
 REASON_DISMISSED = "MSG_PROPOSAL_SILENT_DISMISSED"
 DISMISSALS = 2  # dismissed this many times, a habit is not offered again
+DAY_MINUTES = 24 * 60
 IGNORED_CHANNELS = frozenset({"schedule"})  # a scheduled task is a habit already kept
 _THING_KEYS = ("category", "list", "list_name", "account", "channel")
 _PATH_KEYS = ("dst", "to", "destination", "folder", "path", "pattern")
@@ -59,7 +60,11 @@ class Habit:
         return f"{self.minute // 60:02d}:{self.minute % 60:02d}"
 
 
-def find_habits(db: Session, settings: Settings, now: datetime) -> list[Habit]:
+Acting = Callable[[str], bool]  # whether an executor changes something (its manifest says)
+
+
+def find_habits(db: Session, settings: Settings, now: datetime,
+                acting: Acting = lambda name: True) -> list[Habit]:
     """Every person's habits in the last `habit_days` (one per key and person)."""
     evolution = settings.evolution
     since = now - timedelta(days=evolution.habit_days)
@@ -74,19 +79,22 @@ def find_habits(db: Session, settings: Settings, now: datetime) -> list[Habit]:
             steps[step.turn_id].append(step)
     groups: dict[tuple[str, str], list[Turn]] = defaultdict(list)
     for turn in turns:
-        key = habit_key(steps.get(turn.id, ()))
+        key = habit_key(steps.get(turn.id, ()), acting)
         if key:
             groups[(turn.sender, key)].append(turn)
     found = (_habit(user, key, group, settings) for (user, key), group in groups.items())
     return [habit for habit in found if habit is not None]
 
 
-def habit_key(steps: Sequence[TurnStep]) -> str:
+def habit_key(steps: Sequence[TurnStep], acting: Acting = lambda name: True) -> str:
     """The chain of tools that ran (repeats folded) and the kinds of thing they touched;
-    empty for a turn where nothing ran."""
+    empty for a turn where nothing ran. When some of them changed something, only those
+    count: looking around first (a search, a read) one evening and not the next is the same
+    habit."""
+    changing = [step for step in steps if acting(step.executor)]
     chain: list[str] = []
     things: set[str] = set()
-    for step in steps:
+    for step in changing or steps:
         if not chain or chain[-1] != step.executor:
             chain.append(step.executor)
         things.update(_things(step.result or {}))
@@ -98,17 +106,17 @@ def habit_key(steps: Sequence[TurnStep]) -> str:
 def due_now(habit: Habit, settings: Settings, now: datetime) -> bool:
     """Whether `now` is in the habit's lead time on a day it has not happened yet."""
     local = now.astimezone(settings.tz)
-    minute = local.hour * 60 + local.minute
-    lead = settings.evolution.habit_lead_min
-    return local.date() not in habit.days and habit.minute - lead <= minute < habit.minute
+    until = (habit.minute - (local.hour * 60 + local.minute)) % DAY_MINUTES  # over midnight
+    return local.date() not in habit.days and 0 < until <= settings.evolution.habit_lead_min
 
 
-def propose_habits(db: Session, settings: Settings, now: datetime) -> list[Proposal]:
+def propose_habits(db: Session, settings: Settings, now: datetime,
+                   acting: Acting = lambda name: True) -> list[Proposal]:
     """The "as usual?" proposals due now, submitted (each habit once a day); those made in
     quiet hours or for a habit dismissed twice go straight to the silent register."""
     made: list[Proposal] = []
     quiet = quiet_until(settings, now) is not None
-    for habit in find_habits(db, settings, now):
+    for habit in find_habits(db, settings, now, acting):
         if not due_now(habit, settings, now):
             continue
         local_day = now.astimezone(settings.tz).date().isoformat()
@@ -136,32 +144,39 @@ def dismissals(db: Session, habit: Habit) -> int:
 
 
 def _habit(user_id: str, key: str, turns: list[Turn], settings: Settings) -> Habit | None:
-    evolution = settings.evolution
-    latest: dict[date, tuple[int, Turn]] = {}
-    for turn in sorted(turns, key=lambda t: t.created_at):
-        local = turn.created_at.astimezone(settings.tz)
-        latest[local.date()] = (local.hour * 60 + local.minute, turn)
-    cluster = _densest(sorted(latest.items(), key=lambda kv: kv[1][0]),
-                       evolution.habit_window_min * 2)
-    if len(cluster) < evolution.habit_min:
+    cluster = _densest(turns, settings)
+    days = {day for day, _, _ in cluster}
+    if len(days) < settings.evolution.habit_min:
         return None
-    minutes = sorted(minute for _, (minute, _) in cluster)
-    last = max(cluster, key=lambda kv: kv[1][1].created_at)[1][1]
-    return Habit(key=key, user_id=user_id, minute=minutes[len(minutes) // 2],
-                 days=tuple(sorted(day for day, _ in cluster)), text=last.text,
-                 lang=last.lang, session_id=last.session_id)
+    minutes = sorted(minute for _, minute, _ in cluster)
+    last = max((turn for _, _, turn in cluster), key=lambda t: t.created_at)
+    return Habit(key=key, user_id=user_id, minute=minutes[len(minutes) // 2] % DAY_MINUTES,
+                 days=tuple(sorted(days)), text=last.text, lang=last.lang,
+                 session_id=last.session_id)
 
 
-def _densest(by_minute: Sequence[tuple[date, tuple[int, Turn]]], width: int
-             ) -> list[tuple[date, tuple[int, Turn]]]:
-    """The most days whose times of day fit in `width` minutes (sorted by minute)."""
-    best: list[tuple[date, tuple[int, Turn]]] = []
+def _densest(turns: Sequence[Turn], settings: Settings) -> list[tuple[date, int, Turn]]:
+    """The turns of the most days whose times of day fit in twice `habit_window_min`, as
+    (day, minute, turn). Around midnight too: a time after it counts again a day earlier
+    and 24 hours later, so 23:50 on Monday and 00:10 on Tuesday are one night's habit."""
+    points: list[tuple[date, int, Turn]] = []
+    for turn in turns:
+        local = turn.created_at.astimezone(settings.tz)
+        minute = local.hour * 60 + local.minute
+        points += [(local.date(), minute, turn),
+                   (local.date() - timedelta(days=1), minute + DAY_MINUTES, turn)]
+    points.sort(key=lambda p: p[1])
+    width = settings.evolution.habit_window_min * 2
+    best: list[tuple[date, int, Turn]] = []
+    best_days = 0
     start = 0
-    for end in range(len(by_minute)):
-        while by_minute[end][1][0] - by_minute[start][1][0] > width:
+    for end in range(len(points)):
+        while points[end][1] - points[start][1] > width:
             start += 1
-        if end - start + 1 > len(best):
-            best = list(by_minute[start:end + 1])
+        window = points[start:end + 1]
+        days = len({day for day, _, _ in window})
+        if days > best_days:
+            best, best_days = list(window), days
     return best
 
 

@@ -100,6 +100,12 @@ class Registry:
     def find(self, name: str) -> ExecutorSpec | None:
         return self._by_name.get(name)
 
+    def changes_something(self, name: str) -> bool:
+        """Whether executor `name` changes something (its manifest's `side_effects`); one
+        that is not admitted is taken to."""
+        spec = self._by_name.get(name)
+        return spec is None or spec.manifest.side_effects
+
     def get(self, name: str) -> ExecutorSpec:
         spec = self._by_name.get(name)
         if spec is None:
