@@ -74,6 +74,9 @@ async def test_a_photo_is_kept_then_filed_and_described_to_the_model(
         resp = await client.post("/api/turns", json={"attachments": [item["id"]]})
         assert resp.status_code == 200, resp.text
         await wait_closed(client, resp.json()["turn_id"])
+        page = (await client.get(f"/api/sessions/{resp.json()['session_id']}/messages")).json()
+    said = i18n.get("MSG_ATTACHMENT_ONLY", lang, count=1)
+    assert page["messages"][0]["content"] == f"{said}\n\n📎 IMG_0042.jpg"  # as it was sent
     day = datetime.now(home.settings.tz).date().isoformat()
     filed = home.workspace / "inbox" / day / "IMG_0042.jpg"
     assert filed.read_bytes() == photo()

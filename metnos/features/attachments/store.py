@@ -36,11 +36,15 @@ from metnos.ground.errors import MetnosError
 from metnos.ground.fdpaths import open_dir, open_workspace, rename_noreplace
 from metnos.ground.settings import Settings
 from metnos.mechanisms.audit.log import AuditLog
+from metnos.mechanisms.policy.untrusted import TAG
 
 ACTION = "attachment"
 MAX_PER_TURN = 10
 _NAME_CHARS = 100
 _UNSAFE_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f/\\:*?\"<>|]+")
+# an attachment's block in a stored user message (`Filed.described`, wrapped as data)
+_BLOCK = re.compile(rf'<{TAG} source="attachment" id="([^"<>]+)">\n(.*?)\n</{TAG} id="\1">',
+                    re.DOTALL)
 _WRITE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -187,6 +191,18 @@ def forget_unused(engine: Engine, settings: Settings, now: datetime | None = Non
                 db.delete(row)
         db.commit()
     return len(old)
+
+
+def as_sent(content: str) -> str:
+    """A stored user message as the person sent it: each attachment's block (what the model
+    read) becomes one line, "📎 <name>" (the history shows it as text)."""
+    def line(found: re.Match[str]) -> str:
+        try:
+            name = json.loads(found.group(2)).get("name")
+        except (ValueError, AttributeError):
+            return found.group(0)
+        return f"📎 {name}" if isinstance(name, str) else found.group(0)
+    return _BLOCK.sub(line, content)
 
 
 def clean_name(name: str) -> str:

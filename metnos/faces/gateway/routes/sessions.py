@@ -35,6 +35,7 @@ from sqlmodel import Session, col, select
 
 from metnos.faces.gateway.deps import OwnerDep, ServiceDep, get_service
 from metnos.faces.gateway.schemas import ErrorPublic
+from metnos.features.attachments.store import as_sent
 from metnos.ground import i18n
 from metnos.ground.db.engine import session as db_session
 from metnos.ground.db.models import ChatMessage, ChatSession, Turn, utcnow
@@ -244,7 +245,9 @@ def _messages_page(db: Session, engine: Engine, chat: ChatSession, *, before: in
                        .group_by(col(Turn.id))).all()
         last_reply = {end: _with_undone(activity, state_dir) for end, activity in ends
                       if end is not None}
-    messages = [MessagePublic(id=m.id or 0, role=m.role, content=m.content, name=m.name,
+    messages = [MessagePublic(id=m.id or 0, role=m.role, name=m.name,
+                              content=as_sent(m.content) if m.role == "user" and m.content
+                              else m.content,
                               turn_id=m.turn_id, created_at=m.created_at,
                               activity=last_reply.get(m.id or 0)) for m in rows]
     return MessagesPublic(session_id=chat.id, summary=chat.summary, messages=messages,
