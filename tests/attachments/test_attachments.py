@@ -193,7 +193,7 @@ def test_kept_bytes_go_after_keep_days_and_an_unused_file_is_forgotten(
     try:
         unused, used = (keep(engine, home.settings, None, photo(), name=n, media_type=None,
                              user_id="owner", channel="api") for n in ("u.jpg", "f.jpg"))
-        [filed] = file_all(engine, home.settings, [used])
+        [filed] = file_all(home.settings, [used])
         mark_filed(engine, None, [filed], turn_id="t1")
         assert forget_unused(engine, home.settings) == 0  # too young
         later = datetime.now(UTC) + timedelta(days=home.settings.attachments.keep_days + 1)
@@ -202,9 +202,9 @@ def test_kept_bytes_go_after_keep_days_and_an_unused_file_is_forgotten(
         with pytest.raises(AttachmentRefused, match="ERR_ATTACHMENT_NOT_FOUND"):
             owned(engine, [unused.id], user_id="owner", channel="api", audit=None)
         [row] = owned(engine, [used.id], user_id="owner", channel="api", audit=None)
-        assert file_all(engine, home.settings, [row])[0].path == filed.path  # still there
+        assert file_all(home.settings, [row])[0].path == filed.path  # still there
         (home.workspace / filed.path).unlink()  # moved away since: its bytes are gone too
         with pytest.raises(AttachmentRefused, match="ERR_ATTACHMENT_NOT_FOUND"):
-            file_all(engine, home.settings, [row])
+            file_all(home.settings, [row])
     finally:
         engine.dispose()

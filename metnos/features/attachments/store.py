@@ -92,7 +92,7 @@ def keep(engine: Engine, settings: Settings, audit: AuditLog | None, data: bytes
     write_atomic(folder(settings) / item.id, data)
     with db_session(engine) as db:
         db.add(item)
-        db.commit()
+        db.flush()
         db.refresh(item)
     _audit(audit, user_id, channel, "info", reason="stored",
            outcome=f"{item.id} {item.kind} {item.size} {item.sha256[:16]}")
@@ -117,7 +117,7 @@ def owned(engine: Engine, ids: Sequence[str], *, user_id: str, channel: str,
     return [rows[i] for i in dict.fromkeys(ids)]
 
 
-def file_all(engine: Engine, settings: Settings, items: Sequence[Attachment],
+def file_all(settings: Settings, items: Sequence[Attachment],
              now: datetime | None = None) -> list[Filed]:
     """Place each attachment in the workspace (`<folder>/<day>/<name>`; a taken name gets a
     number); one already filed and still there keeps its place. One whose bytes are gone

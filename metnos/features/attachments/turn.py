@@ -29,7 +29,7 @@ async def start_turn(turns: TurnHandle, text: str, attachment_ids: Sequence[str]
     runtime = turns.service
     items = await asyncio.to_thread(owned, runtime.engine, attachment_ids, user_id=sender,
                                     channel=channel, audit=runtime.audit)
-    filed = await asyncio.to_thread(file_all, runtime.engine, runtime.settings, items)
+    filed = await asyncio.to_thread(file_all, runtime.settings, items)
     said = text.strip() or i18n.get("MSG_ATTACHMENT_ONLY", lang or runtime.settings.lang,
                                     count=len(filed))
     try:
