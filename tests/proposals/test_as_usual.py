@@ -9,6 +9,8 @@ judge does not take, so the judge without a model decides)."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -77,16 +79,20 @@ async def round_on(service: TurnService, llm: ScriptedLLM, day: int, minute: int
     await round_at(service, TODAY + timedelta(days=day, minutes=minute))
 
 
-def fresh_gateway(home: Home) -> Any:
-    return gateway_client(home, prefect=False)
+@asynccontextmanager
+async def with_habit(home: Home, llm: ScriptedLLM
+                     ) -> AsyncIterator[tuple[httpx.AsyncClient, TurnService]]:
+    """The home's gateway (plain runner), after five noons of filing photos."""
+    async with gateway_client(home, prefect=False) as client:
+        service: TurnService = client.app.state.gateway.service  # type: ignore[attr-defined]
+        await build_habit(client, service, home, llm)
+        yield client, service
 
 
 async def test_a_habit_is_offered_once_before_its_time_and_accepting_runs_it(
         make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
     home = make_home(llm=scripted_llm, lang="it", autonomy="Full", **ENV)
-    async with fresh_gateway(home) as client:
-        service: TurnService = client.app.state.gateway.service  # type: ignore[attr-defined]
-        await build_habit(client, service, home, scripted_llm)
+    async with with_habit(home, scripted_llm) as (client, service):
         with Session(service.engine) as db:
             [habit] = habits.find_habits(db, service.settings, TODAY - timedelta(days=9),
                                          service.registry.changes_something)
@@ -123,9 +129,7 @@ async def test_in_quiet_hours_it_goes_to_the_silent_register(
         make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
     home = make_home(llm=scripted_llm, lang="en", autonomy="Full",
                      **{**ENV, "METNOS_NOTIFY_QUIET_HOURS": "11:30-12:30"})
-    async with fresh_gateway(home) as client:
-        service: TurnService = client.app.state.gateway.service  # type: ignore[attr-defined]
-        await build_habit(client, service, home, scripted_llm)
+    async with with_habit(home, scripted_llm) as (client, service):
         await round_on(service, scripted_llm, -9, -20, judged=False)
         [quiet] = offers(service)
     assert (quiet.status, quiet.reason) == ("silent", habits.REASON_QUIET)
@@ -135,9 +139,7 @@ async def test_in_quiet_hours_it_goes_to_the_silent_register(
 async def test_dismissed_twice_it_is_not_offered_again(
         make_home: MakeHome, scripted_llm: ScriptedLLM) -> None:
     home = make_home(llm=scripted_llm, lang="en", autonomy="Full", **ENV)
-    async with fresh_gateway(home) as client:
-        service: TurnService = client.app.state.gateway.service  # type: ignore[attr-defined]
-        await build_habit(client, service, home, scripted_llm)
+    async with with_habit(home, scripted_llm) as (client, service):
         for day in (-9, -6):  # days apart: the bother budget of one day is spent by then
             await round_on(service, scripted_llm, day, -20)
             offer = offers(service)[-1]
