@@ -109,3 +109,33 @@ async def test_a_receipt_photo_sent_on_telegram_is_read_and_filed(
         await until(telegram, lambda t: any(FINAL["it"] in x for x in said(t, ANNA)),
                     "the reply on Telegram")
     check_chain(scripted_llm, home, "it", path, turn)
+
+
+async def test_a_scanned_bill_pdf_is_read_by_ocr_after_pdf_ext_finds_no_text(
+        make_home: MakeHome, scripted_llm: ScriptedLLM, prefect_api: str) -> None:
+    home = make_home(llm=scripted_llm, lang="it")
+    out = io.BytesIO()
+    photographed(receipt("it"), angle=1.0).convert("L").save(out, "PDF", resolution=150)
+    day = datetime.now(home.settings.tz).date().isoformat()
+    path = f"inbox/{day}/bolletta.pdf"
+    scripted_llm.enqueue_tool_call("pdf_ext", {"path": path})
+    scripted_llm.enqueue_tool_call("ocr", {"path": path, "lang": "it"})
+    scripted_llm.enqueue_tool_call("archive", {"path": path, "category": "bollette"})
+    scripted_llm.enqueue_text(FINAL["it"])
+    async with gateway_client(home) as client:
+        sent = await client.post("/api/attachments", params={"name": "bolletta.pdf"},
+                                 content=out.getvalue(),
+                                 headers={"content-type": "application/pdf"})
+        assert sent.status_code == 201 and sent.json()["kind"] == "pdf", sent.text
+        resp = await client.post("/api/turns", params={"wait": "false"}, json={
+            "text": "archivia la bolletta", "attachments": [sent.json()["id"]]})
+        turn = await approve_until_done(client, resp.json()["turn_id"])
+    assert [(s["executor"], s["outcome"]) for s in turn["steps"]] == [
+        ("pdf_ext", "done"), ("ocr", "done"), ("archive", "done")]
+    first = str(scripted_llm.requests[1]["messages"][-1]["content"])
+    assert '"image_only": true' in first  # pdf_ext found no text layer
+    read = str(scripted_llm.requests[2]["messages"][-1]["content"])
+    for word in WORDS["it"]:
+        assert word in read, (word, read)
+    year = datetime.now(home.settings.tz).year
+    assert (home.workspace / "archive" / str(year) / "bollette" / "bolletta.pdf").is_file()

@@ -122,6 +122,24 @@ def test_ocr_reads_a_heic_photo(ws: Path, tmp_path: Path) -> None:
     assert (result["kind"], result["width"], result["height"]) == ("heic", *photo.size)
 
 
+@pytest.mark.parametrize("lang", ["it", "en"])
+def test_ocr_reads_a_scanned_pdf_page_by_page(ws: Path, lang: str) -> None:
+    """A bill scanned to PDF (images only, no text layer: what pdf_ext calls image_only),
+    two pages: both are read, in order."""
+    first = photographed(receipt(lang), angle=1.5).convert("L")
+    second = receipt("en" if lang == "it" else "it")
+    first.save(ws / "bolletta.pdf", "PDF", resolution=150, save_all=True,
+               append_images=[second])
+    result = read({"path": "bolletta.pdf"}, ws)
+    assert (result["kind"], result["pages"], result["truncated"]) == ("pdf", 2, False)
+    text = result["text"]
+    for word in WORDS[lang]:
+        assert word in text, (word, text)
+    other = WORDS["en" if lang == "it" else "it"]
+    assert text.index(WORDS[lang][0]) < text.index(other[0])  # page 1, then page 2
+    assert result["width"] > 0 and result["height"] > 0
+
+
 def test_ocr_says_when_an_image_holds_no_text(ws: Path) -> None:
     image = Image.new("RGB", (900, 700), (120, 160, 210))
     draw = ImageDraw.Draw(image)
@@ -130,14 +148,13 @@ def test_ocr_says_when_an_image_holds_no_text(ws: Path) -> None:
     photographed(image.convert("L"), angle=0.0).save(ws / "landscape.jpg", quality=70)
     result = read({"path": "landscape.jpg"}, ws)
     assert result == {"path": "landscape.jpg", "text": "", "kind": "jpeg", "width": 900,
-                      "height": 700, "confidence": 0, "words": 0, "truncated": False,
-                      "reply": "no_text"}
+                      "height": 700, "pages": 1, "confidence": 0, "words": 0,
+                      "truncated": False, "reply": "no_text"}
 
 
 # -- refusing ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("name", "data"), [
-    ("fattura.jpg", b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n%%EOF\n"),
     ("note.png", b"Totale 45,00 EUR\nscontrino.jpg\n"),  # tesseract would open a list of names
     ("empty.jpg", b""),
     ("almost.png", b"\x89PNG\r\n"),
@@ -155,6 +172,7 @@ def test_ocr_refuses_what_is_not_an_image(ws: Path, name: str, data: bytes) -> N
     ("huge", {"path": "huge.jpg"}, "ERR_OCR_TOO_LARGE"),
     ("giant", {"path": "giant.png"}, "ERR_OCR_TOO_LARGE"),
     ("broken", {"path": "broken.jpg"}, "ERR_OCR_UNREADABLE"),
+    ("no pages", {"path": "fattura.jpg"}, "ERR_OCR_UNREADABLE"),  # a PDF, whatever its name
     ("none", {"path": "../outside.jpg"}, "ERR_FILE_PATH_REFUSED"),
     ("none", {"path": "a.jpg", "lang": "fr"}, "ERR_EXECUTOR_ARG_INVALID"),
     ("none", {"path": "a.jpg", "surprise": 1}, "ERR_EXECUTOR_ARG_INVALID"),
@@ -171,11 +189,13 @@ def test_ocr_refuses(ws: Path, setup: str, args: dict[str, Any], key: str) -> No
         (ws / "giant.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\x0dIHDR" + ihdr)
     elif setup == "broken":  # a JPEG start, then no frame header
         (ws / "broken.jpg").write_bytes(b"\xff\xd8\xff\xe0\x00\x10JFIF\x00" + b"\x00" * 64)
+    elif setup == "no pages":  # a PDF's start and end, nothing between
+        (ws / "fattura.jpg").write_bytes(b"%PDF-1.4\n1 0 obj << /Type /Catalog >> endobj\n%%EOF\n")
     assert refused(run(args, ws)) == key
 
 
 def test_the_engine_missing_names_the_debian_packages() -> None:
     for lang in ("it", "en"):
         for package in ("tesseract-ocr (tesseract-ocr-ita, tesseract-ocr-eng)",
-                        "libheif-examples"):
+                        "libheif-examples", "poppler-utils"):
             assert package in i18n.get("ERR_OCR_UNAVAILABLE", lang, package=package)

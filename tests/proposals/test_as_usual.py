@@ -166,8 +166,8 @@ async def _until_reply(service: TurnService) -> None:
     for _ in range(300):
         with Session(service.engine) as db:
             done = db.exec(select(Outbox).where(Outbox.kind == "message")).all()
-        if done:
-            assert done[0].text.startswith("Come al solito: ")
+        if done:  # after the approval: the turn's final words, not its question
+            assert done[0].text == i18n.get("MSG_PROPOSAL_AS_USUAL_DONE", "it", reply="Fatto.")
             return
         await asyncio.sleep(0.1)
     raise AssertionError("the accepted habit's reply never came")

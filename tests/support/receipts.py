@@ -30,9 +30,11 @@ WORDS = {"it": ["SUPERMERCATO", "ROSSI", "Pane", "Latte", "Mele", "TOTALE", "7,4
 
 
 def ensure_ocr() -> None:
-    """tesseract with its Italian, English and orientation data, and the receipts' font."""
-    if ensure_debian_binary("tesseract", "tesseract-ocr") is None:
-        skip_or_fail("tesseract (Debian package tesseract-ocr) is not installed")
+    """tesseract with its Italian, English and orientation data, poppler's tools for scanned
+    PDFs, and the receipts' font."""
+    for binary, package in (("tesseract", "tesseract-ocr"), ("pdftoppm", "poppler-utils")):
+        if ensure_debian_binary(binary, package) is None:
+            skip_or_fail(f"{binary} (Debian package {package}) is not installed")
     for path, package in NEEDS:
         if not ensure_debian_file(path, package):
             skip_or_fail(f"{path} (Debian package {package}) is not installed")

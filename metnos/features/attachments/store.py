@@ -41,7 +41,7 @@ from metnos.mechanisms.policy.untrusted import TAG
 ACTION = "attachment"
 MAX_PER_TURN = 10
 _NAME_CHARS = 100
-_UNSAFE_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f/\\:*?\"<>|]+")
+_UNSAFE_NAME = re.compile(r"[\x00-\x1f\x7f-\x9f/\\:*?\"<>|`]+")
 # an attachment's block in a stored user message (`Filed.described`, wrapped as data)
 _BLOCK = re.compile(rf'<{TAG} source="attachment" id="([^"<>]+)">\n(.*?)\n</{TAG} id="\1">',
                     re.DOTALL)

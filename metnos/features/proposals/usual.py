@@ -67,12 +67,28 @@ async def run_accepted(turns: TurnHandle, proposal: Proposal) -> None:
         log.warning("proposals.as_usual_refused id=%s key=%s", proposal.id, exc.key)
         return
     answered = await turns.reply(ctx.turn_id, REPLY_WAIT_S)
+    reply = answered.reply if answered is not None else None
+    if answered is not None and answered.status == "awaiting_approval":
+        reply = await _final_reply(turns, ctx.turn_id)  # its approvals wait where they wait
     delivered = (await asyncio.to_thread(in_session, engine, outbox.get, proposal.outbox_id)
                  if proposal.outbox_id else None)
-    if answered is None or delivered is None:
-        return  # still running (its approvals wait where approvals wait), or nowhere to say
-    text = i18n.get("MSG_PROPOSAL_AS_USUAL_DONE", ctx.lang, reply=answered.reply or "")
+    if reply is None or delivered is None:
+        return  # still running after REPLY_WAIT_S, or nowhere to say it
+    text = i18n.get("MSG_PROPOSAL_AS_USUAL_DONE", ctx.lang, reply=reply)
     await asyncio.to_thread(in_session, engine, outbox.add, Outbox(
         kind="message", user_id=proposal.user_id, channel=delivered.channel,
         address=delivered.address, text=text, lang=ctx.lang, due_at=utcnow(),
         turn_id=ctx.turn_id))
+
+
+async def _final_reply(turns: TurnHandle, turn_id: str) -> str | None:
+    """The reply of a turn that waited for an approval, from its events; None when it has
+    none after REPLY_WAIT_S."""
+    try:
+        async with asyncio.timeout(REPLY_WAIT_S):
+            async for event in turns.follow(turn_id):
+                if event.kind == "reply":
+                    return str(event.data.get("text") or "")
+    except TimeoutError:
+        return None
+    return None

@@ -4,9 +4,11 @@ The protocol (stdin, stdout, exit 0) is the sandbox's helper, `metnos_sandbox_pr
 The cwd is the workspace; paths are workspace-relative. The engine is Debian's tesseract
 (`tesseract-ocr`, with `tesseract-ocr-ita` and `tesseract-ocr-eng`), seen inside the sandbox
 through the read-only /usr; nothing is downloaded. A HEIC photo is first converted to PNG
-under the run's private /tmp with libheif's tool (`libheif-examples`). The image type comes
-from the file's first bytes, never from its name: tesseract reads a file that is no image as
-a list of file names to open, so anything else is refused before it runs. Page segmentation
+under the run's private /tmp with libheif's tool (`libheif-examples`); a scanned PDF's pages
+(at most MAX_PAGES) are rendered there by poppler's `pdftoppm` (`poppler-utils`) and read in
+one run. The type comes from the file's first bytes, never from its name: tesseract reads a
+file that is no image as a list of file names to open, so anything else is refused before
+it runs (the list a PDF's pages make is written here, naming only those pages). Page segmentation
 with orientation detection (`--psm 1`, the `osd` data) reads a photo taken sideways.
 """
 
@@ -22,13 +24,15 @@ MAX_STDIN = 64 << 10
 MAX_FILE_BYTES = 40 << 20
 MAX_PIXELS = 50_000_000  # a 48-megapixel phone photo; tesseract's memory grows with it
 MAX_TEXT_CHARS = 100_000
+MAX_PAGES = 10  # of a scanned PDF: a bill or a letter is a few pages
+PDF_DPI = 200  # an A4 page at 200 dpi is ~3.9 megapixels: enough for print
 DEADLINE_S = 55  # the manifest's timeout_s is 60: the run answers before it is killed
 LANGS = {"it": "ita", "en": "eng", "it+en": "ita+eng"}
 DEFAULT_LANG = "it+en"
 TESSDATA_ROOT = "/usr/share/tesseract-ocr"  # Debian: <root>/<version>/tessdata
 PACKAGES = {"tesseract": "tesseract-ocr (tesseract-ocr-ita, tesseract-ocr-eng)",
             "ita": "tesseract-ocr-ita", "eng": "tesseract-ocr-eng", "osd": "tesseract-ocr-osd",
-            "heif": "libheif-examples"}
+            "heif": "libheif-examples", "poppler": "poppler-utils"}
 HEIF_TOOLS = ("heif-dec", "heif-convert")  # libheif >= 1.17 names it heif-dec
 HEIF_BRANDS = {b"heic", b"heix", b"heim", b"heis", b"hevc", b"hevx"}
 ENGINE_ENV = {"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8", "OMP_THREAD_LIMIT": "1"}
@@ -58,6 +62,8 @@ def read_image(path):
 
 def image_kind(data):
     """The image type the bytes start with, or None."""
+    if data.startswith(b"%PDF-"):
+        return "pdf"
     if data.startswith(b"\xff\xd8\xff"):
         return "jpeg"
     if data.startswith(b"\x89PNG\r\n\x1a\n"):
@@ -231,6 +237,37 @@ def recognise(tool, image, langs, workdir, path, deadline):
     return texts[0].replace("\f", "\n").strip(), texts[1]
 
 
+def pdf_pages(path, workdir, deadline):
+    """The scanned PDF's first MAX_PAGES pages as PNGs under the run's /tmp, in order, and
+    how many pages it has."""
+    info = find_tool(("pdfinfo",), "poppler")
+    left = max(deadline - time.monotonic(), 1)
+    try:
+        done = subprocess.run([info, os.path.join(".", path)], env=ENGINE_ENV,  # noqa: S603
+                              stdin=subprocess.DEVNULL, capture_output=True, timeout=left,
+                              check=False)
+    except subprocess.TimeoutExpired:
+        raise Refused("ERR_OCR_TIMEOUT", path=path, seconds=DEADLINE_S) from None
+    count = 0
+    for line in done.stdout.decode("utf-8", "replace").splitlines():
+        if line.startswith("Pages:") and line[6:].strip().isdigit():
+            count = int(line[6:].strip())
+    if done.returncode != 0 or count < 1:
+        raise Refused("ERR_OCR_UNREADABLE", path=path, reason="pdf")
+    render = find_tool(("pdftoppm",), "poppler")
+    call([render, "-r", str(PDF_DPI), "-gray", "-png", "-l", str(MAX_PAGES),
+          os.path.join(".", path), os.path.join(workdir, "page")], path, deadline)
+    pages = sorted(n for n in os.listdir(workdir) if n.startswith("page") and n.endswith(".png"))
+    if not pages:
+        raise Refused("ERR_OCR_UNREADABLE", path=path, reason="pdf")
+    return [os.path.join(workdir, n) for n in pages], count
+
+
+def png_size(path):
+    with open(path, "rb") as handle:
+        return image_size("png", handle.read(32))
+
+
 def run(args):
     deadline = time.monotonic() + DEADLINE_S
     path = safe_path(args.get("path"), "path")
@@ -239,26 +276,36 @@ def run(args):
     kind = image_kind(data)
     if kind is None:
         raise Refused("ERR_OCR_NOT_IMAGE", path=path)
-    size = image_size(kind, data)
+    size = None if kind == "pdf" else image_size(kind, data)
     del data
-    if size is None:
+    if size is None and kind != "pdf":
         raise Refused("ERR_OCR_UNREADABLE", path=path, reason=kind)
-    if size[0] * size[1] > MAX_PIXELS:
+    if size is not None and size[0] * size[1] > MAX_PIXELS:
         raise Refused("ERR_OCR_TOO_LARGE", path=path, max_mb=MAX_FILE_BYTES >> 20,
                       max_mpx=MAX_PIXELS // 1_000_000)
     tesseract = find_tool(("tesseract",), "tesseract")
     check_tessdata(langs)
     import tempfile
 
+    count = 1
     with tempfile.TemporaryDirectory(prefix="ocr-") as workdir:
-        image = heic_to_png(path, workdir, deadline) if kind == "heic" else os.path.join(".", path)
+        if kind == "pdf":
+            pages, count = pdf_pages(path, workdir, deadline)
+            size = png_size(pages[0]) or (0, 0)
+            image = os.path.join(workdir, "pages.txt")  # tesseract reads a list of images
+            with open(image, "w", encoding="utf-8") as handle:
+                handle.write("".join(f"{page}\n" for page in pages))
+        else:
+            image = heic_to_png(path, workdir, deadline) if kind == "heic" else \
+                os.path.join(".", path)
         text, tsv = recognise(tesseract, image, langs, workdir, path, deadline)
     words, confidence = read_tsv(tsv)
     has_text = words > 0 and bool(text)
     return {
         "path": path, "text": text[:MAX_TEXT_CHARS], "kind": kind,
-        "width": size[0], "height": size[1], "confidence": confidence, "words": words,
-        "truncated": len(text) > MAX_TEXT_CHARS, "reply": "text" if has_text else "no_text",
+        "width": size[0], "height": size[1], "pages": count, "confidence": confidence,
+        "words": words, "truncated": len(text) > MAX_TEXT_CHARS or count > MAX_PAGES,
+        "reply": "text" if has_text else "no_text",
     }
 
 
