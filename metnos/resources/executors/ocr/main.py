@@ -15,6 +15,7 @@ with orientation detection (`--psm 1`, the `osd` data) reads a photo taken sidew
 import os
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.append("/home/metnos/pylib")  # where the sandbox binds the protocol helper
@@ -186,12 +187,12 @@ def check_tessdata(langs):
 
 
 def call(argv, path, deadline):
-    """Run one engine tool with a clean environment; Refused when it fails or is too slow."""
+    """Run one engine tool with a clean environment: its standard output; Refused when it
+    fails or is too slow."""
     left = deadline - time.monotonic()
     try:
         done = subprocess.run(argv, env=ENGINE_ENV, stdin=subprocess.DEVNULL,  # noqa: S603
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                              timeout=max(left, 1), check=False)
+                              capture_output=True, timeout=max(left, 1), check=False)
     except subprocess.TimeoutExpired:
         raise Refused("ERR_OCR_TIMEOUT", path=path, seconds=DEADLINE_S) from None
     if done.returncode < 0:  # killed: out of memory (std::bad_alloc aborts) or of CPU time
@@ -200,6 +201,7 @@ def call(argv, path, deadline):
     if done.returncode != 0:
         name = os.path.basename(argv[0])
         raise Refused("ERR_OCR_UNREADABLE", path=path, reason=f"{name} {done.returncode}")
+    return done.stdout
 
 
 def heic_to_png(path, workdir, deadline):
@@ -240,19 +242,12 @@ def recognise(tool, image, langs, workdir, path, deadline):
 def pdf_pages(path, workdir, deadline):
     """The scanned PDF's first MAX_PAGES pages as PNGs under the run's /tmp, in order, and
     how many pages it has."""
-    info = find_tool(("pdfinfo",), "poppler")
-    left = max(deadline - time.monotonic(), 1)
-    try:
-        done = subprocess.run([info, os.path.join(".", path)], env=ENGINE_ENV,  # noqa: S603
-                              stdin=subprocess.DEVNULL, capture_output=True, timeout=left,
-                              check=False)
-    except subprocess.TimeoutExpired:
-        raise Refused("ERR_OCR_TIMEOUT", path=path, seconds=DEADLINE_S) from None
+    info = call([find_tool(("pdfinfo",), "poppler"), os.path.join(".", path)], path, deadline)
     count = 0
-    for line in done.stdout.decode("utf-8", "replace").splitlines():
+    for line in info.decode("utf-8", "replace").splitlines():
         if line.startswith("Pages:") and line[6:].strip().isdigit():
             count = int(line[6:].strip())
-    if done.returncode != 0 or count < 1:
+    if count < 1:
         raise Refused("ERR_OCR_UNREADABLE", path=path, reason="pdf")
     render = find_tool(("pdftoppm",), "poppler")
     call([render, "-r", str(PDF_DPI), "-gray", "-png", "-l", str(MAX_PAGES),
@@ -285,8 +280,6 @@ def run(args):
                       max_mpx=MAX_PIXELS // 1_000_000)
     tesseract = find_tool(("tesseract",), "tesseract")
     check_tessdata(langs)
-    import tempfile
-
     count = 1
     with tempfile.TemporaryDirectory(prefix="ocr-") as workdir:
         if kind == "pdf":
