@@ -30,10 +30,11 @@ from flows.reminder import scheduler
 from flows.remote_step import port
 from flows.turn import crash_runs, resume_approval, run_turn
 from metnos.faces.gateway.app import create_app
+from metnos.faces.gateway.exposed import listening_sockets
 from metnos.faces.gateway.outbox_delivery import with_reminders
 from metnos.faces.gateway.process import own_lines_at_info, serve
 from metnos.faces.gateway.scheduled import with_schedules
-from metnos.faces.gateway.state import run_alongside
+from metnos.faces.gateway.state import run_alongside, state_of
 from metnos.faces.serve.processes import wait_responding
 from metnos.faces.wiring import Edges
 from metnos.features.tutor.signals import Snapshot, with_scheduler_signals
@@ -75,7 +76,8 @@ def main(argv: list[str] | None = None) -> None:
                             # once drained, an event stream still open (a client following a
                             # finished turn) does not hold the stop for long
                             timeout_graceful_shutdown=5)
-    sys.exit(serve(uvicorn.Server(config), built, settings.gateway.drain_s))
+    sockets = listening_sockets(settings, state_of(built).exposed)
+    sys.exit(serve(uvicorn.Server(config), built, settings.gateway.drain_s, sockets))
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 class _Metnos(_lazy.LazyGroup):
     entries = {
         **{name: _lazy.group(name) for name in (
-            "executors", "audit", "approvals", "pair", "proposals", "evolution", "synt",
+            "executors", "audit", "approvals", "pair", "devices", "proposals", "evolution", "synt",
             "mnestoma", "tutor", "mail", "schedule", "workspace", "trash")},
         "chat": _lazy.command("chat", "CLI_CHAT_HELP"),
         "undo": _lazy.command("undo", "CLI_UNDO_CHANGE_HELP"),

@@ -49,12 +49,17 @@ def list_cmd(as_json: JsonFlag = False) -> None:
                     title=msg("MSG_PAIRING_PAIRED_TITLE"))
 
 
+Person = Annotated[str | None, typer.Option("--person", help=msg("CLI_PAIR_PERSON_HELP"))]
+
+
 @app.command("approve", help=msg("CLI_PAIR_APPROVE_HELP"))
 def approve_cmd(
     code: Annotated[str, typer.Argument(help=msg("CLI_PAIR_CODE_HELP"))],
+    person: Person = None,
     as_json: JsonFlag = False,
 ) -> None:
-    show_answer(_call("POST", "/api/pairing/approve", {"code": code}), as_json)
+    body: dict[str, Any] = {"code": code, **({"person": person} if person else {})}
+    show_answer(_call("POST", "/api/pairing/approve", body), as_json)
 
 
 @app.command("revoke", help=msg("CLI_PAIR_REVOKE_HELP"))

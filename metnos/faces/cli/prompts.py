@@ -270,7 +270,8 @@ for _layer, _help, _noun in (("channels", "CLI_PROMPTS_CHANNELS_HELP", "CLI_PROM
     app.add_typer(_group, name=_layer)
 
 
-_PAGES = ("chat.html.j2", "docs_index.html.j2", "login_needed.html.j2", "docs_missing.html.j2")
+_PAGES = ("chat.html.j2", "docs_index.html.j2", "login_needed.html.j2", "docs_missing.html.j2",
+          "device.html.j2")
 
 
 def served_pages(lang: str) -> Iterator[tuple[str, str]]:
@@ -280,4 +281,5 @@ def served_pages(lang: str) -> Iterator[tuple[str, str]]:
 
     for page in _PAGES:
         yield page, render_page(page, lang, strings=page_strings(lang), modules=[], locales=[],
-                                executors=[], model_state="unknown", **index_context(lang))
+                                executors=[], model_state="unknown", owner=True,
+                                **index_context(lang))

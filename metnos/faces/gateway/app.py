@@ -26,12 +26,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import metnos.faces.registry  # noqa: F401 - what every feature adds: tables, host checks, planners
 from metnos.faces.channels.telegram import load_config
 from metnos.faces.gateway.drain import drain
+from metnos.faces.gateway.exposed import DeviceGate, Exposed, ExposeUnavailable, exposed
 from metnos.faces.gateway.invalid import body_lang, problems
 from metnos.faces.gateway.routes import (
     approvals,
     attachments,
     audit,
     chat_ws,
+    devices,
     docs,
     evolution,
     health,
@@ -160,6 +162,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(approvals.router)
     app.include_router(sessions.router)
     app.include_router(pairing.router)
+    app.include_router(devices.router)
     app.include_router(undo.router)
     app.include_router(trash_routes.router)
     app.include_router(proposals.router)
@@ -175,10 +178,23 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     # a message and up to 10 forwarded texts of max_message_chars, at 4 UTF-8 bytes a
     # character, plus their JSON envelope
     max_body = settings.gateway.max_message_chars * 11 * 4 + 4096
+    found = state.exposed = _exposed(settings)
+    app.add_middleware(DeviceGate, found=found)  # inside the host guard: names first
     app.add_middleware(HostGuard, allowed_hosts=settings.gateway.allowed_hosts,
                        max_body_bytes=max_body,
-                       path_limits={attachments.PATH: settings.attachments.max_bytes})
+                       path_limits={attachments.PATH: settings.attachments.max_bytes},
+                       exposed=(found.address, found.names) if found else None)
     return app
+
+
+def _exposed(settings: Settings) -> Exposed | None:
+    """The overlay listener; when it cannot be had, loopback only, said in the log (and by
+    `metnos doctor`): the household keeps its server-side chat and Telegram meanwhile."""
+    try:
+        return exposed(settings)
+    except ExposeUnavailable as exc:
+        log.error("gateway.expose_unavailable %s", i18n.message(exc, settings.lang))
+        return None
 
 
 def _message_store(settings: Settings) -> MessageStore | None:

@@ -15,6 +15,7 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import threading
 
 import uvicorn
@@ -41,11 +42,13 @@ def own_lines_at_info() -> None:
         logging.getLogger(name).setLevel(logging.INFO)
 
 
-def serve(server: uvicorn.Server, built: FastAPI, drain_s: float) -> int:
+def serve(server: uvicorn.Server, built: FastAPI, drain_s: float,
+          sockets: list[socket.socket] | None = None) -> int:
     """Run `server` on an event loop in a thread of its own; call from the main thread.
     The first SIGTERM or SIGINT drains (`metnos.faces.gateway.drain`: new turns get 503, running
     ones finish within `drain_s` or are recorded interrupted) while the server still
-    listens, then the server stops; a second one stops at once. Returns the exit status."""
+    listens, then the server stops; a second one stops at once. `sockets`: bound already
+    (loopback, and the overlay address when exposed). Returns the exit status."""
     loop: asyncio.AbstractEventLoop | None = None
     asked = threading.Event()  # a stop was asked (maybe before the loop ran)
     begun = threading.Event()  # the drain was scheduled on the loop
@@ -64,7 +67,7 @@ def serve(server: uvicorn.Server, built: FastAPI, drain_s: float) -> int:
         loop = asyncio.get_running_loop()
         if asked.is_set():
             schedule()
-        await server.serve()
+        await server.serve(sockets=sockets)
 
     def on_signal(signum: int, _frame: object) -> None:
         if asked.is_set():

@@ -18,6 +18,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 _HOST_RE = re.compile(r"(\[[0-9a-f:.]+\]|[^\[\]:]+)(?::([0-9]{1,5}))?\Z")
+HOSTS_STATE = "metnos.hosts"  # the names accepted where a request arrived, in its state
 UNSAFE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 _FETCH_SITE_OK = frozenset({"same-origin", "none"})  # `none`: typed or opened by the user
 _HEADERS = ((b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
@@ -39,9 +40,13 @@ class HostGuard:
     """
 
     def __init__(self, app: ASGIApp, allowed_hosts: list[str], max_body_bytes: int,
-                 path_limits: Mapping[str, int] | None = None) -> None:
+                 path_limits: Mapping[str, int] | None = None,
+                 exposed: tuple[str, frozenset[str]] | None = None) -> None:
         self.app = app
         self.allowed = {h.lower() for h in allowed_hosts}
+        # (address, its names): a request that arrived at the overlay address is judged by
+        # the names devices use there, and by them only
+        self.exposed = exposed
         self.max_body_bytes = max_body_bytes
         # paths that take a larger body (a photo sent to /api/attachments)
         self.path_limits = dict(path_limits or {})
@@ -50,6 +55,7 @@ class HostGuard:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
+        scope.setdefault("state", {})[HOSTS_STATE] = self.allowed_for(scope)
         refusal = self._refusal(scope)
         if refusal is not None:
             status, key, vars = refusal
@@ -64,9 +70,16 @@ class HostGuard:
             return
         await self.app(scope, receive, _with_security_headers(send, _header(scope, b"host")))
 
+    def allowed_for(self, scope: Scope) -> set[str]:
+        """The Host names accepted at the address this request arrived at."""
+        server = scope.get("server")
+        if self.exposed is not None and server and str(server[0]) == self.exposed[0]:
+            return set(self.exposed[1])
+        return self.allowed
+
     def _refusal(self, scope: Scope) -> tuple[int, str, dict[str, Any]] | None:
         host = _header(scope, b"host")
-        if host_name(host) not in self.allowed:
+        if host_name(host) not in self.allowed_for(scope):
             return 403, "ERR_HOST_FORBIDDEN", {"host": host[:100]}
         method = scope.get("method", "")
         if scope["type"] == "websocket" or method in UNSAFE_METHODS:
@@ -86,9 +99,15 @@ class HostGuard:
         """True unless the request carries a browser's sign of coming from another origin."""
         origin = _header(scope, b"origin")
         if origin:
-            return origin.strip().lower() in own_origins(host, self.allowed)
+            return origin.strip().lower() in own_origins(host, self.allowed_for(scope))
         site = _header(scope, b"sec-fetch-site").strip().lower()
         return not site or site in _FETCH_SITE_OK
+
+
+def hosts_of(scope: Scope, fallback: Iterable[str]) -> set[str]:
+    """The Host names HostGuard accepted for this request's listener (else `fallback`)."""
+    found = scope.get("state", {}).get(HOSTS_STATE)
+    return set(found) if found is not None else set(fallback)
 
 
 def own_origins(host: str, allowed_hosts: Iterable[str]) -> set[str]:

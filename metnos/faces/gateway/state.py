@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from metnos.faces.channels.telegram.bot import TelegramChannel
+    from metnos.faces.gateway.exposed import Exposed
     from metnos.faces.gateway.outbox_delivery import Delivery
 
 # ends the Prefect flow runs of turns a dead gateway left open (their ids), at start-up
@@ -41,6 +42,7 @@ class GatewayState:
     background: set[asyncio.Task[None]]  # the turns (and scheduled runs) in flight
     drain: Drain = field(default_factory=Drain)
     connections: LiveConnections = field(default_factory=LiveConnections)
+    exposed: Exposed | None = None  # the overlay listener (`[gateway] expose`), if any
     # set by the lifespan, before the first request
     service: Runtime | None = None
     turns: TurnHandle | None = None  # what the faces do with a turn (`metnos.turns.handle`)

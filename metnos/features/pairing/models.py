@@ -74,3 +74,22 @@ class PairingAttempt(SQLModel, table=True):
     approver: str
     outcome: str
     at: datetime = _stamp(default_factory=utcnow, index=True)
+
+
+class Device(SQLModel, table=True):
+    """A browser on a phone or laptop that reaches the gateway over the overlay (issue 30).
+
+    Whether it is admitted, and whose it is, is its pairing: a `PairingRequest` while it
+    waits for the owner, then a `PairedSender` with channel `device` and `sender_id` = this id
+    (revoked like any pairing). `address` is where it asked from: its credential works from
+    there only.
+    """
+
+    __tablename__ = "device"
+
+    id: str = Field(default_factory=new_id, primary_key=True)
+    label: str
+    address: str
+    user_agent: str = ""
+    created_at: datetime = _stamp(default_factory=utcnow)
+    last_seen_at: datetime | None = _stamp(default=None, nullable=True)

@@ -43,6 +43,7 @@ OWNER_USER_ID = APPROVER_OWNER  # the same user as the holder of the API owner t
 _MAX_ID_CHARS = 256
 _FAILED = ("unknown", "expired")
 _CHANNEL = re.compile(r"[a-z][a-z0-9_-]{0,31}")
+DEVICE_CHANNEL = "device"  # a browser over the overlay (`metnos.features.pairing.devices`)
 DROPPED_QUIET = timedelta(days=1)  # a dropped sender's messages are ignored this long
 
 AdmissionStatus = Literal["paired", "code_sent", "ignored"]
@@ -62,6 +63,10 @@ class PairingCodeExpired(PairingError):
 
 class PairingLocked(PairingError):
     key = "ERR_PAIRING_LOCKED"
+
+
+class PairingPersonUnknown(PairingError):
+    key = "ERR_PAIRING_PERSON_UNKNOWN"
 
 
 @dataclass(frozen=True)
@@ -156,8 +161,13 @@ def _ignore(db: Session, audit: AuditLog | None, channel: str, sender_id: str,
 
 # -- the owner side -------------------------------------------------------------------------
 def approve(db: Session, code: str, *, approver: str, now: datetime | None = None,
-            settings: PolicySettings, audit: AuditLog | None = None) -> PairedSender:
+            settings: PolicySettings, audit: AuditLog | None = None,
+            person: str | None = None) -> PairedSender:
     """Pair the sender whose pending request holds `code` (case-insensitive, trimmed).
+
+    `person` says whose it is: `owner`, or the user id of a person already paired (a phone's
+    browser joining that member's Telegram, say); None: a new member (on Telegram, the first
+    approval ever is the owner's own; a device is never made the owner unless named so).
 
     Raises PairingLocked after `pairing_max_failures` wrong codes within `pairing_lockout_s`
     (even for a right code), PairingCodeUnknown / PairingCodeExpired for a wrong one.
@@ -178,7 +188,12 @@ def approve(db: Session, code: str, *, approver: str, now: datetime | None = Non
         db.add(request)
         _refuse(db, audit, approver, request.channel, "expired", now)
         raise PairingCodeExpired()
-    paired = _pair(db, request, approver, now)
+    if person is not None and not _known_person(db, person):
+        db.commit()  # not a guess at a code: no failed attempt, the lock released
+        _audit(audit, sender=approver, channel=request.channel, decision="deny",
+               reason=PairingPersonUnknown.key, outcome="person_unknown")
+        raise PairingPersonUnknown(person=person[:64])
+    paired = _pair(db, request, approver, now, person)
     db.add(PairingAttempt(approver=approver, outcome="ok", at=now))
     db.commit()
     _audit(audit, sender=approver, channel=paired.channel, decision="allow",
@@ -194,22 +209,38 @@ def _request_by_code(db: Session, code: str) -> PairingRequest | None:
     return db.exec(query.with_for_update()).first()
 
 
-def _pair(db: Session, request: PairingRequest, approver: str, now: datetime) -> PairedSender:
-    """The first approval ever makes the owner; a revoked sender paired again keeps its role."""
+def _pair(db: Session, request: PairingRequest, approver: str, now: datetime,
+          person: str | None = None) -> PairedSender:
+    """The first approval ever makes the owner (never a device's); a revoked sender paired
+    again keeps its role; `person` given: that person's, whatever it was."""
     query = select(PairedSender).where(PairedSender.channel == request.channel,
                                        PairedSender.sender_id == request.sender_id)
     paired = db.exec(query.with_for_update()).first()
     if paired is None:
-        owner = db.exec(select(PairedSender.id).where(PairedSender.role == "owner")).first()
-        role = "member" if owner is not None else "owner"
+        owner = db.exec(select(PairedSender.id).where(
+            PairedSender.role == "owner", PairedSender.channel != DEVICE_CHANNEL)).first()
+        first = owner is None and request.channel != DEVICE_CHANNEL
+        role = "owner" if first else "member"
         user_id = OWNER_USER_ID if role == "owner" else f"{request.channel}:{request.sender_id}"
         paired = PairedSender(channel=request.channel, sender_id=request.sender_id,
                               user_id=user_id, role=role, approved_by=approver, approved_at=now)
+    if person is not None:
+        paired.user_id = person
+        paired.role = "owner" if person == OWNER_USER_ID else "member"
     paired.revoked_at, paired.approved_by, paired.approved_at = None, approver, now
     request.status, request.resolved_at = "approved", now
     db.add(paired)
     db.add(request)
     return paired
+
+
+def _known_person(db: Session, person: str) -> bool:
+    """`owner`, or the user id of someone paired now (a member of the household)."""
+    if person == OWNER_USER_ID:
+        return True
+    query = select(PairedSender.id).where(PairedSender.user_id == person,
+                                          PairedSender.revoked_at.is_(None))  # type: ignore[union-attr]
+    return db.exec(query).first() is not None
 
 
 def _locked_until(db: Session, now: datetime, settings: PolicySettings) -> datetime | None:

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from fastapi import APIRouter, HTTPException, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from metnos.faces.gateway.deps import LangDep, OwnerDep, ServiceDep, TurnsDep
+from metnos.faces.gateway.deps import LangDep, PersonDep, ServiceDep, TurnsDep
 from metnos.faces.gateway.schemas import ErrorPublic
 from metnos.ground import i18n
 from metnos.ground.db.engine import session as db_session
@@ -45,7 +45,7 @@ class ApprovalDecided(BaseModel):
 
 
 @router.get("", response_model=ApprovalList, responses=_ERRORS)
-async def list_approvals(service: ServiceDep, owner: OwnerDep, lang: LangDep,
+async def list_approvals(service: ServiceDep, person: PersonDep, lang: LangDep,
                          status: str = Query("pending", max_length=20),
                          limit: int = Query(50, ge=1, le=500)) -> ApprovalList:
     """The owner's approvals (pending by default), each with its `card` in plain words in
@@ -54,17 +54,17 @@ async def list_approvals(service: ServiceDep, owner: OwnerDep, lang: LangDep,
     def read() -> list[dict[str, Any]]:
         with db_session(service.engine) as db:
             rows = approvals.list_approvals(db, status=None if status == "all" else status,
-                                            user_id=owner, limit=limit)
+                                            user_id=person, limit=limit)
             shown = [approvals.public(r) for r in rows]
         return [{**a, "card": plain_card(a, lang).to_dict()} for a in shown]
     return ApprovalList(approvals=await asyncio.to_thread(read))
 
 
 @router.post("/{approval_id}", response_model=ApprovalDecided, responses=_ERRORS)
-async def decide(approval_id: str, body: DecisionBody, turns: TurnsDep, owner: OwnerDep,
+async def decide(approval_id: str, body: DecisionBody, turns: TurnsDep, person: PersonDep,
                  lang: LangDep) -> ApprovalDecided:
     try:
-        row, resumed = await turns.decide(approval_id, body.decision, user_id=owner,
+        row, resumed = await turns.decide(approval_id, body.decision, user_id=person,
                                           session_id=body.session_id, reason=body.reason or "",
                                           channel="api", via="api")
     except ApprovalError as exc:

@@ -14,7 +14,7 @@ import asyncio
 from fastapi import APIRouter, HTTPException, Query, Request
 from pydantic import BaseModel
 
-from metnos.faces.gateway.deps import LangDep, OwnerDep, ServiceDep
+from metnos.faces.gateway.deps import LangDep, PersonDep, ServiceDep
 from metnos.faces.gateway.schemas import ErrorPublic
 from metnos.features.attachments import AttachmentRefused, keep
 from metnos.ground import i18n
@@ -36,7 +36,7 @@ class AttachmentPublic(BaseModel):
 
 @router.post("", response_model=AttachmentPublic, status_code=201, responses={
     code: {"model": ErrorPublic} for code in (400, 401, 411, 413, 415)})
-async def send_attachment(request: Request, service: ServiceDep, owner: OwnerDep,
+async def send_attachment(request: Request, service: ServiceDep, person: PersonDep,
                           lang: LangDep, name: str = Query(
                               "", max_length=255, description="The file's name (a claim: "
                               "its extension must agree with its bytes).")
@@ -52,7 +52,7 @@ async def send_attachment(request: Request, service: ServiceDep, owner: OwnerDep
     try:
         item = await asyncio.to_thread(
             keep, service.engine, service.settings, service.audit, bytes(data), name=name,
-            media_type=request.headers.get("content-type"), user_id=owner, channel=channel)
+            media_type=request.headers.get("content-type"), user_id=person, channel=channel)
     except AttachmentRefused as exc:
         raise HTTPException(_STATUS.get(exc.key, 400), detail={
             "key": exc.key, "message": i18n.message(exc, lang)}) from exc

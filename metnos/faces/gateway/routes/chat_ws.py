@@ -48,13 +48,13 @@ MAX_FRAME_CHARS = 64 * 1024
 @router.websocket("/api/chat")
 async def chat_socket(websocket: WebSocket) -> None:
     auth = await asyncio.to_thread(authenticate, websocket)
-    if auth.owner is None:
+    if auth.user is None:
         await websocket.close(code=1008)  # before accept: the handshake is refused (403)
         return
     await websocket.accept()
-    socket = _Socket(websocket, get_turns(websocket), auth.owner,
+    socket = _Socket(websocket, get_turns(websocket), auth.user,
                      "api" if auth.via == "bearer" else "web")
-    with gateway_state(websocket).connections.hold(auth.web_session_id) as ended:
+    with gateway_state(websocket).connections.hold(auth.connection) as ended:
         reader = asyncio.ensure_future(_read(socket))
         logout = asyncio.ensure_future(ended.wait())
         try:

@@ -110,7 +110,7 @@ def _missing(locale: str) -> HTMLResponse:
 async def _gate(request: Request, service: ServiceDep) -> tuple[str, HTMLResponse | None]:
     locale = page_locale(request, service.settings)
     auth = await asyncio.to_thread(authenticate, request)
-    return locale, (_login_needed(request, locale) if auth.owner is None else None)
+    return locale, (_login_needed(request, locale) if auth.user is None else None)
 
 
 @router.get("/docs", response_class=HTMLResponse, include_in_schema=False)

@@ -82,7 +82,7 @@ async def notice_events(request: Request, service: ServiceDep,
     delivery = gateway_state(request).delivery
     assert delivery is not None  # this router comes with the delivery loop (with_reminders)
     auth = getattr(request.state, "auth", None)
-    held = gateway_state(request).connections.hold(getattr(auth, "web_session_id", None))
+    held = gateway_state(request).connections.hold(getattr(auth, "connection", None))
     return StreamingResponse(_stream(service, delivery, owner, held),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})

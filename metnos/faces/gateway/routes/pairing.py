@@ -6,10 +6,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, HTTPException
+from fastapi import APIRouter, HTTPException, Request
 from pydantic import BaseModel, ConfigDict, Field, StrictBool
 
-from metnos.faces.gateway.deps import LangDep, OwnerDep, ServiceDep
+from metnos.faces.gateway.deps import LangDep, OwnerDep, ServiceDep, gateway_state
 from metnos.faces.gateway.schemas import ErrorPublic
 from metnos.features.pairing import service as pairing
 from metnos.features.pairing.models import PairedSender, PairingRequest
@@ -18,8 +18,8 @@ from metnos.ground.db.engine import session as db_session
 
 router = APIRouter(prefix="/api/pairing", tags=["pairing"])
 
-_STATUS = {"ERR_PAIRING_CODE_UNKNOWN": 404, "ERR_PAIRING_CODE_EXPIRED": 410,
-           "ERR_PAIRING_LOCKED": 429}
+_STATUS = {"ERR_PAIRING_CODE_UNKNOWN": 404, "ERR_PAIRING_PERSON_UNKNOWN": 422,
+           "ERR_PAIRING_CODE_EXPIRED": 410, "ERR_PAIRING_LOCKED": 429}
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorPublic} for code in (401, 404, 410, 422, 429)}
 
@@ -28,6 +28,8 @@ class ApproveBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     code: str = Field(min_length=1, max_length=64, description="The code the sender received.")
+    person: str | None = Field(None, min_length=1, max_length=256, description=(
+        "Whose it is: `owner`, or the user id of someone paired; none: a new member."))
 
 
 class RevokeBody(BaseModel):
@@ -86,7 +88,8 @@ def approve(body: ApproveBody, service: ServiceDep, owner: OwnerDep,
     try:
         with db_session(service.engine) as db:
             paired = pairing.approve(db, body.code, approver=owner,
-                                     settings=service.settings.policy, audit=service.audit)
+                                     settings=service.settings.policy, audit=service.audit,
+                                     person=body.person)
     except pairing.PairingError as exc:
         raise HTTPException(_STATUS.get(exc.key, 400), detail={
             "key": exc.key, "message": i18n.message(exc, lang)}) from exc
@@ -97,7 +100,7 @@ def approve(body: ApproveBody, service: ServiceDep, owner: OwnerDep,
 
 
 @router.post("/revoke", responses=_ERRORS)
-def revoke(body: RevokeBody, service: ServiceDep, owner: OwnerDep,
+def revoke(body: RevokeBody, request: Request, service: ServiceDep, owner: OwnerDep,
            lang: LangDep) -> dict[str, Any]:
     names = {"channel": body.channel, "sender_id": body.sender_id}
     with db_session(service.engine) as db:
@@ -106,6 +109,8 @@ def revoke(body: RevokeBody, service: ServiceDep, owner: OwnerDep,
     if not done:
         raise HTTPException(404, detail={"key": "ERR_PAIRING_NOT_PAIRED", "message": i18n.get(
             "ERR_PAIRING_NOT_PAIRED", lang, **names)})
+    if body.channel == pairing.DEVICE_CHANNEL:  # a device: its open chats end now
+        gateway_state(request).connections.end(f"device:{body.sender_id}")
     return {**names, "revoked": True, "message": i18n.get("MSG_PAIRING_REVOKED", lang, **names)}
 
 

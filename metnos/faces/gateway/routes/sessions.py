@@ -33,7 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import Engine, func, or_
 from sqlmodel import Session, col, select
 
-from metnos.faces.gateway.deps import OwnerDep, ServiceDep, get_service
+from metnos.faces.gateway.deps import PersonDep, ServiceDep, get_service
 from metnos.faces.gateway.schemas import ErrorPublic
 from metnos.features.attachments.store import as_sent
 from metnos.ground import i18n
@@ -115,7 +115,7 @@ CHANNELS = r"^([a-z][a-z0-9_-]{0,31}(,[a-z][a-z0-9_-]{0,31}){0,19})?$"  # "web,t
 
 
 @router.get("", response_model=SessionList, responses=_ERRORS)
-async def list_sessions(service: ServiceDep, owner: OwnerDep,
+async def list_sessions(service: ServiceDep, person: PersonDep,
                         offset: int = Query(0, ge=0, le=MAX_OFFSET),
                         limit: int = Query(20, ge=1, le=MAX_SESSIONS),
                         channel: Annotated[str, Query(pattern=CHANNELS)] = "",
@@ -126,7 +126,7 @@ async def list_sessions(service: ServiceDep, owner: OwnerDep,
     `exclude_channel` leaves those out (the web chat lists the terminal's `api` sessions in a
     group of their own);
     `spoken=true` leaves out the sessions no message was ever said in."""
-    return await asyncio.to_thread(_list_sessions, service.engine, owner,
+    return await asyncio.to_thread(_list_sessions, service.engine, person,
                                    offset=offset, limit=limit,
                                    channels=_names(channel), excluded=_names(exclude_channel),
                                    spoken=spoken)
@@ -137,7 +137,7 @@ def _names(listed: str) -> list[str]:
 
 
 @router.get("/{session_id}/messages", response_model=MessagesPublic, responses=_ERRORS)
-async def read_messages(session_id: str, service: ServiceDep, owner: OwnerDep,
+async def read_messages(session_id: str, service: ServiceDep, person: PersonDep,
                         lang: LocaleDep,
                         before: int | None = Query(None, ge=1, le=MAX_MESSAGE_ID),
                         limit: int = Query(50, ge=1, le=MAX_MESSAGES)
@@ -146,24 +146,24 @@ async def read_messages(session_id: str, service: ServiceDep, owner: OwnerDep,
     `next_before` pages further back, null when nothing older is left."""
     def read() -> MessagesPublic:
         with db_session(service.engine) as db:
-            chat = _own(db.get(ChatSession, session_id[:64]), owner, session_id, lang)
+            chat = _own(service, db.get(ChatSession, session_id[:64]), person, session_id, lang)
             return _messages_page(db, service.engine, chat, before=before, limit=limit,
                                   state_dir=service.settings.state_dir)
     return await asyncio.to_thread(read)
 
 
 @router.get("/{session_id}", response_model=SessionPublic, responses=_ERRORS)
-async def read_session(session_id: str, service: ServiceDep, owner: OwnerDep,
+async def read_session(session_id: str, service: ServiceDep, person: PersonDep,
                        lang: LocaleDep) -> SessionPublic:
-    return await asyncio.to_thread(_read, service, session_id, owner, lang)
+    return await asyncio.to_thread(_read, service, session_id, person, lang)
 
 
 @router.patch("/{session_id}", response_model=SessionPublic, responses=_ERRORS)
 async def update_session(session_id: str, body: SessionUpdate, service: ServiceDep,
-                         owner: OwnerDep, lang: LocaleDep) -> SessionPublic:
+                         person: PersonDep, lang: LocaleDep) -> SessionPublic:
     def change() -> SessionPublic:
         with db_session(service.engine) as db:
-            chat = _own(db.get(ChatSession, session_id[:64]), owner, session_id, lang)
+            chat = _own(service, db.get(ChatSession, session_id[:64]), person, session_id, lang)
             changes: list[tuple[str, str]] = []
             if body.autonomy is not None:
                 changes.append(("session.autonomy", f"{chat.autonomy}->{body.autonomy}"))
@@ -175,19 +175,27 @@ async def update_session(session_id: str, body: SessionUpdate, service: ServiceD
             db.add(chat)
             db.commit()
         for action, reason in changes:
-            service.audit.append(sender=owner, channel="api", session_id=chat.id,
+            service.audit.append(sender=person, channel="api", session_id=chat.id,
                                  action=action, decision="info", reason=reason, outcome="done")
         return _public(chat, lang)
     return await asyncio.to_thread(change)
 
 
-def _read(service: Runtime, session_id: str, owner: str, lang: str) -> SessionPublic:
+def _read(service: Runtime, session_id: str, person: str, lang: str) -> SessionPublic:
     with db_session(service.engine) as db:
-        return _public(_own(db.get(ChatSession, session_id[:64]), owner, session_id, lang), lang)
+        chat = _own(service, db.get(ChatSession, session_id[:64]), person, session_id, lang)
+        return _public(chat, lang)
 
 
-def _own(chat: ChatSession | None, owner: str, session_id: str, lang: str) -> ChatSession:
-    if chat is None or chat.user_id != owner:
+def _own(service: Runtime, chat: ChatSession | None, person: str, session_id: str,
+         lang: str) -> ChatSession:
+    """`person`'s own conversation; another person's is not found, and the attempt is
+    audited (Law 4: one person's things are not another's)."""
+    if chat is not None and chat.user_id != person:
+        service.audit.append(sender=person, channel="web", session_id=chat.id,
+                             action="session.read", decision="deny",
+                             reason="ERR_SESSION_NOT_FOUND", outcome="another person's session")
+    if chat is None or chat.user_id != person:
         raise HTTPException(404, detail={"key": "ERR_SESSION_NOT_FOUND", "message": i18n.get(
             "ERR_SESSION_NOT_FOUND", lang, session_id=session_id[:64])})
     return chat
@@ -199,12 +207,12 @@ def _public(chat: ChatSession, locale: str) -> SessionPublic:
                          ask_all=bool(chat.ask_all), ui_locale=locale)
 
 
-def _list_sessions(engine: Engine, owner: str, *, offset: int, limit: int,
+def _list_sessions(engine: Engine, person: str, *, offset: int, limit: int,
                    channels: Sequence[str] = (), excluded: Sequence[str] = (),
                    spoken: bool = False) -> SessionList:
     first_text = (select(Turn.text).where(col(Turn.session_id) == col(ChatSession.id))
                   .order_by(col(Turn.created_at)).limit(1).scalar_subquery())
-    query = select(ChatSession, first_text).where(col(ChatSession.user_id) == owner)
+    query = select(ChatSession, first_text).where(col(ChatSession.user_id) == person)
     if channels:
         query = query.where(col(ChatSession.channel).in_(list(channels)))
     if excluded:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from metnos.faces.gateway.deps import LangDep, OwnerDep, ServiceDep
+from metnos.faces.gateway.deps import LangDep, PersonDep, ServiceDep
 from metnos.faces.gateway.schemas import StatusPublic, error_responses
 from metnos.mechanisms.llm.health import check_model
 
@@ -17,7 +17,7 @@ router = APIRouter(prefix="/api/status", tags=["status"])
 
 
 @router.get("", response_model=StatusPublic, responses=error_responses(401))
-async def status(service: ServiceDep, _owner: OwnerDep, lang: LangDep) -> StatusPublic:
+async def status(service: ServiceDep, _owner: PersonDep, lang: LangDep) -> StatusPublic:
     health = service.model_health
     if health.state == "unknown":
         health.record(await check_model(service.settings))

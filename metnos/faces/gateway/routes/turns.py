@@ -24,8 +24,9 @@ from typing import Any
 
 from fastapi import APIRouter, Header, HTTPException, Query, Request
 from fastapi.responses import StreamingResponse
+from sqlmodel import Session
 
-from metnos.faces.gateway.deps import OwnerDep, ServiceDep, TurnsDep, gateway_state
+from metnos.faces.gateway.deps import PersonDep, ServiceDep, TurnsDep, gateway_state
 from metnos.faces.gateway.drain import draining, refusal
 from metnos.faces.gateway.schemas import ErrorPublic, StepPublic, TurnCreate, TurnPublic
 from metnos.features.attachments.turn import start_turn
@@ -57,7 +58,7 @@ class TurnLanguages(TurnPublic):
 @router.post("", response_model=TurnLanguages, responses={
     **_ERRORS, 503: {"model": ErrorPublic, "description": "Metnos is stopping (Retry-After)."}})
 async def create_turn(body: TurnCreate, request: Request, turns: TurnsDep,
-                      owner: OwnerDep, wait: bool = Query(
+                      person: PersonDep, wait: bool = Query(
                           True, description="Wait for the reply; false answers at once with "
                           "status `running` (then follow GET /api/turns/{id}/events).")
                       ) -> TurnLanguages:
@@ -71,7 +72,7 @@ async def create_turn(body: TurnCreate, request: Request, turns: TurnsDep,
         raise refusal(locale)
     try:
         ctx, _ = await start_turn(turns, body.text, body.attachments, session_id=body.session_id,
-                               lang=locale, channel=_channel(request), sender=owner,
+                               lang=locale, channel=_channel(request), sender=person,
                                ask_all=body.ask_all,
                                untrusted=[("forwarded", t) for t in body.forwarded])
     except MetnosError as exc:
@@ -122,20 +123,24 @@ async def _recorded(service: Runtime, ctx: TurnContext, locale: str) -> TurnLang
 
 @router.get("/{turn_id}", response_model=TurnLanguages, responses=_ERRORS)
 async def read_turn(turn_id: str, request: Request, service: ServiceDep,
-                    owner: OwnerDep) -> TurnLanguages:
+                    person: PersonDep) -> TurnLanguages:
     locale = ui_locale(None, request.headers.get("accept-language"), service.settings)
-    found = await asyncio.to_thread(_read_turn, service, turn_id, locale)
+    found = await asyncio.to_thread(_read_turn, service, turn_id, locale, person)
     if found is None:
         raise HTTPException(404, detail={"key": "ERR_TURN_NOT_FOUND", "message": i18n.get(
             "ERR_TURN_NOT_FOUND", locale, turn_id=turn_id[:64])})
     return found
 
 
-def _read_turn(service: Runtime, turn_id: str, locale: str) -> TurnLanguages | None:
-    """The turn and its approvals from the database (blocking: called in a worker thread)."""
+def _read_turn(service: Runtime, turn_id: str, locale: str,
+               person: str | None = None) -> TurnLanguages | None:
+    """The turn and its approvals from the database (blocking: called in a worker thread);
+    None when it does not exist or, `person` given, is someone else's (audited: Law 4)."""
     with db_session(service.engine) as db:
         turn = models.get_turn(db, turn_id)
         if turn is None:
+            return None
+        if person is not None and not _theirs(service, db, turn, person):
             return None
         waiting = [approvals.public(a) for a in approvals.approvals_of_turn(db, turn.id)]
         steps = [StepPublic.model_validate({**step.model_dump(), "seen": step.seen or []})
@@ -150,32 +155,31 @@ def _read_turn(service: Runtime, turn_id: str, locale: str) -> TurnLanguages | N
 
 @router.get("/{turn_id}/events", response_class=StreamingResponse, responses={
     **_ERRORS, 200: {"content": {"text/event-stream": {}}}})
-async def turn_events(turn_id: str, request: Request, turns: TurnsDep, owner: OwnerDep,
+async def turn_events(turn_id: str, request: Request, turns: TurnsDep, person: PersonDep,
                       last_event_id: str | None = Header(None)) -> StreamingResponse:
     """The turn's progress as server-sent events, until its `end`."""
     service = turns.service
     locale = ui_locale(None, request.headers.get("accept-language"), service.settings)
     resume = (last_event_id or "").strip()
     after = int(resume) if resume.isdigit() else 0
-    stored = await asyncio.to_thread(_stored_events, service, turn_id, owner)
+    stored = await asyncio.to_thread(_stored_events, service, turn_id, person)
     if stored is None:
         raise HTTPException(404, detail={"key": "ERR_TURN_NOT_FOUND", "message": i18n.get(
             "ERR_TURN_NOT_FOUND", locale, turn_id=turn_id[:64])})
     source = (turns.follow(turn_id, after) if service.events.known(turn_id)
               else _replay([e for e in stored if e.seq > after]))
-    auth = getattr(request.state, "auth", None)  # set by the owner dependency
-    held = gateway_state(request).connections.hold(getattr(auth, "web_session_id", None))
+    auth = getattr(request.state, "auth", None)  # set by the person dependency
+    held = gateway_state(request).connections.hold(getattr(auth, "connection", None))
     return StreamingResponse(_sse(source, held), media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-def _stored_events(service: Runtime, turn_id: str, owner: str) -> list[TurnEvent] | None:
+def _stored_events(service: Runtime, turn_id: str, person: str) -> list[TurnEvent] | None:
     """None for a turn that does not exist or is another user's; else what the database
     says of it as events (used when the turn's events are no longer in memory)."""
     with db_session(service.engine) as db:
         turn = models.get_turn(db, turn_id)
-        chat = db.get(models.ChatSession, turn.session_id) if turn is not None else None
-        if turn is None or chat is None or chat.user_id != owner:
+        if turn is None or not _theirs(service, db, turn, person):
             return None
         at = (turn.finished_at or turn.created_at).isoformat(timespec="milliseconds")
         found: list[tuple[Any, dict[str, Any]]] = [("status", {"status": turn.status})]
@@ -186,6 +190,17 @@ def _stored_events(service: Runtime, turn_id: str, owner: str) -> list[TurnEvent
         found.append(("end", {"status": turn.status}))
     return [TurnEvent(turn_id, seq, kind, data, at)
             for seq, (kind, data) in enumerate(found, start=1)]
+
+
+def _theirs(service: Runtime, db: Session, turn: models.Turn, person: str) -> bool:
+    """The turn is of `person`'s own conversation; another's leaves an audit line."""
+    chat = db.get(models.ChatSession, turn.session_id)
+    if chat is not None and chat.user_id == person:
+        return True
+    service.audit.append(sender=person, channel="web", action="turn.read", decision="deny",
+                         reason="ERR_TURN_NOT_FOUND", outcome="another person's turn",
+                         turn_id=turn.id)
+    return False
 
 
 async def _replay(events: list[TurnEvent]) -> AsyncIterator[TurnEvent]:
@@ -225,6 +240,6 @@ async def _sse(events: AsyncIterator[TurnEvent],
 
 
 def _channel(request: Request) -> str:
-    """`web` for the browser (the owner dependency admitted its session cookie), `api` for a
+    """`web` for the browser (a session cookie or a device), `api` for a
     bearer client: the audit log tells them apart."""
     return "api" if request.headers.get("authorization") else "web"

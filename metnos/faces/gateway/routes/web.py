@@ -20,7 +20,13 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.routing import NoMatchFound
 
-from metnos.faces.gateway.deps import SESSION_COOKIE, OwnerDep, ServiceDep, authenticate
+from metnos.faces.gateway.deps import (
+    SESSION_COOKIE,
+    PersonDep,
+    ServiceDep,
+    authenticate,
+    require_person,
+)
 from metnos.faces.gateway.schemas import error_responses
 from metnos.ground import i18n
 from metnos.ground.i18n.formatting import text_direction
@@ -42,6 +48,7 @@ STATIC_FILES = {**dict.fromkeys(MODULES, _JS), "chat.css": "text/css; charset=ut
                 # vendored, unchanged: versions and sha256 in webchat/static/README.md
                 "markdown-it.min.js": "text/javascript; charset=utf-8",
                 "purify.min.js": "text/javascript; charset=utf-8"}
+PUBLIC_STATIC = frozenset({"chat.css", "favicon.svg"})  # the device ceremony's page uses them
 _JS_KEYS = {
     "you": "WEB_CHAT_YOU", "metnos": "WEB_CHAT_METNOS", "session": "WEB_CHAT_SESSION",
     "httpError": "WEB_CHAT_HTTP_ERROR",
@@ -78,23 +85,26 @@ class LocaleChange(BaseModel):
 async def chat_page(request: Request, service: ServiceDep) -> HTMLResponse:
     locale = page_locale(request, service.settings)
     auth = await asyncio.to_thread(authenticate, request)  # a cookie is a database read
-    if auth.owner is None:
+    if auth.user is None:
         response = HTMLResponse(_render("login_needed.html.j2", locale), status_code=401)
         if request.cookies.get(SESSION_COOKIE) is not None:
             response.delete_cookie(SESSION_COOKIE, path="/")
         return response
     strings = {**_strings(locale), "maxChars": service.settings.gateway.max_message_chars,
                "maxBytes": service.settings.attachments.max_bytes,
-               "noticesUrl": _path_of(request, NOTICES_ROUTE)}
+               "noticesUrl": _path_of(request, NOTICES_ROUTE), "role": auth.role}
     return HTMLResponse(_render(
         "chat.html.j2", locale, strings=strings, modules=MODULES[1:],
-        model_state=service.model_health.state,
+        model_state=service.model_health.state, owner=auth.owner is not None,
+        device=auth.via == "device",
         locales=[(code, i18n.display_name(code, code)) for code in
                  service.settings.active_languages]))
 
 
 @router.get("/static/{name}", include_in_schema=False)
-async def static_file(name: str, owner: OwnerDep) -> Response:
+async def static_file(name: str, request: Request) -> Response:
+    if name not in PUBLIC_STATIC:  # the rest is the chat's, for someone of the household
+        await asyncio.to_thread(require_person, request)
     if name not in STATIC_FILES:
         raise HTTPException(404, detail={"key": "ERR_HTTP_404",
                                          "message": i18n.get("ERR_HTTP_404")})
@@ -105,7 +115,7 @@ async def static_file(name: str, owner: OwnerDep) -> Response:
 
 @router.post("/api/ui-locale", responses=error_responses(401))
 async def set_ui_locale(body: LocaleChange, request: Request, response: Response,
-                        service: ServiceDep, owner: OwnerDep) -> dict[str, str]:
+                        service: ServiceDep, person: PersonDep) -> dict[str, str]:
     """The chrome's language for this browser; sessions keep their own language."""
     code = match_language(body.locale, service.settings.active_languages)
     if code is None:

@@ -57,7 +57,8 @@ export function activityList(items, prose) {
   list.className = "activity";
   list.setAttribute("aria-label", S.activity);
   for (const item of items) {
-    const canUndo = Boolean(item.undo && item.action_id);
+    // undo is the owner's (a member asks them): no button a member could not use
+    const canUndo = Boolean(item.undo && item.action_id) && S.role === "owner";
     const raw = String(item.text || item.executor || "");
     const text = canUndo ? withoutUndoHint(raw, String(item.action_id)) : raw;
     const said = Boolean(prose && text && String(prose).includes(text));

@@ -159,12 +159,14 @@ setUpComposer(send, fail);
 setUpSessions(() => sessionId, async (id) => {
   try { await openSession(id); closeSessions(); input.focus(); } catch (error) { fail(error); }
 }, fail);
-setUpAudit(() => sessionId, fail);
 setUpAskAll(() => sessionId, fail);
-setUpPairing(fail);
-setUpTrash();
 setUpAccount(() => { sessionStorage.removeItem(SESSION_KEY); sessionStorage.removeItem(TURN_KEY); }, fail);
-listenNotices();
+if (S.role === "owner") { // a family member's page has none of the owner's panels
+  setUpAudit(() => sessionId, fail);
+  setUpPairing(fail);
+  setUpTrash();
+  listenNotices();
+}
 
 showSession();
 input.focus();

@@ -178,6 +178,7 @@ export function setUpAccount(forget, fail) {
       window.location.reload();
     } catch (error) { fail(error); }
   });
+  if (!$("logout")) return; // a device's page: a device is revoked by the owner, not logged out
   $("logout").addEventListener("click", async () => {
     try { await api("POST", "/api/logout"); } catch (error) { /* already logged out */ }
     forget();

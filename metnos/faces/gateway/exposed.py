@@ -1,0 +1,211 @@
+"""The gateway on the overlay (issue 30): the one address it also listens on for the
+family's devices (`[gateway] expose`), and the gate every request reaching it goes through.
+
+`exposed(settings)` resolves the setting (an address, or an interface's address) into an
+`Exposed`: where to listen, and the host names a device may use there (`expose_name` and the
+address itself). The loopback listener keeps its loopback names; a request is judged by the
+address it arrived at (`scope["server"]`), so `Host: 127.0.0.1` on the overlay, or the
+overlay's name on loopback, is refused like any foreign name.
+
+`DeviceGate` admits a request on the exposed address only with an approved device's
+credential (`metnos.features.pairing.devices`), checked against the database on every
+request: it then carries that person (`device_of(conn)`). Without one, only the ceremony
+answers (`/device`, its script and its two calls); a page is sent there, anything else gets
+401. The owner's bearer token and `metnos login` sessions count on loopback only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import json
+import logging
+import socket
+from dataclasses import dataclass
+
+import psutil
+from starlette.requests import HTTPConnection
+
+from metnos.faces.gateway.security import ASGIApp, Receive, Scope, Send
+from metnos.faces.gateway.state import state_of
+from metnos.features.pairing import devices
+from metnos.ground import i18n
+from metnos.ground.db.engine import session as db_session
+from metnos.ground.errors import MetnosError
+from metnos.ground.settings import Settings
+from metnos.ground.settings.gateway import expose_refusal, in_overlay
+
+log = logging.getLogger(__name__)
+
+DEVICE_COOKIE = "metnos_device"
+CEREMONY = frozenset({"/device", "/device/device.js", "/device/ask", "/device/state",
+                      "/static/chat.css", "/static/favicon.svg"})
+_STATE = "metnos.device"  # the admitted device, in the scope's state
+_OVERLAY = "metnos.overlay"  # what its credential was worth (every request on the overlay)
+
+
+class ExposeUnavailable(MetnosError):
+    key = "ERR_GATEWAY_EXPOSE_UNAVAILABLE"
+
+
+@dataclass(frozen=True)
+class Exposed:
+    address: str  # as the sockets report it: `100.64.0.7`, `fd7a:115c:a1e0::7`
+    names: frozenset[str]  # Host names accepted there (lower case; v6 in brackets)
+    overlay: bool  # in Tailscale's or Headscale's ranges; else the owner named a LAN address
+
+    def serves(self, scope: Scope) -> bool:
+        server = scope.get("server")
+        return server is not None and str(server[0]) == self.address
+
+
+@dataclass(frozen=True)
+class DeviceAuth:
+    device_id: str
+    user_id: str
+    role: str
+
+
+def exposed(settings: Settings) -> Exposed | None:
+    """The exposed listener of `settings`, or None (loopback only). Raises ExposeUnavailable
+    when the interface is missing or has no usable address."""
+    value = settings.gateway.expose
+    if not value:
+        return None
+    address = _address_of(value)
+    refusal = expose_refusal(address)
+    if refusal is not None:
+        raise ExposeUnavailable(value=value, reason=refusal)
+    bracketed = f"[{address}]" if ":" in address else address
+    names = {bracketed, settings.gateway.expose_name} - {""}
+    return Exposed(address, frozenset(n.lower() for n in names), in_overlay(address))
+
+
+def listening_sockets(settings: Settings, found: Exposed | None) -> list[socket.socket]:
+    """The bound sockets to serve: loopback, and the exposed address when there is one."""
+    port = settings.gateway.port
+    made = [_bound(settings.gateway.host, port)]
+    if found is None:
+        return made
+    try:
+        made.append(_bound(found.address, port))
+    except OSError as exc:  # not this machine's address (the overlay is down): loopback only
+        log.error("gateway.expose_unavailable %s", i18n.get(
+            "ERR_GATEWAY_EXPOSE_UNAVAILABLE", settings.lang, value=found.address,
+            reason=exc.strerror or str(exc)))
+        return made
+    if not found.overlay:
+        log.warning("gateway.exposed_outside_overlay %s", i18n.get(
+            "MSG_GATEWAY_EXPOSED_OUTSIDE_OVERLAY", settings.lang, address=found.address))
+    return made
+
+
+def device_of(conn: HTTPConnection) -> DeviceAuth | None:
+    """The device the gate admitted for this request, if it came over the overlay."""
+    found = conn.scope.get("state", {}).get(_STATE)
+    return found if isinstance(found, DeviceAuth) else None
+
+
+class DeviceGate:
+    """Only approved devices past the ceremony on the exposed address (see the module)."""
+
+    def __init__(self, app: ASGIApp, found: Exposed | None) -> None:
+        self.app, self.found = app, found
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket") or self.found is None \
+                or not self.found.serves(scope):
+            await self.app(scope, receive, send)
+            return
+        presented = await asyncio.to_thread(self._check, scope)
+        scope.setdefault("state", {})[_OVERLAY] = presented
+        if presented.status == "admitted" and presented.user_id and presented.role:
+            scope.setdefault("state", {})[_STATE] = DeviceAuth(
+                presented.device_id or "", presented.user_id, presented.role)
+            await self.app(scope, receive, send)
+        elif scope.get("path", "") in CEREMONY:
+            await self.app(scope, receive, send)
+        else:
+            await _not_admitted(scope, receive, send)
+
+    def _check(self, scope: Scope) -> devices.Presented:
+        conn = HTTPConnection(scope)
+        cookie = conn.cookies.get(DEVICE_COOKIE)
+        if cookie is None:
+            return devices.Presented("refused", reason="ERR_DEVICE_NOT_ADMITTED")
+        service = state_of(scope["app"]).ready()
+        client = scope.get("client") or ("", 0)
+        with db_session(service.engine) as db:
+            return devices.check(db, cookie, str(client[0]), keys_dir=service.settings.keys_dir,
+                                 audit=service.audit)
+
+
+def on_overlay(conn: HTTPConnection) -> bool:
+    """True for a request that arrived at the exposed address (admitted or not)."""
+    return presented_of(conn) is not None
+
+
+def presented_of(conn: HTTPConnection) -> devices.Presented | None:
+    """What the device credential of a request at the exposed address was worth (None:
+    the request came over loopback)."""
+    found = conn.scope.get("state", {}).get(_OVERLAY)
+    return found if isinstance(found, devices.Presented) else None
+
+
+def client_address(conn: HTTPConnection) -> str:
+    return conn.client.host if conn.client else ""
+
+
+async def _not_admitted(scope: Scope, receive: Receive, send: Send) -> None:
+    """A page goes to the ceremony; a WebSocket is closed; an API call gets 401."""
+    if scope["type"] == "websocket":
+        if (await receive()).get("type") == "websocket.connect":
+            await send({"type": "websocket.close", "code": 1008})
+        return
+    conn = HTTPConnection(scope)
+    if scope.get("method") == "GET" and "text/html" in conn.headers.get("accept", ""):
+        await send({"type": "http.response.start", "status": 303,
+                    "headers": [(b"location", b"/device"), (b"cache-control", b"no-store"),
+                                (b"content-length", b"0")]})
+        await send({"type": "http.response.body", "body": b""})
+        return
+    lang = i18n.normalise_lang(conn.headers.get("accept-language", "").split(",")[0][:35]
+                               .split(";")[0].strip() or None)
+    key = "ERR_DEVICE_NOT_ADMITTED"
+    body = json.dumps({"error": {"key": key, "message": i18n.get(key, lang)}}).encode()
+    await send({"type": "http.response.start", "status": 401,
+                "headers": [(b"content-type", b"application/json"),
+                            (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _address_of(value: str) -> str:
+    """`value` itself when it is an address, else the address of the interface it names
+    (its first IPv4 one, else its first global IPv6 one)."""
+    try:
+        return str(ipaddress.ip_address(value.strip("[]")))
+    except ValueError:
+        pass
+    found = psutil.net_if_addrs().get(value)
+    if not found:
+        raise ExposeUnavailable(value=value, reason="no such network interface")
+    for family in (socket.AF_INET, socket.AF_INET6):
+        for entry in found:
+            if entry.family == family and "%" not in entry.address:
+                return str(ipaddress.ip_address(entry.address))
+    raise ExposeUnavailable(value=value, reason="the interface has no address")
+
+
+def _bound(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    if family == socket.AF_INET6:
+        sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
