@@ -50,6 +50,7 @@ def _subnet() -> int:
 class Addresses:
     server: str
     devices: tuple[str, str]
+    interface: str  # holds them all (the server's first)
 
 
 @contextmanager
@@ -65,7 +66,7 @@ def addresses() -> Iterator[Addresses]:
             _ip("addr", "add", f"{prefix}.{last}/32", "dev", name)
         _ip("link", "set", peer, "up")
         _ip("link", "set", name, "up")
-        yield Addresses(f"{prefix}.1", (f"{prefix}.2", f"{prefix}.3"))
+        yield Addresses(f"{prefix}.1", (f"{prefix}.2", f"{prefix}.3"), name)
     finally:
         _ip("link", "del", name, check=False)
 

@@ -281,5 +281,5 @@ def served_pages(lang: str) -> Iterator[tuple[str, str]]:
 
     for page in _PAGES:
         yield page, render_page(page, lang, strings=page_strings(lang), modules=[], locales=[],
-                                executors=[], model_state="unknown", owner=True,
+                                executors=[], model_state="unknown", owner=True, device=False,
                                 **index_context(lang))

@@ -98,3 +98,24 @@ def check_processes(settings: Settings, lang: str | None) -> Finding:
 
 def _listed(records: list[instance.ProcessRecord]) -> str:
     return ", ".join(f"{r.name} ({r.pid})" for r in records)
+
+
+def check_overlay(settings: Settings, lang: str | None) -> Finding | None:
+    """Where the family's devices reach Metnos (`[gateway] expose`); None when it is not set
+    (this computer and Telegram only)."""
+    from metnos.faces.gateway.exposed import ExposeUnavailable, exposed
+    from metnos.ground import i18n
+
+    try:
+        found = exposed(settings)
+    except ExposeUnavailable as exc:
+        return Finding("overlay", False, i18n.message(exc, lang), text("DOCTOR_FIX_OVERLAY", lang))
+    if found is None:
+        return None
+    name = settings.gateway.expose_name or sorted(found.names)[0]
+    line = text("DOCTOR_OVERLAY_OK", lang, url=f"http://{name}:{settings.gateway.port}",
+                address=found.address)
+    if not found.overlay:
+        return Finding("overlay", None, line + " " + text(
+            "MSG_GATEWAY_EXPOSED_OUTSIDE_OVERLAY", lang, address=found.address))
+    return Finding("overlay", True, line)

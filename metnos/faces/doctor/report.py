@@ -17,7 +17,7 @@ from typing import TypeVar
 from metnos.faces.doctor.credential import check_credential
 from metnos.faces.doctor.finding import Finding, text
 from metnos.faces.doctor.gateway import check_gateway
-from metnos.faces.doctor.instance import check_ports, check_processes
+from metnos.faces.doctor.instance import check_overlay, check_ports, check_processes
 from metnos.faces.doctor.probes import check_model, check_ocr, check_sandbox
 from metnos.faces.doctor.stores import check_audit, check_disk, check_tutor
 from metnos.ground import keys
@@ -51,6 +51,7 @@ async def _diagnose(settings: Settings, lang: str | None) -> list[Finding]:
             ("disk", _one(_thread(lambda: check_disk(settings, lang)))),
             ("audit", _one(_thread(lambda: check_audit(settings, lang)))),
             ("ocr", _one(_thread(lambda: check_ocr(settings, lang)))),
+            ("overlay", _one(_thread(lambda: check_overlay(settings, lang)))),
         ]
     results = await asyncio.gather(*(job for _, job in jobs), return_exceptions=True)
     found: list[Finding] = []
