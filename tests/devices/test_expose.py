@@ -9,7 +9,8 @@ import pytest
 from pydantic import ValidationError
 
 from metnos.faces.doctor.instance import check_overlay
-from metnos.faces.gateway.exposed import ExposeUnavailable, exposed, listening_sockets
+from metnos.faces.gateway.exposed import listening_sockets
+from metnos.faces.web.overlay import ExposeUnavailable, exposed
 from metnos.ground.settings import get_settings
 from metnos.ground.settings.gateway import GatewaySettings
 from tests.support.overlay import Addresses, addresses

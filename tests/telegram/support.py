@@ -31,6 +31,7 @@ async def telegram_gateway(home: Home, tg: FakeTelegram, *, prefect: bool = True
         channel = await start_telegram(client.app.state.gateway.turns,  # type: ignore[attr-defined]
                                        home.settings, config)
         assert channel is not None
+        client.app.state.gateway.telegram = channel  # type: ignore[attr-defined] - as the lifespan does
         try:
             if owner is not None:
                 await pair(client, tg, owner, language_code=owner_lang)

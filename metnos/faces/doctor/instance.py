@@ -103,7 +103,7 @@ def _listed(records: list[instance.ProcessRecord]) -> str:
 def check_overlay(settings: Settings, lang: str | None) -> Finding | None:
     """Where the family's devices reach Metnos (`[gateway] expose`); None when it is not set
     (this computer and Telegram only)."""
-    from metnos.faces.gateway.exposed import ExposeUnavailable, exposed
+    from metnos.faces.web.overlay import ExposeUnavailable, exposed
     from metnos.ground import i18n
 
     try:

@@ -26,7 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 import metnos.faces.registry  # noqa: F401 - what every feature adds: tables, host checks, planners
 from metnos.faces.channels.telegram import load_config
 from metnos.faces.gateway.drain import drain
-from metnos.faces.gateway.exposed import DeviceGate, Exposed, ExposeUnavailable, exposed
+from metnos.faces.gateway.exposed import DeviceGate
 from metnos.faces.gateway.invalid import body_lang, problems
 from metnos.faces.gateway.routes import (
     approvals,
@@ -53,6 +53,7 @@ from metnos.faces.gateway.routes import trash as trash_routes
 from metnos.faces.gateway.schemas import COMMON_ERRORS
 from metnos.faces.gateway.security import HostGuard
 from metnos.faces.gateway.state import GatewayState, RunCloser, state_of
+from metnos.faces.web.overlay import Exposed, ExposeUnavailable, exposed
 from metnos.faces.wiring import Edges, build_runtime
 from metnos.features.languages.instance import open_instance_store
 from metnos.features.lists_merge import merge_lists

@@ -1,11 +1,12 @@
 """The gateway on the overlay (issue 30): the one address it also listens on for the
 family's devices (`[gateway] expose`), and the gate every request reaching it goes through.
 
-`exposed(settings)` resolves the setting (an address, or an interface's address) into an
-`Exposed`: where to listen, and the host names a device may use there (`expose_name` and the
-address itself). The loopback listener keeps its loopback names; a request is judged by the
-address it arrived at (`scope["server"]`), so `Host: 127.0.0.1` on the overlay, or the
-overlay's name on loopback, is refused like any foreign name.
+`metnos.faces.web.overlay.exposed(settings)` resolves the setting (an address, or an
+interface's address) into an `Exposed`: where to listen, and the host names a device may use
+there (`expose_name` and the address itself); `listening_sockets` binds them. The loopback
+listener keeps its loopback names; a request is judged by the address it arrived at
+(`scope["server"]`), so `Host: 127.0.0.1` on the overlay, or the overlay's name on loopback,
+is refused like any foreign name.
 
 `DeviceGate` admits a request on the exposed address only with an approved device's
 credential (`metnos.features.pairing.devices`), checked against the database on every
@@ -17,23 +18,20 @@ answers (`/device`, its script and its two calls); a page is sent there, anythin
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import json
 import logging
 import socket
 from dataclasses import dataclass
 
-import psutil
 from starlette.requests import HTTPConnection
 
 from metnos.faces.gateway.security import ASGIApp, Receive, Scope, Send
 from metnos.faces.gateway.state import state_of
+from metnos.faces.web.overlay import Exposed
 from metnos.features.pairing import devices
 from metnos.ground import i18n
 from metnos.ground.db.engine import session as db_session
-from metnos.ground.errors import MetnosError
 from metnos.ground.settings import Settings
-from metnos.ground.settings.gateway import expose_refusal, in_overlay
 
 log = logging.getLogger(__name__)
 
@@ -44,41 +42,11 @@ _STATE = "metnos.device"  # the admitted device, in the scope's state
 _OVERLAY = "metnos.overlay"  # what its credential was worth (every request on the overlay)
 
 
-class ExposeUnavailable(MetnosError):
-    key = "ERR_GATEWAY_EXPOSE_UNAVAILABLE"
-
-
-@dataclass(frozen=True)
-class Exposed:
-    address: str  # as the sockets report it: `100.64.0.7`, `fd7a:115c:a1e0::7`
-    names: frozenset[str]  # Host names accepted there (lower case; v6 in brackets)
-    overlay: bool  # in Tailscale's or Headscale's ranges; else the owner named a LAN address
-
-    def serves(self, scope: Scope) -> bool:
-        server = scope.get("server")
-        return server is not None and str(server[0]) == self.address
-
-
 @dataclass(frozen=True)
 class DeviceAuth:
     device_id: str
     user_id: str
     role: str
-
-
-def exposed(settings: Settings) -> Exposed | None:
-    """The exposed listener of `settings`, or None (loopback only). Raises ExposeUnavailable
-    when the interface is missing or has no usable address."""
-    value = settings.gateway.expose
-    if not value:
-        return None
-    address = _address_of(value)
-    refusal = expose_refusal(address)
-    if refusal is not None:
-        raise ExposeUnavailable(value=value, reason=refusal)
-    bracketed = f"[{address}]" if ":" in address else address
-    names = {bracketed, settings.gateway.expose_name} - {""}
-    return Exposed(address, frozenset(n.lower() for n in names), in_overlay(address))
 
 
 def listening_sockets(settings: Settings, found: Exposed | None) -> list[socket.socket]:
@@ -177,23 +145,6 @@ async def _not_admitted(scope: Scope, receive: Receive, send: Send) -> None:
                 "headers": [(b"content-type", b"application/json"),
                             (b"content-length", str(len(body)).encode())]})
     await send({"type": "http.response.body", "body": body})
-
-
-def _address_of(value: str) -> str:
-    """`value` itself when it is an address, else the address of the interface it names
-    (its first IPv4 one, else its first global IPv6 one)."""
-    try:
-        return str(ipaddress.ip_address(value.strip("[]")))
-    except ValueError:
-        pass
-    found = psutil.net_if_addrs().get(value)
-    if not found:
-        raise ExposeUnavailable(value=value, reason="no such network interface")
-    for family in (socket.AF_INET, socket.AF_INET6):
-        for entry in found:
-            if entry.family == family and "%" not in entry.address:
-                return str(ipaddress.ip_address(entry.address))
-    raise ExposeUnavailable(value=value, reason="the interface has no address")
 
 
 def _bound(host: str, port: int) -> socket.socket:

@@ -25,8 +25,8 @@ if TYPE_CHECKING:
     from fastapi import FastAPI
 
     from metnos.faces.channels.telegram.bot import TelegramChannel
-    from metnos.faces.gateway.exposed import Exposed
     from metnos.faces.gateway.outbox_delivery import Delivery
+    from metnos.faces.web.overlay import Exposed
 
 # ends the Prefect flow runs of turns a dead gateway left open (their ids), at start-up
 RunCloser = Callable[[list[str]], Awaitable[None]]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import base64
 import binascii
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Literal
@@ -59,9 +59,10 @@ class DeviceRefused(PairingError):
 @dataclass(frozen=True)
 class Asked:
     device_id: str
-    code: str
-    credential: str
+    code: str = field(repr=False)
+    credential: str = field(repr=False)
     expires_at: datetime
+    request_id: str
 
 
 @dataclass(frozen=True)
@@ -95,7 +96,8 @@ def ask(db: Session, *, label: str, address: str, user_agent: str, keys_dir: Pat
     _audit(audit, sender=address, decision="info", reason="MSG_DEVICE_ASKED",
            outcome=f"asked {device_id} {label!r}", action_id=device_id)
     expires = request.expires_at if request is not None else utcnow()
-    return Asked(device_id, admission.code, credential(keys_dir, device_id, address), expires)
+    return Asked(device_id, admission.code, credential(keys_dir, device_id, address), expires,
+                 admission.request_id or "")
 
 
 def credential(keys_dir: Path, device_id: str, address: str) -> str:

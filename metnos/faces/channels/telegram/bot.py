@@ -107,6 +107,12 @@ class TelegramChannel:
         await self.bot.session.close()
         log.info("telegram.stopped")
 
+    def device_asked(self, label: str, address: str, request_id: str) -> None:
+        """Tell the owner here that a device on the overlay asked for access (a task)."""
+        from metnos.faces.channels.telegram.pairing_drop import tell_owner_of_device
+
+        self.spawn(tell_owner_of_device(self, label, address, request_id))
+
     def spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run `coro` as a task of the channel (drained or cancelled by `stop`)."""
         task = asyncio.get_running_loop().create_task(coro)

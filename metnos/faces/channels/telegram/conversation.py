@@ -2,9 +2,10 @@
 
 An unknown sender goes through DM pairing: the code is sent once per request and nothing it
 says is processed (the owner, when paired here, is told in their own chat, with a button to
-drop the request: `pairing_drop.py`). A paired sender's message becomes a turn of the
-gateway's runner; what the user forwards or quotes travels with it as untrusted data, never
-as their words. While the turn runs the chat shows "typing…" and the model's text streams
+drop the request: `pairing_drop.py`, and approves a code with `/pair CODE`:
+`pair_command.py`, never a turn). A paired sender's message becomes a turn of the gateway's
+runner; what the user forwards or quotes travels with it as untrusted data, never as their
+words. While the turn runs the chat shows "typing…" and the model's text streams
 into one message edited about once a second (`live.py`); approvals it waits for become cards
 with buttons; the reply (the prose, then what ran), split within Telegram's limit, replaces
 the streamed text at the end.
@@ -26,6 +27,7 @@ from metnos.faces.channels.render import render
 from metnos.faces.channels.telegram.cards import CHANNEL, card, cuts, keyboard
 from metnos.faces.channels.telegram.files import has_files, keep_files
 from metnos.faces.channels.telegram.live import LiveReply, follow_deltas
+from metnos.faces.channels.telegram.pair_command import handle_pair, pair_arguments
 from metnos.faces.channels.telegram.pairing_drop import tell_owner
 from metnos.faces.channels.telegram.split import split_html
 from metnos.features import pairing
@@ -70,6 +72,10 @@ async def handle_message(ch: TelegramChannel, message: Message) -> None:
         return
     if admission.status != "paired" or admission.user_id is None:
         return  # a pending request, or too many of them: nothing is said, nothing processed
+    arguments = pair_arguments(message)
+    if arguments is not None:  # `/pair CODE`: the owner approves a code, never a turn
+        await handle_pair(ch, message, admission, arguments, lang)
+        return
     files = await keep_files(ch, message, admission.user_id, lang) if has_files(message) else []
     if isinstance(files, str):  # refused: the person is told why
         await send_html(ch, message.chat.id, render(CHANNEL, "reply", lang, text=files))

@@ -79,16 +79,30 @@ async def tell_owner(ch: TelegramChannel, user: User | None, sender: str,
                      request_id: str | None) -> None:
     """One message in the owner's chat about a new request, with its Drop button (nothing
     when the owner is not paired on Telegram, or is the sender)."""
-    from metnos.faces.channels.telegram.conversation import _owner_chat
-
     if request_id is None:
         return
+    lang = _owner_lang(ch)
+    await _notify(ch, request_id, sender, i18n.get(
+        "MSG_TELEGRAM_PAIRING_ASKED", lang, who=_who(user, sender, lang)))
+
+
+async def tell_owner_of_device(ch: TelegramChannel, label: str, address: str,
+                               request_id: str) -> None:
+    """The same message for a device on the overlay that asked for access (its name as its
+    holder typed it, and its address), with the same Drop button."""
+    lang = _owner_lang(ch)
+    await _notify(ch, request_id, None, i18n.get(
+        "MSG_TELEGRAM_DEVICE_ASKED", lang, label=_name(label), address=address))
+
+
+async def _notify(ch: TelegramChannel, request_id: str, sender: str | None, said: str) -> None:
+    from metnos.faces.channels.telegram.conversation import _owner_chat
+
     chat = await asyncio.to_thread(_owner_chat, ch.service)
     if chat is None or str(chat) == sender:
         return
     lang = _owner_lang(ch)
-    text = render(CHANNEL, "reply", lang, text=i18n.get(
-        "MSG_TELEGRAM_PAIRING_ASKED", lang, who=_who(user, sender, lang)))
+    text = render(CHANNEL, "reply", lang, text=said)
     button = InlineKeyboardButton(text=i18n.get("MSG_TELEGRAM_BUTTON_PAIRING_DROP", lang),
                                   callback_data=DropButton(id=request_id).pack())
     try:

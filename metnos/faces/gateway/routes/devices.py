@@ -92,6 +92,9 @@ async def ask(body: AskBody, request: Request, service: ServiceDep, lang: LangDe
     except pairing.PairingError as exc:
         raise HTTPException(429, detail={"key": exc.key, "message": i18n.message(
             exc, lang)}) from exc
+    telegram = gateway_state(request).telegram
+    if telegram is not None:  # the owner hears of it where they are, with a Drop button
+        telegram.device_asked(body.label, client_address(request), asked.request_id)
     response = JSONResponse({"code": asked.code, "expires_at": asked.expires_at.isoformat()},
                             headers=_NO_STORE)
     response.set_cookie(DEVICE_COOKIE, asked.credential, max_age=KEPT_S, path="/",

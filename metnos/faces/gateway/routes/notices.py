@@ -1,4 +1,5 @@
-"""Messages Metnos sends on its own (a reminder at its time), for the owner's clients.
+"""Messages Metnos sends on its own (a reminder at its time), for each person's clients (the
+owner's, and a family member's on their device: each gets only their own).
 
 - `GET /api/notices/events`: the web chat's stream (server-sent events). Each due web notice
   not yet delivered comes as `event: notice` with `{"id", "text", "at", "session_id", ...}`,
@@ -27,7 +28,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from metnos.faces.gateway.deps import (
-    OwnerDep,
+    PersonDep,
     ServiceDep,
     gateway_state,
     request_lang,
@@ -48,20 +49,20 @@ class NoticesDelivered(BaseModel):
 
 
 @router.get("", responses=error_responses(401))
-async def list_notices(service: ServiceDep, owner: OwnerDep,
+async def list_notices(service: ServiceDep, person: PersonDep,
                        channel: Literal["web", "telegram", "cli"] = "cli") -> dict[str, Any]:
     """The due notices of `channel` not delivered yet, oldest first."""
     rows = await asyncio.to_thread(in_session, service.engine, outbox.pending, channel=channel,
-                                   user_id=owner)
+                                   user_id=person)
     return {"notices": [notice(row) for row in rows]}
 
 
 @router.post("/delivered", responses=error_responses(401))
 async def mark_delivered(body: NoticesDelivered, service: ServiceDep,
-                         owner: OwnerDep) -> dict[str, Any]:
-    """Mark the owner's notices delivered (the client has shown them)."""
+                         person: PersonDep) -> dict[str, Any]:
+    """Mark the caller's notices delivered (the client has shown them)."""
     mine = {row.id for row in await asyncio.to_thread(
-        in_session, service.engine, outbox.pending, user_id=owner, limit=500)}
+        in_session, service.engine, outbox.pending, user_id=person, limit=500)}
     taken = await asyncio.to_thread(in_session, service.engine, outbox.claim,
                                     [i for i in body.ids if i in mine])
     return {"delivered": taken}
@@ -70,10 +71,10 @@ async def mark_delivered(body: NoticesDelivered, service: ServiceDep,
 @router.get("/events", response_class=StreamingResponse, responses={
     **error_responses(401), 200: {"content": {"text/event-stream": {}}}})
 async def notice_events(request: Request, service: ServiceDep,
-                        owner: OwnerDep) -> StreamingResponse:
+                        person: PersonDep) -> StreamingResponse:
     """The web chat's due notices as server-sent events (delivered once acknowledged)."""
     if not same_origin_browser(request):
-        await asyncio.to_thread(service.audit.append, sender=owner, channel="web",
+        await asyncio.to_thread(service.audit.append, sender=person, channel="web",
                                 action="notices", decision="deny",
                                 reason="ERR_ORIGIN_FORBIDDEN", outcome="refused")
         raise HTTPException(403, detail={"key": "ERR_ORIGIN_FORBIDDEN", "message": i18n.get(
@@ -83,12 +84,12 @@ async def notice_events(request: Request, service: ServiceDep,
     assert delivery is not None  # this router comes with the delivery loop (with_reminders)
     auth = getattr(request.state, "auth", None)
     held = gateway_state(request).connections.hold(getattr(auth, "connection", None))
-    return StreamingResponse(_stream(service, delivery, owner, held),
+    return StreamingResponse(_stream(service, delivery, person, held),
                              media_type="text/event-stream",
                              headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
 
-async def _stream(service: Any, delivery: Delivery, owner: str,
+async def _stream(service: Any, delivery: Delivery, person: str,
                   held: AbstractContextManager[asyncio.Event]) -> AsyncIterator[str]:
     yield "retry: 2000\n\n"
     sent: set[str] = set()
@@ -96,7 +97,7 @@ async def _stream(service: Any, delivery: Delivery, owner: str,
         while not ended.is_set():
             if wake.is_set():
                 wake.clear()
-                async for frame in _due(service, owner, sent):
+                async for frame in _due(service, person, sent):
                     yield frame
             waiting = asyncio.ensure_future(wake.wait())
             stop = asyncio.ensure_future(ended.wait())
@@ -108,11 +109,11 @@ async def _stream(service: Any, delivery: Delivery, owner: str,
                 yield ": keep-alive\n\n"
 
 
-async def _due(service: Any, owner: str, sent: set[str]) -> AsyncIterator[str]:
-    """The owner's due web notices this stream has not sent yet (nothing is marked: the page
+async def _due(service: Any, person: str, sent: set[str]) -> AsyncIterator[str]:
+    """The person's due web notices this stream has not sent yet (nothing is marked: the page
     acknowledges what it showed)."""
     rows = await asyncio.to_thread(in_session, service.engine, outbox.pending, channel="web",
-                                   user_id=owner)
+                                   user_id=person)
     for row in rows:
         if row.id not in sent:
             sent.add(row.id)

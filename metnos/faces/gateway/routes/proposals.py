@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 from fastapi import APIRouter, HTTPException, Query, Request
 
-from metnos.faces.gateway.deps import LangDep, OwnerDep, ServiceDep, TurnsDep
+from metnos.faces.gateway.deps import LangDep, OwnerDep, PersonDep, ServiceDep, TurnsDep
 from metnos.faces.gateway.schemas import error_responses
 from metnos.features.proposals import store, usual
 from metnos.features.proposals.models import Proposal
@@ -50,13 +50,14 @@ def public(row: Proposal, lang: str) -> dict[str, Any]:
 
 
 @router.get("", responses=error_responses(401))
-async def list_proposals(service: ServiceDep, owner: OwnerDep, lang: LangDep,
+async def list_proposals(service: ServiceDep, person: PersonDep, lang: LangDep,
                          status: Literal["delivered", "all"] = "delivered",
                          outbox_id: str | None = Query(None, max_length=64),
                          limit: int = Query(100, ge=1, le=500)) -> dict[str, Any]:
-    """The owner's delivered proposals (or all past the Vaglio), newest first."""
+    """The caller's delivered proposals (or all past the Vaglio), newest first: a family
+    member's "as usual?" are theirs to answer."""
     statuses = store.OPEN if status == "delivered" and outbox_id is None else _PAST_VAGLIO
-    rows = await asyncio.to_thread(in_session, service.engine, store.listing, user_id=owner,
+    rows = await asyncio.to_thread(in_session, service.engine, store.listing, user_id=person,
                                    statuses=statuses, outbox_id=outbox_id, limit=limit)
     if outbox_id is not None:
         rows.reverse()  # a message's proposals in its order
@@ -88,13 +89,13 @@ async def telos(service: ServiceDep, owner: OwnerDep, lang: LangDep) -> dict[str
 
 @router.post("/{proposal_id}/{answer}", responses=error_responses(401, 404, 409, 422, 502))
 async def answer_route(proposal_id: str, answer: Literal["accept", "dismiss"],
-                       request: Request, turns: TurnsDep, owner: OwnerDep,
+                       request: Request, turns: TurnsDep, person: PersonDep,
                        lang: LangDep) -> dict[str, Any]:
     """Accept (the kind's handler runs once; an "as usual?" runs its words as a turn) or
     dismiss a delivered proposal."""
     channel = "api" if request.headers.get("authorization") else "web"
     try:
-        row = await usual.answer(turns, proposal_id, answer, user_id=owner, sender=owner,
+        row = await usual.answer(turns, proposal_id, answer, user_id=person, sender=person,
                                  channel=channel)
     except ProposalError as exc:
         raise HTTPException(_STATUS.get(exc.key, 409), detail={

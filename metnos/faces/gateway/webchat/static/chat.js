@@ -161,11 +161,11 @@ setUpSessions(() => sessionId, async (id) => {
 }, fail);
 setUpAskAll(() => sessionId, fail);
 setUpAccount(() => { sessionStorage.removeItem(SESSION_KEY); sessionStorage.removeItem(TURN_KEY); }, fail);
+listenNotices(); // each person's own reminders and "as usual?"
 if (S.role === "owner") { // a family member's page has none of the owner's panels
   setUpAudit(() => sessionId, fail);
   setUpPairing(fail);
   setUpTrash();
-  listenNotices();
 }
 
 showSession();

@@ -135,6 +135,15 @@ async function showPairing() {
   $("pairing-paired").replaceChildren(...data.paired.map((p) => line(fill(S.pairingMember, { channel: p.channel, sender: p.sender_id, role: p.role }))));
   if (!data.pending.length) $("pairing-pending").append(line(S.pairingNone));
   if (!data.paired.length) $("pairing-paired").append(line(S.pairingNone));
+  // whose a newly approved code is: a new member, the owner, or someone already paired
+  const select = $("pairing-person");
+  for (const old of select.querySelectorAll("option[data-person]")) old.remove();
+  const people = new Set(data.paired.map((p) => p.user_id).filter((u) => u !== "owner"));
+  for (const person of people) {
+    const option = Object.assign(document.createElement("option"), { value: person, textContent: person });
+    option.dataset.person = person;
+    select.append(option);
+  }
 }
 
 // A stranger's pending request, with a button that drops it (its slot is free again).
@@ -162,7 +171,8 @@ export function setUpPairing(fail) {
     event.preventDefault();
     const field = $("pairing-code");
     try {
-      const change = await api("POST", "/api/pairing/approve", { code: field.value.trim() });
+      const person = $("pairing-person").value;
+      const change = await api("POST", "/api/pairing/approve", { code: field.value.trim(), ...(person ? { person } : {}) });
       $("pairing-result").textContent = change.message;
       field.value = "";
       await showPairing();
