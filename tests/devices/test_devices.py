@@ -10,9 +10,13 @@ credential; a revoked device is refused at its next request; every refusal is au
 
 from __future__ import annotations
 
+import socket as socket_module
 from collections.abc import Iterator
 
 import pytest
+import websockets
+from websockets.sync.client import ClientConnection, connect
+from websockets.typing import Origin
 
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.devices.support import Served, admit, served
@@ -42,6 +46,15 @@ def gateway(make_home: MakeHome, scripted_llm: ScriptedLLM,
                      METNOS_GATEWAY_EXPOSE_NAME="metnos.family.test")
     with served(home, overlay.server) as found:
         yield found
+
+
+def open_chat(gateway: Served, address: str, cookie: str) -> ClientConnection:
+    """The chat's WebSocket, opened from the device at `address` with its credential."""
+    sock = socket_module.create_connection((gateway.server, gateway.port),
+                                           source_address=(address, 0))
+    return connect(f"ws://{gateway.server}:{gateway.port}/api/chat", sock=sock,
+                   origin=Origin(gateway.overlay),
+                   additional_headers={"Cookie": f"metnos_device={cookie}"})
 
 
 def reasons(gateway: Served, action: str, decision: str | None = None) -> list[str]:
@@ -145,11 +158,36 @@ def test_a_credential_is_worth_nothing_from_another_device(gateway: Served,
                                           "ERR_DEVICE_CREDENTIAL_INVALID"]
 
 
+def test_two_members_never_see_each_other(gateway: Served, overlay: Addresses,
+                                         scripted_llm: ScriptedLLM) -> None:
+    anna_at, luca_at = overlay.devices
+    with gateway.device(anna_at) as anna, gateway.device(luca_at) as luca:
+        anna_id = admit(gateway, anna, "Anna's phone")["user_id"]
+        luca_id = admit(gateway, luca, "Luca's laptop")["user_id"]
+        assert anna_id != luca_id
+        scripted_llm.enqueue_text("Noted for Anna.")
+        hers = anna.post("/api/turns", json={"text": "my diary", "lang": "en"}).json()
+        assert luca.get(f"/api/sessions/{hers['session_id']}/messages").status_code == 404
+        assert luca.get(f"/api/sessions/{hers['session_id']}").status_code == 404
+        assert luca.patch(f"/api/sessions/{hers['session_id']}",
+                          json={"ask_all": True}).status_code == 404
+        assert luca.get(f"/api/turns/{hers['turn_id']}").status_code == 404
+        assert luca.get("/api/sessions").json()["sessions"] == []
+        # a turn sent into Anna's conversation opens one of Luca's own, never joins hers
+        scripted_llm.enqueue_text("Noted for Luca.")
+        his = luca.post("/api/turns", json={"text": "hi", "session_id": hers["session_id"],
+                                            "lang": "en"}).json()
+        assert his["session_id"] != hers["session_id"]
+    denied = [ln for ln in gateway.audit() if ln["action"] in ("session.read", "turn.read")]
+    assert {ln["sender"] for ln in denied} == {luca_id} and len(denied) == 4
+
+
 def test_a_revoked_device_is_refused_at_once(gateway: Served, overlay: Addresses,
                                             scripted_llm: ScriptedLLM) -> None:
     with gateway.device(overlay.devices[0]) as phone:
         paired = admit(gateway, phone, "Luca's laptop")
         assert phone.get("/api/sessions").status_code == 200
+        socket = open_chat(gateway, overlay.devices[0], phone.cookies["metnos_device"])
         with gateway.owner() as owner:
             listed = owner.get("/api/devices").json()["devices"]
             assert [(d["label"], d["state"], d["address"]) for d in listed] == [
@@ -159,6 +197,9 @@ def test_a_revoked_device_is_refused_at_once(gateway: Served, overlay: Addresses
             assert owner.get("/api/devices").json()["devices"][0]["state"] == "revoked"
         refused = phone.get("/api/sessions")
         assert refused.status_code == 401
+        with pytest.raises(websockets.ConnectionClosed):  # its open chat was closed
+            socket.recv(timeout=10)
+        socket.close()
         assert phone.get("/", headers={"Accept": "text/html"}).headers["location"] == "/device"
         assert phone.get("/device/state").json() == {"state": "none"}
     assert reasons(gateway, "device")[-1] == "ERR_DEVICE_REVOKED"

@@ -39,10 +39,13 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from metnos.faces.gateway.app import create_app
+from metnos.features import pairing
+from metnos.features.pairing import devices
 from metnos.features.pairing.service import OWNER_USER_ID
 from metnos.features.proposals.store import Draft, submit
 from metnos.ground import i18n
 from metnos.ground.db.engine import database_url, in_session, make_engine
+from metnos.ground.db.engine import session as db_session
 from metnos.ground.i18n.tags import match_language
 from tests.support.home import Home, MakeHome, served_app
 from tests.support.pg import free_port
@@ -189,12 +192,17 @@ def seed(home: Home, base_url: str) -> dict[str, str]:
         kind="archive", origin="ager", user_id=OWNER_USER_ID,
         title_key="MSG_EVOLUTION_PROPOSE_ARCHIVE", target="fs_delete",
         payload={"executor": "fs_delete"}))
+    with db_session(engine) as db:  # a device admitted over the overlay
+        asked = devices.ask(db, label="fuzz phone", address="100.64.0.9", user_agent="",
+                            keys_dir=home.settings.keys_dir, settings=home.settings.policy)
+        pairing.approve(db, asked.code, approver=OWNER_USER_ID, settings=home.settings.policy)
     engine.dispose()
     assert proposal is not None
     return {"turn_id": done["turn_id"], "session_id": done["session_id"],
             "approval_id": waiting["approvals"][0]["approval_id"], "action_id": action_id,
             "move_id": moved.json()["move"]["id"], "proposal_id": proposal.id,
-            "name": "fs_delete", "move": "release", "answer": "dismiss", "decision": "reject"}
+            "name": "fs_delete", "move": "release", "answer": "dismiss", "decision": "reject",
+            "device_id": asked.device_id}
 
 
 def test_the_fuzzer_finds_no_failure(served_home: tuple[Home, str],

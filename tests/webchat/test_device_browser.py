@@ -25,7 +25,7 @@ import pytest
 from typer.testing import CliRunner
 
 from metnos.faces.cli.devices import app as devices_cli
-from metnos.testing.llm_server import ScriptedLLM
+from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.support.gateway_process import GatewayProcess
 from tests.support.home import MakeHome
 from tests.support.overlay import Phone, listening, phone
@@ -117,6 +117,27 @@ async def test_a_phone_is_admitted_chats_as_its_member_and_is_revoked(
             assert "school trip" in texts and "secret plans" not in texts
             assert await status_of(
                 page, f"/api/sessions/{owner_turn['session_id']}/messages") == 404
+
+            # a change to the household's files is the owner's to approve, not Anna's
+            scripted_llm.route("tok-anna", ToolCall("fs_write", {"path": "anna.txt",
+                                                                 "content": "trip\n"}),
+                               final_text="Written for Anna.")
+            await page.fill("#text", "write tok-anna")
+            await page.click("#send")
+            card = page.locator("#messages li.card").last
+            await card.wait_for(timeout=60_000)
+            assert await card.locator("button").count() == 0
+            assert "owner" in (await card.text_content() or "")
+            waiting = httpx.get(f"{gateway.base}/api/approvals", headers=gateway.home.auth(),
+                                timeout=30).json()["approvals"]
+            [hers] = [a for a in waiting if a["executor"] == "fs_write"]
+            assert hers["asker"].startswith("device:")
+            decided = httpx.post(f"{gateway.base}/api/approvals/{hers['approval_id']}",
+                                 headers=gateway.home.auth(), json={"decision": "approve"},
+                                 timeout=60)
+            assert decided.status_code == 200, decided.text
+            await page.wait_for_selector("text=Written for Anna.", timeout=60_000)
+            assert (gateway.home.workspace / "anna.txt").read_text() == "trip\n"
 
             listed = json.loads(cli("list", "--json"))["devices"]
             [device] = [d for d in listed if d["label"] == "Anna's phone"]

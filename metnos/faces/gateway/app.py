@@ -164,6 +164,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(sessions.router)
     app.include_router(pairing.router)
     app.include_router(devices.router)
+    app.include_router(devices.ceremony)
     app.include_router(undo.router)
     app.include_router(trash_routes.router)
     app.include_router(proposals.router)

@@ -19,11 +19,11 @@ import asyncio
 from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, HTTPException, Request
+from fastapi import APIRouter, Depends, HTTPException, Request
 from fastapi.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from metnos.faces.gateway.deps import LangDep, OwnerDep, ServiceDep, gateway_state
+from metnos.faces.gateway.deps import LangDep, OwnerDep, ServiceDep, gateway_state, request_lang
 from metnos.faces.gateway.exposed import (
     DEVICE_COOKIE,
     client_address,
@@ -39,7 +39,18 @@ from metnos.ground import i18n
 from metnos.ground.db.engine import session as db_session
 from metnos.turns.runtime import Runtime
 
+
+def _overlay_only(request: Request) -> None:
+    """The ceremony exists on the exposed address only: on loopback it is not found (before
+    anything of the request is read)."""
+    if not on_overlay(request):
+        raise HTTPException(404, detail={"key": "ERR_DEVICE_ONLY_OVERLAY", "message": i18n.get(
+            "ERR_DEVICE_ONLY_OVERLAY", request_lang(request))})
+
+
 router = APIRouter(tags=["devices"])
+ceremony = APIRouter(tags=["devices"], include_in_schema=False,
+                     dependencies=[Depends(_overlay_only)])
 _NO_STORE = {"Cache-Control": "no-store"}
 KEPT_S = 400 * 24 * 3600  # the longest a browser keeps a cookie; the device lasts until revoked
 _PAGE_KEYS = ("WEB_DEVICE_CODE", "WEB_DEVICE_HOW", "WEB_DEVICE_WAITING", "WEB_DEVICE_EXPIRED",
@@ -63,9 +74,8 @@ class DevicePublic(BaseModel):
     last_seen_at: datetime | None
 
 
-@router.get("/device", response_class=HTMLResponse, include_in_schema=False)
+@ceremony.get("/device", response_class=HTMLResponse)
 async def device_page(request: Request, service: ServiceDep) -> Response:
-    _overlay_only(request)
     if device_of(request) is not None:
         return RedirectResponse("/", status_code=303, headers=_NO_STORE)
     locale = page_locale(request, service.settings)
@@ -74,17 +84,15 @@ async def device_page(request: Request, service: ServiceDep) -> Response:
                         headers=_NO_STORE)
 
 
-@router.get("/device/device.js", include_in_schema=False)
+@ceremony.get("/device/device.js")
 async def device_script(request: Request) -> Response:
-    _overlay_only(request)
     body = (WEBCHAT / "static" / "device.js").read_bytes()
     return Response(body, media_type="text/javascript; charset=utf-8",
                     headers={"Cache-Control": "no-cache"})
 
 
-@router.post("/device/ask", include_in_schema=False)
+@ceremony.post("/device/ask")
 async def ask(body: AskBody, request: Request, service: ServiceDep, lang: LangDep) -> Response:
-    _overlay_only(request)
     earlier = presented_of(request)
     try:
         asked = await asyncio.to_thread(_ask, service, request, body.label,
@@ -102,9 +110,8 @@ async def ask(body: AskBody, request: Request, service: ServiceDep, lang: LangDe
     return response
 
 
-@router.get("/device/state", include_in_schema=False)
+@ceremony.get("/device/state")
 async def state(request: Request) -> dict[str, str]:
-    _overlay_only(request)
     if device_of(request) is not None:
         return {"state": "admitted"}
     earlier = presented_of(request)
@@ -158,10 +165,3 @@ def _public(found: devices.Listed) -> DevicePublic:
                         state=state, user_id=paired.user_id if paired else None,
                         role=paired.role if paired else None, created_at=device.created_at,
                         last_seen_at=device.last_seen_at)
-
-
-def _overlay_only(request: Request) -> None:
-    """The ceremony exists on the exposed address only: on loopback it is not found."""
-    if not on_overlay(request):
-        raise HTTPException(404, detail={"key": "ERR_DEVICE_ONLY_OVERLAY",
-                                         "message": i18n.get("ERR_DEVICE_ONLY_OVERLAY")})

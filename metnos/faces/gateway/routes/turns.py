@@ -35,6 +35,7 @@ from metnos.ground.db import models
 from metnos.ground.db.engine import session as db_session
 from metnos.ground.errors import MetnosError
 from metnos.mechanisms import approvals
+from metnos.mechanisms.policy.approver import OWNER_USER_ID
 from metnos.turns.events import TurnEvent
 from metnos.turns.language import ui_locale
 from metnos.turns.runtime import Runtime
@@ -135,12 +136,14 @@ async def read_turn(turn_id: str, request: Request, service: ServiceDep,
 def _read_turn(service: Runtime, turn_id: str, locale: str,
                person: str | None = None) -> TurnLanguages | None:
     """The turn and its approvals from the database (blocking: called in a worker thread);
-    None when it does not exist or, `person` given, is someone else's (audited: Law 4)."""
+    None when it does not exist or, `person` given, is another's turn and `person` is not
+    the owner (audited: Law 4)."""
     with db_session(service.engine) as db:
         turn = models.get_turn(db, turn_id)
         if turn is None:
             return None
-        if person is not None and not _theirs(service, db, turn, person):
+        # the owner reads any turn (they decide what members' turns wait for)
+        if person not in (None, OWNER_USER_ID) and not _theirs(service, db, turn, person):
             return None
         waiting = [approvals.public(a) for a in approvals.approvals_of_turn(db, turn.id)]
         steps = [StepPublic.model_validate({**step.model_dump(), "seen": step.seen or []})

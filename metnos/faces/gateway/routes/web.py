@@ -68,6 +68,7 @@ _JS_KEYS = {
     "feedbackDown": "TUTOR_FEEDBACK_DOWN", "feedbackWhy": "TUTOR_FEEDBACK_WHY",
     "feedbackFailed": "TUTOR_FEEDBACK_FAILED", "attachRemove": "WEB_CHAT_ATTACH_REMOVE",
     "attachTooLarge": "WEB_CHAT_ATTACH_TOO_LARGE", "attachSending": "WEB_CHAT_ATTACH_SENDING",
+    "waitsForOwner": "WEB_CHAT_WAITS_FOR_OWNER",
 }
 _FEEDBACK_CAUSES = ("wrong_section", "insufficient", "outdated", "not_about_metnos")
 NOTICES_ROUTE = "notice_events"  # the reminders' stream (routes/notices.py), when served
@@ -92,7 +93,8 @@ async def chat_page(request: Request, service: ServiceDep) -> HTMLResponse:
         return response
     strings = {**_strings(locale), "maxChars": service.settings.gateway.max_message_chars,
                "maxBytes": service.settings.attachments.max_bytes,
-               "noticesUrl": _path_of(request, NOTICES_ROUTE), "role": auth.role}
+               "noticesUrl": _path_of(request, NOTICES_ROUTE), "role": auth.role,
+               "user": auth.user}
     return HTMLResponse(_render(
         "chat.html.j2", locale, strings=strings, modules=MODULES[1:],
         model_state=service.model_health.state, owner=auth.owner is not None,

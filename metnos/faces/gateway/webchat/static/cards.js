@@ -49,6 +49,10 @@ export function cardElement(approval) {
     item.append(files);
   }
   item.append(argumentDetails(approval, card));
+  if (approval.approver && approval.approver !== S.user) { // a member's step the owner decides
+    item.append(text("p", "card-outcome", S.waitsForOwner));
+    return item;
+  }
   const buttons = document.createElement("div");
   buttons.className = "buttons";
   for (const [decision, label] of [["approve", S.approve], ["deny", S.deny]]) {
