@@ -4,20 +4,17 @@ clients that speak from a device's address."""
 from __future__ import annotations
 
 import json
-import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import httpx
-import uvicorn
 
 from metnos.faces.gateway.app import create_app
 from metnos.faces.gateway.exposed import listening_sockets
 from metnos.faces.gateway.state import state_of
-from tests.support.home import Home
+from tests.support.home import Home, served_app
 
 
 @dataclass(frozen=True)
@@ -59,18 +56,10 @@ def served(home: Home, server: str) -> Iterator[Served]:
     found = state_of(app).exposed
     assert found is not None and found.address == server
     sockets = listening_sockets(home.settings, found)
-    engine = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=engine.run, kwargs={"sockets": sockets}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not engine.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "gateway did not start"
-        time.sleep(0.05)
     try:
-        yield Served(home, server, home.settings.gateway.port)
+        with served_app(app, home.settings.gateway.port, sockets):
+            yield Served(home, server, home.settings.gateway.port)
     finally:
-        engine.should_exit = True
-        thread.join(30)
         for sock in sockets:
             sock.close()
 

@@ -80,6 +80,8 @@ def test_before_the_ceremony_only_the_ceremony_answers(gateway: Served,
         # the overlay's listener knows the overlay's names only, and the reverse
         assert phone.get("/device", headers={"Host": "127.0.0.1"}).status_code == 403
         assert phone.get("/device", headers={"Host": "metnos.family.test:1"}).status_code == 200
+        blank = phone.post("/device/ask", json={"label": " \u202e\n "})
+        assert blank.status_code == 422 and "metnos_device" not in phone.cookies
         # a page of another origin cannot start the ceremony for the browser
         foreign = phone.post("/device/ask", json={"label": "x"},
                              headers={"Origin": "http://evil.example"})
@@ -197,12 +199,13 @@ def test_a_revoked_device_is_refused_at_once(gateway: Served, overlay: Addresses
             assert owner.get("/api/devices").json()["devices"][0]["state"] == "revoked"
         refused = phone.get("/api/sessions")
         assert refused.status_code == 401
+        assert "metnos_device" not in phone.cookies  # refused once, then forgotten
         with pytest.raises(websockets.ConnectionClosed):  # its open chat was closed
             socket.recv(timeout=10)
         socket.close()
         assert phone.get("/", headers={"Accept": "text/html"}).headers["location"] == "/device"
         assert phone.get("/device/state").json() == {"state": "none"}
-    assert reasons(gateway, "device")[-1] == "ERR_DEVICE_REVOKED"
+    assert reasons(gateway, "device", "deny") == ["ERR_DEVICE_REVOKED"]
     assert "MSG_PAIRING_REVOKED" in reasons(gateway, "pairing")
 
 

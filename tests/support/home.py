@@ -179,8 +179,9 @@ def served(make_home: MakeHome, scripted_llm: ScriptedLLM) -> Iterator[Home]:
 
 
 @contextmanager
-def served_app(app: Any, port: int) -> Iterator[str]:
-    """`app` under uvicorn on 127.0.0.1:`port`, in a thread; yields its base URL."""
+def served_app(app: Any, port: int, sockets: list[Any] | None = None) -> Iterator[str]:
+    """`app` under uvicorn on 127.0.0.1:`port` (or on `sockets`, bound already), in a
+    thread; yields its loopback base URL."""
     import threading
     import time
 
@@ -188,7 +189,7 @@ def served_app(app: Any, port: int) -> Iterator[str]:
 
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,
                                            log_level="warning"))
-    thread = threading.Thread(target=server.run, daemon=True)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": sockets}, daemon=True)
     thread.start()
     deadline = time.monotonic() + 60
     while not server.started:

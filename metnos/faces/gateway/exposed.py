@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from starlette.requests import HTTPConnection
 
-from metnos.faces.gateway.security import ASGIApp, Receive, Scope, Send
+from metnos.faces.gateway.security import ASGIApp, Message, Receive, Scope, Send
 from metnos.faces.gateway.state import state_of
 from metnos.faces.web.overlay import Exposed
 from metnos.features.pairing import devices
@@ -36,6 +36,7 @@ from metnos.ground.settings import Settings
 log = logging.getLogger(__name__)
 
 DEVICE_COOKIE = "metnos_device"
+CLEAR_DEVICE_COOKIE = f"{DEVICE_COOKIE}=; Max-Age=0; Path=/; HttpOnly; SameSite=Strict".encode()
 CEREMONY = frozenset({"/device", "/device/device.js", "/device/ask", "/device/state",
                       "/static/chat.css", "/static/favicon.svg"})
 _STATE = "metnos.device"  # the admitted device, in the scope's state
@@ -91,7 +92,12 @@ class DeviceGate:
             scope.setdefault("state", {})[_STATE] = DeviceAuth(
                 presented.device_id or "", presented.user_id, presented.role)
             await self.app(scope, receive, send)
-        elif scope.get("path", "") in CEREMONY:
+            return
+        if presented.status == "refused" and presented.reason != "ERR_DEVICE_NOT_ADMITTED":
+            # a credential refused (revoked, another device's, forged) is dropped from the
+            # browser: refused once, audited once, not at every retry of an open page
+            send = _forgetting_the_credential(send)
+        if scope.get("path", "") in CEREMONY:
             await self.app(scope, receive, send)
         else:
             await _not_admitted(scope, receive, send)
@@ -122,6 +128,15 @@ def presented_of(conn: HTTPConnection) -> devices.Presented | None:
 
 def client_address(conn: HTTPConnection) -> str:
     return conn.client.host if conn.client else ""
+
+
+def _forgetting_the_credential(send: Send) -> Send:
+    async def wrapped(message: Message) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []),
+                                              (b"set-cookie", CLEAR_DEVICE_COOKIE)]}
+        await send(message)
+    return wrapped
 
 
 async def _not_admitted(scope: Scope, receive: Receive, send: Send) -> None:

@@ -93,6 +93,9 @@ async def device_script(request: Request) -> Response:
 
 @ceremony.post("/device/ask")
 async def ask(body: AskBody, request: Request, service: ServiceDep, lang: LangDep) -> Response:
+    if not devices.clean_label(body.label):  # blanks and control characters only
+        raise HTTPException(422, detail={"key": "ERR_DEVICE_LABEL_EMPTY", "message": i18n.get(
+            "ERR_DEVICE_LABEL_EMPTY", lang)})
     earlier = presented_of(request)
     try:
         asked = await asyncio.to_thread(_ask, service, request, body.label,
