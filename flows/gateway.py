@@ -20,7 +20,6 @@ import logging
 import os
 import sys
 
-import uvicorn
 from fastapi import FastAPI
 
 from deployments.serve import serve_schedules
@@ -30,11 +29,11 @@ from flows.reminder import scheduler
 from flows.remote_step import port
 from flows.turn import crash_runs, resume_approval, run_turn
 from metnos.faces.gateway.app import create_app
-from metnos.faces.gateway.exposed import listening_sockets
+from metnos.faces.gateway.exposed import listeners
 from metnos.faces.gateway.outbox_delivery import with_reminders
 from metnos.faces.gateway.process import own_lines_at_info, serve
 from metnos.faces.gateway.scheduled import with_schedules
-from metnos.faces.gateway.state import run_alongside, state_of
+from metnos.faces.gateway.state import run_alongside
 from metnos.faces.serve.processes import wait_responding
 from metnos.faces.wiring import Edges
 from metnos.features.tutor.signals import Snapshot, with_scheduler_signals
@@ -71,13 +70,11 @@ def main(argv: list[str] | None = None) -> None:
     api = os.environ.get("PREFECT_API_URL", "")
     if api and not wait_responding(api.rstrip("/") + "/health", settings.prefect.startup_timeout_s):
         logging.getLogger(__name__).warning("gateway.prefect_not_ready url=%s", api)
-    config = uvicorn.Config(built, host=settings.gateway.host, port=settings.gateway.port,
-                            log_level="info", proxy_headers=False, server_header=False,
-                            # once drained, an event stream still open (a client following a
-                            # finished turn) does not hold the stop for long
-                            timeout_graceful_shutdown=5)
-    sockets = listening_sockets(settings, state_of(built).exposed)
-    sys.exit(serve(uvicorn.Server(config), built, settings.gateway.drain_s, sockets))
+    # once drained, an event stream still open (a client following a finished turn) does not
+    # hold the stop for long
+    servers = listeners(built, settings, log_level="info", proxy_headers=False,
+                        server_header=False, timeout_graceful_shutdown=5)
+    sys.exit(serve(servers, built, settings.gateway.drain_s))
 
 
 if __name__ == "__main__":

@@ -113,7 +113,8 @@ def check_overlay(settings: Settings, lang: str | None) -> Finding | None:
     if found is None:
         return None
     name = settings.gateway.expose_name or sorted(found.names)[0]
-    line = text("DOCTOR_OVERLAY_OK", lang, url=f"http://{name}:{settings.gateway.port}",
+    scheme = "https" if settings.gateway.expose_tls_cert else "http"
+    line = text("DOCTOR_OVERLAY_OK", lang, url=f"{scheme}://{name}:{settings.gateway.port}",
                 address=found.address)
     if not found.overlay:
         return Finding("overlay", None, line + " " + text(

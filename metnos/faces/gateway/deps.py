@@ -19,7 +19,13 @@ from fastapi import Depends, HTTPException, Request
 from starlette.requests import HTTPConnection
 
 from metnos.faces.gateway.exposed import device_of, on_overlay
-from metnos.faces.gateway.security import UNSAFE_METHODS, hosts_of, own_origins, token_matches
+from metnos.faces.gateway.security import (
+    UNSAFE_METHODS,
+    hosts_of,
+    own_origins,
+    token_matches,
+    web_scheme,
+)
 from metnos.faces.gateway.state import GatewayState, state_of
 from metnos.faces.web import service as web
 from metnos.ground import i18n
@@ -115,7 +121,8 @@ def require_person(request: Request) -> str:
     if auth.via in ("cookie", "device") and request.method in UNSAFE_METHODS:
         origin = request.headers.get("origin", "").strip().lower()
         allowed = own_origins(request.headers.get("host", ""), hosts_of(
-            request.scope, get_service(request).settings.gateway.allowed_hosts))
+            request.scope, get_service(request).settings.gateway.allowed_hosts),
+            web_scheme(request.scope))
         if origin not in allowed:  # a browser always sends it here: its absence is suspect
             raise HTTPException(403, detail={"key": "ERR_ORIGIN_FORBIDDEN", "message": i18n.get(
                 "ERR_ORIGIN_FORBIDDEN", lang, origin=origin[:100] or "-")})
@@ -146,7 +153,8 @@ def same_origin_browser(request: Request) -> bool:
     origin = request.headers.get("origin", "").strip().lower()
     if origin:
         return origin in own_origins(request.headers.get("host", ""), hosts_of(
-            request.scope, get_service(request).settings.gateway.allowed_hosts))
+            request.scope, get_service(request).settings.gateway.allowed_hosts),
+            web_scheme(request.scope))
     site = request.headers.get("sec-fetch-site", "").strip().lower()
     return site in ("", "same-origin", "none")
 

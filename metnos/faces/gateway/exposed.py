@@ -21,10 +21,14 @@ import asyncio
 import json
 import logging
 import socket
+import ssl
 from dataclasses import dataclass
+from typing import Any
 
+import uvicorn
 from starlette.requests import HTTPConnection
 
+from metnos.faces.gateway.process import Listener
 from metnos.faces.gateway.security import ASGIApp, Message, Receive, Scope, Send
 from metnos.faces.gateway.state import state_of
 from metnos.faces.web.overlay import Exposed
@@ -67,6 +71,29 @@ def listening_sockets(settings: Settings, found: Exposed | None) -> list[socket.
         log.warning("gateway.exposed_outside_overlay %s", i18n.get(
             "MSG_GATEWAY_EXPOSED_OUTSIDE_OVERLAY", settings.lang, address=found.address))
     return made
+
+
+def listeners(built: Any, settings: Settings, **config: Any) -> list[Listener]:
+    """The servers to run, each with its sockets: the gateway's own (its lifespan) on
+    loopback, and on the overlay address while that speaks plain HTTP; with a certificate
+    (`expose_tls_cert`), a TLS server of the same app for the overlay address. A certificate
+    that cannot be loaded is said in the log, and the overlay address is not served."""
+    sockets = listening_sockets(settings, state_of(built).exposed)
+    own = uvicorn.Server(uvicorn.Config(built, **config))
+    cert, key = settings.gateway.expose_tls_cert, settings.gateway.expose_tls_key
+    if len(sockets) == 1 or not cert:
+        return [(own, sockets)]
+    try:
+        ssl.create_default_context(ssl.Purpose.CLIENT_AUTH).load_cert_chain(cert, key)
+    except (OSError, ssl.SSLError) as exc:
+        log.error("gateway.expose_unavailable %s", i18n.get(
+            "ERR_GATEWAY_EXPOSE_UNAVAILABLE", settings.lang, value=cert, reason=str(exc)))
+        for sock in sockets[1:]:
+            sock.close()
+        return [(own, sockets[:1])]
+    tls = uvicorn.Config(built, **{**config, "lifespan": "off"}, ssl_certfile=cert,
+                         ssl_keyfile=key)
+    return [(own, sockets[:1]), (uvicorn.Server(tls), sockets[1:])]
 
 
 def device_of(conn: HTTPConnection) -> DeviceAuth | None:

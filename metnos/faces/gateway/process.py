@@ -42,20 +42,26 @@ def own_lines_at_info() -> None:
         logging.getLogger(name).setLevel(logging.INFO)
 
 
-def serve(server: uvicorn.Server, built: FastAPI, drain_s: float,
-          sockets: list[socket.socket] | None = None) -> int:
-    """Run `server` on an event loop in a thread of its own; call from the main thread.
-    The first SIGTERM or SIGINT drains (`metnos.faces.gateway.drain`: new turns get 503, running
-    ones finish within `drain_s` or are recorded interrupted) while the server still
-    listens, then the server stops; a second one stops at once. `sockets`: bound already
-    (loopback, and the overlay address when exposed). Returns the exit status."""
+Listener = tuple[uvicorn.Server, list[socket.socket] | None]
+
+
+def serve(listeners: list[Listener], built: FastAPI, drain_s: float) -> int:
+    """Run the servers of `listeners` (each on its sockets, bound already; the first runs the
+    app's lifespan, the others start once it is up: the overlay's TLS server) on an event
+    loop in a thread of its own; call from the main thread. The first SIGTERM or SIGINT
+    drains (`metnos.faces.gateway.drain`: new turns get 503, running ones finish within
+    `drain_s` or are recorded interrupted) while the servers still listen, then they stop;
+    a second one stops at once. Returns the exit status."""
+    server, sockets = listeners[0]
+    servers = [s for s, _ in listeners]
     loop: asyncio.AbstractEventLoop | None = None
     asked = threading.Event()  # a stop was asked (maybe before the loop ran)
     begun = threading.Event()  # the drain was scheduled on the loop
 
     async def stop() -> None:
         await drain(state_of(built), drain_s)
-        server.should_exit = True
+        for each in servers:
+            each.should_exit = True
 
     def schedule() -> None:  # on the loop
         if not begun.is_set():
@@ -67,12 +73,21 @@ def serve(server: uvicorn.Server, built: FastAPI, drain_s: float,
         loop = asyncio.get_running_loop()
         if asked.is_set():
             schedule()
-        await server.serve(sockets=sockets)
+        main = asyncio.ensure_future(server.serve(sockets=sockets))
+        while not server.started and not main.done():  # the lifespan first: the app is ready
+            await asyncio.sleep(0.05)
+        others = [asyncio.ensure_future(s.serve(sockets=socks)) for s, socks in listeners[1:]
+                  if server.started]
+        await main
+        for each in servers:  # the main one stopped (or never started): so do the others
+            each.should_exit = True
+        await asyncio.gather(*others, return_exceptions=True)
 
     def on_signal(signum: int, _frame: object) -> None:
         if asked.is_set():
             log.warning("gateway.stop_now signal=%s", signal.Signals(signum).name)
-            server.force_exit = server.should_exit = True
+            for each in servers:
+                each.force_exit = each.should_exit = True
             timer = threading.Timer(FORCED_EXIT_S, os._exit, args=(1,))
             timer.daemon = True
             timer.start()

@@ -24,7 +24,7 @@ _FETCH_SITE_OK = frozenset({"same-origin", "none"})  # `none`: typed or opened b
 _HEADERS = ((b"x-content-type-options", b"nosniff"), (b"x-frame-options", b"DENY"),
             (b"referrer-policy", b"no-referrer"))
 _CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-        "connect-src 'self' ws://{host}; object-src 'none'; base-uri 'none'; "
+        "connect-src 'self' {ws}://{host}; object-src 'none'; base-uri 'none'; "
         "form-action 'self'; frame-ancestors 'none'")
 
 
@@ -68,7 +68,8 @@ class HostGuard:
         if scope["type"] == "websocket":
             await self.app(scope, receive, send)
             return
-        await self.app(scope, receive, _with_security_headers(send, _header(scope, b"host")))
+        await self.app(scope, receive, _with_security_headers(send, _header(scope, b"host"),
+                                                              secure=web_scheme(scope) == "https"))
 
     def allowed_for(self, scope: Scope) -> set[str]:
         """The Host names accepted at the address this request arrived at."""
@@ -99,7 +100,8 @@ class HostGuard:
         """True unless the request carries a browser's sign of coming from another origin."""
         origin = _header(scope, b"origin")
         if origin:
-            return origin.strip().lower() in own_origins(host, self.allowed_for(scope))
+            return origin.strip().lower() in own_origins(host, self.allowed_for(scope),
+                                                         web_scheme(scope))
         site = _header(scope, b"sec-fetch-site").strip().lower()
         return not site or site in _FETCH_SITE_OK
 
@@ -110,17 +112,25 @@ def hosts_of(scope: Scope, fallback: Iterable[str]) -> set[str]:
     return set(found) if found is not None else set(fallback)
 
 
-def own_origins(host: str, allowed_hosts: Iterable[str]) -> set[str]:
-    """The origins of our own pages as reached through `host`: every allowed loopback name on
-    the port the request came to (`http://127.0.0.1:42618`, `http://[::1]:42618`)."""
+def web_scheme(scope: Scope) -> str:
+    """`https` for a request that came over TLS (the overlay's, with a certificate), else
+    `http` (a WebSocket's `wss`/`ws` likewise)."""
+    return "https" if scope.get("scheme") in ("https", "wss") else "http"
+
+
+def own_origins(host: str, allowed_hosts: Iterable[str], scheme: str = "http") -> set[str]:
+    """The origins of our own pages as reached through `host`: every allowed name on the port
+    the request came to (`http://127.0.0.1:42618`, `http://[::1]:42618`; `https://…` over
+    TLS)."""
     match = _HOST_RE.match(host.strip().lower())
     port = match.group(2) if match else None
-    suffix = f":{port}" if port and port != "80" else ""
-    return {f"http://{name.lower()}{suffix}" for name in allowed_hosts
+    default = "443" if scheme == "https" else "80"
+    suffix = f":{port}" if port and port != default else ""
+    return {f"{scheme}://{name.lower()}{suffix}" for name in allowed_hosts
             if name.startswith("[") or ":" not in name}  # `::1` unbracketed: no origin
 
 
-def _with_security_headers(send: Send, host: str) -> Send:
+def _with_security_headers(send: Send, host: str, secure: bool = False) -> Send:
     """`send` adding the security headers to the answer (HTML also gets its CSP and no-store)."""
     async def wrapped(message: Message) -> None:
         if message["type"] == "http.response.start":
@@ -130,7 +140,8 @@ def _with_security_headers(send: Send, host: str) -> Send:
             ctype = next((bytes(v) for n, v in headers if bytes(n).lower() == b"content-type"),
                          b"")
             if ctype.startswith(b"text/html"):
-                extra += [(b"content-security-policy", _CSP.format(host=host).encode("latin-1")),
+                csp = _CSP.format(host=host, ws="wss" if secure else "ws")
+                extra += [(b"content-security-policy", csp.encode("latin-1")),
                           (b"cache-control", b"no-store")]
             headers += [(n, v) for n, v in extra if n not in present]
             message = {**message, "headers": headers}

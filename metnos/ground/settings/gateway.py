@@ -5,7 +5,7 @@ from __future__ import annotations
 import ipaddress
 import re
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import SettingsConfigDict
 
 from metnos.ground.settings._group import _Group
@@ -27,6 +27,13 @@ class GatewaySettings(_Group):
         description="The host name devices use on the overlay (e.g. a MagicDNS name); the "
         "exposed address is accepted as a name too.",
     )
+    expose_tls_cert: str = Field(
+        "", max_length=4096,
+        description="A certificate (PEM) for the exposed address, such as `tailscale cert` "
+        "makes: the devices then use https there; loopback stays plain http.",
+    )
+    expose_tls_key: str = Field(
+        "", max_length=4096, description="The private key (PEM) of `expose_tls_cert`.")
     max_message_chars: int = Field(
         8000, ge=1, description="Longest message a channel may send; longer ones get a 413."
     )
@@ -60,6 +67,12 @@ class GatewaySettings(_Group):
         if refusal is not None:
             raise ValueError(refusal)
         return value
+
+    @model_validator(mode="after")
+    def _tls_whole(self) -> GatewaySettings:
+        if bool(self.expose_tls_cert) != bool(self.expose_tls_key):
+            raise ValueError("expose_tls_cert and expose_tls_key go together: set both or none")
+        return self
 
     @field_validator("expose_name")
     @classmethod

@@ -109,7 +109,8 @@ async def ask(body: AskBody, request: Request, service: ServiceDep, lang: LangDe
     response = JSONResponse({"code": asked.code, "expires_at": asked.expires_at.isoformat()},
                             headers=_NO_STORE)
     response.set_cookie(DEVICE_COOKIE, asked.credential, max_age=KEPT_S, path="/",
-                        httponly=True, samesite="strict", secure=False)
+                        httponly=True, samesite="strict",
+                        secure=request.url.scheme == "https")  # over the overlay's TLS
     return response
 
 
