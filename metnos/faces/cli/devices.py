@@ -1,10 +1,12 @@
-"""`metnos devices list|approve CODE [--person P]|revoke ID`: the family's devices on the
-overlay, through the gateway (issue 30). A device's code is approved like any pairing code;
-revoking one refuses it at its next request and closes its open chats."""
+"""`metnos devices list|approve CODE [--person P]|add NAME --address A [--person P]|token ID|
+revoke ID`: the family's devices on the overlay, through the gateway (issue 30). A device's
+code is approved like any pairing code; an app's device (no browser for the ceremony) is added
+by the owner and gets a token; revoking one refuses it at its next request and closes its
+open chats."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -41,6 +43,29 @@ def approve(
     as_json: JsonFlag = False,
 ) -> None:
     approve_cmd(code, person, as_json)
+
+
+@app.command("add", help=msg("CLI_DEVICES_ADD_HELP"))
+def add(
+    label: Annotated[str, typer.Argument(help=msg("CLI_DEVICE_LABEL_HELP"))],
+    address: Annotated[str, typer.Option("--address", help=msg("CLI_DEVICE_ADDRESS_HELP"))],
+    person: Person = None,
+    as_json: JsonFlag = False,
+) -> None:
+    body = {"label": label, "address": address, **({"person": person} if person else {})}
+    _show_token(_call("POST", "/api/devices", body), as_json)
+
+
+@app.command("token", help=msg("CLI_DEVICES_TOKEN_HELP"))
+def token(
+    device_id: Annotated[str, typer.Argument(help=msg("CLI_DEVICE_ID_HELP"))],
+    as_json: JsonFlag = False,
+) -> None:
+    _show_token(_call("GET", f"/api/devices/{device_id}/token"), as_json)
+
+
+def _show_token(data: dict[str, Any], as_json: bool) -> None:
+    show_answer(data, as_json, text=f"{data['message']}\n{data['token']}")
 
 
 @app.command("revoke", help=msg("CLI_DEVICES_REVOKE_HELP"))

@@ -33,6 +33,7 @@ from metnos.faces.gateway.routes import (
     attachments,
     audit,
     chat_ws,
+    completions,
     devices,
     docs,
     evolution,
@@ -165,6 +166,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(pairing.router)
     app.include_router(devices.router)
     app.include_router(devices.ceremony)
+    app.include_router(completions.router)
     app.include_router(undo.router)
     app.include_router(trash_routes.router)
     app.include_router(proposals.router)

@@ -44,7 +44,7 @@ class Auth:
     why not. `connection` keys the live connections a logout or a revocation ends."""
 
     user: str | None
-    via: Literal["bearer", "cookie", "device"] | None = None
+    via: Literal["bearer", "cookie", "device", "device_token"] | None = None
     error: str | None = None
     connection: str | None = None
     role: str = "owner"
@@ -87,8 +87,8 @@ def authenticate(conn: HTTPConnection) -> Auth:
     owner's bearer token or a web session."""
     device = device_of(conn)
     if device is not None:
-        return Auth(device.user_id, via="device", connection=f"device:{device.device_id}",
-                    role=device.role)
+        return Auth(device.user_id, via="device_token" if device.app else "device",
+                    connection=f"device:{device.device_id}", role=device.role)
     if on_overlay(conn):
         return Auth(None, error="ERR_DEVICE_NOT_ADMITTED")
     scheme, _, token = conn.headers.get("authorization", "").partition(" ")

@@ -52,6 +52,7 @@ class DeviceAuth:
     device_id: str
     user_id: str
     role: str
+    app: bool = False  # presented as a bearer token (an app, not a browser: no Origin)
 
 
 def listening_sockets(settings: Settings, found: Exposed | None) -> list[socket.socket]:
@@ -117,7 +118,8 @@ class DeviceGate:
         scope.setdefault("state", {})[_OVERLAY] = presented
         if presented.status == "admitted" and presented.user_id and presented.role:
             scope.setdefault("state", {})[_STATE] = DeviceAuth(
-                presented.device_id or "", presented.user_id, presented.role)
+                presented.device_id or "", presented.user_id, presented.role,
+                app=_bearer(scope) is not None)
             await self.app(scope, receive, send)
             return
         if presented.status == "refused" and presented.reason != "ERR_DEVICE_NOT_ADMITTED":
@@ -131,7 +133,7 @@ class DeviceGate:
 
     def _check(self, scope: Scope) -> devices.Presented:
         conn = HTTPConnection(scope)
-        cookie = conn.cookies.get(DEVICE_COOKIE)
+        cookie = conn.cookies.get(DEVICE_COOKIE) or _bearer(scope)
         if cookie is None:
             return devices.Presented("refused", reason="ERR_DEVICE_NOT_ADMITTED")
         service = state_of(scope["app"]).ready()
@@ -139,6 +141,12 @@ class DeviceGate:
         with db_session(service.engine) as db:
             return devices.check(db, cookie, str(client[0]), keys_dir=service.settings.keys_dir,
                                  audit=service.audit)
+
+
+def _bearer(scope: Scope) -> str | None:
+    """The device token an app sends as `Authorization: Bearer` (`metnos devices token`)."""
+    scheme, _, token = HTTPConnection(scope).headers.get("authorization", "").partition(" ")
+    return token.strip() or None if scheme.lower() == "bearer" else None
 
 
 def on_overlay(conn: HTTPConnection) -> bool:

@@ -33,6 +33,7 @@ from metnos.features.pairing.service import (
     DEVICE_CHANNEL,
     PairingError,
     admit,
+    approve,
     drop,
     find_paired,
 )
@@ -98,6 +99,26 @@ def ask(db: Session, *, label: str, address: str, user_agent: str, keys_dir: Pat
     expires = request.expires_at if request is not None else utcnow()
     return Asked(device_id, admission.code, credential(keys_dir, device_id, address), expires,
                  admission.request_id or "")
+
+
+def add(db: Session, *, label: str, address: str, approver: str, person: str | None,
+        keys_dir: Path, settings: PolicySettings, audit: AuditLog | None = None) -> Asked:
+    """A device the owner names from a trusted surface (an app with no browser for the
+    ceremony: Open WebUI on a laptop, a phone client): asked and approved at once, with the
+    same rules and audit lines as the ceremony; `person` as in `pairing.approve`."""
+    asked = ask(db, label=label, address=address, user_agent="", keys_dir=keys_dir,
+                settings=settings, audit=audit)
+    approve(db, asked.code, approver=approver, settings=settings, audit=audit, person=person)
+    return asked
+
+
+def token_of(db: Session, device_id: str, keys_dir: Path) -> str | None:
+    """An admitted device's token (its credential, for an app's `Authorization: Bearer`);
+    None when it is not admitted."""
+    device = db.get(Device, device_id)
+    if device is None or find_paired(db, DEVICE_CHANNEL, device.id) is None:
+        return None
+    return credential(keys_dir, device.id, device.address)
 
 
 def credential(keys_dir: Path, device_id: str, address: str) -> str:

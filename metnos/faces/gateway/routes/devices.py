@@ -8,15 +8,18 @@ On the exposed address only (`metnos.faces.gateway.exposed`):
 - `GET /device/state`: `admitted`, `waiting` or `none`, for the page to open the chat;
 - `GET /device/device.js`: the page's script (the CSP forbids inline scripts).
 
-For the owner: `GET /api/devices` and `POST /api/devices/{id}/revoke` (refused at once, its
-open chats closed). A code is approved like any pairing code (`POST /api/pairing/approve`,
-`metnos pair approve`, Telegram's `/pair`).
+For the owner: `GET /api/devices`, `POST /api/devices/{id}/revoke` (refused at once, its
+open chats closed), `POST /api/devices` (an app's device, admitted at once: no browser for
+the ceremony) and `GET /api/devices/{id}/token` (the token an app on it sends as a bearer,
+worth something from that device's address only). A code is approved like any pairing
+code (`POST /api/pairing/approve`, `metnos pair approve`, Telegram's `/pair`).
 """
 
 from __future__ import annotations
 
 import asyncio
 from datetime import datetime
+from ipaddress import ip_address
 from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Request
@@ -37,6 +40,7 @@ from metnos.features import pairing
 from metnos.features.pairing import devices
 from metnos.ground import i18n
 from metnos.ground.db.engine import session as db_session
+from metnos.ground.settings.gateway import expose_refusal
 from metnos.turns.runtime import Runtime
 
 
@@ -126,6 +130,57 @@ class DevicesPublic(BaseModel):
     devices: list[DevicePublic]
 
 
+class AddBody(BaseModel):
+    """A device the owner adds without the ceremony (an app): its name and overlay address."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: str = Field(min_length=1, max_length=devices.MAX_LABEL)
+    address: str = Field(min_length=2, max_length=64)
+    person: str | None = Field(None, min_length=1, max_length=256)
+
+
+class TokenPublic(BaseModel):
+    device_id: str
+    token: str
+    base_url: str | None  # where an OpenAI-compatible app points (None: nothing exposed)
+    message: str
+
+
+@router.post("/api/devices", response_model=TokenPublic,
+             responses=error_responses(401, 403, 422, 429))
+async def add_device(body: AddBody, service: ServiceDep, owner: OwnerDep, request: Request,
+                     lang: LangDep) -> TokenPublic:
+    """Add an app's device at `address` (admitted at once, as `person`) and give its token."""
+    refusal = _not_a_device_address(body.address)
+    if refusal is not None or not devices.clean_label(body.label):
+        key = "ERR_DEVICE_ADDRESS_INVALID" if refusal else "ERR_DEVICE_LABEL_EMPTY"
+        raise HTTPException(422, detail={"key": key, "message": i18n.get(
+            key, lang, address=body.address[:64])})
+
+    def made() -> devices.Asked:
+        with db_session(service.engine) as db:
+            return devices.add(db, label=body.label, address=str(ip_address(body.address)),
+                               approver=owner, person=body.person,
+                               keys_dir=service.settings.keys_dir,
+                               settings=service.settings.policy, audit=service.audit)
+    try:
+        asked = await asyncio.to_thread(made)
+    except pairing.PairingError as exc:
+        raise HTTPException(422 if exc.key == "ERR_PAIRING_PERSON_UNKNOWN" else 429, detail={
+            "key": exc.key, "message": i18n.message(exc, lang)}) from exc
+    return await _token(service, request, asked.device_id, lang)
+
+
+@router.get("/api/devices/{device_id}/token", response_model=TokenPublic,
+            responses=error_responses(401, 403, 404))
+async def device_token(device_id: str, request: Request, service: ServiceDep, owner: OwnerDep,
+                       lang: LangDep) -> TokenPublic:
+    """An admitted device's token, for an app on it (`Authorization: Bearer`). It works only
+    from that device's address, and ends with the device."""
+    return await _token(service, request, device_id[:64], lang)
+
+
 @router.get("/api/devices", response_model=DevicesPublic, responses=error_responses(401, 403))
 async def list_devices(service: ServiceDep, owner: OwnerDep) -> DevicesPublic:
     """Every device that asked for access, newest first, whose it is and its state."""
@@ -145,6 +200,34 @@ async def revoke(device_id: str, request: Request, service: ServiceDep, owner: O
     gateway_state(request).connections.end(f"device:{device_id}")
     return {"device_id": device_id, "revoked": True,
             "message": i18n.get("MSG_DEVICE_REVOKED", lang, device_id=device_id)}
+
+
+async def _token(service: Runtime, request: Request, device_id: str,
+                 lang: str) -> TokenPublic:
+    def read() -> str | None:
+        with db_session(service.engine) as db:
+            return devices.token_of(db, device_id, service.settings.keys_dir)
+    token = await asyncio.to_thread(read)
+    if token is None:
+        raise HTTPException(404, detail={"key": "ERR_DEVICE_NOT_FOUND", "message": i18n.get(
+            "ERR_DEVICE_NOT_FOUND", lang, device_id=device_id)})
+    found = gateway_state(request).exposed
+    gateway = service.settings.gateway
+    base = None
+    if found is not None:
+        scheme = "https" if gateway.expose_tls_cert else "http"
+        host = gateway.expose_name or sorted(found.names)[0]
+        base = f"{scheme}://{host}:{gateway.port}/v1"
+    return TokenPublic(device_id=device_id, token=token, base_url=base, message=i18n.get(
+        "MSG_DEVICE_TOKEN", lang, base_url=base or "-"))
+
+
+def _not_a_device_address(value: str) -> str | None:
+    try:
+        ip_address(value.strip("[]"))
+    except ValueError:
+        return "not an IP address"
+    return expose_refusal(value)
 
 
 def _ask(service: Runtime, request: Request, label: str, earlier: str | None) -> devices.Asked:
