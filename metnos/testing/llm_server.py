@@ -12,6 +12,10 @@ tool-call arguments) per chunk, `chunk_delay_s` apart (so a browser can see toke
 role's comes `first_token_s` late, each later one `1 / tokens_per_s` after the one before; an
 answer that does not stream waits as long as its stream would have taken. Both off by default.
 
+`POST /v1/audio/transcriptions` (OpenAI's multipart upload) is a transcription server: each
+upload is recorded in `transcriptions` (the file's bytes, the form's fields) and answered
+`{"text": ...}` from the queue `enqueue_transcript` fills ("" when it is empty).
+
 Point litellm at it with `model="openai/scripted"`, `api_base=server.base_url + "/v1"`, any key.
 With `api_key=...` it is a server that wants that key: any request without it as bearer gets
 401 in OpenAI's format, as a real server answers a wrong key.
@@ -32,6 +36,7 @@ from typing import Any
 
 from metnos.testing._llm_stream import stream_chunks
 from metnos.testing._loopback import LoopbackServer
+from metnos.testing._multipart import Upload, parse_form
 
 EMPTY_QUEUE_MESSAGE = "ScriptedLLM: no reply enqueued for this request"
 
@@ -81,6 +86,8 @@ class ScriptedLLM(LoopbackServer):
         self._default_pace = (first_token_s, tokens_per_s)
         self.requests: list[dict[str, Any]] = []
         self._queue: deque[_Reply] = deque()
+        self.transcriptions: list[Upload] = []  # every audio upload, in order
+        self._transcripts: deque[str] = deque()
         self._always: _Reply | None = None
         self._routes: dict[str, _Route] = {}
         self._responder: Callable[[dict[str, Any]], str | None] | None = None
@@ -117,6 +124,16 @@ class ScriptedLLM(LoopbackServer):
         headers); a request that does not stream gets the drop before any answer."""
         self._push(_Reply(text=text, cut_after=after_chunks))
 
+    def enqueue_transcript(self, text: str) -> None:
+        """The words the next `POST /v1/audio/transcriptions` answers."""
+        with self._lock:
+            self._transcripts.append(text)
+
+    def _transcribe(self, upload: Upload) -> str:
+        with self._lock:
+            self.transcriptions.append(upload)
+            return self._transcripts.popleft() if self._transcripts else ""
+
     def always(self, tool_call: ToolCall | None) -> None:
         """Answer every request the queue does not cover with this tool call (None: stop)."""
         with self._lock:
@@ -125,6 +142,8 @@ class ScriptedLLM(LoopbackServer):
     def reset(self) -> None:
         with self._lock:
             self._queue.clear()
+            self._transcripts.clear()
+            self.transcriptions.clear()
             self._always = None
             self._responder = None
             self.requests.clear()
@@ -267,6 +286,10 @@ def _handler_for(llm: ScriptedLLM) -> type[BaseHTTPRequestHandler]:
             length = int(self.headers.get("Content-Length") or 0)
             raw = self.rfile.read(length)
             if self._refused():
+                return
+            if self.path.rstrip("/") in ("/v1/audio/transcriptions", "/audio/transcriptions"):
+                upload = parse_form(raw, self.headers.get("Content-Type", ""))
+                self._send(200, {"text": llm._transcribe(upload)})
                 return
             if self.path.rstrip("/") not in ("/v1/chat/completions", "/chat/completions"):
                 self._send(404, _error_json(f"no route POST {self.path}", 404))

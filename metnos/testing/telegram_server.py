@@ -70,11 +70,13 @@ class FakeTelegram(LoopbackServer):
                      reply_to: str | None = None, quote: str | None = None,
                      language_code: str | None = "it", first_name: str | None = None,
                      username: str | None = None, photo: bytes | None = None,
-                     document: tuple[str, str, bytes] | None = None) -> int:
+                     document: tuple[str, str, bytes] | None = None,
+                     voice: bytes | None = None, voice_seconds: int = 1) -> int:
         """A message from `user_id` (in its private chat unless `chat_type` says otherwise);
         returns its message id. `first_name` / `username` replace the sender's defaults;
         `photo` (its bytes) or `document` (name, media type, bytes): a file the bot fetches
-        with getFile, `text` its caption (none when empty)."""
+        with getFile, `text` its caption (none when empty); `voice`: a voice note's bytes (OGG/
+        Opus, as Telegram records them), said to last `voice_seconds`."""
         message = self._message(user_id, text, chat_type, chat_id, language_code)
         number = message["message_id"]
         if photo is not None:
@@ -87,7 +89,12 @@ class FakeTelegram(LoopbackServer):
             message["document"] = {"file_id": f"doc-{number}", "file_unique_id": f"d{number}",
                                    "file_name": name, "mime_type": media_type,
                                    "file_size": len(data)}
-        if photo is not None or document is not None:
+        if voice is not None:
+            self.files[f"voice-{number}"] = voice
+            message["voice"] = {"file_id": f"voice-{number}", "file_unique_id": f"v{number}",
+                                "duration": voice_seconds, "mime_type": "audio/ogg",
+                                "file_size": len(voice)}
+        if photo is not None or document is not None or voice is not None:
             caption = message.pop("text")
             if caption:
                 message["caption"] = caption

@@ -14,8 +14,9 @@ from metnos.ground.settings.llm import LLMSettings
 from metnos.ground.settings.policy import Autonomy, PolicySettings
 from metnos.ground.settings.root import Settings, default_home, get_settings
 from metnos.ground.settings.sandbox import SandboxSettings
+from metnos.ground.settings.voice import VoiceSettings
 from metnos.ground.timezone import system_timezone
 
 __all__ = ["Autonomy", "DatabaseSettings", "GatewaySettings", "I18nSettings", "LLMSettings",
            "PolicySettings", "PrefectSettings", "SandboxSettings", "Settings", "TelegramSettings",
-           "WebSettings", "default_home", "get_settings", "system_timezone"]
+           "VoiceSettings", "WebSettings", "default_home", "get_settings", "system_timezone"]

@@ -40,6 +40,7 @@ from metnos.ground.settings.sandbox import SandboxSettings
 from metnos.ground.settings.schedules import ScheduleSettings
 from metnos.ground.settings.trash import TrashSettings
 from metnos.ground.settings.tutor import TutorSettings
+from metnos.ground.settings.voice import VoiceSettings
 from metnos.ground.system_lang import Lang, lang_code, system_lang
 from metnos.ground.timezone import known_zone, system_timezone
 
@@ -83,6 +84,7 @@ class Settings(BaseSettings):
     schedules: ScheduleSettings = Field(default_factory=lambda: ScheduleSettings())
     remote: RemoteSettings = Field(default_factory=lambda: RemoteSettings())
     attachments: AttachmentSettings = Field(default_factory=lambda: AttachmentSettings())
+    voice: VoiceSettings = Field(default_factory=lambda: VoiceSettings())
 
     @field_validator("lang")
     @classmethod

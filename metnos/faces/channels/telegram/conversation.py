@@ -5,7 +5,8 @@ says is processed (the owner, when paired here, is told in their own chat, with 
 drop the request: `pairing_drop.py`, and approves a code with `/pair CODE`:
 `pair_command.py`, never a turn). A paired sender's message becomes a turn of the gateway's
 runner; what the user forwards or quotes travels with it as untrusted data, never as their
-words. While the turn runs the chat shows "typing…" and the model's text streams
+words; a voice note is heard first (`voice.py`: "I heard: …") and its words taken as typed
+text. While the turn runs the chat shows "typing…" and the model's text streams
 into one message edited about once a second (`live.py`); approvals it waits for become cards
 with buttons; the reply (the prose, then what ran), split within Telegram's limit, replaces
 the streamed text at the end.
@@ -30,6 +31,7 @@ from metnos.faces.channels.telegram.live import LiveReply, follow_deltas
 from metnos.faces.channels.telegram.pair_command import handle_pair, pair_arguments
 from metnos.faces.channels.telegram.pairing_drop import tell_owner
 from metnos.faces.channels.telegram.split import split_html
+from metnos.faces.channels.telegram.voice import hear, is_voice
 from metnos.features import pairing
 from metnos.features.attachments.turn import start_turn
 from metnos.ground import i18n
@@ -76,11 +78,14 @@ async def handle_message(ch: TelegramChannel, message: Message) -> None:
     if arguments is not None:  # `/pair CODE`: the owner approves a code, never a turn
         await handle_pair(ch, message, admission, arguments, lang)
         return
+    heard = await hear(ch, message, lang) if is_voice(message) else None  # "I heard: …" shown
+    if is_voice(message) and heard is None:  # voice off, refused, or no words: told why
+        return
     files = await keep_files(ch, message, admission.user_id, lang) if has_files(message) else []
     if isinstance(files, str):  # refused: the person is told why
         await send_html(ch, message.chat.id, render(CHANNEL, "reply", lang, text=files))
         return
-    content = _content(message, lang, bool(files))
+    content = _content(message, lang, bool(files), said=heard)
     if content is None:
         await send_html(ch, message.chat.id, i18n.get("MSG_TELEGRAM_KINDS", lang))
         return
@@ -129,11 +134,12 @@ def with_kept_line(reply: str | None, activity: list[dict[str, Any]], paths: lis
     return f"{line}\n\n{text}"
 
 
-def _content(message: Message, lang: str, files: bool = False
+def _content(message: Message, lang: str, files: bool = False, said: str | None = None
              ) -> tuple[str, list[tuple[str, str]]] | None:
     """The user's own words and the untrusted pieces (forwarded, quoted) of a message (its
-    words may be empty when it brings `files`)."""
-    own = message.text or message.caption
+    words may be empty when it brings `files`); `said`: the words of its voice note, which
+    stand for typed text (a forwarded note's words are someone else's: data)."""
+    own = said or message.text or message.caption
     untrusted: list[tuple[str, str]] = []
     if message.forward_origin is not None and own:
         untrusted.append(("forwarded", own))
