@@ -48,6 +48,7 @@ from metnos.faces.gateway.routes import (
     turns,
     tutor_feedback,
     undo,
+    voice,
     web,
 )
 from metnos.faces.gateway.routes import trash as trash_routes
@@ -160,6 +161,7 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.include_router(status.router)
     app.include_router(turns.router)
     app.include_router(attachments.router)
+    app.include_router(voice.router)
     app.include_router(audit.router)
     app.include_router(approvals.router)
     app.include_router(sessions.router)
@@ -186,7 +188,8 @@ def create_app(settings: Settings | None = None, *, runner: TurnRunner | None = 
     app.add_middleware(DeviceGate, found=found)  # inside the host guard: names first
     app.add_middleware(HostGuard, allowed_hosts=settings.gateway.allowed_hosts,
                        max_body_bytes=max_body,
-                       path_limits={attachments.PATH: settings.attachments.max_bytes},
+                       path_limits={attachments.PATH: settings.attachments.max_bytes,
+                                    voice.PATH: settings.voice.max_bytes},
                        exposed=(found.address, found.names) if found else None)
     return app
 

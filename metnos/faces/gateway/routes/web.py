@@ -42,7 +42,7 @@ LOCALE_MAX_AGE_S = 365 * 24 * 3600
 _JS = "text/javascript; charset=utf-8"
 # chat.js and the ES modules it imports; render.js and the vendored libraries are plain scripts
 MODULES = ("chat.js", "api.js", "actions.js", "bubbles.js", "cards.js", "composer.js",
-           "feedback.js", "panels.js", "stream.js", "trash.js", "askall.js")
+           "feedback.js", "panels.js", "stream.js", "trash.js", "askall.js", "voice.js")
 STATIC_FILES = {**dict.fromkeys(MODULES, _JS), "chat.css": "text/css; charset=utf-8",
                 "favicon.svg": "image/svg+xml", "render.js": _JS,
                 # vendored, unchanged: versions and sha256 in webchat/static/README.md
@@ -68,7 +68,8 @@ _JS_KEYS = {
     "feedbackDown": "TUTOR_FEEDBACK_DOWN", "feedbackWhy": "TUTOR_FEEDBACK_WHY",
     "feedbackFailed": "TUTOR_FEEDBACK_FAILED", "attachRemove": "WEB_CHAT_ATTACH_REMOVE",
     "attachTooLarge": "WEB_CHAT_ATTACH_TOO_LARGE", "attachSending": "WEB_CHAT_ATTACH_SENDING",
-    "waitsForOwner": "WEB_CHAT_WAITS_FOR_OWNER",
+    "waitsForOwner": "WEB_CHAT_WAITS_FOR_OWNER", "voiceRecording": "WEB_CHAT_VOICE_RECORDING",
+    "voiceListening": "WEB_CHAT_VOICE_LISTENING",
 }
 _FEEDBACK_CAUSES = ("wrong_section", "insufficient", "outdated", "not_about_metnos")
 NOTICES_ROUTE = "notice_events"  # the reminders' stream (routes/notices.py), when served

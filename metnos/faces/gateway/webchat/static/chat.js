@@ -7,6 +7,7 @@ import { refreshWaiting, whenDecided } from "./cards.js";
 import { setUpComposer } from "./composer.js";
 import { closeSessions, latestConversation, setUpAccount, setUpAudit, setUpMenu, setUpPairing, setUpSessions } from "./panels.js";
 import { setUpTrash } from "./trash.js";
+import { setUpVoice } from "./voice.js";
 import { TURN_KEY, closeStream, follow, following, listenNotices, setStatus } from "./stream.js";
 
 const SESSION_KEY = "metnos.session";
@@ -156,6 +157,7 @@ $("new-session").addEventListener("click", () => {
 
 setUpMenu();
 setUpComposer(send, fail);
+setUpVoice(fail, setStatus);
 setUpSessions(() => sessionId, async (id) => {
   try { await openSession(id); closeSessions(); input.focus(); } catch (error) { fail(error); }
 }, fail);
