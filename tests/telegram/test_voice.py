@@ -9,18 +9,15 @@ The real gateway with the channel on a fake Bot API; scripted model and transcri
 from __future__ import annotations
 
 import html
-import io
-import subprocess
 from pathlib import Path
 
-import av
 import pytest
 
 from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from metnos.testing.telegram_server import FakeTelegram
 from tests.support.home import MakeHome
-from tests.support.system import ensure_debian_binary, skip_or_fail
+from tests.support.voice import as_telegram, espeak_binary, seconds, spoken
 from tests.telegram.support import pair, said, telegram_gateway, until
 
 ANNA = 7401  # the owner, who speaks Italian
@@ -31,38 +28,7 @@ ENGLISH = "add bread to the shopping list"
 
 @pytest.fixture(scope="module")
 def espeak() -> str:
-    found = ensure_debian_binary("espeak-ng", "espeak-ng")
-    if found is None:
-        skip_or_fail("espeak-ng (Debian package espeak-ng) is not installed")
-    assert found is not None
-    return found
-
-
-def spoken(espeak: str, folder: Path, voice: str, sentence: str) -> bytes:
-    """`sentence` said by espeak-ng in `voice`, as WAV bytes."""
-    out = folder / f"{voice}.wav"
-    subprocess.run([espeak, "-v", voice, "-w", str(out), sentence], check=True,  # noqa: S603
-                   capture_output=True, timeout=60)
-    return out.read_bytes()
-
-
-def as_telegram(wav: bytes) -> bytes:
-    """`wav` as Telegram records a voice note: Opus in an OGG container, 48 kHz mono."""
-    out = io.BytesIO()
-    with av.open(io.BytesIO(wav)) as source, av.open(out, "w", format="ogg") as target:
-        stream = target.add_stream("libopus", rate=48_000, layout="mono")
-        resampler = av.AudioResampler(format="s16", layout="mono", rate=48_000)
-        frames = [f for frame in source.decode(audio=0) for f in resampler.resample(frame)]
-        for frame in [*frames, *resampler.resample(None), None]:
-            for packet in stream.encode(frame):
-                target.mux(packet)
-    return out.getvalue()
-
-
-def seconds(data: bytes) -> float:
-    """How long `data` plays, decoded (any container PyAV reads)."""
-    with av.open(io.BytesIO(data)) as container:
-        return sum(f.samples / f.sample_rate for f in container.decode(audio=0))
+    return espeak_binary()
 
 
 def texts(tg: FakeTelegram, chat: int) -> list[str]:

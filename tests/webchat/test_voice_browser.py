@@ -18,18 +18,19 @@ from metnos.ground import i18n
 from metnos.testing.llm_server import ScriptedLLM
 from tests.support.home import MakeHome, served_gateway
 from tests.support.pg import free_port
-from tests.telegram.test_voice import ENGLISH, espeak, seconds, spoken  # noqa: F401 - fixture
+from tests.support.voice import espeak_binary, seconds, spoken
+from tests.telegram.test_voice import ENGLISH
 from tests.webchat.conftest import FLAGS
 
 HEARD = "add bread to the <b>shopping</b> list"
 
 
 @pytest.fixture
-async def microphone(chromium_path: str, espeak: str, tmp_path: Path) -> AsyncIterator[Any]:
+async def microphone(chromium_path: str, tmp_path: Path) -> AsyncIterator[Any]:
     """Chromium whose microphone plays `ENGLISH`, said by espeak-ng, over and over."""
     from playwright.async_api import async_playwright
 
-    spoken(espeak, tmp_path, "en", ENGLISH)
+    spoken(espeak_binary(), tmp_path, "en", ENGLISH)
     async with async_playwright() as pw:
         launched = await pw.chromium.launch(executable_path=chromium_path, args=[
             *FLAGS, "--use-fake-ui-for-media-stream", "--use-fake-device-for-media-stream",
