@@ -20,22 +20,11 @@ from websockets.typing import Origin
 
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.devices.support import Served, admit, served
-from tests.llm_guard import NetworkGuard
 from tests.support.home import MakeHome
-from tests.support.overlay import Addresses, addresses
+from tests.support.overlay import Addresses
 from tests.support.pg import free_port
 
 pytestmark = pytest.mark.attack
-
-
-@pytest.fixture
-def overlay(network_guard: NetworkGuard) -> Iterator[Addresses]:
-    with addresses() as found:
-        network_guard.local |= {found.server, *found.devices}  # this machine's own
-        try:
-            yield found
-        finally:
-            network_guard.local -= {found.server, *found.devices}
 
 
 @pytest.fixture

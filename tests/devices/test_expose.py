@@ -3,8 +3,6 @@ says of it, and that an address this machine does not have leaves loopback servi
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from pydantic import ValidationError
 
@@ -13,7 +11,7 @@ from metnos.faces.gateway.exposed import listening_sockets
 from metnos.faces.web.overlay import ExposeUnavailable, exposed
 from metnos.ground.settings import get_settings
 from metnos.ground.settings.gateway import GatewaySettings
-from tests.support.overlay import Addresses, addresses
+from tests.support.overlay import Addresses
 from tests.support.pg import free_port
 
 
@@ -34,12 +32,6 @@ def test_an_exposed_name_is_a_host_name_and_not_loopback(name: str) -> None:
 def test_names_are_kept_as_browsers_send_them() -> None:
     gateway = GatewaySettings(expose="100.64.1.7", expose_name="Metnos.Tail1234.TS.net.")
     assert gateway.expose_name == "metnos.tail1234.ts.net"
-
-
-@pytest.fixture
-def overlay() -> Iterator[Addresses]:
-    with addresses() as found:
-        yield found
 
 
 def settings_with(monkeypatch: pytest.MonkeyPatch, **env: str):  # type: ignore[no-untyped-def]

@@ -19,9 +19,8 @@ import pytest
 from metnos.faces.gateway.app import create_app
 from metnos.testing.llm_server import ScriptedLLM, ToolCall
 from tests.devices.support import Served, served
-from tests.llm_guard import NetworkGuard
 from tests.support.home import Home, MakeHome, served_app
-from tests.support.overlay import Addresses, addresses
+from tests.support.overlay import Addresses
 from tests.support.pg import free_port
 
 pytestmark = pytest.mark.attack
@@ -94,16 +93,6 @@ def test_a_wrong_token_and_a_foreign_page_are_refused(home: Home, base: str) -> 
     with pytest.raises(openai.PermissionDeniedError):
         foreign.chat.completions.create(model="metnos", messages=[{"role": "user",
                                                                    "content": "hi"}])
-
-
-@pytest.fixture
-def overlay(network_guard: NetworkGuard) -> Iterator[Addresses]:
-    with addresses() as found:
-        network_guard.local |= {found.server, *found.devices}
-        try:
-            yield found
-        finally:
-            network_guard.local -= {found.server, *found.devices}
 
 
 @pytest.fixture

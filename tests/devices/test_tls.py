@@ -9,9 +9,7 @@ from __future__ import annotations
 import datetime
 import ipaddress
 import os
-import signal
 import ssl
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,10 +21,9 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from metnos.testing.llm_server import ScriptedLLM
-from tests.llm_guard import NetworkGuard
 from tests.support.gateway_process import GatewayProcess
 from tests.support.home import MakeHome
-from tests.support.overlay import Addresses, addresses, listening
+from tests.support.overlay import Addresses, listening
 from tests.support.pg import free_port
 
 
@@ -52,16 +49,6 @@ def certificate(folder: Path, address: str) -> tuple[Path, Path]:
 
 
 @pytest.fixture
-def overlay(network_guard: NetworkGuard) -> Iterator[Addresses]:
-    with addresses() as found:
-        network_guard.local |= {found.server, *found.devices}
-        try:
-            yield found
-        finally:
-            network_guard.local -= {found.server, *found.devices}
-
-
-@pytest.fixture
 def gateway(make_home: MakeHome, scripted_llm: ScriptedLLM, overlay: Addresses,
             tmp_path: Path) -> Iterator[tuple[GatewayProcess, Path]]:
     cert, key = certificate(tmp_path, overlay.server)
@@ -71,13 +58,7 @@ def gateway(make_home: MakeHome, scripted_llm: ScriptedLLM, overlay: Addresses,
     process = GatewayProcess(home, dict(os.environ), tmp_path / "gateway.log")
     process.start()
     yield process, cert
-    if process.proc is not None and process.proc.poll() is None:
-        os.killpg(process.proc.pid, signal.SIGTERM)
-        try:
-            process.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.proc.pid, signal.SIGKILL)
-            process.proc.wait(30)
+    process.close()
 
 
 def test_the_overlay_speaks_https_and_loopback_stays_http(

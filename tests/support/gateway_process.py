@@ -3,6 +3,8 @@ the session's PostgreSQL and Prefect server, with the home's environment, its ou
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import sys
 import time
@@ -41,3 +43,14 @@ class GatewayProcess:
                 pass
             time.sleep(0.2)
         raise AssertionError("the gateway did not start:\n" + self.log.read_text()[-3000:])
+
+    def close(self) -> None:
+        """Stop it as `metnos serve` does (SIGTERM to its session), killing it if it lingers."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        os.killpg(self.proc.pid, signal.SIGTERM)
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait(30)

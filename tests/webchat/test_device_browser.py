@@ -15,8 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -50,13 +48,7 @@ def gateway(make_home: MakeHome, scripted_llm: ScriptedLLM, the_phone: Phone,
     process = GatewayProcess(home, dict(os.environ), tmp_path / "gateway.log")
     process.start()
     yield process
-    if process.proc is not None and process.proc.poll() is None:
-        os.killpg(process.proc.pid, signal.SIGTERM)
-        try:
-            process.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            os.killpg(process.proc.pid, signal.SIGKILL)
-            process.proc.wait(30)
+    process.close()
 
 
 def cli(*args: str) -> str:
