@@ -34,6 +34,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from metnos.faces.gateway.deps import PersonDep, TurnsDep, gateway_state
 from metnos.faces.gateway.drain import draining, refusal
+from metnos.faces.gateway.schemas import error_responses
 from metnos.features.attachments.turn import start_turn
 from metnos.ground import escape, i18n
 from metnos.ground.errors import MetnosError
@@ -72,13 +73,14 @@ class Completion(BaseModel):
     user: str | None = Field(None, max_length=256)
 
 
-@router.get("/models")
+@router.get("/models", responses=error_responses(401, 403))
 async def models(person: PersonDep) -> dict[str, Any]:
     return {"object": "list",
             "data": [{"id": MODEL, "object": "model", "created": 0, "owned_by": "metnos"}]}
 
 
-@router.post("/chat/completions", response_model=None)
+@router.post("/chat/completions", response_model=None,
+             responses=error_responses(400, 401, 403, 422, 503))
 async def chat_completions(body: Completion, request: Request, turns: TurnsDep,
                            person: PersonDep) -> Response:
     settings = turns.service.settings
