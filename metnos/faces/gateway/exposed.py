@@ -18,7 +18,6 @@ answers (`/device`, its script and its two calls); a page is sent there, anythin
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import socket
 import ssl
@@ -29,7 +28,16 @@ import uvicorn
 from starlette.requests import HTTPConnection
 
 from metnos.faces.gateway.process import Listener
-from metnos.faces.gateway.security import ASGIApp, Message, Receive, Scope, Send
+from metnos.faces.gateway.security import (
+    ASGIApp,
+    Message,
+    Receive,
+    Scope,
+    Send,
+    first_tag,
+    refuse,
+    refuse_websocket,
+)
 from metnos.faces.gateway.state import state_of
 from metnos.faces.web.overlay import Exposed
 from metnos.features.pairing import devices
@@ -177,8 +185,7 @@ def _forgetting_the_credential(send: Send) -> Send:
 async def _not_admitted(scope: Scope, receive: Receive, send: Send) -> None:
     """A page goes to the ceremony; a WebSocket is closed; an API call gets 401."""
     if scope["type"] == "websocket":
-        if (await receive()).get("type") == "websocket.connect":
-            await send({"type": "websocket.close", "code": 1008})
+        await refuse_websocket(receive, send)
         return
     conn = HTTPConnection(scope)
     if scope.get("method") == "GET" and "text/html" in conn.headers.get("accept", ""):
@@ -187,14 +194,8 @@ async def _not_admitted(scope: Scope, receive: Receive, send: Send) -> None:
                                 (b"content-length", b"0")]})
         await send({"type": "http.response.body", "body": b""})
         return
-    lang = i18n.normalise_lang(conn.headers.get("accept-language", "").split(",")[0][:35]
-                               .split(";")[0].strip() or None)
-    key = "ERR_DEVICE_NOT_ADMITTED"
-    body = json.dumps({"error": {"key": key, "message": i18n.get(key, lang)}}).encode()
-    await send({"type": "http.response.start", "status": 401,
-                "headers": [(b"content-type", b"application/json"),
-                            (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+    lang = i18n.normalise_lang(first_tag(conn.headers.get("accept-language", "")))
+    await refuse(send, 401, "ERR_DEVICE_NOT_ADMITTED", lang)
 
 
 def _bound(host: str, port: int) -> socket.socket:

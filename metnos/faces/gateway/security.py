@@ -60,10 +60,10 @@ class HostGuard:
         if refusal is not None:
             status, key, vars = refusal
             if scope["type"] == "websocket":
-                await _refuse_websocket(receive, send)
+                await refuse_websocket(receive, send)
                 return
-            lang = i18n.normalise_lang(_first_tag(_header(scope, b"accept-language")))
-            await _refuse(send, status, key, lang, **vars)
+            lang = i18n.normalise_lang(first_tag(_header(scope, b"accept-language")))
+            await refuse(send, status, key, lang, **vars)
             return
         if scope["type"] == "websocket":
             await self.app(scope, receive, send)
@@ -149,14 +149,14 @@ def _with_security_headers(send: Send, host: str, secure: bool = False) -> Send:
     return wrapped
 
 
-async def _refuse(send: Send, status: int, key: str, lang: str | None = None,
+async def refuse(send: Send, status: int, key: str, lang: str | None = None,
                   **vars: Any) -> None:
     await send({"type": "http.response.start", "status": status,
                 "headers": _error_headers(body := _error_body(key, lang, **vars))})
     await send({"type": "http.response.body", "body": body})
 
 
-async def _refuse_websocket(receive: Receive, send: Send) -> None:
+async def refuse_websocket(receive: Receive, send: Send) -> None:
     """Refuse a handshake by closing before accepting: the server answers it with a 403.
     (Browsers show a handshake's body to no script, so a JSON body would tell nobody.)"""
     message = await receive()
@@ -173,7 +173,7 @@ def _error_headers(body: bytes) -> list[tuple[bytes, bytes]]:
             *_HEADERS]
 
 
-def _first_tag(accept_language: str) -> str | None:
+def first_tag(accept_language: str) -> str | None:
     return accept_language.split(",")[0].split(";")[0].strip()[:35] or None
 
 
